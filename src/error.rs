@@ -1,0 +1,175 @@
+//! The one error type of the library.
+//!
+//! Every failure an agent or a person can act on carries a contract error code
+//! (`path_denied`, `not_found`, `stale_base`, ...), a message that names the
+//! path or value involved, and a hint saying what to do next. Lower layers build
+//! these with the constructors below; the tools layer maps them one-to-one onto
+//! `isError` tool results and the CLI onto exit codes, so the same failure reads
+//! the same everywhere.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// The contract's error codes (`TOOLS.md`, "Results and errors").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// An argument is syntactically valid JSON but semantically wrong.
+    InvalidArgument,
+    /// A path was refused by the sandbox.
+    PathDenied,
+    /// The note, heading or file does not exist.
+    NotFound,
+    /// A `ref` matched several notes.
+    AmbiguousRef,
+    /// A file or request exceeds a configured limit.
+    TooLarge,
+    /// A new note's target already exists.
+    TargetExists,
+    /// A patch's `base_hash` is not the file's current hash.
+    StaleBase,
+    /// No proposal has this id.
+    ProposalNotFound,
+    /// A proposal's files no longer match its metadata.
+    ProposalTampered,
+    /// The proposal was already applied or rejected.
+    ProposalNotPending,
+    /// Another process holds a lock or changed the file concurrently.
+    Conflict,
+    /// The caller's access level does not grant this tool.
+    PermissionDenied,
+    /// The index cannot be opened or queried.
+    IndexUnavailable,
+    /// A bug or an unexpected I/O failure.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The wire name of the code, as written in the contract.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => "invalid_argument",
+            ErrorCode::PathDenied => "path_denied",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::AmbiguousRef => "ambiguous_ref",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::TargetExists => "target_exists",
+            ErrorCode::StaleBase => "stale_base",
+            ErrorCode::ProposalNotFound => "proposal_not_found",
+            ErrorCode::ProposalTampered => "proposal_tampered",
+            ErrorCode::ProposalNotPending => "proposal_not_pending",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::PermissionDenied => "permission_denied",
+            ErrorCode::IndexUnavailable => "index_unavailable",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// Whether the failure is the caller's to fix (bad input, denied path, stale state)
+    /// rather than the server's. The CLI exits 2 for these and 1 otherwise.
+    pub fn is_user_fault(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::InvalidArgument
+                | ErrorCode::PathDenied
+                | ErrorCode::AmbiguousRef
+                | ErrorCode::TooLarge
+                | ErrorCode::PermissionDenied
+        )
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure with its contract code, a message naming what was wrong, and a hint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    /// The contract code.
+    pub code: ErrorCode,
+    /// What went wrong, naming the path or value involved.
+    pub message: String,
+    /// What the caller can do about it.
+    pub hint: Option<String>,
+    /// Structured extras an agent can act on (`candidates`, `current_hash`, ...).
+    pub details: Option<serde_json::Value>,
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error with a code and a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error { code, message: message.into(), hint: None, details: None }
+    }
+
+    /// Adds a hint saying what to do next.
+    #[must_use]
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Adds structured details (merged into the tool result's error object).
+    #[must_use]
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// `invalid_argument`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::InvalidArgument, message)
+    }
+
+    /// `path_denied`, with the standard hint.
+    pub fn denied(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::PathDenied, message).with_hint(
+            "use a vault-relative path with forward slashes inside a notes, standards or read_also folder, e.g. z/note.md",
+        )
+    }
+
+    /// `not_found`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::NotFound, message)
+    }
+
+    /// `internal`, for bugs and unexpected I/O failures.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::Internal, message)
+    }
+
+    /// `index_unavailable`.
+    pub fn index(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::IndexUnavailable, message)
+            .with_hint("run `kb-index build --full` to rebuild the index; it is derived data and safe to delete")
+    }
+
+    /// Wraps an I/O error, naming the path it happened on.
+    pub fn io(path: impl fmt::Display, err: &std::io::Error) -> Self {
+        match err.kind() {
+            std::io::ErrorKind::NotFound => Error::not_found(format!("{path}: no such file")),
+            std::io::ErrorKind::PermissionDenied => {
+                Error::internal(format!("{path}: the operating system refused access ({err})"))
+            }
+            _ => Error::internal(format!("{path}: {err}")),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, " (hint: {hint})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}

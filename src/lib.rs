@@ -1,0 +1,8 @@
+//! kb-mcp: controlled access for AI agents to a local Obsidian-style Markdown vault.
+//!
+//! The layers point one way (see `ARCHITECTURE.md`):
+//! `error <- sandbox <- vault <- {index, write} <- engine <- tools <- server <- bins`.
+
+pub mod error;
+pub mod sandbox;
+pub mod vault;

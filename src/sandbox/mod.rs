@@ -1,0 +1,94 @@
+//! The sandbox: the only code that touches the filesystem.
+//!
+//! Outside strings (tool arguments, link targets, proposal metadata) become a
+//! [`NotePath`] here, once, at the edge: a vault-relative, forward-slash path that
+//! has passed every lexical check of the contract ("Paths and references").
+//! Before any byte is read or written, the path is resolved to its real location
+//! (following symlinks) and checked again against the vault root, the allowed
+//! areas and the hard-deny list, because a text check alone says nothing about
+//! where a symlink points. Atomic writes live here too, so that no other module
+//! needs `std::fs`.
+
+mod fs;
+mod path;
+mod policy;
+
+pub use fs::{FileStat, Scan, ScannedFile, WriteMode, clear_dir, ensure_dir, read_vault_config};
+pub use path::NotePath;
+pub use policy::{Area, Policy};
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+
+/// A vault root plus the policy that says what inside it may be read or written.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    root: PathBuf,
+    policy: Policy,
+}
+
+impl Sandbox {
+    /// Opens a vault folder. The root is canonicalised once; `not_found` when it is
+    /// missing, `invalid_argument` when it is not a directory.
+    pub fn open(root: &Path, policy: Policy) -> Result<Self> {
+        fs::open(root, policy)
+    }
+
+    /// The canonical vault root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The area a path lies in, by its text alone; `None` when it is denied or
+    /// outside every allowed folder.
+    pub fn area_of(&self, path: &NotePath) -> Option<Area> {
+        self.policy.area_of(path)
+    }
+
+    /// The read resolver: validates an outside string as a readable Markdown file
+    /// (a note, a standard or a `read_also` file, ending in `.md`), resolves its real
+    /// path and re-checks it. `path_denied` for anything hostile or outside the
+    /// readable areas, `not_found` when it does not exist.
+    pub fn resolve_read(&self, input: &str) -> Result<NotePath> {
+        fs::resolve_read(self, input)
+    }
+
+    /// Reads a readable file's bytes after re-resolving it (so a symlink swapped in
+    /// since [`Sandbox::resolve_read`] is caught). `too_large` above `max_bytes`.
+    pub fn read(&self, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
+        fs::read(self, path, max_bytes)
+    }
+
+    /// The approved-note-target resolver: a `.md` path inside a notes root (not a
+    /// standard, not the inbox), whose parent's real path lies inside the vault, with
+    /// no symlink on the way. The file itself may or may not exist.
+    pub fn resolve_note_target(&self, input: &str) -> Result<NotePath> {
+        fs::resolve_note_target(self, input)
+    }
+
+    /// Size and times of a file inside the vault; `None` when it does not exist.
+    pub fn stat(&self, path: &NotePath) -> Result<Option<FileStat>> {
+        fs::stat(self, path)
+    }
+
+    /// Walks the vault: every Markdown file in a readable area (skipping denied and
+    /// internal folders, and symlinks that lead outside), plus the other files that
+    /// links may point at (attachments). Sorted by path.
+    pub fn scan(&self) -> Result<Scan> {
+        fs::scan(self)
+    }
+
+    /// Writes a file atomically: a temporary file in the same folder, fsync, then a
+    /// rename (or, for [`WriteMode::CreateNew`], a link that fails when the target
+    /// exists), then fsync of the folder. Only notes-root targets and inbox files
+    /// may be written; the caller resolves the path first.
+    pub fn write_atomic(&self, path: &NotePath, bytes: &[u8], mode: WriteMode) -> Result<()> {
+        fs::write_atomic(self, path, bytes, mode)
+    }
+}

@@ -1,0 +1,1 @@
+//! Link resolution and the link graph.

@@ -1,0 +1,17 @@
+//! The vault layer: pure parsing of notes and configuration, and link resolution.
+//!
+//! Nothing here touches the filesystem or fails on a bad note: parsers are total,
+//! so a broken frontmatter or an unclosed code fence yields a [`Note`] plus
+//! [`Diagnostic`]s, never an error and never a lost note. Link resolution follows
+//! Obsidian's rules and builds the [`graph::Graph`] of outlinks, backlinks, broken
+//! links, orphans and maps of content.
+
+mod config;
+mod frontmatter;
+pub mod graph;
+mod markdown;
+mod note;
+
+pub use config::{Limits, VaultConfig};
+pub use frontmatter::{Frontmatter, parse_frontmatter};
+pub use note::{Anchor, Diagnostic, Heading, Link, LinkKind, Note, decode_note, parse_note};
