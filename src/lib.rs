@@ -6,3 +6,7 @@
 pub mod error;
 pub mod sandbox;
 pub mod vault;
+pub mod index;
+pub mod engine;
+pub mod tools;
+pub mod server;

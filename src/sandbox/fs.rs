@@ -1,10 +1,29 @@
 //! Real paths, reads, the vault walk and atomic writes.
+//!
+//! A [`NotePath`] says only what a path looks like; this module finds out where it
+//! really leads. Reads canonicalise the path (following every symlink) and check
+//! the result again: inside the root, not denied, in an area the caller may use,
+//! a regular file; then, once the file is open, that the open handle is still
+//! that file, so a symlink swapped in between check and use is caught. Writes
+//! refuse any symlink on the way instead of following it, and land atomically
+//! (temporary file, fsync, rename or link), so a note is never seen half written.
+//! The walk never follows symlinked folders and prunes denied ones before
+//! entering them.
 
-use std::path::Path;
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{NotePath, Policy, Sandbox};
-use crate::error::Result;
+use walkdir::WalkDir;
+
+use super::{Area, NotePath, Policy, Sandbox};
+use crate::error::{Error, ErrorCode, Result};
+
+/// Largest `kb.toml` read, in bytes.
+const CONFIG_MAX_BYTES: u64 = 64 * 1024;
+/// The configuration file at the vault root.
+const CONFIG_FILE: &str = "kb.toml";
 
 /// Size and times of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,53 +67,607 @@ pub enum WriteMode {
 
 /// Reads `<root>/kb.toml` (capped at 64 KiB); `None` when absent.
 pub fn read_vault_config(root: &Path) -> Result<Option<String>> {
-    let _ = root;
-    todo!()
+    let file_path = root.join(CONFIG_FILE);
+    let shown = file_path.display();
+    let before = match fs::symlink_metadata(&file_path) {
+        Ok(meta) => meta,
+        Err(err) if is_missing(&err) => return Ok(None),
+        Err(err) => return Err(Error::io(&shown, &err)),
+    };
+    if !before.is_file() {
+        return Err(Error::invalid(format!(
+            "{shown} is not a regular file (symbolic links are not followed for {CONFIG_FILE})"
+        )));
+    }
+    let file = File::open(&file_path).map_err(|err| Error::io(&shown, &err))?;
+    let opened = file.metadata().map_err(|err| Error::io(&shown, &err))?;
+    if !opened.is_file() || !same_file(&before, &opened) {
+        return Err(Error::invalid(format!("{shown} changed while it was being opened; try again")));
+    }
+    let bytes = read_capped(&file, CONFIG_MAX_BYTES).map_err(|err| Error::io(&shown, &err))?;
+    if bytes.len() as u64 > CONFIG_MAX_BYTES || opened.len() > CONFIG_MAX_BYTES {
+        return Err(too_large(&shown, opened.len().max(bytes.len() as u64), CONFIG_MAX_BYTES)
+            .with_hint(format!("{CONFIG_FILE} holds a few settings; keep it under 64 KiB")));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| Error::invalid(format!("{shown} is not valid UTF-8; save {CONFIG_FILE} as UTF-8")))
 }
 
 /// Creates a folder (and its parents) outside the vault's note areas, e.g. the index folder.
 pub fn ensure_dir(dir: &Path) -> Result<()> {
-    let _ = dir;
-    todo!()
+    fs::create_dir_all(dir).map_err(|err| Error::io(dir.display(), &err))
 }
 
 /// Removes everything inside a folder (the index folder before a full rebuild).
+///
+/// Symlinks inside are removed, never followed. As a guard against a mistyped
+/// `--index-dir`, a folder that looks like a vault (it holds `kb.toml`,
+/// `.obsidian`, `.git` or Markdown files) is refused with `invalid_argument`.
 pub fn clear_dir(dir: &Path) -> Result<()> {
-    let _ = dir;
-    todo!()
+    let shown = dir.display();
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if is_missing(&err) => return Ok(()),
+        Err(err) => return Err(Error::io(&shown, &err)),
+    };
+    let entries: Vec<fs::DirEntry> =
+        entries.collect::<io::Result<_>>().map_err(|err| Error::io(&shown, &err))?;
+    let looks_like_vault = entries.iter().any(|entry| {
+        let name = entry.file_name().to_string_lossy().to_lowercase();
+        matches!(name.as_str(), CONFIG_FILE | ".obsidian" | ".git") || name.ends_with(".md")
+    });
+    if looks_like_vault {
+        return Err(Error::invalid(format!(
+            "refusing to clear {shown}: it holds notes or vault files, not only an index"
+        ))
+        .with_hint("point --index-dir at a folder used only for the index"));
+    }
+    for entry in entries {
+        let entry_path = entry.path();
+        let file_type = entry.file_type().map_err(|err| Error::io(entry_path.display(), &err))?;
+        // `remove_dir_all` does not follow symlinks, and a symlink is never a dir here.
+        let removed =
+            if file_type.is_dir() { fs::remove_dir_all(&entry_path) } else { fs::remove_file(&entry_path) };
+        match removed {
+            Ok(()) => {}
+            Err(err) if is_missing(&err) => {}
+            Err(err) => return Err(Error::io(entry_path.display(), &err)),
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn open(root: &Path, policy: Policy) -> Result<Sandbox> {
-    let _ = (root, policy);
-    todo!()
+    let root = canonical(root).map_err(|err| {
+        if is_missing(&err) {
+            Error::not_found(format!("vault folder {} does not exist", root.display()))
+        } else {
+            Error::io(root.display(), &err)
+        }
+    })?;
+    let meta = fs::metadata(&root).map_err(|err| Error::io(root.display(), &err))?;
+    if !meta.is_dir() {
+        return Err(Error::invalid(format!("vault {} is not a folder", root.display())));
+    }
+    Ok(Sandbox { root, policy })
 }
 
 pub(super) fn resolve_read(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
-    let _ = (sandbox, input);
-    todo!()
+    let path = NotePath::parse(input)?;
+    let area = logical_area(sandbox, &path, Use::ReadNote)?;
+    match real_file(sandbox, &path, area)? {
+        Some(_) => Ok(path),
+        None => Err(missing(&path)),
+    }
 }
 
 pub(super) fn read(sandbox: &Sandbox, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
-    let _ = (sandbox, path, max_bytes);
-    todo!()
+    let area = logical_area(sandbox, path, Use::Internal)?;
+    let real = real_file(sandbox, path, area)?.ok_or_else(|| missing(path))?;
+    let file = File::open(&real.canonical).map_err(|err| Error::io(path, &err))?;
+    let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
+    if !opened.is_file() {
+        return Err(Error::denied(format!("{path} is not a regular file")));
+    }
+    let _ = (&real, &file, area); // verify_opened(sandbox, path, area, &real, &file, &opened)?;
+    if opened.len() > max_bytes {
+        return Err(too_large(path, opened.len(), max_bytes));
+    }
+    let bytes = read_capped(&file, max_bytes).map_err(|err| Error::io(path, &err))?;
+    if bytes.len() as u64 > max_bytes {
+        // The file grew after it was opened.
+        return Err(too_large(path, bytes.len() as u64, max_bytes));
+    }
+    Ok(bytes)
 }
 
 pub(super) fn resolve_note_target(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
-    let _ = (sandbox, input);
-    todo!()
+    let path = NotePath::parse(input)?;
+    check_note_target(sandbox, &path)?;
+    walk_write_chain(sandbox, &path, false)?;
+    Ok(path)
 }
 
 pub(super) fn stat(sandbox: &Sandbox, path: &NotePath) -> Result<Option<FileStat>> {
-    let _ = (sandbox, path);
-    todo!()
+    let area = logical_area(sandbox, path, Use::Internal)?;
+    Ok(real_file(sandbox, path, area)?.map(|real| file_stat(&real.meta)))
 }
 
 pub(super) fn scan(sandbox: &Sandbox) -> Result<Scan> {
-    let _ = sandbox;
-    todo!()
+    let root = &sandbox.root;
+    let policy = &sandbox.policy;
+    let walker = WalkDir::new(root).follow_links(false).into_iter().filter_entry(|entry| {
+        entry.depth() == 0 || !entry.file_type().is_dir() || enters(policy, root, entry.path())
+    });
+    let mut scan = Scan::default();
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) if err.depth() == 0 => {
+                let err = err.into_io_error().unwrap_or_else(|| io::Error::other("cannot walk the vault"));
+                return Err(Error::io(root.display(), &err));
+            }
+            // A folder we may not read or a file deleted mid-walk: not ours to report.
+            Err(_) => continue,
+        };
+        let file_type = entry.file_type();
+        if file_type.is_dir() {
+            continue;
+        }
+        let Some(path) = relative(root, entry.path()).and_then(|rel| NotePath::parse(&rel).ok()) else {
+            continue;
+        };
+        let Some(area) = policy.area_of(&path).filter(|&area| is_readable(area)) else {
+            continue;
+        };
+        if file_type.is_file() {
+            if !path.is_markdown() {
+                scan.attachments.push(path);
+            } else if let Ok(meta) = entry.metadata() {
+                scan.markdown.push(ScannedFile { path, area, stat: file_stat(&meta) });
+            }
+        } else if file_type.is_symlink()
+            && let Some((target, meta)) = symlink_target(sandbox, entry.path())
+        {
+            if !path.is_markdown() {
+                scan.attachments.push(path);
+            } else if target.is_markdown() {
+                scan.markdown.push(ScannedFile { path, area, stat: file_stat(&meta) });
+            }
+        }
+    }
+    scan.markdown.sort_by(|a, b| a.path.cmp(&b.path));
+    scan.attachments.sort();
+    Ok(scan)
 }
 
 pub(super) fn write_atomic(sandbox: &Sandbox, path: &NotePath, bytes: &[u8], mode: WriteMode) -> Result<()> {
-    let _ = (sandbox, path, bytes, mode);
-    todo!()
+    match sandbox.policy.area_of(path) {
+        Some(Area::Inbox) => {}
+        Some(Area::Note) => check_note_target(sandbox, path)?,
+        _ => return Err(not_writable(sandbox, path)),
+    }
+    let target = walk_write_chain(sandbox, path, true)?;
+    let parent = target.parent().unwrap_or(&sandbox.root);
+    if mode == WriteMode::CreateNew && fs::symlink_metadata(&target).is_ok() {
+        return Err(target_exists(path));
+    }
+    let temp = TempFile::create(parent, path.file_name()).map_err(|err| Error::io(path, &err))?;
+    temp.fill(bytes).map_err(|err| Error::io(path, &err))?;
+    match mode {
+        WriteMode::Replace => fs::rename(&temp.path, &target).map_err(|err| Error::io(path, &err))?,
+        WriteMode::CreateNew => match fs::hard_link(&temp.path, &target) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Err(target_exists(path)),
+            // No hard links here (some network and FAT file systems): create the
+            // target itself exclusively; it is briefly visible while written.
+            Err(_) => create_new_direct(path, &target, bytes)?,
+        },
+    }
+    drop(temp);
+    sync_dir(parent);
+    Ok(())
+}
+
+/// Who is asking for a file, which decides the areas and extensions allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// An agent reading a note: Markdown in notes, standards or read_also folders.
+    ReadNote,
+    /// The library itself: the same, plus any file of the inbox (proposals, audit log).
+    Internal,
+}
+
+/// A file whose real path passed every check.
+struct RealFile {
+    /// The canonical path, free of symlinks.
+    canonical: PathBuf,
+    /// Its metadata at the time of the check.
+    meta: Metadata,
+}
+
+/// The area of a path by its text, refused when `used` may not touch it.
+fn logical_area(sandbox: &Sandbox, path: &NotePath, used: Use) -> Result<Area> {
+    match sandbox.policy.area_of(path) {
+        Some(Area::Inbox) if used == Use::Internal => Ok(Area::Inbox),
+        Some(Area::Inbox) => {
+            Err(Error::denied(format!("{path} is in the proposals inbox, which is not readable as notes")))
+        }
+        Some(area) if path.is_markdown() => Ok(area),
+        Some(_) => Err(Error::denied(format!("{path}: only Markdown notes (.md) can be read"))),
+        None => Err(outside_areas(sandbox, path)),
+    }
+}
+
+/// Canonicalises a path and checks where it really is. `None` when it does not exist.
+fn real_file(sandbox: &Sandbox, path: &NotePath, area: Area) -> Result<Option<RealFile>> {
+    let canonical = match canonical(&on_disk(&sandbox.root, path.as_str())) {
+        Ok(canonical) => canonical,
+        Err(err) if is_missing(&err) => return Ok(None),
+        Err(err) => return Err(Error::io(path, &err)),
+    };
+    check_real(sandbox, path, area, &canonical)?;
+    let meta = match fs::metadata(&canonical) {
+        Ok(meta) => meta,
+        Err(err) if is_missing(&err) => return Ok(None),
+        Err(err) => return Err(Error::io(path, &err)),
+    };
+    if !meta.is_file() {
+        return Err(Error::denied(format!("{path} is not a regular file")));
+    }
+    Ok(Some(RealFile { canonical, meta }))
+}
+
+/// Checks a canonical path found for `path`: inside the root, not denied, in an
+/// area compatible with `area`, Markdown unless it is an inbox file.
+fn check_real(sandbox: &Sandbox, path: &NotePath, area: Area, canonical: &Path) -> Result<()> {
+    let Some(rel) = relative(&sandbox.root, canonical) else {
+        return Err(Error::denied(format!("{path} resolves outside the vault")));
+    };
+    if rel.is_empty() || sandbox.policy.is_denied(&rel) {
+        return Err(Error::denied(format!("{path} resolves into a denied folder")));
+    }
+    let Ok(real) = NotePath::parse(&rel) else {
+        return Err(Error::denied(format!("{path} resolves to {rel:?}, which is not an allowed vault path")));
+    };
+    let real_area = sandbox.policy.area_of(&real);
+    let allowed = match area {
+        Area::Inbox => real_area == Some(Area::Inbox),
+        _ => real_area.is_some_and(is_readable) && real.is_markdown(),
+    };
+    if !allowed {
+        return Err(Error::denied(format!(
+            "{path} resolves to {real}, which is outside the folders it may be read from"
+        )));
+    }
+    Ok(())
+}
+
+/// After opening: the handle must still be the file that was checked, and the
+/// path must still resolve to the same place. Catches a file or folder swapped
+/// for a symlink between the check and the open.
+fn verify_opened(
+    sandbox: &Sandbox,
+    path: &NotePath,
+    area: Area,
+    real: &RealFile,
+    file: &File,
+    opened: &Metadata,
+) -> Result<()> {
+    let changed = || Error::denied(format!("{path} changed while it was being opened; nothing was read"));
+    let fresh = fs::metadata(&real.canonical).map_err(|_| changed())?;
+    if !same_file(&real.meta, opened) || !same_file(&fresh, opened) {
+        return Err(changed());
+    }
+    // Where the open handle really points, straight from the kernel (Linux).
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        if let Ok(actual) = fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+            check_real(sandbox, path, area, &actual).map_err(|_| changed())?;
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+    let again = canonical(&real.canonical).map_err(|_| changed())?;
+    if again != real.canonical {
+        return Err(changed());
+    }
+    check_real(sandbox, path, area, &again)
+}
+
+/// Whether two metadata describe the same file (device and inode on Unix; on
+/// other platforms the check is left to the re-canonicalisation).
+pub(super) fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        a.dev() == b.dev() && a.ino() == b.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        a.is_file() == b.is_file()
+    }
+}
+
+/// A note target must be a `.md` file in a notes folder.
+fn check_note_target(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
+    if !path.is_markdown() {
+        return Err(Error::denied(format!("{path}: only Markdown notes (.md) can be written")));
+    }
+    match sandbox.policy.area_of(path) {
+        Some(Area::Note) => Ok(()),
+        _ => Err(not_writable(sandbox, path)),
+    }
+}
+
+/// Walks the path from the root without following anything: every existing
+/// component must be a real folder (the last one a regular file), never a
+/// symlink. With `create`, missing folders are created one by one and checked
+/// again. Returns the target's path on disk.
+pub(super) fn walk_write_chain(sandbox: &Sandbox, path: &NotePath, create: bool) -> Result<PathBuf> {
+    let segments: Vec<&str> = path.as_str().split('/').collect();
+    let mut current = sandbox.root.clone();
+    let mut deepest = sandbox.root.clone();
+    let mut exists = true;
+    for (i, segment) in segments.iter().enumerate() {
+        current.push(segment);
+        let is_last = i + 1 == segments.len();
+        let shown = segments[..=i].join("/");
+        if exists {
+            exists = check_component(&current, &shown, path, is_last)?;
+        }
+        if !exists && !is_last && create {
+            match fs::create_dir(&current) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(err) => return Err(Error::io(&shown, &err)),
+            }
+            // Whoever created it, it must be a real folder now.
+            check_component(&current, &shown, path, false)?;
+        }
+        if !is_last && (exists || create) {
+            deepest.clone_from(&current);
+        }
+    }
+    let real = canonical(&deepest).map_err(|err| Error::io(path, &err))?;
+    match relative(&sandbox.root, &real) {
+        Some(rel) if rel.is_empty() || !sandbox.policy.is_denied(&rel) => {}
+        Some(_) => return Err(Error::denied(format!("{path} resolves into a denied folder"))),
+        None => return Err(Error::denied(format!("{path} resolves outside the vault"))),
+    }
+    if create && real != deepest {
+        return Err(Error::denied(format!("{path} does not lead through real folders of the vault")));
+    }
+    Ok(current)
+}
+
+/// Checks one component on the way to a write target; `Ok(false)` when it is missing.
+fn check_component(disk: &Path, shown: &str, path: &NotePath, is_last: bool) -> Result<bool> {
+    match fs::symlink_metadata(disk) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(Error::denied(format!(
+            "{path}: {shown} is a symbolic link; notes are written only through real folders"
+        ))),
+        Ok(meta) if !is_last && !meta.is_dir() => Err(Error::denied(format!("{path}: {shown} is not a folder"))),
+        Ok(meta) if is_last && !meta.is_file() => {
+            Err(Error::denied(format!("{path} exists and is not a regular file")))
+        }
+        Ok(_) => Ok(true),
+        Err(err) if is_missing(&err) => Ok(false),
+        Err(err) => Err(Error::io(shown, &err)),
+    }
+}
+
+/// The fallback of [`WriteMode::CreateNew`] where hard links are unsupported.
+fn create_new_direct(path: &NotePath, target: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = match OpenOptions::new().write(true).create_new(true).open(target) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Err(target_exists(path)),
+        Err(err) => return Err(Error::io(path, &err)),
+    };
+    if let Err(err) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        drop(file);
+        let _ = fs::remove_file(target);
+        return Err(Error::io(path, &err));
+    }
+    Ok(())
+}
+
+/// A temporary file beside the target, removed when dropped unless renamed away.
+struct TempFile {
+    path: PathBuf,
+}
+
+impl TempFile {
+    /// Creates `.<name>.kb-tmp-<random>` in `dir`, exclusively. The leading dot
+    /// keeps it out of every walk.
+    fn create(dir: &Path, name: &str) -> io::Result<TempFile> {
+        let mut cut = name.len().min(200);
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(|err| io::Error::other(err.to_string()))?;
+        let suffix: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+        let path = dir.join(format!(".{}.kb-tmp-{suffix}", &name[..cut]));
+        OpenOptions::new().write(true).create_new(true).open(&path)?;
+        Ok(TempFile { path })
+    }
+
+    /// Writes the bytes and flushes them to disk.
+    fn fill(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut file = OpenOptions::new().write(true).open(&self.path)?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        // After a successful rename the name is gone and this fails harmlessly.
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Flushes a folder's entries (the rename or link) to disk, where the platform can.
+pub(super) fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    {
+        let _ = File::open(dir).and_then(|folder| folder.sync_all());
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Whether the walk enters a folder: not denied, not the inbox, and inside or
+/// above a readable folder.
+fn enters(policy: &Policy, root: &Path, dir: &Path) -> bool {
+    let Some(rel) = relative(root, dir) else { return false };
+    let Ok(path) = NotePath::parse(&rel) else { return false };
+    match policy.area_of(&path) {
+        Some(area) => is_readable(area),
+        None => !policy.is_denied(&rel) && policy.has_readable_below(&rel),
+    }
+}
+
+/// Where a symlink met by the walk leads, if that is a regular file in a readable
+/// area of the vault.
+fn symlink_target(sandbox: &Sandbox, link: &Path) -> Option<(NotePath, Metadata)> {
+    let target = canonical(link).ok()?;
+    let target_path = NotePath::parse(&relative(&sandbox.root, &target)?).ok()?;
+    sandbox.policy.area_of(&target_path).filter(|&area| is_readable(area))?;
+    let meta = fs::metadata(&target).ok()?;
+    meta.is_file().then_some((target_path, meta))
+}
+
+/// Notes, standards and read_also files are readable; the inbox is not.
+fn is_readable(area: Area) -> bool {
+    matches!(area, Area::Note | Area::Standard | Area::ReadAlso)
+}
+
+/// Reads at most `limit + 1` bytes, so growth past the limit shows.
+fn read_capped(file: &File, limit: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn file_stat(meta: &Metadata) -> FileStat {
+    FileStat {
+        size: meta.len(),
+        modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        created: meta.created().ok(),
+    }
+}
+
+/// The vault path `rel` on disk under `root`, pushed segment by segment so that
+/// it also works under a Windows verbatim (`\\?\`) root.
+fn on_disk(root: &Path, rel: &str) -> PathBuf {
+    let mut disk = root.to_path_buf();
+    disk.extend(rel.split('/'));
+    disk
+}
+
+/// `path` relative to `root` with forward slashes; `""` for the root itself,
+/// `None` when it is not below the root or not UTF-8.
+fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rest = match path.strip_prefix(root) {
+        Ok(rest) => rest,
+        Err(_) => return relative_unverbatim(root, path),
+    };
+    let mut rel = String::with_capacity(rest.as_os_str().len());
+    for component in rest.components() {
+        let Component::Normal(name) = component else { return None };
+        if !rel.is_empty() {
+            rel.push('/');
+        }
+        rel.push_str(name.to_str()?);
+    }
+    Some(rel)
+}
+
+/// On Windows, a canonical path may keep its `\\?\` prefix where the root lost
+/// it (or the other way round); compare both without it.
+#[cfg(windows)]
+fn relative_unverbatim(root: &Path, path: &Path) -> Option<String> {
+    let (root, path) = (simplify(root.to_path_buf()), simplify(path.to_path_buf()));
+    let rest = path.strip_prefix(&root).ok()?;
+    let mut rel = Vec::new();
+    for component in rest.components() {
+        let Component::Normal(name) = component else { return None };
+        rel.push(name.to_str()?);
+    }
+    Some(rel.join("/"))
+}
+
+#[cfg(not(windows))]
+fn relative_unverbatim(_root: &Path, _path: &Path) -> Option<String> {
+    None
+}
+
+/// `fs::canonicalize`, without the Windows verbatim prefix where dropping it is
+/// harmless.
+fn canonical(path: &Path) -> io::Result<PathBuf> {
+    fs::canonicalize(path).map(simplify)
+}
+
+/// Drops `\\?\` from `\\?\C:\...` when the rest is an ordinary short drive path.
+#[cfg(windows)]
+fn simplify(path: PathBuf) -> PathBuf {
+    let Some(text) = path.to_str() else { return path };
+    let Some(rest) = text.strip_prefix(r"\\?\") else { return path };
+    let bytes = rest.as_bytes();
+    let drive = bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && bytes[2] == b'\\';
+    let plain = rest.len() < 260
+        && rest[3..].split('\\').all(|part| {
+            !part.is_empty() && part != "." && part != ".." && !part.ends_with(['.', ' '])
+        });
+    if drive && (plain || rest.len() == 3) { PathBuf::from(rest) } else { path }
+}
+
+#[cfg(not(windows))]
+fn simplify(path: PathBuf) -> PathBuf {
+    path
+}
+
+/// Missing, or a file where a folder was expected (`a.md/b.md`).
+pub(super) fn is_missing(err: &io::Error) -> bool {
+    matches!(err.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
+}
+
+pub(super) fn missing(path: &NotePath) -> Error {
+    Error::not_found(format!("{path} does not exist"))
+}
+
+pub(super) fn target_exists(path: &NotePath) -> Error {
+    Error::new(ErrorCode::TargetExists, format!("{path} already exists"))
+        .with_hint("choose another title or folder, or propose a patch to the existing note")
+}
+
+fn too_large(what: &dyn std::fmt::Display, size: u64, limit: u64) -> Error {
+    Error::new(ErrorCode::TooLarge, format!("{what} is {size} bytes, more than the limit of {limit} bytes"))
+        .with_hint("read it in parts with offset and max_bytes, or raise [limits] read_max_bytes in kb.toml")
+}
+
+/// Why a path's text puts it outside every area it could be used in.
+fn outside_areas(sandbox: &Sandbox, path: &NotePath) -> Error {
+    if sandbox.policy.is_denied(path.as_str()) {
+        Error::denied(format!(
+            "{path} is denied: internal folders (.git, .obsidian, .kb, dot-files), secrets and kb.toml deny rules are never readable"
+        ))
+    } else {
+        Error::denied(format!("{path} is outside the notes, standards and read_also folders"))
+    }
+}
+
+/// Why a path may not be written.
+fn not_writable(sandbox: &Sandbox, path: &NotePath) -> Error {
+    match sandbox.policy.area_of(path) {
+        Some(Area::Standard) => Error::denied(format!("{path} is a standard; standards are read-only")),
+        Some(Area::ReadAlso) => Error::denied(format!("{path} is in a read_also folder, which is read-only")),
+        Some(Area::Inbox) => Error::denied(format!("{path} is in the proposals inbox, not in a notes folder")),
+        Some(Area::Note) => Error::denied(format!("{path} may not be written")),
+        None => outside_areas(sandbox, path),
+    }
 }

@@ -1,10 +1,28 @@
 //! [`NotePath`]: a vault-relative path that passed every lexical check.
+//!
+//! Every string that names a place in the vault (a tool argument, a link target,
+//! a path in proposal metadata, a file name met during a walk) becomes a
+//! `NotePath` here or is refused. The checks are purely textual and deliberately
+//! strict: nothing is normalised or rewritten, so the path that is checked is the
+//! path that is used. Forms that some platform, decoder or file system would
+//! reinterpret (absolute and drive paths, `..`, backslashes, Windows streams and
+//! device names, trailing dots, 8.3 short names, percent-encoding, Unicode
+//! look-alikes of separators, invisible characters) are refused on every
+//! platform, because the vault may be served from one and written on another.
+//! Where a valid path really leads is checked later, on the real path, by `fs`.
 
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// Longest accepted path, in bytes.
+const MAX_PATH_BYTES: usize = 1024;
+/// Longest accepted segment (file or folder name), in bytes.
+const MAX_SEGMENT_BYTES: usize = 255;
+/// How many rounds of percent-decoding are tried (`%252e` is `.` after two).
+const PERCENT_ROUNDS: usize = 3;
 
 /// A vault-relative path with forward slashes, validated once at the edge.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -15,8 +33,13 @@ impl NotePath {
     /// Validates an outside string. `path_denied` for every hostile form of the
     /// contract, `invalid_argument` for an empty string.
     pub fn parse(input: &str) -> Result<NotePath> {
-        let _ = input;
-        todo!()
+        if input.is_empty() {
+            return Err(Error::invalid("the path is empty; name a vault-relative file such as z/note.md"));
+        }
+        if let Some(why) = refusal(input) {
+            return Err(Error::denied(format!("path {} is refused: {why}", quote(input))));
+        }
+        Ok(NotePath(input.to_owned()))
     }
 
     /// The path as text, e.g. `z/备份仓库.md`.
@@ -52,5 +75,196 @@ impl NotePath {
 impl fmt::Display for NotePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// Why `input` is not an acceptable vault path, or `None` when it is.
+fn refusal(input: &str) -> Option<String> {
+    if input.len() > MAX_PATH_BYTES {
+        return Some(format!("it is {} bytes long, more than {MAX_PATH_BYTES}", input.len()));
+    }
+    if let Some(why) = absolute(input) {
+        return Some(why.to_owned());
+    }
+    if let Some(c) = input.chars().find(|&c| forbidden_char(c).is_some()) {
+        let why = forbidden_char(c).unwrap_or_default();
+        return Some(format!("it contains {why} ({})", describe_char(c)));
+    }
+    if input.ends_with('/') {
+        return Some("it ends with a slash; name a file, not a folder".to_owned());
+    }
+    for segment in input.split('/') {
+        if let Some(why) = bad_segment(segment) {
+            return Some(format!("segment {} {why}", quote(segment)));
+        }
+    }
+    percent_refusal(input).map(|why| format!("it is percent-encoded and decodes to {why}"))
+}
+
+/// Absolute, rooted, UNC and drive-relative forms.
+fn absolute(input: &str) -> Option<&'static str> {
+    let bytes = input.as_bytes();
+    if input.starts_with("//") || input.starts_with("\\\\") {
+        return Some("it is a network (UNC) path; use a vault-relative path");
+    }
+    if input.starts_with('/') || input.starts_with('\\') {
+        return Some("it is absolute; use a vault-relative path");
+    }
+    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+        return Some("it starts with a drive letter; use a vault-relative path");
+    }
+    if input == "~" || input.starts_with("~/") {
+        return Some("it names a home folder; use a vault-relative path");
+    }
+    None
+}
+
+/// Characters never accepted anywhere in a path, with the reason.
+fn forbidden_char(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\0' => "a NUL byte",
+        '\\' => "a backslash; use forward slashes",
+        ':' => "a colon (a Windows drive letter or alternate data stream)",
+        '<' | '>' | '"' | '|' | '?' | '*' => "a character Windows and Obsidian do not allow in file names",
+        c if c.is_control() => "a control character",
+        // Look-alikes of `/`, `\`, `.` and `:` that best-fit code-page conversions
+        // or careless normalisation can turn into the real thing.
+        '\u{2215}' | '\u{2044}' | '\u{FF0F}' | '\u{29F8}' | '\u{2571}' => "a look-alike of '/'",
+        '\u{FF3C}' | '\u{29F9}' | '\u{2216}' | '\u{FE68}' | '\u{29F5}' | '\u{2572}' => "a look-alike of '\\'",
+        '\u{FF0E}' | '\u{2024}' | '\u{2025}' | '\u{FE52}' => "a look-alike of '.'",
+        '\u{FF1A}' | '\u{2236}' | '\u{FE55}' | '\u{FE13}' | '\u{A789}' => "a look-alike of ':'",
+        // Invisible and text-direction characters make a path read differently
+        // from what it is.
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' => {
+            "an invisible or text-direction character"
+        }
+        _ => return None,
+    })
+}
+
+/// Why one `/`-separated segment is refused.
+fn bad_segment(segment: &str) -> Option<String> {
+    match segment {
+        "" => return Some("is empty (a doubled slash)".to_owned()),
+        "." => return Some("is '.'; paths are not normalised, name the file directly".to_owned()),
+        ".." => return Some("is '..', which would climb out of its folder".to_owned()),
+        _ => {}
+    }
+    if segment.len() > MAX_SEGMENT_BYTES {
+        return Some(format!("is {} bytes long, more than {MAX_SEGMENT_BYTES}", segment.len()));
+    }
+    if segment.ends_with('.') || segment.ends_with(' ') {
+        return Some("ends with a dot or a space, which Windows silently strips".to_owned());
+    }
+    if is_device_name(segment) {
+        return Some("is a reserved Windows device name".to_owned());
+    }
+    let bytes = segment.as_bytes();
+    if bytes.windows(2).any(|pair| pair[0] == b'~' && pair[1].is_ascii_digit()) {
+        return Some("looks like a Windows 8.3 short name (~ followed by a digit)".to_owned());
+    }
+    None
+}
+
+/// `CON`, `nul.md`, `COM1 .txt`, `conout$`: Windows opens the device whatever the
+/// extension, ignoring case and trailing spaces before the first dot.
+fn is_device_name(segment: &str) -> bool {
+    const DEVICES: [&str; 5] = ["CON", "PRN", "AUX", "NUL", "CLOCK$"];
+    const CONSOLES: [&str; 2] = ["CONIN$", "CONOUT$"];
+    let stem = segment.split('.').next().unwrap_or(segment).trim_end_matches(' ');
+    let upper = stem.to_ascii_uppercase();
+    if DEVICES.contains(&upper.as_str()) || CONSOLES.contains(&upper.as_str()) {
+        return true;
+    }
+    let Some(number) = upper.strip_prefix("COM").or_else(|| upper.strip_prefix("LPT")) else {
+        return false;
+    };
+    let mut chars = number.chars();
+    matches!((chars.next(), chars.next()), (Some('0'..='9' | '¹' | '²' | '³'), None))
+}
+
+/// Percent-decodes up to [`PERCENT_ROUNDS`] times and reports a separator, a NUL,
+/// a `..` or a forbidden character that decoding produced and the raw text did
+/// not have. A literal `%` (`100% done.md`) is fine.
+fn percent_refusal(input: &str) -> Option<&'static str> {
+    if !input.contains('%') {
+        return None;
+    }
+    let raw = input.as_bytes();
+    let mut current = raw.to_vec();
+    for _ in 0..PERCENT_ROUNDS {
+        let decoded = percent_decode(&current);
+        if decoded == current {
+            break;
+        }
+        if let Some(why) = introduced(raw, &decoded) {
+            return Some(why);
+        }
+        current = decoded;
+    }
+    None
+}
+
+/// What dangerous text `decoded` has that `raw` has not.
+fn introduced(raw: &[u8], decoded: &[u8]) -> Option<&'static str> {
+    let count = |text: &[u8], byte: u8| text.iter().filter(|&&b| b == byte).count();
+    for (byte, what) in [(b'/', "a slash"), (b'\\', "a backslash"), (0, "a NUL byte"), (b':', "a colon")] {
+        if count(decoded, byte) > count(raw, byte) {
+            return Some(what);
+        }
+    }
+    if decoded.iter().any(|b| b.is_ascii_control()) {
+        return Some("a control character");
+    }
+    let dots = |text: &[u8]| text.windows(2).filter(|pair| pair == b"..").count();
+    if dots(decoded) > dots(raw) {
+        return Some("'..'");
+    }
+    if decoded.split(|&b| b == b'/').any(|segment| segment == b".") {
+        return Some("a '.' segment");
+    }
+    if String::from_utf8_lossy(decoded).chars().any(|c| forbidden_char(c).is_some()) {
+        return Some("a forbidden character");
+    }
+    None
+}
+
+/// One round of `%XX` decoding; malformed escapes stay as they are.
+fn percent_decode(text: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'%'
+            && let (Some(&hi), Some(&lo)) = (text.get(i + 1), text.get(i + 2))
+            && let (Some(hi), Some(lo)) = (hex(hi), hex(lo))
+        {
+            // Two hex digits are below 256.
+            out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'%'));
+            i += 3;
+        } else {
+            out.push(text[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The input as a quoted, escaped string for messages, cut short when long.
+fn quote(text: &str) -> String {
+    const SHOWN: usize = 120;
+    match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{:?}...", &text[..cut]),
+        None => format!("{text:?}"),
+    }
+}
+
+/// `U+2215 '∕'` for a message.
+fn describe_char(c: char) -> String {
+    if c.is_control() || forbidden_char(c) == Some("an invisible or text-direction character") {
+        format!("U+{:04X}", u32::from(c))
+    } else {
+        format!("U+{:04X} {c:?}", u32::from(c))
     }
 }

@@ -3,8 +3,20 @@
 //! The policy is plain data built from `kb.toml` by the vault layer; this module
 //! answers, for a validated [`NotePath`], which area it belongs to. The built-in
 //! hard-deny list applies whatever the configuration says.
+//!
+//! Two rules of thumb keep it predictable: the allow-list (notes, standards,
+//! read_also, inbox) matches whole segments and is case-sensitive, like the file
+//! systems vaults live on; the deny rules are case-insensitive, so that a vault on
+//! a case-insensitive file system cannot be tricked with `.GIT` or `Node_Modules`.
 
 use super::NotePath;
+
+/// Exact names (compared case-insensitively) that are never readable or writable.
+const HARD_DENIED: [&str; 6] = [".git", ".obsidian", ".trash", ".kb", "node_modules", ".ssh"];
+/// Name prefixes of secrets: environment files and private SSH keys.
+const SECRET_PREFIXES: [&str; 5] = [".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
+/// Extensions of key and certificate files.
+const SECRET_SUFFIXES: [&str; 4] = [".pem", ".key", ".p12", ".pfx"];
 
 /// The areas of a vault a path can belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -49,14 +61,150 @@ impl Default for Policy {
 impl Policy {
     /// The area of a path, or `None` when it is denied or outside every area.
     pub fn area_of(&self, path: &NotePath) -> Option<Area> {
-        let _ = path;
-        todo!()
+        let path = path.as_str();
+        if self.is_denied(path) {
+            return None;
+        }
+        // Read-only designations win over notes when folders nest, and the inbox
+        // wins over everything: it is never read as notes.
+        if contains(&self.inbox, path) {
+            Some(Area::Inbox)
+        } else if self.standards.iter().any(|folder| contains(folder, path)) {
+            Some(Area::Standard)
+        } else if self.read_also.iter().any(|folder| contains(folder, path)) {
+            Some(Area::ReadAlso)
+        } else if self.notes.iter().any(|folder| is_whole_vault(folder) || contains(folder, path)) {
+            Some(Area::Note)
+        } else {
+            None
+        }
     }
 
     /// Whether a vault-relative path (a file or a folder) is denied by the
     /// built-in list or the configuration. Case-insensitive, segment by segment.
     pub fn is_denied(&self, path: &str) -> bool {
-        let _ = path;
-        todo!()
+        let path = path.trim_matches('/');
+        if path.is_empty() {
+            return false;
+        }
+        let segments: Vec<&str> = path.split('/').collect();
+        let folded: Vec<String> = segments.iter().map(|segment| fold(segment)).collect();
+        for (i, segment) in folded.iter().enumerate() {
+            if is_hard_denied(segment) {
+                return true;
+            }
+            if segment.starts_with('.') && !self.names_folder(&segments[..=i]) {
+                return true;
+            }
+        }
+        self.deny.iter().any(|pattern| deny_matches(pattern, &folded))
     }
+
+    /// Whether a folder that is outside every area may still hold readable
+    /// folders below it (`z` when notes are `z/notes`), so a walk must enter it.
+    pub(super) fn has_readable_below(&self, folder: &str) -> bool {
+        self.notes.iter().chain(&self.standards).chain(&self.read_also).any(|configured| {
+            let configured = configured.trim_matches('/');
+            is_whole_vault(configured)
+                || configured.strip_prefix(folder).is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
+
+    /// Whether a configured folder names this exact leading run of segments, which
+    /// is what lets a dot-folder such as `.notes` be used on purpose.
+    fn names_folder(&self, leading: &[&str]) -> bool {
+        let configured = self.notes.iter().chain(&self.standards).chain(&self.read_also);
+        configured.chain(std::iter::once(&self.inbox)).any(|folder| {
+            let mut names = folder.trim_matches('/').split('/');
+            leading.iter().all(|&segment| names.next() == Some(segment))
+        })
+    }
+}
+
+/// The built-in hard-deny list for one case-folded segment; no configuration
+/// overrides it.
+fn is_hard_denied(segment: &str) -> bool {
+    HARD_DENIED.contains(&segment)
+        || SECRET_PREFIXES.iter().any(|prefix| segment.starts_with(prefix))
+        || SECRET_SUFFIXES.iter().any(|suffix| segment.ends_with(suffix))
+}
+
+/// Case-folds a segment and drops what Windows would ignore when opening it
+/// (trailing dots and spaces, a `:stream` suffix), so `.GIT.` still reads `.git`.
+fn fold(segment: &str) -> String {
+    let name = segment.split(':').next().unwrap_or(segment);
+    name.trim_end_matches(['.', ' ']).to_lowercase()
+}
+
+/// `""` (or `/`) as a notes folder means the whole vault.
+fn is_whole_vault(folder: &str) -> bool {
+    folder.trim_matches('/').is_empty()
+}
+
+/// Whether `path` is `folder` or lies below it, by whole segments. An empty
+/// folder contains nothing here; only notes give it the whole-vault meaning.
+fn contains(folder: &str, path: &str) -> bool {
+    let folder = folder.trim_matches('/');
+    !folder.is_empty()
+        && (path == folder || path.strip_prefix(folder).is_some_and(|rest| rest.starts_with('/')))
+}
+
+/// One `deny` entry against a case-folded path. A single segment (a name or a
+/// glob such as `*.secret.md`) matches any segment; an entry with a slash is
+/// anchored at the vault root and denies everything below what it matches
+/// (`z/private`, `drafts/*`). `**` stands for any number of segments.
+fn deny_matches(pattern: &str, segments: &[String]) -> bool {
+    let pattern = pattern.trim_matches('/');
+    if pattern.is_empty() {
+        return false;
+    }
+    let pattern: Vec<String> = pattern.split('/').map(str::to_lowercase).collect();
+    let pattern: Vec<&str> = pattern.iter().map(String::as_str).collect();
+    if let [single] = pattern.as_slice()
+        && *single != "**"
+    {
+        return segments.iter().any(|segment| glob(single, segment));
+    }
+    matches_prefix(&pattern, segments)
+}
+
+/// Whether the pattern segments match a leading run of the path's segments.
+fn matches_prefix(pattern: &[&str], segments: &[String]) -> bool {
+    match pattern.split_first() {
+        None => true,
+        Some((&"**", rest)) => (0..=segments.len()).any(|skip| matches_prefix(rest, &segments[skip..])),
+        Some((first, rest)) => match segments.split_first() {
+            Some((segment, more)) => glob(first, segment) && matches_prefix(rest, more),
+            None => false,
+        },
+    }
+}
+
+/// `*` (any run of characters) and `?` (one character) within one segment.
+fn glob(pattern: &str, text: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = text.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                backtrack = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == '?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match backtrack {
+                Some((star, consumed)) => {
+                    p = star + 1;
+                    t = consumed + 1;
+                    backtrack = Some((star, consumed + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
 }

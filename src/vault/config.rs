@@ -1,7 +1,16 @@
 //! `kb.toml`: the optional vault configuration.
+//!
+//! The file is small and security-relevant (it decides which folders an agent may
+//! read and where proposals may land), so it is read strictly: an unknown key, a
+//! wrong type or an unsafe folder is an `invalid_argument` error that names the key
+//! and says what was expected, never a silently ignored line. Folders are checked
+//! with the same lexical rules as every other path ([`NotePath::parse`]) and against
+//! the built-in hard-deny list, which no configuration can open.
 
-use crate::error::Result;
-use crate::sandbox::Policy;
+use toml::{Table, Value};
+
+use crate::error::{Error, Result};
+use crate::sandbox::{NotePath, Policy};
 
 /// Size limits from `[limits]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +42,239 @@ impl VaultConfig {
     /// Parses `kb.toml` text. `invalid_argument` naming the bad key for unknown keys,
     /// wrong types or unsafe folder names; `None` text gives the defaults.
     pub fn parse(text: Option<&str>) -> Result<VaultConfig> {
-        let _ = text;
-        todo!()
+        let mut config = VaultConfig::default();
+        let Some(text) = text else { return Ok(config) };
+        let table: Table = toml::from_str(text).map_err(|err| syntax_error(text, &err))?;
+        for (section, value) in &table {
+            let Some(&(_, keys)) = SECTIONS.iter().find(|(name, _)| name == section) else {
+                let names = SECTIONS.iter().map(|(name, _)| *name);
+                return Err(unknown(&format!("section `[{section}]`"), suggest(section, names)));
+            };
+            let Value::Table(entries) = value else {
+                return Err(invalid(format!(
+                    "`{section}` must be a table (a `[{section}]` section), found {}",
+                    article(value)
+                )));
+            };
+            for (key, value) in entries {
+                let name = format!("{section}.{key}");
+                if !keys.contains(&key.as_str()) {
+                    return Err(unknown(&format!("key `{name}`"), suggest_key(section, key)));
+                }
+                match name.as_str() {
+                    "vault.notes" => config.policy.notes = folders(&name, value, true)?,
+                    "vault.standards" => config.policy.standards = folders(&name, value, false)?,
+                    "vault.read_also" => config.policy.read_also = folders(&name, value, false)?,
+                    "vault.inbox" => config.policy.inbox = folder(&name, string(&name, value)?, false)?,
+                    "vault.deny" => config.policy.deny = deny_rules(&name, value)?,
+                    "tags.registry" => config.tag_registry = Some(registry(&name, value)?),
+                    "limits.read_max_bytes" => config.limits.read_max_bytes = limit(&name, value)?,
+                    _ => config.limits.proposal_max_bytes = limit(&name, value)?,
+                }
+            }
+        }
+        Ok(config)
     }
+}
+
+/// The sections and keys `kb.toml` may hold.
+const SECTIONS: [(&str, &[&str]); 3] = [
+    ("vault", &["notes", "standards", "inbox", "read_also", "deny"]),
+    ("tags", &["registry"]),
+    ("limits", &["read_max_bytes", "proposal_max_bytes"]),
+];
+
+/// The largest limit accepted: 1 GiB.
+const MAX_LIMIT: u64 = 1 << 30;
+
+const KEYS_HINT: &str = "kb.toml may hold [vault] notes, standards, inbox, read_also, deny; \
+                         [tags] registry; [limits] read_max_bytes, proposal_max_bytes";
+
+fn invalid(message: String) -> Error {
+    Error::invalid(format!("kb.toml: {message}")).with_hint(KEYS_HINT)
+}
+
+fn unknown(what: &str, suggestion: Option<String>) -> Error {
+    match suggestion {
+        Some(suggestion) => invalid(format!("unknown {what} (did you mean {suggestion}?)")),
+        None => invalid(format!("unknown {what}")),
+    }
+}
+
+/// A TOML syntax error, with the line and column it starts at.
+fn syntax_error(text: &str, err: &toml::de::Error) -> Error {
+    let message = err.message().trim();
+    match err.span() {
+        Some(span) => {
+            let at = span.start.min(text.len());
+            let before = text.get(..at).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            invalid(format!("invalid TOML at line {line}, column {column}: {message}"))
+        }
+        None => invalid(format!("invalid TOML: {message}")),
+    }
+}
+
+/// "a string", "an integer", ... for messages.
+fn article(value: &Value) -> String {
+    let kind = match value {
+        Value::Array(_) => "list",
+        other => other.type_str(),
+    };
+    let an = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+    format!("{an} {kind}")
+}
+
+fn string<'a>(name: &str, value: &'a Value) -> Result<&'a str> {
+    value.as_str().ok_or_else(|| invalid(format!("`{name}` must be a string, found {}", article(value))))
+}
+
+/// A list of strings.
+fn strings<'a>(name: &str, value: &'a Value) -> Result<Vec<&'a str>> {
+    let Value::Array(items) = value else {
+        return Err(invalid(format!("`{name}` must be a list of strings, found {}", article(value))));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            item.as_str().ok_or_else(|| {
+                invalid(format!(
+                    "`{name}` must be a list of strings, but item {} is {}",
+                    index + 1,
+                    article(item)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// A list of folders, deduplicated in order.
+fn folders(name: &str, value: &Value, root_ok: bool) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in strings(name, value)? {
+        let folder = folder(name, raw, root_ok)?;
+        if !out.contains(&folder) {
+            out.push(folder);
+        }
+    }
+    Ok(out)
+}
+
+/// A vault-relative folder: trailing slashes dropped, `""` or `.` for the vault root
+/// (allowed for notes only), lexically safe, not hard-denied.
+fn folder(name: &str, raw: &str, root_ok: bool) -> Result<String> {
+    let trimmed = raw.trim_end_matches('/');
+    let trimmed = trimmed.strip_prefix("./").unwrap_or(trimmed);
+    if trimmed.is_empty() || trimmed == "." {
+        return if root_ok {
+            Ok(String::new())
+        } else {
+            Err(invalid(format!("`{name}` = {raw:?} names the vault root; name a folder inside the vault")))
+        };
+    }
+    check_path(name, raw, trimmed, "folder")?;
+    Ok(trimmed.to_owned())
+}
+
+/// Lexical checks of [`NotePath::parse`] plus the built-in hard-deny list.
+fn check_path(name: &str, raw: &str, path: &str, what: &str) -> Result<NotePath> {
+    let parsed = NotePath::parse(path).map_err(|err| {
+        invalid(format!("`{name}` entry {raw:?} is not a safe vault-relative {what}: {}", err.message))
+    })?;
+    // A policy that names the path itself: only the built-in list can deny it then.
+    let naming = Policy {
+        notes: vec![path.to_owned()],
+        standards: Vec::new(),
+        inbox: String::new(),
+        read_also: Vec::new(),
+        deny: Vec::new(),
+    };
+    if naming.is_denied(path) {
+        return Err(invalid(format!(
+            "`{name}` entry {raw:?} lies in a place that is never readable (the built-in deny list: \
+             .git, .obsidian, .trash, .kb, node_modules, .ssh, .env*, key files)"
+        )));
+    }
+    Ok(parsed)
+}
+
+/// Extra deny names or globs: non-empty strings, trailing slashes dropped.
+fn deny_rules(name: &str, value: &Value) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in strings(name, value)? {
+        let rule = raw.trim().trim_end_matches('/');
+        if rule.is_empty() || rule.contains(['\0', '\\']) {
+            return Err(invalid(format!(
+                "`{name}` entry {raw:?} is not a name or glob; write e.g. \"z/private\" or \"*.secret.md\""
+            )));
+        }
+        if !out.iter().any(|r| r == rule) {
+            out.push(rule.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// The tag registry: a safe vault-relative `.md` path.
+fn registry(name: &str, value: &Value) -> Result<String> {
+    let raw = string(name, value)?;
+    let path = check_path(name, raw, raw, "note path")?;
+    if !path.is_markdown() {
+        return Err(invalid(format!("`{name}` = {raw:?} must name a Markdown note ending in .md")));
+    }
+    Ok(path.as_str().to_owned())
+}
+
+/// A size limit: an integer from 1 to 1 GiB.
+fn limit(name: &str, value: &Value) -> Result<u64> {
+    let Value::Integer(n) = value else {
+        return Err(invalid(format!("`{name}` must be an integer number of bytes, found {}", article(value))));
+    };
+    match u64::try_from(*n) {
+        Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        _ => Err(invalid(format!("`{name}` must be between 1 and {MAX_LIMIT} bytes (1 GiB), found {n}"))),
+    }
+}
+
+/// A close known key for a misspelt one: in its own section by spelling, or the same
+/// key in another section.
+fn suggest_key(section: &str, key: &str) -> Option<String> {
+    let own = SECTIONS.iter().find(|(name, _)| *name == section).map_or(&[][..], |(_, keys)| *keys);
+    if let Some(near) = suggest(key, own.iter().copied()) {
+        return Some(near);
+    }
+    SECTIONS
+        .iter()
+        .find(|(_, keys)| keys.contains(&key))
+        .map(|(other, _)| format!("`{key}` in `[{other}]`"))
+}
+
+/// The closest candidate within two edits (or sharing a prefix), in backticks.
+fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
+    let word = word.to_lowercase();
+    candidates
+        .map(|candidate| (edit_distance(&word, candidate), candidate))
+        .filter(|&(distance, candidate)| {
+            distance <= 2 || (word.len() >= 3 && (candidate.starts_with(&word) || word.starts_with(candidate)))
+        })
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, candidate)| format!("`{candidate}`"))
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }

@@ -11,7 +11,9 @@ mod frontmatter;
 pub mod graph;
 mod markdown;
 mod note;
+mod record;
 
 pub use config::{Limits, VaultConfig};
 pub use frontmatter::{Frontmatter, parse_frontmatter};
 pub use note::{Anchor, Diagnostic, Heading, Link, LinkKind, Note, decode_note, parse_note};
+pub use record::{NoteKind, NoteRecord, content_hash};

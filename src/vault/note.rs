@@ -1,11 +1,21 @@
 //! A parsed note: the data every other layer reads.
+//!
+//! [`decode_note`] turns a file's bytes into text or says why it cannot (UTF-16,
+//! legacy encodings, binary); [`parse_note`] turns text into a [`Note`] and never
+//! fails: the frontmatter module reads the metadata, the Markdown scanner the body,
+//! and whatever looks wrong becomes a [`Diagnostic`] on the note.
 
-use serde::Serialize;
+use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::frontmatter::{self, Scan};
+use super::markdown;
 use crate::sandbox::NotePath;
 
 /// A heading of a note.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Heading {
     /// 1 to 6.
     pub level: u8,
@@ -16,7 +26,7 @@ pub struct Heading {
 }
 
 /// How a link was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkKind {
     /// `[[target]]`, `[[target|shown]]`, `[[target#heading]]`.
@@ -28,7 +38,7 @@ pub enum LinkKind {
 }
 
 /// The part of a link after `#`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Anchor {
     /// `#Heading text`.
@@ -38,7 +48,7 @@ pub enum Anchor {
 }
 
 /// A link from a note, as written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Link {
     /// The target without anchor or display text, e.g. `备份仓库` or `tech/git/remote`;
     /// empty for a same-note link `[[#heading]]`. Markdown links are percent-decoded
@@ -57,7 +67,7 @@ pub struct Link {
 }
 
 /// Something odd found while parsing, reported rather than failed on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// 1-based line, when the problem has one.
     pub line: Option<u32>,
@@ -107,12 +117,118 @@ impl Note {
 /// hashes stay those of the file); the parser skips it. Anything that is not UTF-8
 /// (UTF-16, Latin-1, binary) is a diagnostic, not garbage in the index.
 pub fn decode_note(bytes: &[u8]) -> Result<&str, Diagnostic> {
-    let _ = bytes;
-    todo!()
+    let refuse = |what: &str, line: Option<u32>| {
+        Err(Diagnostic { line, message: format!("not UTF-8 ({what}); convert the file to UTF-8 to index it") })
+    };
+    if bytes.starts_with(&[0xFF, 0xFE, 0, 0]) {
+        return refuse("looks like UTF-32LE: it starts with a UTF-32LE byte order mark", None);
+    }
+    if bytes.starts_with(&[0, 0, 0xFE, 0xFF]) {
+        return refuse("looks like UTF-32BE: it starts with a UTF-32BE byte order mark", None);
+    }
+    if bytes.starts_with(&[0xFF, 0xFE]) {
+        return refuse("looks like UTF-16LE: it starts with a UTF-16LE byte order mark", None);
+    }
+    if bytes.starts_with(&[0xFE, 0xFF]) {
+        return refuse("looks like UTF-16BE: it starts with a UTF-16BE byte order mark", None);
+    }
+    let head = &bytes[..bytes.len().min(8192)];
+    if let Some(first) = head.iter().position(|&b| b == 0) {
+        let even = head.iter().step_by(2).filter(|&&b| b == 0).count();
+        let odd = head.iter().skip(1).step_by(2).filter(|&&b| b == 0).count();
+        let quarter = head.len() / 4;
+        let guess = if odd > quarter && even * 4 < odd {
+            "looks like UTF-16LE"
+        } else if even > quarter && odd * 4 < even {
+            "looks like UTF-16BE"
+        } else {
+            "looks like binary data"
+        };
+        return refuse(&format!("{guess}: NUL byte at offset {first}"), Some(line_at(bytes, first)));
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(err) => {
+            let at = err.valid_up_to();
+            let byte = bytes.get(at).copied().unwrap_or_default();
+            refuse(
+                &format!(
+                    "invalid byte 0x{byte:02X} at offset {at}; perhaps Latin-1, GBK or another legacy encoding"
+                ),
+                Some(line_at(bytes, at)),
+            )
+        }
+    }
+}
+
+/// The 1-based line of a byte offset.
+fn line_at(bytes: &[u8], offset: usize) -> u32 {
+    let newlines = bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count();
+    u32::try_from(newlines).unwrap_or(u32::MAX).saturating_add(1)
 }
 
 /// Parses a note's text. Total: never fails, never panics.
 pub fn parse_note(path: &NotePath, text: &str) -> Note {
-    let _ = (path, text);
-    todo!()
+    let mut diagnostics = Vec::new();
+    let bom = frontmatter::bom_len(text);
+    let (map, yaml, body_offset, body_line) = match frontmatter::scan(text) {
+        Scan::Absent => (Map::new(), "", bom, 1),
+        Scan::Unclosed => {
+            diagnostics.push(Diagnostic {
+                line: Some(1),
+                message: "frontmatter opened by `---` on line 1 is never closed by a `---` line; \
+                          the whole file is read as body"
+                    .to_owned(),
+            });
+            (Map::new(), "", bom, 1)
+        }
+        Scan::Found { frontmatter, error_line } => {
+            if let Some(error) = frontmatter.error {
+                diagnostics.push(Diagnostic { line: error_line, message: error });
+            }
+            let map = match frontmatter.value {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            };
+            let yaml = &text[frontmatter.yaml];
+            (map, yaml, frontmatter.end, frontmatter.body_line)
+        }
+    };
+    if let Some((message, line)) = frontmatter::tag_comment_problem(&map, yaml) {
+        diagnostics.push(Diagnostic { line: Some(line), message });
+    }
+    let (created, problems) = frontmatter::created(&map, yaml);
+    diagnostics.extend(problems.into_iter().map(|(message, line)| Diagnostic { line, message }));
+
+    let scanned = markdown::scan(&text[body_offset..], body_line, path.parent());
+    diagnostics.extend(scanned.diagnostics);
+
+    let title = frontmatter::title(&map)
+        .or_else(|| scanned.headings.iter().find(|h| h.level == 1 && !h.text.is_empty()).map(|h| h.text.clone()))
+        .unwrap_or_else(|| path.stem().to_owned());
+    let mut tags = frontmatter::tags(&map);
+    tags.extend(scanned.tags);
+    Note {
+        path: path.clone(),
+        title,
+        aliases: frontmatter::aliases(&map),
+        tags: dedupe_tags(tags),
+        description: frontmatter::description(&map),
+        created,
+        frontmatter: Value::Object(map),
+        headings: scanned.headings,
+        links: scanned.links,
+        block_ids: scanned.block_ids,
+        body_offset,
+        body_line,
+        diagnostics,
+    }
+}
+
+/// Drops repeats ignoring case (the first spelling wins), then sorts by bytes.
+fn dedupe_tags(tags: Vec<String>) -> Vec<String> {
+    let mut seen = HashSet::with_capacity(tags.len());
+    let mut out: Vec<String> = tags.into_iter().filter(|tag| seen.insert(tag.to_lowercase())).collect();
+    out.sort_unstable();
+    out
 }

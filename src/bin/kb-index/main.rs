@@ -1,0 +1,225 @@
+//! `kb-index`: the command line for people.
+//!
+//! Builds and inspects the index, searches, and (with the proposals issue)
+//! reviews and applies the inbox. Every command calls the same engine methods
+//! as the MCP tools, so the two cannot disagree. Exit codes: 0 success, 1 a
+//! check failed or nothing matched, 2 bad usage or input.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use kb_mcp::engine::types::SearchArgs;
+use kb_mcp::engine::{Engine, EngineOptions};
+use kb_mcp::error::Error;
+
+/// Build, inspect and search the index of a Markdown vault.
+#[derive(Debug, Parser)]
+#[command(name = "kb-index", version, about)]
+struct Cli {
+    /// The vault folder (default: $KB_VAULT, else the current folder).
+    #[arg(long, global = true, env = "KB_VAULT")]
+    vault: Option<PathBuf>,
+    /// Where the index lives (default: <vault>/.kb).
+    #[arg(long, global = true)]
+    index_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build or update the index (only changed notes are re-read).
+    Build {
+        /// Rebuild from scratch.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Show the vault and index state (what get_vault_overview returns).
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search notes: titles, aliases, descriptions and tags, or with --content the text.
+    Search {
+        /// The query: words, "exact phrase", -excluded.
+        query: String,
+        /// Search note text (search_note_content) instead of titles and tags.
+        #[arg(long)]
+        content: bool,
+        /// How many results (1 to 50).
+        #[arg(long, default_value_t = 10)]
+        limit: u32,
+        /// Only notes carrying this tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Only notes under this folder.
+        #[arg(long)]
+        folder: Option<String>,
+        /// Print JSON (the tool's structured result).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A failure with the exit code it maps to.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        let code = if error.code.is_user_fault() || error.code == kb_mcp::error::ErrorCode::NotFound { 2 } else { 1 };
+        let mut message = error.message;
+        if let Some(hint) = error.hint {
+            message.push_str(&format!("\nhint: {hint}"));
+        }
+        Failure { code, message: format!("{}: {message}", error.code) }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(error: std::io::Error) -> Self {
+        Failure { code: 1, message: format!("cannot write output: {error}") }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("kb-index: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn open(cli: &Cli) -> Result<Engine, Failure> {
+    let vault = cli.vault.clone().map(Ok).unwrap_or_else(std::env::current_dir)?;
+    if !vault.is_dir() {
+        return Err(Failure {
+            code: 2,
+            message: format!(
+                "the vault folder {} does not exist or is not a folder\nhint: pass --vault DIR or set KB_VAULT",
+                vault.display()
+            ),
+        });
+    }
+    Ok(Engine::open(&EngineOptions { vault, index_dir: cli.index_dir.clone() })?)
+}
+
+fn human_bytes(bytes: u64) -> String {
+    if bytes >= 1 << 20 { format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20)) } else { format!("{:.1} KiB", bytes as f64 / 1024.0) }
+}
+
+fn run(cli: Cli) -> Result<u8, Failure> {
+    let engine = open(&cli)?;
+    let mut out = std::io::stdout().lock();
+    match &cli.command {
+        Command::Build { full } => {
+            let bar = std::io::stderr().is_terminal().then(|| {
+                let bar = indicatif::ProgressBar::new(0);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("{spinner} indexing {pos}/{len} notes {wide_bar} {eta}")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                bar
+            });
+            let progress = |done: usize, total: usize| {
+                if let Some(bar) = &bar {
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                }
+            };
+            let report = engine.sync(*full, Some(&progress))?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            let size = kb_mcp::index::folder_size(engine.index().dir());
+            writeln!(
+                out,
+                "{} {} files in {:.2} s ({} added, {} changed, {} removed, {} unchanged; {} read); index {} at {}",
+                if report.full { "built" } else { "updated" },
+                report.files,
+                report.seconds,
+                report.added,
+                report.changed,
+                report.removed,
+                report.unchanged,
+                human_bytes(report.bytes_indexed),
+                human_bytes(size),
+                engine.index().dir().display()
+            )?;
+            Ok(0)
+        }
+        Command::Status { json } => {
+            let overview = engine.overview("cli", 0)?;
+            if *json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&overview).unwrap_or_default())?;
+            } else {
+                let c = &overview.counts;
+                let i = &overview.index;
+                writeln!(out, "vault      {}", engine.root().display())?;
+                writeln!(out, "notes      {} ({} standards, {} tags)", c.notes, c.standards, c.tags)?;
+                writeln!(out, "links      {} ({} broken), {} orphans", c.links, c.broken_links, c.orphans)?;
+                writeln!(out, "proposals  {} pending", c.proposals_pending)?;
+                writeln!(out, "index      {} documents, schema v{}, at {}", i.documents, i.schema_version, engine.index().dir().display())?;
+                writeln!(out, "built      {}", i.built_at.as_deref().unwrap_or("never"))?;
+                writeln!(out, "updated    {}", i.updated_at.as_deref().unwrap_or("never"))?;
+                if i.fresh {
+                    writeln!(out, "fresh      yes")?;
+                } else {
+                    writeln!(
+                        out,
+                        "fresh      no: {} added, {} changed, {} removed since the last build (run `kb-index build`)",
+                        i.stale.added, i.stale.changed, i.stale.removed
+                    )?;
+                }
+            }
+            Ok(if overview.index.fresh { 0 } else { 1 })
+        }
+        Command::Search { query, content, limit, tags, folder, json } => {
+            let args = SearchArgs {
+                query: query.clone(),
+                tags: (!tags.is_empty()).then(|| tags.clone()),
+                folder: folder.clone(),
+                limit: Some(*limit),
+                explain: None,
+            };
+            if engine.catalog().records().is_empty() {
+                engine.sync(false, None)?;
+            }
+            let found = if *content {
+                let results = engine.search_note_content(&args)?;
+                if *json {
+                    writeln!(out, "{}", serde_json::to_string_pretty(&results).unwrap_or_default())?;
+                } else {
+                    for (rank, hit) in results.results.iter().enumerate() {
+                        writeln!(out, "{:>2}. {}  ({:.2})  {}", rank + 1, hit.path, hit.score, hit.title)?;
+                        for snippet in &hit.snippets {
+                            writeln!(out, "      L{}: {}", snippet.line, snippet.text)?;
+                        }
+                    }
+                    writeln!(out, "{} of {} matching notes", results.results.len(), results.total)?;
+                }
+                results.total
+            } else {
+                let results = engine.search_knowledge(&args)?;
+                if *json {
+                    writeln!(out, "{}", serde_json::to_string_pretty(&results).unwrap_or_default())?;
+                } else {
+                    for (rank, hit) in results.results.iter().enumerate() {
+                        writeln!(out, "{:>2}. {}  ({:.2})  {}", rank + 1, hit.path, hit.score, hit.title)?;
+                    }
+                    writeln!(out, "{} of {} matching notes", results.results.len(), results.total)?;
+                }
+                results.total
+            };
+            Ok(if found == 0 { 1 } else { 0 })
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The engine: the library's boundary, plain data in and out.
+//!
+//! An [`Engine`] owns one vault: its sandbox, its configuration, its index and a
+//! [`Catalog`] snapshot of every note's record. It keeps the index in step with
+//! the files ([`Engine::sync`]) and answers every tool of the contract as a
+//! plain method. There is no MCP, no JSON Schema validation and no async here:
+//! the tools layer and the CLI both call these methods, so their behaviour and
+//! their checks cannot drift apart. Methods block (tantivy, rayon, disk I/O);
+//! async callers run them on a blocking thread.
+
+mod read;
+mod sync;
+pub mod types;
+
+pub use sync::SyncReport;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::index::SearchIndex;
+use crate::sandbox::{Policy, Sandbox, read_vault_config};
+use crate::vault::graph::Graph;
+use crate::vault::{NoteRecord, VaultConfig};
+
+/// How a vault is opened.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The vault folder.
+    pub vault: PathBuf,
+    /// Where the index lives; `<vault>/.kb` when `None`.
+    pub index_dir: Option<PathBuf>,
+}
+
+/// An immutable snapshot of every indexed file's record, with the link graph
+/// computed on first use.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    records: Vec<Arc<NoteRecord>>,
+    by_path: HashMap<String, usize>,
+    attachments: Vec<String>,
+    graph: OnceLock<Graph>,
+}
+
+impl Catalog {
+    fn new(mut records: Vec<Arc<NoteRecord>>, attachments: Vec<String>) -> Catalog {
+        records.sort_by(|a, b| a.path.cmp(&b.path));
+        let by_path = records.iter().enumerate().map(|(i, r)| (r.path.clone(), i)).collect();
+        Catalog { records, by_path, attachments, graph: OnceLock::new() }
+    }
+
+    /// Every record, sorted by path.
+    pub fn records(&self) -> &[Arc<NoteRecord>] {
+        &self.records
+    }
+
+    /// The record of a path.
+    pub fn get(&self, path: &str) -> Option<&Arc<NoteRecord>> {
+        self.by_path.get(path).map(|&i| &self.records[i])
+    }
+
+    /// The index of a path in [`Catalog::records`].
+    pub fn position(&self, path: &str) -> Option<usize> {
+        self.by_path.get(path).copied()
+    }
+
+    /// The link graph (computed once per snapshot).
+    pub fn graph(&self) -> &Graph {
+        self.graph.get_or_init(|| Graph::build(&self.records, &self.attachments))
+    }
+}
+
+/// One vault, opened.
+pub struct Engine {
+    sandbox: Sandbox,
+    config: VaultConfig,
+    index: SearchIndex,
+    catalog: RwLock<Arc<Catalog>>,
+    /// Serialises syncs within this process.
+    syncing: Mutex<()>,
+    /// When the reader last looked for other processes' commits.
+    last_reload: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("vault", &self.sandbox.root()).finish_non_exhaustive()
+    }
+}
+
+/// How often searches look for commits made by other processes.
+const RELOAD_EVERY: Duration = Duration::from_millis(250);
+
+impl Engine {
+    /// Opens a vault: reads `kb.toml`, opens the sandbox and the index, and loads
+    /// the records the index holds. Does not read the notes (see [`Engine::sync`]).
+    pub fn open(options: &EngineOptions) -> Result<Engine> {
+        let config = VaultConfig::parse(read_vault_config(&options.vault)?.as_deref())?;
+        let sandbox = Sandbox::open(&options.vault, config.policy.clone())?;
+        let index_dir = options.index_dir.clone().unwrap_or_else(|| sandbox.root().join(".kb"));
+        let (index, _fresh) = SearchIndex::open(&index_dir)?;
+        let records = index.records()?.into_iter().map(Arc::new).collect();
+        let catalog = Catalog::new(records, Vec::new());
+        Ok(Engine {
+            sandbox,
+            config,
+            index,
+            catalog: RwLock::new(Arc::new(catalog)),
+            syncing: Mutex::new(()),
+            last_reload: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// The vault root.
+    pub fn root(&self) -> &Path {
+        self.sandbox.root()
+    }
+
+    /// The sandbox (for the write layer and resources).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &VaultConfig {
+        &self.config
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        self.sandbox.policy()
+    }
+
+    /// The index.
+    pub fn index(&self) -> &SearchIndex {
+        &self.index
+    }
+
+    /// The current catalog snapshot.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set_catalog(&self, catalog: Catalog) {
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+    }
+
+    /// Picks up index commits made by other processes, at most every 250 ms.
+    fn reload_if_due(&self) -> Result<()> {
+        let mut last = self.last_reload.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() >= RELOAD_EVERY {
+            *last = Instant::now();
+            drop(last);
+            self.index.reload()?;
+        }
+        Ok(())
+    }
+}
+
+/// Nanoseconds since the epoch as RFC 3339 (UTC).
+pub(crate) fn rfc3339(nanos: i64) -> String {
+    jiff::Timestamp::from_nanosecond(i128::from(nanos))
+        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
+}
+
+/// Requires exactly one of `path` and `ref`.
+pub(crate) fn one_of(path: Option<&str>, reference: Option<&str>) -> Result<NoteName> {
+    match (path.filter(|p| !p.is_empty()), reference.filter(|r| !r.is_empty())) {
+        (Some(path), None) => Ok(NoteName::Path(path.to_owned())),
+        (None, Some(reference)) => Ok(NoteName::Ref(reference.to_owned())),
+        (Some(_), Some(_)) => Err(Error::invalid("give either `path` or `ref`, not both")),
+        (None, None) => Err(Error::invalid("give `path` (a vault-relative path) or `ref` (a wikilink target)")
+            .with_hint("e.g. {\"path\": \"z/备份仓库.md\"} or {\"ref\": \"备份仓库\"}")),
+    }
+}
+
+/// How a tool named a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NoteName {
+    /// An exact vault-relative path.
+    Path(String),
+    /// A wikilink target.
+    Ref(String),
+}

@@ -1,0 +1,434 @@
+//! The read tools: overview, both searches, reading a note, standards, tags,
+//! related notes and recent notes.
+//!
+//! Every result is bounded so that it fits an agent's context: searches return
+//! snippets and never whole notes, `read_note` pages by bytes, lists are capped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use super::types::*;
+use super::{Engine, NoteName, one_of, rfc3339};
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::{SearchRequest, SearchScope};
+use crate::sandbox::NotePath;
+use crate::vault::graph::{Broken, Resolution};
+use crate::vault::{LinkKind, NoteKind, NoteRecord, content_hash, decode_note, parse_note};
+
+/// Default and largest `limit` of the searches.
+const SEARCH_LIMIT: (u32, u32) = (10, 50);
+/// Snippets per content hit.
+const SNIPPETS_PER_HIT: usize = 3;
+/// Longest description in a search hit, in characters.
+const DESCRIPTION_CHARS: usize = 300;
+/// Longest list in `get_related_notes`.
+const RELATED_CAP: usize = 500;
+/// Largest file `read_note` pages through (a page is at most `read_max_bytes`).
+const READ_FILE_MAX: u64 = 64 * 1024 * 1024;
+
+fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+fn kind_name(kind: LinkKind) -> &'static str {
+    match kind {
+        LinkKind::Wikilink => "wikilink",
+        LinkKind::Embed => "embed",
+        LinkKind::Markdown => "markdown",
+    }
+}
+
+/// Normalises a heading for comparison: case-insensitive, whitespace collapsed.
+fn heading_key(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+impl Engine {
+    fn search_request<'a>(&self, args: &'a SearchArgs, scope: SearchScope, tags: &'a [String]) -> Result<SearchRequest<'a>> {
+        let limit = args.limit.unwrap_or(SEARCH_LIMIT.0);
+        if !(1..=SEARCH_LIMIT.1).contains(&limit) {
+            return Err(Error::invalid(format!("`limit` is {limit}; it must be between 1 and {}", SEARCH_LIMIT.1)));
+        }
+        if args.query.trim().is_empty() {
+            return Err(Error::invalid("`query` is empty").with_hint("give one or more words to search for"));
+        }
+        if args.query.len() > 1000 {
+            return Err(Error::invalid("`query` is longer than 1000 bytes").with_hint("search for the key words only"));
+        }
+        let folder = match args.folder.as_deref().map(|f| f.trim_end_matches('/')).filter(|f| !f.is_empty()) {
+            Some(folder) => Some(NotePath::parse(folder)?.as_str().len()).map(|_| folder),
+            None => None,
+        };
+        self.reload_if_due()?;
+        Ok(SearchRequest { query: &args.query, scope, tags, folder, limit: limit as usize, explain: args.explain.unwrap_or(false) })
+    }
+
+    /// `search_knowledge`: titles, aliases, descriptions and tags.
+    pub fn search_knowledge(&self, args: &SearchArgs) -> Result<KnowledgeResults> {
+        let tags = args.tags.clone().unwrap_or_default();
+        let request = self.search_request(args, SearchScope::Knowledge, &tags)?;
+        let outcome = self.index.search(&request)?;
+        let results = outcome
+            .hits
+            .into_iter()
+            .map(|hit| KnowledgeHit {
+                path: hit.record.path.clone(),
+                title: hit.record.title.clone(),
+                aliases: hit.record.aliases.clone(),
+                description: cut_chars(&hit.record.description, DESCRIPTION_CHARS),
+                tags: hit.record.tags.clone(),
+                score: hit.score,
+                matched: hit.matched.into_iter().filter(|f| f != "headings").collect(),
+                explain: hit.explanation,
+            })
+            .collect();
+        Ok(KnowledgeResults { query: args.query.clone(), total: outcome.total as u64, results })
+    }
+
+    /// `search_note_content`: headings and bodies, with snippets cut from the files.
+    pub fn search_note_content(&self, args: &SearchArgs) -> Result<ContentResults> {
+        let tags = args.tags.clone().unwrap_or_default();
+        let request = self.search_request(args, SearchScope::Content, &tags)?;
+        let outcome = self.index.search(&request)?;
+        let mut results = Vec::with_capacity(outcome.hits.len());
+        for hit in outcome.hits {
+            let snippets = self.snippets_of(&hit.record, &outcome.terms);
+            results.push(ContentHit {
+                path: hit.record.path.clone(),
+                title: hit.record.title.clone(),
+                score: hit.score,
+                snippets,
+                explain: hit.explanation,
+            });
+        }
+        Ok(ContentResults { query: args.query.clone(), total: outcome.total as u64, results })
+    }
+
+    fn snippets_of(&self, record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
+        let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
+        let Ok(bytes) = self.sandbox.read(&path, READ_FILE_MAX) else { return Vec::new() };
+        let Ok(text) = decode_note(&bytes) else { return Vec::new() };
+        // The file may have changed since it was indexed: cut from what is there now.
+        let note = parse_note(&path, text);
+        crate::index::snippets(text, note.body_offset, terms, &note.headings, SNIPPETS_PER_HIT)
+            .into_iter()
+            .map(|s| SnippetOut { text: s.text, heading: s.heading, line: s.line })
+            .collect()
+    }
+
+    /// Resolves `path` or `ref` to a readable note path (and a `#heading` from the ref).
+    pub(crate) fn locate(&self, name: &NoteName) -> Result<(NotePath, Option<String>)> {
+        match name {
+            NoteName::Path(path) => Ok((self.sandbox.resolve_read(path)?, None)),
+            NoteName::Ref(reference) => {
+                let catalog = self.catalog();
+                let (index, anchor) = catalog.graph().resolver.resolve_ref(catalog.records(), reference)?;
+                let path = self.sandbox.resolve_read(&catalog.records()[index].path)?;
+                Ok((path, anchor.map(str::to_owned)))
+            }
+        }
+    }
+
+    /// `read_note`.
+    pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
+        let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
+        let (path, anchor) = self.locate(&name)?;
+        let bytes = self.sandbox.read(&path, READ_FILE_MAX)?;
+        let text = decode_note(&bytes).map_err(|d| {
+            Error::invalid(format!("{path} is not UTF-8 text: {}", d.message)).with_hint("only UTF-8 Markdown notes can be read")
+        })?;
+        let note = parse_note(&path, text);
+        let stat = self.sandbox.stat(&path)?;
+        let section = args.section.clone().or(anchor);
+        let content = match section.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            None => text,
+            Some(wanted) => section_text(text, &note.headings, wanted).ok_or_else(|| {
+                let available: Vec<&str> = note.headings.iter().map(|h| h.text.as_str()).collect();
+                Error::not_found(format!("{path} has no heading `{wanted}`"))
+                    .with_hint(format!("headings of this note: {}", available.join(" | ")))
+            })?,
+        };
+        let page_max = self.config.limits.read_max_bytes;
+        let max = args.max_bytes.unwrap_or(page_max).clamp(1, page_max) as usize;
+        let offset = args.offset.unwrap_or(0) as usize;
+        if offset > content.len() {
+            return Err(Error::invalid(format!("`offset` {offset} is past the end ({} bytes)", content.len())));
+        }
+        let mut start = offset;
+        while !content.is_char_boundary(start) {
+            start += 1;
+        }
+        let mut end = (start + max).min(content.len());
+        while !content.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end == start && start < content.len() {
+            // A page smaller than one character still returns that character.
+            end = start + content[start..].chars().next().map_or(0, char::len_utf8);
+        }
+        let truncated = end < content.len();
+        let frontmatter = match &note.frontmatter {
+            serde_json::Value::Object(map) => map.clone(),
+            _ => serde_json::Map::new(),
+        };
+        Ok(NoteContent {
+            path: path.as_str().to_owned(),
+            title: note.title.clone(),
+            frontmatter,
+            content: content[start..end].to_owned(),
+            hash: content_hash(&bytes),
+            size: bytes.len() as u64,
+            modified: stat.map(|s| rfc3339(super::sync::nanos(s.modified))).unwrap_or_default(),
+            outline: note.headings.iter().map(|h| OutlineEntry { level: h.level, text: h.text.clone(), line: h.line }).collect(),
+            truncated,
+            next_offset: truncated.then_some(end as u64),
+        })
+    }
+
+    /// `list_standards`.
+    pub fn list_standards(&self) -> Result<Standards> {
+        let catalog = self.catalog();
+        let standards = catalog
+            .records()
+            .iter()
+            .filter(|r| r.kind == NoteKind::Standard)
+            .map(|r| StandardEntry {
+                path: r.path.clone(),
+                title: r.title.clone(),
+                description: r.description.clone(),
+                updated: rfc3339(r.modified_ns),
+            })
+            .collect();
+        Ok(Standards { standards })
+    }
+
+    /// The tags listed by the tag registry note, lowercased.
+    fn registered_tags(&self) -> (Option<String>, BTreeMap<String, String>) {
+        let Some(registry) = self.config.tag_registry.clone() else { return (None, BTreeMap::new()) };
+        let catalog = self.catalog();
+        let tags = catalog
+            .get(&registry)
+            .map(|r| r.tags.iter().map(|t| (t.to_lowercase(), t.clone())).collect())
+            .unwrap_or_default();
+        (Some(registry), tags)
+    }
+
+    /// `list_tags`.
+    pub fn list_tags(&self, args: &ListTagsArgs) -> Result<Tags> {
+        let limit = args.limit.unwrap_or(100);
+        if !(1..=1000).contains(&limit) {
+            return Err(Error::invalid(format!("`limit` is {limit}; it must be between 1 and 1000")));
+        }
+        let catalog = self.catalog();
+        // Tags are case-insensitive; the first spelling seen (in path order) is shown.
+        let mut counts: BTreeMap<String, (String, u64)> = BTreeMap::new();
+        for record in catalog.records().iter().filter(|r| r.kind == NoteKind::Note) {
+            let mut seen = BTreeSet::new();
+            for tag in &record.tags {
+                let key = tag.to_lowercase();
+                if seen.insert(key.clone()) {
+                    counts.entry(key).or_insert_with(|| (tag.clone(), 0)).1 += 1;
+                }
+            }
+        }
+        let (registry, registered) = self.registered_tags();
+        for (key, shown) in &registered {
+            counts.entry(key.clone()).or_insert_with(|| (shown.clone(), 0));
+        }
+        let prefix = args.prefix.as_deref().map(|p| p.trim_start_matches('#').to_lowercase()).unwrap_or_default();
+        let mut tags: Vec<TagCount> = counts
+            .into_iter()
+            .filter(|(key, _)| key.starts_with(&prefix))
+            .map(|(key, (tag, count))| TagCount { registered: registered.contains_key(&key), tag, count })
+            .collect();
+        tags.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tag.cmp(&b.tag)));
+        tags.truncate(limit as usize);
+        Ok(Tags { tags, registry })
+    }
+
+    /// `get_related_notes`.
+    pub fn get_related_notes(&self, args: &NoteRefArgs) -> Result<Related> {
+        let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
+        let (path, _) = self.locate(&name)?;
+        let catalog = self.catalog();
+        let index = catalog
+            .position(path.as_str())
+            .ok_or_else(|| Error::new(ErrorCode::NotFound, format!("{path} is not indexed yet")).with_hint("retry in a moment; the index is catching up"))?;
+        let graph = catalog.graph();
+        let records = catalog.records();
+        let record = &records[index];
+        let mut truncated = false;
+        let mut outlinks = Vec::new();
+        let mut broken = Vec::new();
+        for resolved in &graph.outlinks[index] {
+            let link = &record.links[resolved.link];
+            let written = match &link.anchor {
+                None => link.target.clone(),
+                Some(crate::vault::Anchor::Heading(h)) => format!("{}#{h}", link.target),
+                Some(crate::vault::Anchor::Block(b)) => format!("{}#^{b}", link.target),
+            };
+            let target_path = match &resolved.resolution {
+                Resolution::Note(i) => Some(records[*i].path.clone()),
+                Resolution::Attachment(p) => Some(p.clone()),
+                Resolution::Broken(_) => None,
+            };
+            if let Resolution::Broken(why) = &resolved.resolution {
+                let reason = match why {
+                    Broken::MissingNote => "missing_note",
+                    Broken::MissingHeading(_) => "missing_heading",
+                    Broken::MissingBlock(_) => "missing_block",
+                };
+                if broken.len() < RELATED_CAP {
+                    broken.push(BrokenLink { target: written.clone(), line: link.line, reason: reason.to_owned() });
+                } else {
+                    truncated = true;
+                }
+            }
+            if outlinks.len() < RELATED_CAP {
+                outlinks.push(Outlink { target: written, resolved: target_path, kind: kind_name(link.kind).to_owned(), line: link.line });
+            } else {
+                truncated = true;
+            }
+        }
+        let mut backlinks: Vec<BacklinkOut> = graph.backlinks[index]
+            .iter()
+            .map(|b| {
+                let source = &records[b.from];
+                let link = &source.links[b.link];
+                BacklinkOut { path: source.path.clone(), title: source.title.clone(), line: link.line, context: link.context.clone() }
+            })
+            .collect();
+        backlinks.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
+        if backlinks.len() > RELATED_CAP {
+            backlinks.truncate(RELATED_CAP);
+            truncated = true;
+        }
+        let mocs = graph
+            .mocs_linking(index)
+            .into_iter()
+            .map(|i| NoteTitle { path: records[i].path.clone(), title: records[i].title.clone() })
+            .collect();
+        Ok(Related { path: record.path.clone(), outlinks, backlinks, broken, mocs, truncated })
+    }
+
+    /// `list_recent_notes`.
+    pub fn list_recent_notes(&self, args: &RecentArgs) -> Result<Recent> {
+        let days = args.days.unwrap_or(7);
+        let limit = args.limit.unwrap_or(20);
+        if !(1..=36500).contains(&days) {
+            return Err(Error::invalid(format!("`days` is {days}; it must be between 1 and 36500")));
+        }
+        if !(1..=200).contains(&limit) {
+            return Err(Error::invalid(format!("`limit` is {limit}; it must be between 1 and 200")));
+        }
+        let sort = args.sort.unwrap_or_default();
+        let now = jiff::Timestamp::now();
+        let cutoff = now.as_nanosecond() - i128::from(days) * 86_400 * 1_000_000_000;
+        let catalog = self.catalog();
+        let mut notes: Vec<(i128, &Arc<NoteRecord>)> = catalog
+            .records()
+            .iter()
+            .filter(|r| r.kind == NoteKind::Note)
+            .map(|r| {
+                let key = match sort {
+                    RecentSort::Updated => i128::from(r.modified_ns),
+                    RecentSort::Created => created_nanos(r),
+                };
+                (key, r)
+            })
+            .filter(|(key, _)| *key >= cutoff)
+            .collect();
+        notes.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.path.cmp(&b.1.path)));
+        let notes = notes
+            .into_iter()
+            .take(limit as usize)
+            .map(|(_, r)| RecentNote {
+                path: r.path.clone(),
+                title: r.title.clone(),
+                created: created_rfc3339(r),
+                updated: rfc3339(r.modified_ns),
+            })
+            .collect();
+        Ok(Recent { notes })
+    }
+
+    /// `get_vault_overview`. `access` is the caller's level, for the report.
+    pub fn overview(&self, access: &str, proposals_pending: u64) -> Result<Overview> {
+        let (added, changed, removed) = self.staleness()?;
+        let catalog = self.catalog();
+        let graph = catalog.graph();
+        let records = catalog.records();
+        let notes = records.iter().filter(|r| r.kind == NoteKind::Note).count() as u64;
+        let standards = records.iter().filter(|r| r.kind == NoteKind::Standard).count() as u64;
+        let tags: BTreeSet<String> = records
+            .iter()
+            .filter(|r| r.kind == NoteKind::Note)
+            .flat_map(|r| r.tags.iter().map(|t| t.to_lowercase()))
+            .collect();
+        let meta = self.index.meta();
+        let policy = self.policy();
+        Ok(Overview {
+            vault: self.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            access: access.to_owned(),
+            roots: Roots { notes: policy.notes.clone(), standards: policy.standards.clone(), inbox: policy.inbox.clone() },
+            counts: Counts {
+                notes,
+                standards,
+                tags: tags.len() as u64,
+                links: graph.link_count as u64,
+                broken_links: graph.broken_count as u64,
+                orphans: graph.orphans.len() as u64,
+                proposals_pending,
+            },
+            index: IndexState {
+                schema_version: meta.schema_version,
+                documents: meta.documents,
+                built_at: meta.built_at,
+                updated_at: meta.updated_at,
+                fresh: added == 0 && changed == 0 && removed == 0,
+                stale: Stale { added, changed, removed },
+            },
+            server: ServerIdentity { name: "kb-mcp".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() },
+        })
+    }
+}
+
+fn created_nanos(record: &NoteRecord) -> i128 {
+    record
+        .created
+        .as_deref()
+        .and_then(|c| c.parse::<jiff::Timestamp>().ok())
+        .map(|t| t.as_nanosecond())
+        .or(record.born_ns.map(i128::from))
+        .unwrap_or(i128::from(record.modified_ns))
+}
+
+fn created_rfc3339(record: &NoteRecord) -> String {
+    match &record.created {
+        Some(created) => created.clone(),
+        None => rfc3339(record.born_ns.unwrap_or(record.modified_ns)),
+    }
+}
+
+/// The text of a section: its heading line and everything up to the next heading
+/// of the same or a higher level.
+fn section_text<'a>(text: &'a str, headings: &[crate::vault::Heading], wanted: &str) -> Option<&'a str> {
+    let key = heading_key(wanted.trim_start_matches('#'));
+    let position = headings.iter().position(|h| heading_key(&h.text) == key)?;
+    let heading = &headings[position];
+    let end_line = headings[position + 1..].iter().find(|h| h.level <= heading.level).map(|h| h.line);
+    let start = line_offset(text, heading.line)?;
+    let end = end_line.and_then(|line| line_offset(text, line)).unwrap_or(text.len());
+    text.get(start..end)
+}
+
+/// Byte offset of the start of a 1-based line.
+fn line_offset(text: &str, line: u32) -> Option<usize> {
+    if line <= 1 {
+        return Some(0);
+    }
+    text.match_indices('\n').nth(line as usize - 2).map(|(i, _)| i + 1)
+}

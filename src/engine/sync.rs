@@ -1,0 +1,230 @@
+//! Keeping the index in step with the files.
+//!
+//! A sync walks the vault and compares every Markdown file with its record
+//! (size and modification time first; the content hash decides when only the
+//! time moved). Only new and changed files are read and parsed, in parallel with
+//! rayon, and handed to one index writer; records of deleted files are removed.
+//! A full sync empties the index first. The same code serves `kb-index build`,
+//! the server's start-up and its file watcher.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use rayon::prelude::*;
+
+use super::{Catalog, Engine};
+use crate::error::{ErrorCode, Result};
+use crate::index::IndexDocument;
+use crate::sandbox::{Area, ScannedFile};
+use crate::vault::{Diagnostic, NoteKind, NoteRecord, content_hash, decode_note, parse_note};
+
+/// Files above this size are recorded but not indexed as text.
+const INDEX_MAX_BYTES: u64 = 32 * 1024 * 1024;
+
+/// What a sync did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SyncReport {
+    /// Whether the index was rebuilt from scratch.
+    pub full: bool,
+    /// Files indexed now (notes, standards, read_also).
+    pub files: usize,
+    /// Newly indexed files.
+    pub added: usize,
+    /// Re-indexed files.
+    pub changed: usize,
+    /// Removed files.
+    pub removed: usize,
+    /// Files left as they were.
+    pub unchanged: usize,
+    /// Bytes of Markdown read and indexed.
+    pub bytes_indexed: u64,
+    /// Wall time in seconds.
+    pub seconds: f64,
+}
+
+/// Files on disk compared with the index.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Drift {
+    pub(crate) added: Vec<ScannedFile>,
+    pub(crate) changed: Vec<ScannedFile>,
+    pub(crate) removed: Vec<String>,
+    pub(crate) unchanged: usize,
+    pub(crate) attachments: Vec<String>,
+}
+
+pub(crate) fn nanos(time: SystemTime) -> i64 {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+fn kind_of(area: Area) -> NoteKind {
+    match area {
+        Area::Standard => NoteKind::Standard,
+        Area::ReadAlso => NoteKind::ReadAlso,
+        Area::Note | Area::Inbox => NoteKind::Note,
+    }
+}
+
+impl Engine {
+    /// Compares the files on disk with the catalog, by size and modification time.
+    pub(crate) fn drift(&self) -> Result<Drift> {
+        let scan = self.sandbox.scan()?;
+        let catalog = self.catalog();
+        let mut drift = Drift { attachments: scan.attachments.iter().map(|p| p.as_str().to_owned()).collect(), ..Drift::default() };
+        let mut seen = HashSet::with_capacity(scan.markdown.len());
+        for file in scan.markdown {
+            seen.insert(file.path.as_str().to_owned());
+            match catalog.get(file.path.as_str()) {
+                None => drift.added.push(file),
+                Some(record)
+                    if record.size == file.stat.size
+                        && record.modified_ns == nanos(file.stat.modified)
+                        && record.kind == kind_of(file.area) =>
+                {
+                    drift.unchanged += 1;
+                }
+                Some(_) => drift.changed.push(file),
+            }
+        }
+        drift.removed = catalog.records().iter().filter(|r| !seen.contains(&r.path)).map(|r| r.path.clone()).collect();
+        Ok(drift)
+    }
+
+    /// Brings the index up to date with the files. `full` rebuilds from scratch.
+    /// `progress` is told (done, total) as files are indexed.
+    pub fn sync(&self, full: bool, progress: Option<&(dyn Fn(usize, usize) + Sync)>) -> Result<SyncReport> {
+        let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+        let started = Instant::now();
+        // Another process may have committed since we loaded: start from the index's records.
+        self.index.reload()?;
+        let stored: Vec<Arc<NoteRecord>> = self.index.records()?.into_iter().map(Arc::new).collect();
+        let full = full || stored.is_empty();
+        let previous = if full { Catalog::default() } else { Catalog::new(stored, Vec::new()) };
+        self.set_catalog(previous);
+        let drift = self.drift()?;
+        let catalog = self.catalog();
+        let mut work: Vec<&ScannedFile> = drift.added.iter().chain(&drift.changed).collect();
+        work.sort_by(|a, b| a.path.cmp(&b.path));
+        let total = work.len();
+        let done = AtomicUsize::new(0);
+        let mut fresh_records: Vec<NoteRecord> = Vec::new();
+        let mut bytes = 0u64;
+        let mut vanished: Vec<String> = Vec::new();
+        let produce = |sink: &crate::index::DocumentSink<'_>| -> Result<()> {
+            let results: Vec<Result<Option<(NoteRecord, u64)>>> = work
+                .par_iter()
+                .map(|file| {
+                    let outcome = self.load(file, catalog.get(file.path.as_str()).map(|r| r.hash.as_str()));
+                    let outcome = match outcome {
+                        Ok(Some(document)) => {
+                            let size = document.record.size;
+                            if full { sink.add(&document)? } else { sink.replace(&document)? }
+                            Ok(Some((document.record, size)))
+                        }
+                        other => other.map(|_| None),
+                    };
+                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if let Some(report) = progress {
+                        report(n, total);
+                    }
+                    outcome
+                })
+                .collect();
+            for (file, result) in work.iter().zip(results) {
+                match result? {
+                    Some((record, size)) => {
+                        bytes += size;
+                        fresh_records.push(record);
+                    }
+                    None => vanished.push(file.path.as_str().to_owned()),
+                }
+            }
+            Ok(())
+        };
+        let mut removed = drift.removed.clone();
+        if total > 0 || !removed.is_empty() || full {
+            self.index.update(full, &removed, produce)?;
+        }
+        removed.extend(vanished.iter().cloned());
+        if !vanished.is_empty() {
+            self.index.update(false, &vanished, |_| Ok(()))?;
+        }
+        // The new snapshot: unchanged records plus fresh ones, minus removed.
+        let gone: HashSet<&str> = removed.iter().map(String::as_str).collect();
+        let refreshed: HashSet<String> = fresh_records.iter().map(|r| r.path.clone()).collect();
+        let mut records: Vec<Arc<NoteRecord>> = catalog
+            .records()
+            .iter()
+            .filter(|r| !gone.contains(r.path.as_str()) && !refreshed.contains(&r.path))
+            .cloned()
+            .collect();
+        records.extend(fresh_records.into_iter().map(Arc::new));
+        let files = records.len();
+        self.set_catalog(Catalog::new(records, drift.attachments));
+        Ok(SyncReport {
+            full,
+            files,
+            added: drift.added.len(),
+            changed: drift.changed.len(),
+            removed: removed.len(),
+            unchanged: drift.unchanged,
+            bytes_indexed: bytes,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Reads and parses one file into an index document. `None` when it vanished.
+    fn load(&self, file: &ScannedFile, _old_hash: Option<&str>) -> Result<Option<IndexDocument>> {
+        let modified_ns = nanos(file.stat.modified);
+        let born_ns = file.stat.created.map(nanos);
+        let kind = kind_of(file.area);
+        let bytes = match self.sandbox.read(&file.path, INDEX_MAX_BYTES) {
+            Ok(bytes) => bytes,
+            Err(err) if err.code == ErrorCode::NotFound => return Ok(None),
+            Err(err) => {
+                let note = parse_note(&file.path, "");
+                let mut record = NoteRecord::from_note(note, kind, file.stat.size, modified_ns, born_ns, String::new());
+                record.diagnostics = vec![Diagnostic { line: None, message: format!("not indexed: {}", err.message) }];
+                return Ok(Some(IndexDocument { record, body: String::new() }));
+            }
+        };
+        let hash = content_hash(&bytes);
+        let size = bytes.len() as u64;
+        match decode_note(&bytes) {
+            Ok(text) => {
+                let note = parse_note(&file.path, text);
+                let body = note.body(text).to_owned();
+                let record = NoteRecord::from_note(note, kind, size, modified_ns, born_ns, hash);
+                Ok(Some(IndexDocument { record, body }))
+            }
+            Err(diagnostic) => {
+                let note = parse_note(&file.path, "");
+                let mut record = NoteRecord::from_note(note, kind, size, modified_ns, born_ns, hash);
+                record.diagnostics = vec![diagnostic];
+                Ok(Some(IndexDocument { record, body: String::new() }))
+            }
+        }
+    }
+
+    /// Re-reads the files whose modification time moved and tells which really
+    /// changed: (added, changed, removed) counts of files the index does not reflect.
+    pub(crate) fn staleness(&self) -> Result<(u64, u64, u64)> {
+        let drift = self.drift()?;
+        let catalog = self.catalog();
+        let mut changed = 0u64;
+        for file in &drift.changed {
+            let same = match (catalog.get(file.path.as_str()), self.sandbox.read(&file.path, INDEX_MAX_BYTES)) {
+                (Some(record), Ok(bytes)) => record.hash == content_hash(&bytes) && record.size == bytes.len() as u64,
+                _ => false,
+            };
+            if !same {
+                changed += 1;
+            }
+        }
+        Ok((drift.added.len() as u64, changed, drift.removed.len() as u64))
+    }
+}

@@ -1,0 +1,427 @@
+//! The engine's requests and results: the contract's parameters and result
+//! fields, as plain data.
+//!
+//! These types are the public API of `TOOLS.md`; their field names are the
+//! contract's. They derive `JsonSchema` so the tools layer can publish input and
+//! output schemas without a mirror type; the engine itself never builds or
+//! checks a schema.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `search_knowledge` and `search_note_content` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// Words, `"exact phrase"`, `-excluded`. Chinese, Japanese and Korean need no spaces.
+    pub query: String,
+    /// Only notes carrying all of these tags (a parent tag such as `type` matches `type/synthesis`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// Only notes under this vault-relative folder, e.g. `z/tech`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
+    /// How many results, 1 to 50 (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<u32>,
+    /// Also return, per hit, which fields and terms scored and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<bool>,
+}
+
+/// One `search_knowledge` hit.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct KnowledgeHit {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Aliases.
+    pub aliases: Vec<String>,
+    /// Description (cut to 300 characters).
+    pub description: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Relevance score (higher is better; comparable within one result list only).
+    pub score: f32,
+    /// Fields in which query terms occur: `title`, `aliases`, `description`, `tags`.
+    pub matched: Vec<String>,
+    /// Why it scored, when `explain` was true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<serde_json::Value>,
+}
+
+/// `search_knowledge` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct KnowledgeResults {
+    /// The query as given.
+    pub query: String,
+    /// All matching notes, not only those returned.
+    pub total: u64,
+    /// Best first.
+    pub results: Vec<KnowledgeHit>,
+}
+
+/// A highlighted excerpt.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct SnippetOut {
+    /// The line with matched terms in `**…**`.
+    pub text: String,
+    /// The heading the line sits under, or null.
+    pub heading: Option<String>,
+    /// 1-based line in the file.
+    pub line: u32,
+}
+
+/// One `search_note_content` hit.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ContentHit {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Relevance score.
+    pub score: f32,
+    /// Up to three excerpts, best first.
+    pub snippets: Vec<SnippetOut>,
+    /// Why it scored, when `explain` was true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<serde_json::Value>,
+}
+
+/// `search_note_content` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ContentResults {
+    /// The query as given.
+    pub query: String,
+    /// All matching notes, not only those returned.
+    pub total: u64,
+    /// Best first.
+    pub results: Vec<ContentHit>,
+}
+
+/// `read_note` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadNoteArgs {
+    /// Exact vault-relative path, e.g. `z/备份仓库.md`. Give this or `ref`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A wikilink target: `备份仓库`, `z/备份仓库` or `备份仓库#同步不等于备份`. Give this or `path`.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// Return only this heading and everything under it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// Byte offset to continue from (the `next_offset` of a truncated read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub offset: Option<u64>,
+    /// Most bytes of content to return (capped by the server's `read_max_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_bytes: Option<u64>,
+}
+
+/// A heading in a note's outline.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct OutlineEntry {
+    /// 1 to 6.
+    pub level: u8,
+    /// Heading text.
+    pub text: String,
+    /// 1-based line.
+    pub line: u32,
+}
+
+/// `read_note` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct NoteContent {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Parsed frontmatter (an empty object when there is none).
+    pub frontmatter: serde_json::Map<String, serde_json::Value>,
+    /// The file's text exactly as on disk (or the requested section), this page of it.
+    pub content: String,
+    /// `sha256:<hex>` of the whole file: the `base_hash` a patch needs.
+    pub hash: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// Last modification time (RFC 3339).
+    pub modified: String,
+    /// Headings with 1-based lines.
+    pub outline: Vec<OutlineEntry>,
+    /// Whether more content follows.
+    pub truncated: bool,
+    /// Where to continue (`offset`) when truncated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+}
+
+/// A standard.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct StandardEntry {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub description: String,
+    /// Last modification time (RFC 3339).
+    pub updated: String,
+}
+
+/// `list_standards` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Standards {
+    /// By path.
+    pub standards: Vec<StandardEntry>,
+}
+
+/// `list_tags` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListTagsArgs {
+    /// Only tags starting with this (case-insensitive), e.g. `type/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// How many tags, 1 to 1000 (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u32>,
+}
+
+/// A tag and how many notes carry it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct TagCount {
+    /// The tag without `#`, nested tags in full (`type/synthesis`).
+    pub tag: String,
+    /// Notes carrying it.
+    pub count: u64,
+    /// Whether the tag registry lists it.
+    pub registered: bool,
+}
+
+/// `list_tags` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Tags {
+    /// By count, then by tag.
+    pub tags: Vec<TagCount>,
+    /// The tag registry note, or null.
+    pub registry: Option<String>,
+}
+
+/// Arguments naming one note.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoteRefArgs {
+    /// Exact vault-relative path. Give this or `ref`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A wikilink target (`备份仓库`, `z/备份仓库`). Give this or `path`.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+/// An outgoing link.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Outlink {
+    /// The target as written, anchor included (`备份仓库#同步不等于备份`).
+    pub target: String,
+    /// The vault path it resolves to, or null when broken.
+    pub resolved: Option<String>,
+    /// `wikilink`, `embed` or `markdown`.
+    pub kind: String,
+    /// 1-based line.
+    pub line: u32,
+}
+
+/// An incoming link.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct BacklinkOut {
+    /// The linking note.
+    pub path: String,
+    /// Its title.
+    pub title: String,
+    /// 1-based line of the link in the linking note.
+    pub line: u32,
+    /// The line around the link.
+    pub context: String,
+}
+
+/// A broken link.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct BrokenLink {
+    /// The target as written.
+    pub target: String,
+    /// 1-based line.
+    pub line: u32,
+    /// `missing_note`, `missing_heading` or `missing_block`.
+    pub reason: String,
+}
+
+/// A note by path and title.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct NoteTitle {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+}
+
+/// `get_related_notes` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Related {
+    /// The note.
+    pub path: String,
+    /// Its links, in file order.
+    pub outlinks: Vec<Outlink>,
+    /// Links to it, by linking path then line.
+    pub backlinks: Vec<BacklinkOut>,
+    /// Its links that lead nowhere.
+    pub broken: Vec<BrokenLink>,
+    /// Maps of content that link to it.
+    pub mocs: Vec<NoteTitle>,
+    /// Whether a list was cut at 500 entries.
+    pub truncated: bool,
+}
+
+/// `list_recent_notes` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecentArgs {
+    /// How far back, in days (default 7, at most 36500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 36500))]
+    pub days: Option<u32>,
+    /// How many notes, 1 to 200 (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: Option<u32>,
+    /// `updated` (default) or `created`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort: Option<RecentSort>,
+}
+
+/// How `list_recent_notes` orders.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RecentSort {
+    /// By last modification.
+    #[default]
+    Updated,
+    /// By creation (frontmatter `created`/`date`, else the file's birth time).
+    Created,
+}
+
+/// A recent note.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct RecentNote {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// RFC 3339.
+    pub created: String,
+    /// RFC 3339.
+    pub updated: String,
+}
+
+/// `list_recent_notes` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Recent {
+    /// Newest first.
+    pub notes: Vec<RecentNote>,
+}
+
+/// The vault's configured folders.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Roots {
+    /// Notes roots (`""` is the whole vault).
+    pub notes: Vec<String>,
+    /// Standards folders.
+    pub standards: Vec<String>,
+    /// The inbox folder.
+    pub inbox: String,
+}
+
+/// Counts for the overview.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Counts {
+    /// Notes.
+    pub notes: u64,
+    /// Standards.
+    pub standards: u64,
+    /// Distinct tags on notes.
+    pub tags: u64,
+    /// Links in notes and standards.
+    pub links: u64,
+    /// Broken links.
+    pub broken_links: u64,
+    /// Notes with no link in or out.
+    pub orphans: u64,
+    /// Proposals waiting for approval.
+    pub proposals_pending: u64,
+}
+
+/// Files on disk the index does not reflect yet.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Stale {
+    /// On disk, not in the index.
+    pub added: u64,
+    /// In the index with other content.
+    pub changed: u64,
+    /// In the index, gone from disk.
+    pub removed: u64,
+}
+
+/// The index's state.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct IndexState {
+    /// Schema version of `index-schema/`.
+    pub schema_version: u32,
+    /// Documents in the index.
+    pub documents: u64,
+    /// Last full build (RFC 3339), or null.
+    pub built_at: Option<String>,
+    /// Last update (RFC 3339), or null.
+    pub updated_at: Option<String>,
+    /// True only when every note on disk is in the index at its current content.
+    pub fresh: bool,
+    /// What the index does not reflect yet.
+    pub stale: Stale,
+}
+
+/// The server's name and version.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ServerIdentity {
+    /// `kb-mcp`.
+    pub name: String,
+    /// The crate version.
+    pub version: String,
+}
+
+/// `get_vault_overview` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Overview {
+    /// The vault folder's name.
+    pub vault: String,
+    /// The caller's access level: `read`, `propose` or `apply`.
+    pub access: String,
+    /// Configured folders.
+    pub roots: Roots,
+    /// Counts.
+    pub counts: Counts,
+    /// Index state and freshness.
+    pub index: IndexState,
+    /// Server identity.
+    pub server: ServerIdentity,
+}
+
+/// No arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}

@@ -1,0 +1,501 @@
+//! The search index: the only code that names tantivy.
+//!
+//! One index folder holds the searchable fields of every note and, stored beside
+//! them, each note's [`NoteRecord`] (its manifest entry and parse summary), so the
+//! manifest is committed atomically with the index it describes. Tantivy allows
+//! one `IndexWriter` per folder across processes: the writer is taken only for
+//! the moment of an update, waited for when another process holds it, and
+//! released right after the commit, after which the reader is reloaded by hand so
+//! the very next search sees the change.
+
+mod query;
+mod schema;
+mod snippet;
+mod tokenizer;
+
+pub use snippet::Snippet;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::Query;
+use tantivy::schema::{Field, Value};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, TantivyError, Term,
+};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox;
+use crate::vault::{Heading, NoteRecord};
+use schema::IndexSchema;
+
+/// How long an update waits for another process's writer before giving up.
+const WRITER_WAIT: Duration = Duration::from_secs(30);
+/// Memory for a bulk build's writer (split across its threads).
+const BULK_MEMORY: usize = 192 * 1024 * 1024;
+/// Memory for a small update's single-threaded writer (tantivy's minimum is 15 MB).
+const SMALL_MEMORY: usize = 24 * 1024 * 1024;
+
+/// What a commit records about the index as a whole.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+struct Payload {
+    schema_version: u32,
+    built_at: Option<String>,
+    updated_at: Option<String>,
+}
+
+/// Facts about the index for `get_vault_overview` and `kb-index status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexMeta {
+    /// The schema version of `index-schema/`.
+    pub schema_version: u32,
+    /// Documents in the index.
+    pub documents: u64,
+    /// When the last full build finished (RFC 3339).
+    pub built_at: Option<String>,
+    /// When the last update finished (RFC 3339).
+    pub updated_at: Option<String>,
+}
+
+/// A note ready to be indexed: its record and body text.
+#[derive(Debug, Clone)]
+pub struct IndexDocument {
+    /// The record stored beside the fields.
+    pub record: NoteRecord,
+    /// The body text (after the frontmatter); empty for a file that could not be decoded.
+    pub body: String,
+}
+
+/// Which tool's fields and weights a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchScope {
+    /// Titles, aliases, descriptions and tags (`search_knowledge`).
+    Knowledge,
+    /// Headings and bodies (`search_note_content`).
+    Content,
+}
+
+impl SearchScope {
+    fn weights_key(self) -> &'static str {
+        match self {
+            SearchScope::Knowledge => "search_knowledge",
+            SearchScope::Content => "search_note_content",
+        }
+    }
+}
+
+/// A search request.
+#[derive(Debug, Clone)]
+pub struct SearchRequest<'a> {
+    /// The query text (words, `"phrases"`, `-exclusions`).
+    pub query: &'a str,
+    /// Which tool's fields.
+    pub scope: SearchScope,
+    /// Tags the note must carry (a parent tag matches its children).
+    pub tags: &'a [String],
+    /// A folder the note must lie under.
+    pub folder: Option<&'a str>,
+    /// How many hits to return.
+    pub limit: usize,
+    /// Whether to explain each hit's score.
+    pub explain: bool,
+}
+
+/// One search hit.
+#[derive(Debug, Clone)]
+pub struct SearchHit {
+    /// The note's record.
+    pub record: NoteRecord,
+    /// Its BM25-based score.
+    pub score: f32,
+    /// The fields in which query terms occur (from the record; `body` is decided by snippets).
+    pub matched: Vec<String>,
+    /// tantivy's score explanation, when asked for.
+    pub explanation: Option<serde_json::Value>,
+}
+
+/// A page of search hits.
+#[derive(Debug, Clone)]
+pub struct SearchOutcome {
+    /// All matching notes, not only those returned.
+    pub total: usize,
+    /// The best hits, best first; ties ordered by path.
+    pub hits: Vec<SearchHit>,
+    /// The analysed terms, for snippets.
+    pub terms: BTreeSet<String>,
+    /// Whether the search needed any one term only, because requiring more found nothing.
+    pub relaxed: bool,
+}
+
+/// The index of one vault.
+pub struct SearchIndex {
+    index: Index,
+    reader: IndexReader,
+    schema: IndexSchema,
+    dir: PathBuf,
+    /// Serialises this process's writers (other processes are kept out by tantivy's lock).
+    writing: Mutex<()>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+fn tantivy_error(context: &str, err: TantivyError) -> Error {
+    Error::index(format!("{context}: {err}"))
+}
+
+fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+impl SearchIndex {
+    /// Opens the index in `dir`, creating it when absent and recreating it when it
+    /// was built with another schema version. Returns whether it starts empty.
+    pub fn open(dir: &Path) -> Result<(SearchIndex, bool)> {
+        let schema = schema::build().map_err(Error::internal)?;
+        sandbox::ensure_dir(dir)?;
+        let mut fresh = false;
+        let index = match Index::open_in_dir(dir) {
+            Ok(index) if Self::compatible(&index, &schema) => index,
+            Ok(_) => {
+                sandbox::clear_dir(dir)?;
+                fresh = true;
+                Self::create(dir, &schema)?
+            }
+            Err(TantivyError::OpenDirectoryError(_)) | Err(TantivyError::OpenReadError(_)) => {
+                fresh = true;
+                match Self::create(dir, &schema) {
+                    Ok(index) => index,
+                    // Another process created it in the meantime.
+                    Err(_) => Index::open_in_dir(dir).map_err(|e| tantivy_error("opening the index", e))?,
+                }
+            }
+            Err(err) => {
+                // A corrupt index is derived data: start again.
+                let _ = err;
+                sandbox::clear_dir(dir)?;
+                fresh = true;
+                Self::create(dir, &schema)?
+            }
+        };
+        index.tokenizers().register(tokenizer::ANALYZER, tokenizer::index_analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| tantivy_error("opening an index reader", e))?;
+        let this = SearchIndex { index, reader, schema, dir: dir.to_owned(), writing: Mutex::new(()) };
+        Ok((this, fresh))
+    }
+
+    fn create(dir: &Path, schema: &IndexSchema) -> Result<Index> {
+        let index = Index::create_in_dir(dir, schema.schema.clone()).map_err(|e| tantivy_error("creating the index", e))?;
+        Ok(index)
+    }
+
+    fn compatible(index: &Index, schema: &IndexSchema) -> bool {
+        let Ok(metas) = index.load_metas() else { return false };
+        let payload: Payload = metas.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or_default();
+        let version_ok = payload.schema_version == schema.version || metas.payload.is_none();
+        version_ok && index.schema() == schema.schema
+    }
+
+    /// The folder the index lives in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Makes commits by other processes (or this one) visible to searches.
+    pub fn reload(&self) -> Result<()> {
+        self.reader.reload().map_err(|e| tantivy_error("reloading the index reader", e))
+    }
+
+    fn payload(&self) -> Payload {
+        self.index
+            .load_metas()
+            .ok()
+            .and_then(|m| m.payload)
+            .and_then(|p| serde_json::from_str(&p).ok())
+            .unwrap_or_default()
+    }
+
+    /// Facts about the index as last committed.
+    pub fn meta(&self) -> IndexMeta {
+        let payload = self.payload();
+        IndexMeta {
+            schema_version: self.schema.version,
+            documents: self.reader.searcher().num_docs(),
+            built_at: payload.built_at,
+            updated_at: payload.updated_at,
+        }
+    }
+
+    /// Every stored record (the manifest), sorted by path.
+    pub fn records(&self) -> Result<Vec<NoteRecord>> {
+        let searcher = self.reader.searcher();
+        let mut records = Vec::with_capacity(searcher.num_docs() as usize);
+        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
+            let store = segment.get_store_reader(64).map_err(|e| Error::index(format!("reading stored records: {e}")))?;
+            let alive = segment.alive_bitset();
+            for doc_id in 0..segment.max_doc() {
+                if alive.is_some_and(|bits| !bits.is_alive(doc_id)) {
+                    continue;
+                }
+                let doc: TantivyDocument = store.get(doc_id).map_err(|e| tantivy_error("reading a stored record", e))?;
+                if let Some(record) = self.record_of(&doc) {
+                    records.push(record);
+                }
+            }
+            let _ = ordinal;
+        }
+        records.sort_by(|a, b| a.path.cmp(&b.path));
+        records.dedup_by(|a, b| a.path == b.path);
+        Ok(records)
+    }
+
+    fn record_of(&self, doc: &TantivyDocument) -> Option<NoteRecord> {
+        let json = doc.get_first(self.schema.fields.record)?.as_str()?;
+        serde_json::from_str(json).ok()
+    }
+
+    /// Takes the writer, waiting while another process holds it.
+    fn writer(&self, bulk: bool) -> Result<IndexWriter> {
+        let started = Instant::now();
+        loop {
+            let attempt = if bulk {
+                self.index.writer(BULK_MEMORY)
+            } else {
+                self.index.writer_with_num_threads(1, SMALL_MEMORY)
+            };
+            match attempt {
+                Ok(writer) => return Ok(writer),
+                Err(TantivyError::LockFailure(..)) if started.elapsed() < WRITER_WAIT => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(TantivyError::LockFailure(..)) => {
+                    return Err(Error::new(
+                        ErrorCode::Conflict,
+                        format!("the index in {} is being written by another process", self.dir.display()),
+                    )
+                    .with_hint("wait for the other kb-index or kb-mcp to finish its update, then retry"));
+                }
+                Err(err) => return Err(tantivy_error("opening the index writer", err)),
+            }
+        }
+    }
+
+    /// Applies a change: with `reset`, the index is emptied first (a full build);
+    /// `remove` paths are deleted; `produce` adds documents through the sink (it may
+    /// call it from many threads). Commits, releases the writer and reloads.
+    pub fn update<F>(&self, reset: bool, remove: &[String], produce: F) -> Result<usize>
+    where
+        F: FnOnce(&DocumentSink<'_>) -> Result<()>,
+    {
+        let _serial = self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut writer = self.writer(reset)?;
+        if reset {
+            writer.delete_all_documents().map_err(|e| tantivy_error("emptying the index", e))?;
+        }
+        for path in remove {
+            writer.delete_term(Term::from_field_text(self.schema.fields.path, path));
+        }
+        let sink = DocumentSink { writer: &writer, fields: &self.schema.fields, added: std::sync::atomic::AtomicUsize::new(0) };
+        let outcome = produce(&sink);
+        let added = sink.added.load(std::sync::atomic::Ordering::Relaxed);
+        if let Err(err) = outcome {
+            let _ = writer.rollback();
+            return Err(err);
+        }
+        let mut payload = self.payload();
+        payload.schema_version = self.schema.version;
+        let stamp = now();
+        if reset || payload.built_at.is_none() {
+            payload.built_at = Some(stamp.clone());
+        }
+        payload.updated_at = Some(stamp);
+        let mut prepared = writer.prepare_commit().map_err(|e| tantivy_error("preparing the commit", e))?;
+        prepared.set_payload(&serde_json::to_string(&payload).unwrap_or_default());
+        prepared.commit().map_err(|e| tantivy_error("committing the index", e))?;
+        self.reload()?;
+        // Merges finish in the background; the writer (and the lock) is released after them.
+        std::thread::spawn(move || {
+            let _ = writer.wait_merging_threads();
+        });
+        Ok(added)
+    }
+
+    /// Runs a search.
+    pub fn search(&self, request: &SearchRequest<'_>) -> Result<SearchOutcome> {
+        let plan = query::parse(request.query);
+        if plan.is_empty() {
+            return Err(Error::invalid("the query has no words to search for")
+                .with_hint("give one or more words, a \"quoted phrase\", or -words to exclude"));
+        }
+        let fields = &self.schema.fields;
+        let weights = &self.schema.weights[request.scope.weights_key()];
+        let filters = query::Filters {
+            tags: request.tags.iter().map(|t| t.trim().trim_start_matches('#').to_lowercase()).collect(),
+            folder: request.folder.map(|f| f.trim_end_matches('/').to_owned()).filter(|f| !f.is_empty()),
+        };
+        let searcher = self.reader.searcher();
+        let limit = request.limit.max(1);
+        let mut relaxed = false;
+        let mut built = query::build(&plan, fields, weights, &filters, false);
+        let (mut top, mut total) = self.run(&searcher, built.as_ref(), limit)?;
+        if total == 0 && !plan.words.is_empty() {
+            relaxed = true;
+            built = query::build(&plan, fields, weights, &filters, true);
+            (top, total) = self.run(&searcher, built.as_ref(), limit)?;
+        }
+        let terms = plan.positive_terms();
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let doc: TantivyDocument =
+                searcher.doc(address).map_err(|e| tantivy_error("reading a hit's stored record", e))?;
+            let Some(record) = self.record_of(&doc) else { continue };
+            let matched = matched_fields(&record, &terms);
+            let explanation = if request.explain {
+                built.explain(&searcher, address).ok().map(|e| serde_json::to_value(&e).unwrap_or_default())
+            } else {
+                None
+            };
+            hits.push(SearchHit { record, score, matched, explanation });
+        }
+        // Equal scores come out in path order, so results are identical run to run.
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.record.path.cmp(&b.record.path)));
+        Ok(SearchOutcome { total, hits, terms, relaxed })
+    }
+
+    fn run(&self, searcher: &Searcher, query: &dyn Query, limit: usize) -> Result<(Vec<(f32, DocAddress)>, usize)> {
+        // Fetch a few extra so that ties at the cut-off can be ordered by path.
+        searcher
+            .search(query, &(TopDocs::with_limit(limit).order_by_score(), Count))
+            .map_err(|e| tantivy_error("searching", e))
+    }
+}
+
+/// Which of a record's searchable fields contain any of the terms.
+fn matched_fields(record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<String> {
+    let mut analyzer = tokenizer::index_analyzer();
+    let mut hits = |text: &str| tokenizer::analyse(&mut analyzer, text).iter().any(|t| terms.contains(&t.text));
+    let mut matched = Vec::new();
+    if hits(&record.title) {
+        matched.push("title".to_owned());
+    }
+    if record.aliases.iter().any(|a| hits(a)) {
+        matched.push("aliases".to_owned());
+    }
+    if hits(&record.description) {
+        matched.push("description".to_owned());
+    }
+    if record.tags.iter().any(|t| hits(&t.replace('/', " "))) {
+        matched.push("tags".to_owned());
+    }
+    if record.headings.iter().any(|h| hits(&h.text)) {
+        matched.push("headings".to_owned());
+    }
+    matched
+}
+
+/// Adds documents to an update in progress; usable from many threads.
+pub struct DocumentSink<'a> {
+    writer: &'a IndexWriter,
+    fields: &'a schema::Fields,
+    added: std::sync::atomic::AtomicUsize,
+}
+
+impl DocumentSink<'_> {
+    /// Replaces the document of `document.record.path` (deleting any older version).
+    pub fn replace(&self, document: &IndexDocument) -> Result<()> {
+        self.writer.delete_term(Term::from_field_text(self.fields.path, &document.record.path));
+        self.add(document)
+    }
+
+    /// Adds a document (the caller knows the path is not indexed yet).
+    pub fn add(&self, document: &IndexDocument) -> Result<()> {
+        let doc = to_document(self.fields, document)?;
+        self.writer.add_document(doc).map_err(|e| tantivy_error("adding a document", e))?;
+        self.added.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<TantivyDocument> {
+    let record = &document.record;
+    let mut doc = TantivyDocument::new();
+    let text = |doc: &mut TantivyDocument, field: Field, value: &str| doc.add_text(field, value);
+    text(&mut doc, fields.path, &record.path);
+    text(&mut doc, fields.title, &record.title);
+    for alias in &record.aliases {
+        text(&mut doc, fields.aliases, alias);
+    }
+    text(&mut doc, fields.description, &record.description);
+    let mut tag_keys = BTreeSet::new();
+    for tag in &record.tags {
+        text(&mut doc, fields.tags, &tag.replace('/', " "));
+        let lower = tag.to_lowercase();
+        let mut prefix = String::new();
+        for part in lower.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            tag_keys.insert(prefix.clone());
+        }
+    }
+    for key in tag_keys {
+        text(&mut doc, fields.tag_filter, &key);
+    }
+    for Heading { text: heading, .. } in &record.headings {
+        text(&mut doc, fields.headings, heading);
+    }
+    text(&mut doc, fields.body, &document.body);
+    let mut names = BTreeSet::new();
+    for name in std::iter::once(record.title.as_str()).chain(record.aliases.iter().map(String::as_str)).chain([record.stem()]) {
+        let key = name.trim().to_lowercase();
+        if !key.is_empty() {
+            names.insert(key);
+        }
+    }
+    for name in names {
+        text(&mut doc, fields.name_key, &name);
+    }
+    let mut folder = String::new();
+    for part in record.folder().split('/').filter(|p| !p.is_empty()) {
+        if !folder.is_empty() {
+            folder.push('/');
+        }
+        folder.push_str(part);
+        text(&mut doc, fields.folder, &folder);
+    }
+    let json = serde_json::to_string(record).map_err(|e| Error::internal(format!("serialising a record: {e}")))?;
+    text(&mut doc, fields.record, &json);
+    Ok(doc)
+}
+
+/// Cuts highlighted snippets from a note's current text (see [`Snippet`]).
+pub fn snippets(text: &str, body_offset: usize, terms: &BTreeSet<String>, headings: &[Heading], max: usize) -> Vec<Snippet> {
+    snippet::snippets(text, body_offset, terms, headings, max)
+}
+
+/// The schema declaration's version (for tests and status output).
+pub fn schema_version() -> u32 {
+    schema::declaration().map(|d| d.schema_version).unwrap_or(0)
+}
+
+/// Checks that `index-schema/schema.json` and the code agree; the error names the difference.
+pub fn check_schema() -> std::result::Result<(), String> {
+    schema::build().map(|_| ())
+}
+
+/// Bytes used by the files of a folder (the index size on disk).
+pub fn folder_size(dir: &Path) -> u64 {
+    sandbox::folder_size(dir)
+}

@@ -1,0 +1,172 @@
+//! Snippets: the lines of a note where the query's terms occur.
+//!
+//! Markdown lines are the natural unit of a note (a list item, a table row, a
+//! paragraph), so a snippet is the best-matching line, cut to a window around
+//! its first match when long, with every matched term wrapped in `**`. Lines are
+//! ranked by how many distinct query terms they hold, then by file order. Each
+//! snippet carries its 1-based line in the file and the heading it sits under.
+//! The note's current text is analysed with the same analyzer as the index, so
+//! highlighting agrees with what matched.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::tokenizer::{analyse, index_analyzer};
+use crate::vault::Heading;
+
+/// Characters kept before the first match of a long line.
+const BEFORE: usize = 60;
+/// Characters kept in all, for a long line.
+const WINDOW: usize = 220;
+
+/// A highlighted excerpt of a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snippet {
+    /// The excerpt with matched terms in `**…**`.
+    pub text: String,
+    /// The heading the line sits under, if any.
+    pub heading: Option<String>,
+    /// 1-based line in the file.
+    pub line: u32,
+}
+
+/// Cuts up to `max` snippets from a note's text. `body_offset` is where the body
+/// starts (matches in the frontmatter are not shown); `terms` are the analysed
+/// query terms; `headings` the note's headings.
+pub(crate) fn snippets(
+    text: &str,
+    body_offset: usize,
+    terms: &BTreeSet<String>,
+    headings: &[Heading],
+    max: usize,
+) -> Vec<Snippet> {
+    if terms.is_empty() || max == 0 {
+        return Vec::new();
+    }
+    let body_offset = body_offset.min(text.len());
+    let body = &text[body_offset..];
+    let mut analyzer = index_analyzer();
+    // Matched byte ranges in the body, merged where they overlap (CJK bigrams).
+    let mut spans: Vec<(usize, usize, &str)> = Vec::new();
+    let tokens = analyse(&mut analyzer, body);
+    for token in &tokens {
+        if let Some(term) = terms.get(&token.text) {
+            match spans.last_mut() {
+                Some(last) if token.from <= last.1 => last.1 = last.1.max(token.to),
+                _ => spans.push((token.from, token.to, term.as_str())),
+            }
+        }
+    }
+    if spans.is_empty() {
+        return Vec::new();
+    }
+    // Group matches by line: line start offset -> (distinct terms, spans).
+    let mut lines: BTreeMap<usize, (BTreeSet<&str>, Vec<(usize, usize)>)> = BTreeMap::new();
+    let matched_terms: Vec<(usize, usize, &str)> =
+        tokens.iter().filter_map(|t| terms.get(&t.text).map(|term| (t.from, t.to, term.as_str()))).collect();
+    for &(from, to, _) in &spans {
+        let start = body[..from].rfind('\n').map_or(0, |i| i + 1);
+        let entry = lines.entry(start).or_default();
+        entry.1.push((from, to));
+    }
+    for &(from, _, term) in &matched_terms {
+        let start = body[..from].rfind('\n').map_or(0, |i| i + 1);
+        if let Some(entry) = lines.get_mut(&start) {
+            entry.0.insert(term);
+        }
+    }
+    let mut ranked: Vec<(usize, usize, Vec<(usize, usize)>)> =
+        lines.into_iter().map(|(start, (distinct, spans))| (start, distinct.len(), spans)).collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let first_body_line = 1 + text[..body_offset].matches('\n').count();
+    ranked
+        .into_iter()
+        .take(max)
+        .map(|(start, _, spans)| {
+            let end = body[start..].find('\n').map_or(body.len(), |i| start + i);
+            let line = (first_body_line + body[..start].matches('\n').count()) as u32;
+            let heading = headings.iter().rev().find(|h| h.line <= line).map(|h| h.text.clone());
+            Snippet { text: render(body, start, end, &spans), heading, line }
+        })
+        .collect()
+}
+
+/// Renders the line `body[start..end]` (or a window of it) with spans in `**`.
+fn render(body: &str, start: usize, end: usize, spans: &[(usize, usize)]) -> String {
+    let line = body[start..end].trim_end_matches('\r');
+    let end = start + line.len();
+    let char_count = line.chars().count();
+    let (mut from, mut to) = (start, end);
+    if char_count > WINDOW {
+        let first = spans[0].0;
+        from = first;
+        for (taken, (i, _)) in body[start..first].char_indices().rev().enumerate() {
+            if taken >= BEFORE {
+                break;
+            }
+            from = start + i;
+        }
+        to = from;
+        for (taken, (i, c)) in body[from..end].char_indices().enumerate() {
+            if taken >= WINDOW {
+                break;
+            }
+            to = from + i + c.len_utf8();
+        }
+    }
+    let mut out = String::with_capacity(to - from + 16);
+    if from > start {
+        out.push('…');
+    }
+    let mut cursor = from;
+    for &(s, e) in spans {
+        let (s, e) = (s.max(from), e.min(to));
+        if s >= e || s < cursor {
+            continue;
+        }
+        out.push_str(&body[cursor..s]);
+        out.push_str("**");
+        out.push_str(&body[s..e]);
+        out.push_str("**");
+        cursor = e;
+    }
+    out.push_str(&body[cursor..to]);
+    if to < end {
+        out.push('…');
+    }
+    out.trim().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn chinese_bigrams_merge_into_one_highlight_with_line_and_heading() {
+        let text = "---\ntitle: x\n---\n# 备份\n\n## 同步不等于备份\n同步远程仓库的设置很重要。\n";
+        let headings = vec![
+            Heading { level: 1, text: "备份".into(), line: 4 },
+            Heading { level: 2, text: "同步不等于备份".into(), line: 6 },
+        ];
+        let got = snippets(text, 16, &terms(&["远程", "程仓", "仓库"]), &headings, 3);
+        assert_eq!(
+            got,
+            [Snippet { text: "同步**远程仓库**的设置很重要。".into(), heading: Some("同步不等于备份".into()), line: 7 }]
+        );
+    }
+
+    #[test]
+    fn lines_with_more_distinct_terms_come_first_and_long_lines_are_windowed() {
+        let long = format!("{} git remote {}", "word ".repeat(100), "tail ".repeat(100));
+        let text = format!("intro git\n{long}\n");
+        let got = snippets(&text, 0, &terms(&["git", "remote"]), &[], 2);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].line, 2);
+        assert!(got[0].text.starts_with('…') && got[0].text.ends_with('…'), "{}", got[0].text);
+        assert!(got[0].text.contains("**git** **remote**"));
+        assert_eq!(got[1], Snippet { text: "intro **git**".into(), heading: None, line: 1 });
+    }
+}

@@ -1,0 +1,364 @@
+//! The MCP server: rmcp's `ServerHandler` over the tools, resources and prompts.
+//!
+//! The server answers `initialize` at once and brings the index up to date in
+//! the background: a vault that already has an index is served immediately
+//! while it catches up (its overview says `fresh: false` until then); a vault
+//! indexed for the first time makes tool calls wait, with progress
+//! notifications, until the build is done. While running, a debounced file
+//! watcher re-syncs the index within about a second of an edit, rename or
+//! delete; if watching is impossible, calls re-check the files themselves at
+//! most every two seconds. Stdout carries JSON-RPC only; logs are JSON lines on
+//! stderr and never contain note text.
+
+mod prompts;
+mod resources;
+mod watch;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode as RpcCode, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::watch as channel;
+
+use crate::engine::{Engine, EngineOptions};
+use crate::error::Error;
+use crate::tools::{self, Access, CallContext};
+
+/// How the server was asked to run.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// The vault folder.
+    pub vault: PathBuf,
+    /// The index folder (`<vault>/.kb` when `None`).
+    pub index_dir: Option<PathBuf>,
+    /// The access level of stdio connections.
+    pub access: Access,
+}
+
+/// Where the engine is in its start-up.
+#[derive(Clone)]
+enum Readiness {
+    /// Opening the vault or building the index for the first time: (done, total) files.
+    Starting(usize, usize),
+    /// Serving.
+    Ready(Arc<Engine>),
+    /// The vault or index could not be opened.
+    Failed(Error),
+}
+
+/// State shared by every connection of one server process.
+pub struct Shared {
+    readiness: channel::Receiver<Readiness>,
+    /// Whether a file watcher is running; when not, calls re-check the files.
+    watching: AtomicBool,
+    last_check: std::sync::Mutex<Instant>,
+}
+
+/// The longest a call waits for the first index build.
+const READY_WAIT: Duration = Duration::from_secs(300);
+
+/// Writes one JSON log line to stderr.
+pub fn log(event: Value) {
+    let mut line = json!({ "ts": jiff::Timestamp::now().to_string() });
+    if let (Value::Object(line), Value::Object(event)) = (&mut line, event) {
+        line.extend(event);
+    }
+    eprintln!("{line}");
+}
+
+impl Shared {
+    /// Starts opening the vault and syncing the index in the background.
+    pub fn start(options: &ServerOptions) -> Arc<Shared> {
+        let (sender, readiness) = channel::channel(Readiness::Starting(0, 0));
+        let shared = Arc::new(Shared {
+            readiness,
+            watching: AtomicBool::new(false),
+            last_check: std::sync::Mutex::new(Instant::now()),
+        });
+        let engine_options = EngineOptions { vault: options.vault.clone(), index_dir: options.index_dir.clone() };
+        let background = shared.clone();
+        std::thread::spawn(move || background.bring_up(&engine_options, sender));
+        shared
+    }
+
+    fn bring_up(self: &Arc<Self>, options: &EngineOptions, sender: channel::Sender<Readiness>) {
+        let started = Instant::now();
+        let engine = match Engine::open(options) {
+            Ok(engine) => Arc::new(engine),
+            Err(error) => {
+                log(json!({ "event": "open_failed", "error": error.to_string() }));
+                let _ = sender.send(Readiness::Failed(error));
+                return;
+            }
+        };
+        // An existing index is served at once while it catches up.
+        let has_index = !engine.catalog().records().is_empty();
+        if has_index {
+            let _ = sender.send(Readiness::Ready(engine.clone()));
+        }
+        let progress = |done: usize, total: usize| {
+            if !has_index && (done % 64 == 0 || done == total) {
+                let _ = sender.send(Readiness::Starting(done, total));
+            }
+        };
+        match engine.sync(false, Some(&progress)) {
+            Ok(report) => log(json!({
+                "event": "index_synced",
+                "files": report.files, "added": report.added, "changed": report.changed,
+                "removed": report.removed, "full": report.full, "ms": started.elapsed().as_millis() as u64,
+            })),
+            Err(error) => {
+                log(json!({ "event": "sync_failed", "error": error.to_string() }));
+                if !has_index {
+                    let _ = sender.send(Readiness::Failed(error));
+                    return;
+                }
+            }
+        }
+        if !has_index {
+            let _ = sender.send(Readiness::Ready(engine.clone()));
+        }
+        let watching = watch::spawn(engine);
+        self.watching.store(watching, Ordering::Relaxed);
+    }
+
+    /// The engine, waiting for start-up and telling the client how far it got.
+    async fn engine(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, Error> {
+        let mut readiness = self.readiness.clone();
+        let deadline = Instant::now() + READY_WAIT;
+        let token = context.meta.get_progress_token();
+        loop {
+            let state = readiness.borrow_and_update().clone();
+            match state {
+                Readiness::Ready(engine) => return Ok(engine),
+                Readiness::Failed(error) => return Err(error),
+                Readiness::Starting(done, total) => {
+                    if let Some(token) = &token {
+                        let message = if total == 0 { "opening the vault".to_owned() } else { format!("indexing notes: {done} of {total}") };
+                        let mut param = ProgressNotificationParam::new(token.clone(), done as f64).with_message(message);
+                        if total > 0 {
+                            param = param.with_total(total as f64);
+                        }
+                        let _ = context.peer.notify_progress(param).await;
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(Error::new(crate::error::ErrorCode::IndexUnavailable, format!("the index is still being built ({done} of {total} notes)"))
+                            .with_hint("retry in a minute"));
+                    }
+                    let _ = tokio::time::timeout(Duration::from_millis(500), readiness.changed()).await;
+                }
+            }
+        }
+    }
+
+    /// Without a watcher, re-checks the files before answering, at most every two seconds.
+    fn check_files(&self, engine: &Engine) {
+        if self.watching.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut last = self.last_check.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() >= Duration::from_secs(2) {
+            *last = Instant::now();
+            if let Err(error) = engine.sync(false, None) {
+                log(json!({ "event": "sync_failed", "error": error.to_string() }));
+            }
+        }
+    }
+}
+
+/// The instructions sent in the `initialize` result.
+pub const INSTRUCTIONS: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
+Find: search_knowledge (what notes are about) and search_note_content (text inside notes); then read_note. Explore: get_related_notes, list_tags, list_recent_notes.
+Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; 5) stop and ask the person to review the proposal. Never apply a proposal the person has not approved.
+Use only paths that tools returned; all paths are vault-relative with forward slashes.";
+
+/// One connection's handler.
+#[derive(Clone)]
+pub struct KbServer {
+    shared: Arc<Shared>,
+    access: Access,
+}
+
+impl KbServer {
+    /// A handler for a connection with `access`.
+    pub fn new(shared: Arc<Shared>, access: Access) -> Self {
+        KbServer { shared, access }
+    }
+
+    /// The access level of this request (HTTP requests carry their token's scope).
+    fn access(&self, context: &RequestContext<RoleServer>) -> Access {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Access>())
+            .copied()
+            .unwrap_or(self.access)
+    }
+
+    async fn engine_or_error(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, McpError> {
+        self.shared.engine(context).await.map_err(|e| McpError::internal_error(e.to_string(), Some(json!({ "code": e.code.as_str() }))))
+    }
+}
+
+/// Maps an engine error to a JSON-RPC error (for resources and prompts, which have no `isError`).
+fn rpc_error(error: &Error) -> McpError {
+    use crate::error::ErrorCode::*;
+    let data = Some(json!({ "code": error.code.as_str(), "hint": error.hint }));
+    match error.code {
+        NotFound => McpError::resource_not_found(error.message.clone(), data),
+        InvalidArgument | PathDenied | AmbiguousRef | TooLarge | PermissionDenied => {
+            McpError::invalid_params(error.message.clone(), data)
+        }
+        _ => McpError::internal_error(error.message.clone(), data),
+    }
+}
+
+impl ServerHandler for KbServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build())
+            .with_server_info(
+                Implementation::new("kb-mcp", env!("CARGO_PKG_VERSION"))
+                    .with_title("kb-mcp: your Markdown knowledge vault")
+                    .with_description("Search, read and (by proposal only) extend a local Obsidian-style vault"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools::list(self.access(&context))))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let started = Instant::now();
+        let name = request.name.to_string();
+        let access = self.access(&context);
+        let arguments = match tools::admit(&name, access, request.arguments)? {
+            Ok(arguments) => arguments,
+            Err(refused) => {
+                log(json!({ "event": "tool", "tool": name, "ms": 0, "outcome": "permission_denied" }));
+                return Ok(refused.into());
+            }
+        };
+        let engine = match self.shared.engine(&context).await {
+            Ok(engine) => engine,
+            Err(error) => return Ok(tools::error_result(&error).into()),
+        };
+        let shared = self.shared.clone();
+        let call_context = CallContext { access };
+        let tool = name.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            shared.check_files(&engine);
+            tools::invoke(&engine, call_context, &tool, arguments)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
+        let outcome = match &result {
+            Ok(r) if r.is_error == Some(true) => r
+                .structured_content
+                .as_ref()
+                .and_then(|v| v["error"]["code"].as_str())
+                .unwrap_or("error")
+                .to_owned(),
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("rpc_error {}", e.code.0),
+        };
+        log(json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": outcome }));
+        result.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(resources::fixed()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let engine = self.engine_or_error(&context).await?;
+        let uri = request.uri.clone();
+        let result = tokio::task::spawn_blocking(move || resources::read(&engine, &uri))
+            .await
+            .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
+        result.map(Into::into).map_err(|e| rpc_error(&e))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(prompts::list()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        // rmcp hands known methods with malformed params here; they are bad params, not unknown methods.
+        match request.method.as_str() {
+            "tools/call" | "resources/read" | "prompts/get" | "tools/list" => Err(McpError::invalid_params(
+                format!("malformed params for `{}`: check the request against the MCP schema", request.method),
+                None,
+            )),
+            other => Err(McpError::new(RpcCode::METHOD_NOT_FOUND, format!("unknown method `{other}`"), None)),
+        }
+    }
+}
+
+/// Serves MCP on stdin/stdout until stdin closes.
+pub async fn serve_stdio(options: ServerOptions) -> anyhow::Result<()> {
+    let shared = Shared::start(&options);
+    let server = KbServer::new(shared, options.access);
+    log(json!({ "event": "start", "transport": "stdio", "access": options.access.as_str(), "version": env!("CARGO_PKG_VERSION") }));
+    let running = match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        Err(error) => {
+            // stdin closed before a session began (or the client spoke out of turn): not a crash.
+            log(json!({ "event": "stop", "reason": error.to_string() }));
+            return Ok(());
+        }
+    };
+    let reason = running.waiting().await;
+    log(json!({ "event": "stop", "reason": format!("{reason:?}") }));
+    Ok(())
+}

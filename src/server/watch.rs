@@ -1,0 +1,53 @@
+//! The file watcher: re-syncs the index shortly after notes change on disk.
+//!
+//! Events are debounced (300 ms), events inside the index folder are ignored
+//! (the index's own commits would otherwise trigger endless syncs), and each
+//! batch runs one incremental sync, which only re-reads what changed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::RecursiveMode;
+use notify_debouncer_full::{DebounceEventResult, new_debouncer};
+use serde_json::json;
+
+use super::log;
+use crate::engine::Engine;
+
+/// Starts watching the vault; returns whether a watcher is running.
+pub(super) fn spawn(engine: Arc<Engine>) -> bool {
+    let root = engine.root().to_owned();
+    let index_dir: PathBuf = crate::sandbox::canonical_or_same(engine.index().dir());
+    let inbox = root.join(&engine.policy().inbox);
+    let handler_engine = engine.clone();
+    let handler = move |result: DebounceEventResult| {
+        let Ok(events) = result else { return };
+        let relevant = events.iter().flat_map(|e| e.paths.iter()).any(|p| !p.starts_with(&index_dir) && !p.starts_with(&inbox));
+        if !relevant {
+            return;
+        }
+        match handler_engine.sync(false, None) {
+            Ok(report) if report.added + report.changed + report.removed > 0 => log(json!({
+                "event": "index_updated", "added": report.added, "changed": report.changed,
+                "removed": report.removed, "ms": report.seconds * 1000.0,
+            })),
+            Ok(_) => {}
+            Err(error) => log(json!({ "event": "sync_failed", "error": error.to_string() })),
+        }
+    };
+    let mut debouncer = match new_debouncer(Duration::from_millis(300), None, handler) {
+        Ok(debouncer) => debouncer,
+        Err(error) => {
+            log(json!({ "event": "watch_unavailable", "error": error.to_string() }));
+            return false;
+        }
+    };
+    if let Err(error) = debouncer.watch(&root, RecursiveMode::Recursive) {
+        log(json!({ "event": "watch_unavailable", "error": error.to_string() }));
+        return false;
+    }
+    // The watcher lives as long as the process.
+    std::mem::forget(debouncer);
+    true
+}

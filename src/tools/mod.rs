@@ -1,0 +1,345 @@
+//! The tools of the contract: names, titles, descriptions, annotations,
+//! schemas, access levels, and the mapping from a call to one engine method.
+//!
+//! This layer and `server` are the only ones that know rmcp and JSON Schema.
+//! Every tool is declared once in [`TOOLS`]; `tools/list` and `tools/call` both
+//! read that table, so a tool not granted to the caller's access level is absent
+//! from the list and refused when called anyway. Arguments are validated
+//! against the very schema the tool publishes (a mismatch is JSON-RPC `-32602`);
+//! failures the agent can act on come back as `isError` results carrying the
+//! contract's error object. Descriptions are static text: no note content ever
+//! reaches a tool's name, title or description.
+
+mod render;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use rmcp::ErrorData as McpError;
+use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::engine::Engine;
+use crate::engine::types::*;
+use crate::error::{Error, ErrorCode};
+
+/// What a caller may do: each level includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Access {
+    /// The read tools only.
+    Read,
+    /// Read, plus staging proposals in the inbox.
+    Propose,
+    /// Propose, plus applying approved proposals.
+    Apply,
+}
+
+impl Access {
+    /// Parses `read`, `propose` or `apply`.
+    pub fn parse(text: &str) -> Option<Access> {
+        match text {
+            "read" => Some(Access::Read),
+            "propose" => Some(Access::Propose),
+            "apply" => Some(Access::Apply),
+            _ => None,
+        }
+    }
+
+    /// The level's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Propose => "propose",
+            Access::Apply => "apply",
+        }
+    }
+}
+
+/// The contract's annotation classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    /// Read-only, idempotent.
+    Reads,
+    /// Writes only into the inbox.
+    Stages,
+    /// Changes a note.
+    Applies,
+}
+
+/// One tool's declaration.
+struct ToolDef {
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    level: Access,
+    effect: Effect,
+    input: fn() -> Arc<JsonObject>,
+    output: fn() -> Arc<JsonObject>,
+}
+
+fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    // Every argument type is a struct, so the schema root is an object.
+    schema_for_input::<T>().unwrap_or_default()
+}
+
+fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_output::<T>()
+}
+
+/// Every tool, in the order `tools/list` shows them.
+static TOOLS: &[ToolDef] = &[
+    ToolDef {
+        name: "get_vault_overview",
+        title: "Vault overview",
+        description: "Start here. Returns the vault's folders (notes roots, standards, inbox), counts of notes, standards, tags, links, broken links, orphans and pending proposals, the index state (documents, last build and update, and `fresh`: true only when every note on disk is indexed at its current content), the server version, and your access level. Takes no arguments.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<NoArgs>,
+        output: output::<Overview>,
+    },
+    ToolDef {
+        name: "search_knowledge",
+        title: "Search notes by topic",
+        description: "Find notes by what they are about: ranked search over titles, aliases, descriptions and tags, with titles and aliases weighing most and an exact title or alias match ranking first. Use it to find the note on a topic, or to check that a note does not exist yet before proposing one. Query syntax: words, \"exact phrase\", -excluded; Chinese, Japanese and Korean need no spaces; a question works too (question words are ignored, and notes matching more words rank first). Filters: `tags` (a parent tag matches its children), `folder`. Returns path, title, aliases, description, tags, score and the fields that matched for each note, best first, and `total` (all matches). Read a result with read_note.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<SearchArgs>,
+        output: output::<KnowledgeResults>,
+    },
+    ToolDef {
+        name: "search_note_content",
+        title: "Search note text",
+        description: "Full-text search inside notes (headings count more than plain text). Use it for facts, phrases, commands or names mentioned inside notes rather than what a note is about. Query syntax: words, \"exact phrase\", -excluded; Chinese, Japanese and Korean words are found inside unspaced sentences. Filters: `tags`, `folder`. Returns for each note its path, title, score and up to three snippets: the matching line with the matched terms in **bold**, the heading it sits under, and its 1-based line number in the file; `total` counts all matching notes. Snippets are excerpts: call read_note for the full text.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<SearchArgs>,
+        output: output::<ContentResults>,
+    },
+    ToolDef {
+        name: "read_note",
+        title: "Read a note",
+        description: "Read one note, standard or read_also file, by exact vault-relative `path` (e.g. z/备份仓库.md) or by `ref`, a wikilink target (备份仓库, z/备份仓库 or 备份仓库#Heading); give exactly one. Returns the text exactly as on disk (frontmatter included), the parsed frontmatter, an outline of headings with 1-based line numbers, the size, the modification time, and `hash`, which is the base_hash a patch proposal needs. `section` returns one heading and everything under it. Long notes come in pages: when `truncated` is true, call again with `offset` set to `next_offset`.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<ReadNoteArgs>,
+        output: output::<NoteContent>,
+    },
+    ToolDef {
+        name: "list_standards",
+        title: "List standards",
+        description: "List the vault's standards: the owner's rules for notes (how to write them, which frontmatter keys and tags to use). Read the relevant ones with read_note before proposing a note or a patch. Returns path, title, description and last update of each, by path. Takes no arguments.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<NoArgs>,
+        output: output::<Standards>,
+    },
+    ToolDef {
+        name: "list_tags",
+        title: "List tags",
+        description: "List the tags used in notes (frontmatter tags and inline #tags), each with the number of notes carrying it and whether the vault's tag registry lists it; nested tags such as type/synthesis are listed under their full name. Sorted by count. `prefix` narrows the list (e.g. type/), `limit` caps it (default 100). Prefer registered tags when proposing notes.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<ListTagsArgs>,
+        output: output::<Tags>,
+    },
+    ToolDef {
+        name: "get_related_notes",
+        title: "Related notes (links)",
+        description: "The link neighbourhood of one note, named by `path` or `ref`: its outlinks (the target as written, the vault path it resolves to or null, the kind wikilink/embed/markdown, and the line), its backlinks (the linking note, line and the line's text), its broken links (missing note or heading), and the maps of content (MOC notes) that link to it. Use it to explore around a note or before changing one.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<NoteRefArgs>,
+        output: output::<Related>,
+    },
+    ToolDef {
+        name: "list_recent_notes",
+        title: "Recent notes",
+        description: "Notes changed in the last `days` days (default 7), newest first, or created in that time with sort=created (creation is the frontmatter created/date, else the file's birth time). Returns path, title, created and updated times (RFC 3339); `limit` caps the list (default 20).",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<RecentArgs>,
+        output: output::<Recent>,
+    },
+];
+
+fn def(name: &str) -> Option<&'static ToolDef> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+fn annotations(tool: &ToolDef) -> ToolAnnotations {
+    let (read_only, destructive, idempotent) = match tool.effect {
+        Effect::Reads => (true, false, true),
+        Effect::Stages => (false, false, false),
+        Effect::Applies => (false, true, false),
+    };
+    let mut annotations = ToolAnnotations::with_title(tool.title)
+        .read_only(read_only)
+        .destructive(destructive)
+        .idempotent(idempotent)
+        .open_world(false);
+    annotations.title = Some(tool.title.to_owned());
+    annotations
+}
+
+/// The tools a caller with `access` sees, in `tools/list` order.
+pub fn list(access: Access) -> Vec<Tool> {
+    TOOLS
+        .iter()
+        .filter(|t| t.level <= access)
+        .map(|t| {
+            Tool::new(t.name, t.description, (t.input)())
+                .with_title(t.title)
+                .with_raw_output_schema((t.output)())
+                .with_annotations(annotations(t))
+        })
+        .collect()
+}
+
+/// Whether a tool exists at all (at any level).
+pub fn exists(name: &str) -> bool {
+    def(name).is_some()
+}
+
+/// Compiled input validators, one per tool.
+fn validator(name: &str) -> Option<&'static jsonschema::Validator> {
+    static VALIDATORS: OnceLock<HashMap<&'static str, jsonschema::Validator>> = OnceLock::new();
+    VALIDATORS
+        .get_or_init(|| {
+            TOOLS
+                .iter()
+                .filter_map(|t| {
+                    let schema = Value::Object((*(t.input)()).clone());
+                    jsonschema::validator_for(&schema).ok().map(|v| (t.name, v))
+                })
+                .collect()
+        })
+        .get(name)
+}
+
+/// Checks a call before it runs: the tool exists, the caller may use it, and the
+/// arguments match its input schema. Returns the arguments as a JSON value.
+pub fn admit(name: &str, access: Access, arguments: Option<JsonObject>) -> Result<Result<Value, CallToolResult>, McpError> {
+    let Some(tool) = def(name) else {
+        return Err(McpError::invalid_params(
+            format!("unknown tool `{name}`; call tools/list for the available tools"),
+            None,
+        ));
+    };
+    if tool.level > access {
+        let error = Error::new(
+            ErrorCode::PermissionDenied,
+            format!("`{name}` needs access level `{}`; this connection has `{}`", tool.level.as_str(), access.as_str()),
+        )
+        .with_hint("ask the person to start kb-mcp with a higher --access level (or use a token with that scope)");
+        return Ok(Err(error_result(&error)));
+    }
+    let arguments = Value::Object(arguments.unwrap_or_default());
+    if let Some(validator) = validator(name) {
+        let problems: Vec<String> = validator
+            .iter_errors(&arguments)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path.to_string();
+                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(McpError::invalid_params(
+                format!("invalid arguments for `{name}`: {}", problems.join("; ")),
+                Some(json!({ "tool": name, "problems": problems })),
+            ));
+        }
+    }
+    Ok(Ok(arguments))
+}
+
+fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result<T, McpError> {
+    serde_json::from_value(arguments)
+        .map_err(|e| McpError::invalid_params(format!("invalid arguments for `{name}`: {e}"), None))
+}
+
+/// The contract's error result: `isError` with `{"error": {code, message, hint}}`.
+pub fn error_result(error: &Error) -> CallToolResult {
+    let mut object = json!({ "code": error.code.as_str(), "message": error.message });
+    if let Some(hint) = &error.hint {
+        object["hint"] = json!(hint);
+    }
+    if let Some(Value::Object(details)) = &error.details {
+        for (key, value) in details {
+            object[key.as_str()] = value.clone();
+        }
+    }
+    let text = match &error.hint {
+        Some(hint) => format!("{}: {}\nhint: {hint}", error.code, error.message),
+        None => format!("{}: {}", error.code, error.message),
+    };
+    let mut result = CallToolResult::structured_error(json!({ "error": object }));
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+fn success<T: Serialize>(value: &T, text: String) -> Result<CallToolResult, McpError> {
+    let value = serde_json::to_value(value).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    let mut result = CallToolResult::structured(value);
+    result.content = vec![ContentBlock::text(text)];
+    Ok(result)
+}
+
+/// What a call needs besides the engine.
+#[derive(Debug, Clone, Copy)]
+pub struct CallContext {
+    /// The caller's access level.
+    pub access: Access,
+}
+
+/// Runs an admitted call (blocking: run it off the async runtime).
+pub fn invoke(engine: &Engine, context: CallContext, name: &str, arguments: Value) -> Result<CallToolResult, McpError> {
+    let outcome = match name {
+        "get_vault_overview" => {
+            let _: NoArgs = parse(name, arguments)?;
+            let pending = 0;
+            engine.overview(context.access.as_str(), pending).map(|v| (render::overview(&v), to_value(&v)))
+        }
+        "search_knowledge" => {
+            let args: SearchArgs = parse(name, arguments)?;
+            engine.search_knowledge(&args).map(|v| (render::knowledge(&v), to_value(&v)))
+        }
+        "search_note_content" => {
+            let args: SearchArgs = parse(name, arguments)?;
+            engine.search_note_content(&args).map(|v| (render::content(&v), to_value(&v)))
+        }
+        "read_note" => {
+            let args: ReadNoteArgs = parse(name, arguments)?;
+            engine.read_note(&args).map(|v| (render::note(&v), to_value(&v)))
+        }
+        "list_standards" => {
+            let _: NoArgs = parse(name, arguments)?;
+            engine.list_standards().map(|v| (render::standards(&v), to_value(&v)))
+        }
+        "list_tags" => {
+            let args: ListTagsArgs = parse(name, arguments)?;
+            engine.list_tags(&args).map(|v| (render::tags(&v), to_value(&v)))
+        }
+        "get_related_notes" => {
+            let args: NoteRefArgs = parse(name, arguments)?;
+            engine.get_related_notes(&args).map(|v| (render::related(&v), to_value(&v)))
+        }
+        "list_recent_notes" => {
+            let args: RecentArgs = parse(name, arguments)?;
+            engine.list_recent_notes(&args).map(|v| (render::recent(&v), to_value(&v)))
+        }
+        other => return Err(McpError::invalid_params(format!("unknown tool `{other}`"), None)),
+    };
+    match outcome {
+        Ok((text, value)) => success(&value, text),
+        Err(error) => Ok(error_result(&error)),
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}

@@ -1,0 +1,95 @@
+//! Short human-readable renderings of tool results, sent as the text content
+//! beside `structuredContent` for clients that show text only.
+
+use std::fmt::Write;
+
+use crate::engine::types::*;
+
+pub(super) fn overview(o: &Overview) -> String {
+    format!(
+        "vault {}: {} notes, {} standards, {} tags, {} links ({} broken), {} orphans, {} proposals pending; index {} documents, {}; access {}",
+        o.vault,
+        o.counts.notes,
+        o.counts.standards,
+        o.counts.tags,
+        o.counts.links,
+        o.counts.broken_links,
+        o.counts.orphans,
+        o.counts.proposals_pending,
+        o.index.documents,
+        if o.index.fresh {
+            "fresh".to_owned()
+        } else {
+            format!(
+                "catching up ({} added, {} changed, {} removed)",
+                o.index.stale.added, o.index.stale.changed, o.index.stale.removed
+            )
+        },
+        o.access
+    )
+}
+
+pub(super) fn knowledge(r: &KnowledgeResults) -> String {
+    let mut out = format!("{} of {} notes match `{}`", r.results.len(), r.total, r.query);
+    for (rank, hit) in r.results.iter().enumerate() {
+        let _ = write!(out, "\n{}. {} — {}", rank + 1, hit.path, hit.title);
+        if !hit.description.is_empty() {
+            let _ = write!(out, ": {}", hit.description);
+        }
+    }
+    out
+}
+
+pub(super) fn content(r: &ContentResults) -> String {
+    let mut out = format!("{} of {} notes match `{}`", r.results.len(), r.total, r.query);
+    for (rank, hit) in r.results.iter().enumerate() {
+        let _ = write!(out, "\n{}. {} — {}", rank + 1, hit.path, hit.title);
+        for snippet in &hit.snippets {
+            let _ = write!(out, "\n   L{}: {}", snippet.line, snippet.text);
+        }
+    }
+    out
+}
+
+pub(super) fn note(n: &NoteContent) -> String {
+    let mut out = format!("{} ({} bytes, {})\n\n{}", n.path, n.size, n.hash, n.content);
+    if let Some(next) = n.next_offset {
+        let _ = write!(out, "\n\n[truncated: continue with offset {next}]");
+    }
+    out
+}
+
+pub(super) fn standards(s: &Standards) -> String {
+    let mut out = format!("{} standards", s.standards.len());
+    for entry in &s.standards {
+        let _ = write!(out, "\n- {} — {}", entry.path, entry.title);
+    }
+    out
+}
+
+pub(super) fn tags(t: &Tags) -> String {
+    let mut out = format!("{} tags", t.tags.len());
+    for tag in &t.tags {
+        let _ = write!(out, "\n#{} ({}{})", tag.tag, tag.count, if tag.registered { ", registered" } else { "" });
+    }
+    out
+}
+
+pub(super) fn related(r: &Related) -> String {
+    let mut out = format!("{}: {} outlinks, {} backlinks, {} broken", r.path, r.outlinks.len(), r.backlinks.len(), r.broken.len());
+    for link in &r.outlinks {
+        let _ = write!(out, "\n-> {} (L{}): {}", link.target, link.line, link.resolved.as_deref().unwrap_or("BROKEN"));
+    }
+    for link in &r.backlinks {
+        let _ = write!(out, "\n<- {} (L{})", link.path, link.line);
+    }
+    out
+}
+
+pub(super) fn recent(r: &Recent) -> String {
+    let mut out = format!("{} recent notes", r.notes.len());
+    for note in &r.notes {
+        let _ = write!(out, "\n- {} {} — {}", note.updated, note.path, note.title);
+    }
+    out
+}
