@@ -196,13 +196,15 @@ impl SearchIndex {
     }
 
     fn create(dir: &Path, schema: &IndexSchema) -> Result<Index> {
-        let index = Index::create_in_dir(dir, schema.schema.clone()).map_err(|e| tantivy_error("creating the index", e))?;
+        let index = Index::create_in_dir(dir, schema.schema.clone())
+            .map_err(|e| tantivy_error("creating the index", e))?;
         Ok(index)
     }
 
     fn compatible(index: &Index, schema: &IndexSchema) -> bool {
         let Ok(metas) = index.load_metas() else { return false };
-        let payload: Payload = metas.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or_default();
+        let payload: Payload =
+            metas.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or_default();
         let version_ok = payload.schema_version == schema.version || metas.payload.is_none();
         version_ok && index.schema() == schema.schema
     }
@@ -242,13 +244,16 @@ impl SearchIndex {
         let searcher = self.reader.searcher();
         let mut records = Vec::with_capacity(searcher.num_docs() as usize);
         for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
-            let store = segment.get_store_reader(64).map_err(|e| Error::index(format!("reading stored records: {e}")))?;
+            let store = segment
+                .get_store_reader(64)
+                .map_err(|e| Error::index(format!("reading stored records: {e}")))?;
             let alive = segment.alive_bitset();
             for doc_id in 0..segment.max_doc() {
                 if alive.is_some_and(|bits| !bits.is_alive(doc_id)) {
                     continue;
                 }
-                let doc: TantivyDocument = store.get(doc_id).map_err(|e| tantivy_error("reading a stored record", e))?;
+                let doc: TantivyDocument =
+                    store.get(doc_id).map_err(|e| tantivy_error("reading a stored record", e))?;
                 if let Some(record) = self.record_of(&doc) {
                     records.push(record);
                 }
@@ -306,7 +311,11 @@ impl SearchIndex {
         for path in remove {
             writer.delete_term(Term::from_field_text(self.schema.fields.path, path));
         }
-        let sink = DocumentSink { writer: &writer, fields: &self.schema.fields, added: std::sync::atomic::AtomicUsize::new(0) };
+        let sink = DocumentSink {
+            writer: &writer,
+            fields: &self.schema.fields,
+            added: std::sync::atomic::AtomicUsize::new(0),
+        };
         let outcome = produce(&sink);
         let added = sink.added.load(std::sync::atomic::Ordering::Relaxed);
         if let Err(err) = outcome {
@@ -361,11 +370,7 @@ impl SearchIndex {
                 searcher.doc(address).map_err(|e| tantivy_error("reading a hit's stored record", e))?;
             let Some(record) = self.record_of(&doc) else { continue };
             let matched = matched_fields(&record, &terms);
-            let explanation = if request.explain {
-                built.explain(&searcher, address).ok().map(|e| serde_json::to_value(&e).unwrap_or_default())
-            } else {
-                None
-            };
+            let explanation = request.explain.then(|| self.explain(&searcher, address, &plan, weights, relaxed));
             hits.push(SearchHit { record, score, matched, explanation });
         }
         // Equal scores come out in path order, so results are identical run to run.
@@ -373,7 +378,57 @@ impl SearchIndex {
         Ok(SearchOutcome { total, hits, terms, relaxed })
     }
 
-    fn run(&self, searcher: &Searcher, query: &dyn Query, limit: usize) -> Result<(Vec<(f32, DocAddress)>, usize)> {
+    /// Which fields and terms scored for one hit, each with its weighted BM25 share.
+    /// (tantivy's own explanation of the whole boolean query trips an assertion in
+    /// 0.27 with minimum-match clauses, and a flat list is easier to read anyway.)
+    fn explain(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+        plan: &query::QueryPlan,
+        weights: &[(Field, f32)],
+        relaxed: bool,
+    ) -> serde_json::Value {
+        let schema = &self.schema.schema;
+        let mut scored = Vec::new();
+        for term_text in plan.positive_terms() {
+            for &(field, weight) in weights.iter().filter(|(f, _)| *f != self.schema.fields.name_key) {
+                let term_query = tantivy::query::TermQuery::new(
+                    Term::from_field_text(field, &term_text),
+                    tantivy::schema::IndexRecordOption::WithFreqs,
+                );
+                if let Ok(explanation) = term_query.explain(searcher, address) {
+                    let score = explanation.value() * weight;
+                    if score > 0.0 {
+                        scored.push(serde_json::json!({
+                            "field": schema.get_field_name(field),
+                            "term": term_text,
+                            "score": (score * 1000.0).round() / 1000.0,
+                        }));
+                    }
+                }
+            }
+        }
+        scored.sort_by(|a, b| b["score"].as_f64().unwrap_or(0.0).total_cmp(&a["score"].as_f64().unwrap_or(0.0)));
+        let exact = tantivy::query::TermQuery::new(
+            Term::from_field_text(self.schema.fields.name_key, &plan.name_key),
+            tantivy::schema::IndexRecordOption::Basic,
+        )
+        .explain(searcher, address)
+        .is_ok();
+        serde_json::json!({
+            "terms": scored,
+            "exact_name_match": exact,
+            "any_term_mode": relaxed,
+        })
+    }
+
+    fn run(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+        limit: usize,
+    ) -> Result<(Vec<(f32, DocAddress)>, usize)> {
         // Fetch a few extra so that ties at the cut-off can be ordered by path.
         searcher
             .search(query, &(TopDocs::with_limit(limit).order_by_score(), Count))
@@ -384,7 +439,8 @@ impl SearchIndex {
 /// Which of a record's searchable fields contain any of the terms.
 fn matched_fields(record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<String> {
     let mut analyzer = tokenizer::index_analyzer();
-    let mut hits = |text: &str| tokenizer::analyse(&mut analyzer, text).iter().any(|t| terms.contains(&t.text));
+    let mut hits =
+        |text: &str| tokenizer::analyse(&mut analyzer, text).iter().any(|t| terms.contains(&t.text));
     let mut matched = Vec::new();
     if hits(&record.title) {
         matched.push("title".to_owned());
@@ -458,7 +514,10 @@ fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<Tant
     }
     text(&mut doc, fields.body, &document.body);
     let mut names = BTreeSet::new();
-    for name in std::iter::once(record.title.as_str()).chain(record.aliases.iter().map(String::as_str)).chain([record.stem()]) {
+    for name in std::iter::once(record.title.as_str())
+        .chain(record.aliases.iter().map(String::as_str))
+        .chain([record.stem()])
+    {
         let key = name.trim().to_lowercase();
         if !key.is_empty() {
             names.insert(key);
@@ -475,13 +534,20 @@ fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<Tant
         folder.push_str(part);
         text(&mut doc, fields.folder, &folder);
     }
-    let json = serde_json::to_string(record).map_err(|e| Error::internal(format!("serialising a record: {e}")))?;
+    let json =
+        serde_json::to_string(record).map_err(|e| Error::internal(format!("serialising a record: {e}")))?;
     text(&mut doc, fields.record, &json);
     Ok(doc)
 }
 
 /// Cuts highlighted snippets from a note's current text (see [`Snippet`]).
-pub fn snippets(text: &str, body_offset: usize, terms: &BTreeSet<String>, headings: &[Heading], max: usize) -> Vec<Snippet> {
+pub fn snippets(
+    text: &str,
+    body_offset: usize,
+    terms: &BTreeSet<String>,
+    headings: &[Heading],
+    max: usize,
+) -> Vec<Snippet> {
     snippet::snippets(text, body_offset, terms, headings, max)
 }
 

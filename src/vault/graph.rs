@@ -4,6 +4,9 @@
 //! without `.md`), then a path suffix or a bare file name, case-insensitively,
 //! the shortest path winning when several notes share the name; heading and
 //! block anchors are then checked against the target's headings and block ids.
+//! Where Obsidian would leave a link unresolved, an alias that exactly one note
+//! carries still resolves it (the contract's order for `ref`), so a link written
+//! as `[[backup repo]]` is not reported broken when the note says it has that name.
 //! A `ref` argument resolves the same way and then by alias, but there a tie is
 //! an `ambiguous_ref` error listing the candidates instead of a silent pick.
 //!
@@ -138,7 +141,10 @@ impl Resolver {
                 .by_stem_lower
                 .get(stem)
                 .map(|list| {
-                    list.iter().copied().filter(|&i| lower(strip_md(&records[i].path)).ends_with(&suffix)).collect()
+                    list.iter()
+                        .copied()
+                        .filter(|&i| lower(strip_md(&records[i].path)).ends_with(&suffix))
+                        .collect()
                 })
                 .unwrap_or_default();
         }
@@ -154,10 +160,18 @@ impl Resolver {
             self.by_path
                 .get(&link.target)
                 .copied()
-                .or_else(|| self.by_path_lower.get(&lower(strip_md(&link.target))).and_then(|l| l.first().copied()))
+                .or_else(|| {
+                    self.by_path_lower.get(&lower(strip_md(&link.target))).and_then(|l| l.first().copied())
+                })
                 .or_else(|| self.candidates(records, &link.target).first().copied())
         } else {
-            self.candidates(records, &link.target).first().copied()
+            // By name; failing that, by an alias only one note carries (the contract's `ref` order).
+            self.candidates(records, &link.target).first().copied().or_else(|| {
+                match self.by_alias_lower.get(&lower(link.target.trim())).map(Vec::as_slice) {
+                    Some([only]) => Some(*only),
+                    _ => None,
+                }
+            })
         };
         let Some(index) = target_index else {
             return self.resolve_attachment(&link.target);
@@ -167,7 +181,8 @@ impl Resolver {
             Some(Anchor::Heading(heading)) => {
                 // `[[note#A#B]]` names a nested heading; the last one must exist.
                 let wanted = heading_key(heading.rsplit('#').next().unwrap_or(heading));
-                if wanted.is_empty() || records[index].headings.iter().any(|h| heading_key(&h.text) == wanted) {
+                if wanted.is_empty() || records[index].headings.iter().any(|h| heading_key(&h.text) == wanted)
+                {
                     Resolution::Note(index)
                 } else {
                     Resolution::Broken(Broken::MissingHeading(index))
@@ -201,14 +216,20 @@ impl Resolver {
     /// Resolves a `ref` argument: exact path, then file name or path suffix
     /// (shortest path wins; a tie is ambiguous), then alias (several is ambiguous).
     /// A `#heading` suffix is split off and returned.
-    pub fn resolve_ref<'r>(&self, records: &[Arc<NoteRecord>], reference: &'r str) -> Result<(usize, Option<&'r str>)> {
+    pub fn resolve_ref<'r>(
+        &self,
+        records: &[Arc<NoteRecord>],
+        reference: &'r str,
+    ) -> Result<(usize, Option<&'r str>)> {
         let (target, anchor) = match reference.split_once('#') {
             Some((target, anchor)) => (target, Some(anchor).filter(|a| !a.trim().is_empty())),
             None => (reference, None),
         };
         let target = target.trim();
         if target.is_empty() {
-            return Err(Error::invalid("`ref` is empty: give a note name like 备份仓库 or a path like z/备份仓库"));
+            return Err(Error::invalid(
+                "`ref` is empty: give a note name like 备份仓库 or a path like z/备份仓库",
+            ));
         }
         let by_name = self.candidates(records, target);
         let chosen = match by_name.as_slice() {
@@ -238,9 +259,12 @@ impl Resolver {
 
 fn ambiguous(records: &[Arc<NoteRecord>], target: &str, candidates: &[usize]) -> Error {
     let paths: Vec<&str> = candidates.iter().map(|&i| records[i].path.as_str()).collect();
-    Error::new(ErrorCode::AmbiguousRef, format!("`{target}` matches {} notes: {}", paths.len(), paths.join(", ")))
-        .with_hint("pass the exact `path` of the note you mean")
-        .with_details(json!({ "candidates": paths }))
+    Error::new(
+        ErrorCode::AmbiguousRef,
+        format!("`{target}` matches {} notes: {}", paths.len(), paths.join(", ")),
+    )
+    .with_hint("pass the exact `path` of the note you mean")
+    .with_details(json!({ "candidates": paths }))
 }
 
 /// A backlink: another note linking to this one.

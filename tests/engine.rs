@@ -1,0 +1,368 @@
+//! The engine over the fixture vault: both searches in English and Chinese,
+//! reading, the link graph, tags, standards, recent notes, the overview and
+//! incremental indexing. Expected facts come from `fixtures/VAULT.md`.
+
+mod common;
+
+use kb_mcp::engine::types::*;
+use kb_mcp::engine::{Engine, EngineOptions};
+use kb_mcp::error::ErrorCode;
+
+fn open(vault: &std::path::Path) -> Engine {
+    let engine = Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: None }).unwrap();
+    engine.sync(false, None).unwrap();
+    engine
+}
+
+fn search(query: &str) -> SearchArgs {
+    SearchArgs { query: query.to_owned(), ..SearchArgs::default() }
+}
+
+fn knowledge_paths(engine: &Engine, query: &str) -> Vec<String> {
+    engine.search_knowledge(&search(query)).unwrap().results.into_iter().map(|h| h.path).collect()
+}
+
+fn content_paths(engine: &Engine, query: &str) -> Vec<String> {
+    engine.search_note_content(&search(query)).unwrap().results.into_iter().map(|h| h.path).collect()
+}
+
+#[test]
+fn knowledge_search_finds_titles_aliases_and_descriptions_in_both_languages() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    // (query, expected first hit)
+    let cases = [
+        ("备份仓库", "z/备份仓库.md"),
+        ("backup repo", "z/备份仓库.md"),
+        ("Zettelkasten", "z/卡片笔记法.md"),
+        ("zettelkasten", "z/卡片笔记法.md"),
+        ("lighthouse", "z/tech/Tech index.md"),
+        ("rhythmic", "z/reading/《深度工作》.md"),
+        ("仓库", "z/备份仓库.md"),
+        ("inverted index", "z/tech/search engines/倒排索引.md"),
+        ("Rust ownership", "z/tech/rust/Rust 所有权.md"),
+    ];
+    for (query, expected) in cases {
+        let paths = knowledge_paths(&engine, query);
+        assert_eq!(paths.first().map(String::as_str), Some(expected), "query {query:?} gave {paths:?}");
+    }
+}
+
+#[test]
+fn content_search_finds_chinese_words_inside_unspaced_sentences_with_snippets() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let results = engine.search_note_content(&search("远程仓库")).unwrap();
+    assert_eq!(results.results[0].path, "z/备份仓库.md");
+    let snippet = &results.results[0].snippets[0];
+    assert!(snippet.text.contains("**远程仓库**"), "{snippet:?}");
+    assert!(snippet.line > 1);
+    // The snippet's line number points at the line that holds the text.
+    let text = std::fs::read_to_string(vault.join("z/备份仓库.md")).unwrap();
+    let line = text.lines().nth(snippet.line as usize - 1).unwrap();
+    assert!(line.contains("远程仓库"), "line {} is {line:?}", snippet.line);
+    assert!(results.total >= results.results.len() as u64);
+    // A word only found inside a long run of Chinese characters.
+    assert!(content_paths(&engine, "备份过电脑").contains(&"z/备份仓库.md".to_owned()));
+    // English body-only word.
+    assert_eq!(content_paths(&engine, "fetch")[0], "z/tech/git/git remote basics.md");
+}
+
+#[test]
+fn a_question_with_a_missing_word_still_answers_and_stop_words_do_not_drown_it() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let paths = content_paths(&engine, "如何同步远程仓库");
+    assert_eq!(paths[0], "z/备份仓库.md", "{paths:?}");
+    let paths = content_paths(&engine, "how do I fetch from a git remote xylophone");
+    assert_eq!(paths[0], "z/tech/git/git remote basics.md", "{paths:?}");
+}
+
+#[test]
+fn phrases_exclusions_and_filters() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let all = content_paths(&engine, "git");
+    let excluded = content_paths(&engine, "git -同步");
+    assert!(!excluded.is_empty() && excluded.len() < all.len(), "{all:?} vs {excluded:?}");
+    for path in &excluded {
+        let text = std::fs::read_to_string(vault.join(path)).unwrap();
+        assert!(!text.contains("同步"), "{path} contains the excluded word");
+    }
+    let tagged = engine
+        .search_note_content(&SearchArgs { tags: Some(vec!["type".into()]), ..search("笔记") })
+        .unwrap();
+    assert!(!tagged.results.is_empty());
+    for hit in &tagged.results {
+        let record = engine.catalog().get(&hit.path).unwrap().clone();
+        assert!(record.tags.iter().any(|t| t.starts_with("type/")), "{} lacks a type/ tag", hit.path);
+    }
+    let folder =
+        engine.search_note_content(&SearchArgs { folder: Some("z/tech".into()), ..search("git") }).unwrap();
+    assert!(folder.results.iter().all(|h| h.path.starts_with("z/tech/")));
+    let phrase = content_paths(&engine, "\"graph view\"");
+    assert!(!phrase.is_empty());
+    let denied = engine.search_note_content(&SearchArgs { folder: Some("../x".into()), ..search("git") });
+    assert_eq!(denied.unwrap_err().code, ErrorCode::PathDenied);
+    assert_eq!(engine.search_knowledge(&search("   ")).unwrap_err().code, ErrorCode::InvalidArgument);
+}
+
+#[test]
+fn denied_and_outside_files_never_appear_in_search() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    // `kumquat` lives only in z/private (denied by kb.toml).
+    assert!(content_paths(&engine, "kumquat").is_empty());
+    assert!(knowledge_paths(&engine, "secret plan").iter().all(|p| !p.starts_with("z/private")));
+}
+
+#[test]
+fn read_note_by_path_ref_section_and_pages() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let bytes = std::fs::read(vault.join("z/备份仓库.md")).unwrap();
+    let note =
+        engine.read_note(&ReadNoteArgs { path: Some("z/备份仓库.md".into()), ..Default::default() }).unwrap();
+    assert_eq!(note.content.as_bytes(), &bytes[..]);
+    assert_eq!(note.hash, kb_mcp::vault::content_hash(&bytes));
+    assert_eq!(note.title, "备份仓库");
+    assert!(note.frontmatter.contains_key("aliases"));
+    assert!(note.outline.iter().any(|h| h.text == "同步不等于备份"));
+    assert!(!note.truncated);
+
+    let by_ref = engine
+        .read_note(&ReadNoteArgs {
+            reference: Some("备份仓库#同步不等于备份".into()), ..Default::default()
+        })
+        .unwrap();
+    assert!(by_ref.content.starts_with("## 同步不等于备份"), "{}", by_ref.content);
+    assert!(by_ref.content.len() < note.content.len());
+
+    // Paging never splits a character and reassembles to the whole file.
+    let mut offset = 0;
+    let mut whole = String::new();
+    loop {
+        let page = engine
+            .read_note(&ReadNoteArgs {
+                path: Some("z/备份仓库.md".into()),
+                offset: Some(offset),
+                max_bytes: Some(100),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(page.content.len() <= 100);
+        whole.push_str(&page.content);
+        match page.next_offset {
+            Some(next) => offset = next,
+            None => break,
+        }
+    }
+    assert_eq!(whole.as_bytes(), &bytes[..]);
+
+    let cases: [(ReadNoteArgs, ErrorCode); 7] = [
+        (ReadNoteArgs { path: Some("z/nope.md".into()), ..Default::default() }, ErrorCode::NotFound),
+        (ReadNoteArgs { path: Some("../secret.md".into()), ..Default::default() }, ErrorCode::PathDenied),
+        (
+            ReadNoteArgs { path: Some("z/private/secret-plan.md".into()), ..Default::default() },
+            ErrorCode::PathDenied,
+        ),
+        (
+            ReadNoteArgs { path: Some(".obsidian/app.json".into()), ..Default::default() },
+            ErrorCode::PathDenied,
+        ),
+        (ReadNoteArgs { reference: Some("同步".into()), ..Default::default() }, ErrorCode::AmbiguousRef),
+        (ReadNoteArgs { ..Default::default() }, ErrorCode::InvalidArgument),
+        (
+            ReadNoteArgs {
+                path: Some("z/备份仓库.md".into()),
+                section: Some("不存在".into()),
+                ..Default::default()
+            },
+            ErrorCode::NotFound,
+        ),
+    ];
+    for (args, code) in cases {
+        assert_eq!(engine.read_note(&args).unwrap_err().code, code, "{args:?}");
+    }
+    // Standards and read_also files are readable.
+    assert!(
+        engine
+            .read_note(&ReadNoteArgs { path: Some("docs/写作规范.md".into()), ..Default::default() })
+            .is_ok()
+    );
+    assert!(
+        engine
+            .read_note(&ReadNoteArgs { path: Some("refs/git-cheatsheet.md".into()), ..Default::default() })
+            .is_ok()
+    );
+}
+
+#[test]
+fn the_link_graph_matches_the_inventory() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let related = engine
+        .get_related_notes(&NoteRefArgs {
+            path: Some("z/projects/kb/kb-mcp 路线图.md".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let by_line = |line: u32, target: &str| {
+        related.outlinks.iter().find(|l| l.line == line && l.target == target).cloned()
+    };
+    assert_eq!(by_line(14, "daily/2026-01-20").unwrap().resolved.as_deref(), Some("z/daily/2026-01-20.md"));
+    assert_eq!(by_line(24, "不存在的笔记").unwrap().resolved, None);
+    assert_eq!(by_line(31, "设计").unwrap().resolved.as_deref(), Some("z/设计.md"), "shortest path wins");
+    assert_eq!(by_line(30, "projects/kb/设计").unwrap().resolved.as_deref(), Some("z/projects/kb/设计.md"));
+    let markdown = related.outlinks.iter().find(|l| l.kind == "markdown").unwrap();
+    assert_eq!(markdown.resolved.as_deref(), Some("z/projects/kb/设计.md"));
+    assert_eq!(
+        related.broken.iter().map(|b| b.target.as_str()).collect::<Vec<_>>(),
+        ["不存在的笔记", "Vector Search Plan"]
+    );
+
+    let design = engine
+        .get_related_notes(&NoteRefArgs {
+            path: Some("z/projects/kb/设计.md".into()), ..Default::default()
+        })
+        .unwrap();
+    let missing_heading = design.broken.iter().find(|b| b.target == "备份仓库#不存在的标题").unwrap();
+    assert_eq!((missing_heading.line, missing_heading.reason.as_str()), (46, "missing_heading"));
+    let percent = design.outlinks.iter().find(|l| l.line == 27).unwrap();
+    assert_eq!(percent.resolved.as_deref(), Some("z/tech/search engines/中文分词/中文分词入门.md"));
+
+    // Backlinks carry line and context; MOCs that link here are listed.
+    let backup = engine
+        .get_related_notes(&NoteRefArgs { reference: Some("备份仓库".into()), ..Default::default() })
+        .unwrap();
+    let from_321 = backup.backlinks.iter().find(|b| b.path == "z/3-2-1 备份原则.md" && b.line == 31).unwrap();
+    assert!(from_321.context.contains("[[备份仓库#同步不等于备份]]"));
+    let zettel = engine
+        .get_related_notes(&NoteRefArgs { path: Some("z/卡片笔记法.md".into()), ..Default::default() })
+        .unwrap();
+    assert!(zettel.mocs.iter().any(|m| m.path == "z/知识管理 MOC.md"), "{:?}", zettel.mocs);
+    let remote = engine
+        .get_related_notes(&NoteRefArgs {
+            path: Some("z/tech/git/git remote basics.md".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(remote.mocs.iter().any(|m| m.path == "z/tech/Tech index.md"), "MOC by tag: {:?}", remote.mocs);
+    // Links in code blocks and inline code are not links.
+    let all_targets: Vec<String> =
+        engine.catalog().records().iter().flat_map(|r| r.links.iter().map(|l| l.target.clone())).collect();
+    assert!(!all_targets.iter().any(|t| t == "inside code" || t == "nope"), "{all_targets:?}");
+
+    let overview = engine.overview("read", 0).unwrap();
+    assert_eq!(overview.counts.notes, 40);
+    assert_eq!(overview.counts.standards, 3);
+    assert_eq!(overview.counts.orphans, 1);
+    assert_eq!(overview.counts.broken_links, 4, "the inventory's four broken links");
+}
+
+#[test]
+fn tags_standards_and_recent_notes() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let tags = engine.list_tags(&ListTagsArgs::default()).unwrap();
+    assert_eq!(tags.registry.as_deref(), Some("docs/tags.md"));
+    assert_eq!(tags.tags[0].tag, "知识管理");
+    assert_eq!(tags.tags[0].count, 10);
+    let nested = tags.tags.iter().find(|t| t.tag == "type/synthesis").unwrap();
+    assert!(nested.registered);
+    assert!(tags.tags.windows(2).all(|w| w[0].count >= w[1].count));
+    let typed = engine.list_tags(&ListTagsArgs { prefix: Some("type/".into()), limit: Some(2) }).unwrap();
+    assert_eq!(typed.tags.len(), 2);
+    assert!(typed.tags.iter().all(|t| t.tag.starts_with("type/")));
+    // Decoy tags in code, URLs and headings are not tags.
+    assert!(!tags.tags.iter().any(|t| t.tag == "123" || t.tag == "section" || t.tag == "unclosed-fence-tag"));
+
+    let standards = engine.list_standards().unwrap();
+    let paths: Vec<&str> = standards.standards.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["docs/frontmatter.md", "docs/tags.md", "docs/写作规范.md"]);
+
+    // Files were just copied, so every note is recent by modification time.
+    let recent = engine.list_recent_notes(&RecentArgs { days: Some(1), limit: Some(5), sort: None }).unwrap();
+    assert_eq!(recent.notes.len(), 5);
+    let created = engine
+        .list_recent_notes(&RecentArgs {
+            days: Some(36500),
+            limit: Some(200),
+            sort: Some(RecentSort::Created),
+        })
+        .unwrap();
+    // Notes without a frontmatter date fall back to the file's birth time (just now), so they come first;
+    // among dated notes the newest date leads.
+    let catalog = engine.catalog();
+    let first_dated = created.notes.iter().find(|n| catalog.get(&n.path).unwrap().created.is_some()).unwrap();
+    assert_eq!(first_dated.path, "z/daily/2026-01-20.md", "newest frontmatter date first");
+    assert!(created.notes.iter().any(|n| n.path == "z/写作流程草稿.md"));
+    assert!(created.notes.iter().all(|n| n.created.contains('T')));
+}
+
+#[test]
+fn incremental_sync_reindexes_only_what_changed() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let again = engine.sync(false, None).unwrap();
+    assert_eq!((again.added, again.changed, again.removed), (0, 0, 0));
+    assert!(engine.overview("read", 0).unwrap().index.fresh);
+
+    std::fs::write(vault.join("z/新笔记.md"), "# 新笔记\n\n关于蜂鸟的观察。\n").unwrap();
+    std::fs::write(vault.join("z/设计.md"), "# 设计\n\n重写后的内容提到鹦鹉。\n").unwrap();
+    std::fs::remove_file(vault.join("z/reading/孤立的想法.md")).unwrap();
+    let overview = engine.overview("read", 0).unwrap();
+    assert!(!overview.index.fresh);
+    assert_eq!(
+        (overview.index.stale.added, overview.index.stale.changed, overview.index.stale.removed),
+        (1, 1, 1)
+    );
+
+    let report = engine.sync(false, None).unwrap();
+    assert_eq!((report.added, report.changed, report.removed), (1, 1, 1));
+    assert_eq!(report.unchanged, 43);
+    assert_eq!(content_paths(&engine, "蜂鸟"), ["z/新笔记.md"]);
+    assert_eq!(content_paths(&engine, "鹦鹉"), ["z/设计.md"]);
+    assert!(!knowledge_paths(&engine, "孤立的想法").contains(&"z/reading/孤立的想法.md".to_owned()));
+    assert!(engine.overview("read", 0).unwrap().index.fresh);
+
+    // A second engine (another process) sees the same index.
+    let other = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    assert_eq!(other.catalog().records().len(), engine.catalog().records().len());
+
+    // A touch without a content change is not reported as changed.
+    let file = std::fs::File::options().write(true).open(vault.join("z/新笔记.md")).unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
+    assert!(engine.overview("read", 0).unwrap().index.fresh);
+
+    let full = engine.sync(true, None).unwrap();
+    assert!(full.full);
+    assert_eq!(full.files, 45);
+}
+
+#[test]
+fn a_non_utf8_note_is_reported_not_indexed_as_garbage() {
+    let (_tmp, vault) = common::temp_vault();
+    std::fs::write(vault.join("z/latin1.md"), b"caf\xe9 cr\xe8me br\xfbl\xe9e\n").unwrap();
+    let engine = open(&vault);
+    let record = engine.catalog().get("z/latin1.md").unwrap().clone();
+    assert!(!record.diagnostics.is_empty());
+    assert!(content_paths(&engine, "caf").is_empty());
+    let err = engine
+        .read_note(&ReadNoteArgs { path: Some("z/latin1.md".into()), ..Default::default() })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+}
+
+#[test]
+fn an_index_dir_outside_the_vault_leaves_the_vault_untouched() {
+    let (tmp, vault) = common::temp_vault();
+    let before = common::snapshot(&vault);
+    let index_dir = tmp.path().join("index");
+    let engine =
+        Engine::open(&EngineOptions { vault: vault.clone(), index_dir: Some(index_dir.clone()) }).unwrap();
+    engine.sync(false, None).unwrap();
+    assert!(index_dir.join("meta.json").exists());
+    assert!(!vault.join(".kb").exists());
+    assert_eq!(common::snapshot(&vault), before);
+}

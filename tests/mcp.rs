@@ -1,0 +1,347 @@
+//! The real `kb-mcp` binary driven over stdio by rmcp's client: `tools/list`
+//! against a golden file, every tool's success and error paths with output
+//! schema validation, access levels, three protocol versions, resources,
+//! prompts, stdout cleanliness, a malformed line, freshness, and exit on EOF.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::model::*;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Value, json};
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kb-mcp");
+
+fn command(vault: &Path, access: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("--vault").arg(vault).arg("--access").arg(access);
+    command
+}
+
+fn client_config(version: ProtocolVersion) -> ClientConfig {
+    ClientConfig::new(ClientCapabilities::default(), Implementation::new("kb-mcp-tests", "0")).with_protocol_version(version)
+}
+
+async fn connect_with(vault: &Path, access: &str, version: ProtocolVersion) -> Client {
+    let (transport, _stderr) = TokioChildProcess::builder(command(vault, access)).stderr(Stdio::null()).spawn().unwrap();
+    if version.has_initialize() {
+        client_config(version).serve(transport).await.unwrap()
+    } else {
+        client_config(version.clone())
+            .serve_with_lifecycle(transport, ClientLifecycleMode::Discover { preferred_versions: vec![version] })
+            .await
+            .unwrap()
+    }
+}
+
+async fn connect(vault: &Path, access: &str) -> Client {
+    connect_with(vault, access, ProtocolVersion::V_2025_11_25).await
+}
+
+fn args(value: Value) -> JsonObject {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+async fn call(client: &Client, name: &str, arguments: Value) -> Result<CallToolResult, ServiceError> {
+    client.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments))).await
+}
+
+fn error_code(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "expected an error result: {result:?}");
+    result.structured_content.as_ref().unwrap()["error"]["code"].as_str().unwrap().to_owned()
+}
+
+fn rpc_code(error: ServiceError) -> i32 {
+    match error {
+        ServiceError::McpError(data) => data.code.0,
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+/// One valid call per read tool.
+fn read_calls() -> Vec<(&'static str, Value)> {
+    vec![
+        ("get_vault_overview", json!({})),
+        ("search_knowledge", json!({"query": "备份", "limit": 5})),
+        ("search_note_content", json!({"query": "远程仓库", "tags": ["备份"], "explain": true})),
+        ("read_note", json!({"ref": "备份仓库#同步不等于备份"})),
+        ("list_standards", json!({})),
+        ("list_tags", json!({"prefix": "type"})),
+        ("get_related_notes", json!({"path": "z/备份仓库.md"})),
+        ("list_recent_notes", json!({"days": 30, "sort": "created"})),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_list_matches_the_golden_file() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "apply").await;
+    let tools = client.list_tools(None).await.unwrap().tools;
+    let actual = serde_json::to_string_pretty(&serde_json::to_value(&tools).unwrap()).unwrap() + "\n";
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tools-list.json");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&golden).unwrap_or_default();
+    assert!(expected == actual, "tools/list changed; review and rerun with UPDATE_GOLDEN=1\n{actual}");
+    for tool in &tools {
+        let annotations = tool.annotations.as_ref().unwrap();
+        assert!(tool.title.is_some() && annotations.title == tool.title, "{} needs a title in both places", tool.name);
+        assert_eq!(annotations.open_world_hint, Some(false));
+        assert!(tool.output_schema.is_some());
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_read_tool_answers_with_content_that_matches_its_output_schema() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "read").await;
+    let tools = client.list_tools(None).await.unwrap().tools;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        ["get_vault_overview", "search_knowledge", "search_note_content", "read_note", "list_standards", "list_tags", "get_related_notes", "list_recent_notes"]
+    );
+    for (name, arguments) in read_calls() {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        let annotations = tool.annotations.as_ref().unwrap();
+        assert_eq!((annotations.read_only_hint, annotations.destructive_hint, annotations.idempotent_hint), (Some(true), Some(false), Some(true)));
+        let result = call(&client, name, arguments).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
+        let structured = result.structured_content.clone().unwrap();
+        let schema = Value::Object((**tool.output_schema.as_ref().unwrap()).clone());
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let problems: Vec<String> = validator.iter_errors(&structured).map(|e| e.to_string()).collect();
+        assert!(problems.is_empty(), "{name} result does not match its output schema: {problems:?}");
+        let text = result.content[0].as_text().unwrap_or_else(|| panic!("{name}: expected text content")).text.clone();
+        assert!(!text.is_empty());
+        // Bounded: nothing close to a megabyte.
+        assert!(serde_json::to_string(&structured).unwrap().len() < 300_000, "{name} answer too large");
+    }
+    let overview = call(&client, "get_vault_overview", json!({})).await.unwrap().structured_content.unwrap();
+    assert_eq!(overview["access"], "read");
+    assert_eq!(overview["counts"]["notes"], 40);
+    assert_eq!(overview["index"]["fresh"], true);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failures_are_is_error_results_and_bad_arguments_are_invalid_params() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "read").await;
+    let cases = [
+        ("read_note", json!({"path": "../../etc/passwd"}), "path_denied"),
+        ("read_note", json!({"path": ".git/config"}), "path_denied"),
+        ("read_note", json!({"path": "z/没有这个.md"}), "not_found"),
+        ("read_note", json!({"ref": "同步"}), "ambiguous_ref"),
+        ("read_note", json!({}), "invalid_argument"),
+        ("get_related_notes", json!({"path": "C:\\Windows\\win.ini"}), "path_denied"),
+        ("search_note_content", json!({"query": "x", "folder": "/etc"}), "path_denied"),
+        ("search_knowledge", json!({"query": "  "}), "invalid_argument"),
+    ];
+    for (name, arguments, code) in cases {
+        let result = call(&client, name, arguments.clone()).await.unwrap();
+        assert_eq!(error_code(&result), code, "{name} {arguments}");
+        let error = &result.structured_content.as_ref().unwrap()["error"];
+        assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    let ambiguous = call(&client, "read_note", json!({"ref": "同步"})).await.unwrap();
+    assert_eq!(ambiguous.structured_content.unwrap()["error"]["candidates"].as_array().unwrap().len(), 2);
+
+    let malformed = [
+        ("search_knowledge", json!({"query": "x", "limit": 99})),
+        ("search_knowledge", json!({"query": 5})),
+        ("search_knowledge", json!({})),
+        ("read_note", json!({"path": "z/备份仓库.md", "bogus": true})),
+        ("list_recent_notes", json!({"sort": "sideways"})),
+        ("no_such_tool", json!({})),
+    ];
+    for (name, arguments) in malformed {
+        assert_eq!(rpc_code(call(&client, name, arguments.clone()).await.unwrap_err()), -32602, "{name} {arguments}");
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_not_granted_is_absent_and_refused() {
+    let (_tmp, vault) = common::temp_vault();
+    let before = common::snapshot(&vault);
+    let client = connect(&vault, "read").await;
+    let tools = client.list_tools(None).await.unwrap().tools;
+    assert!(tools.iter().all(|t| t.annotations.as_ref().unwrap().read_only_hint == Some(true)));
+    for name in ["propose_new_note", "apply_proposal"] {
+        if tools.iter().any(|t| t.name == name) {
+            panic!("{name} listed at read level");
+        }
+        match call(&client, name, json!({"proposal_id": "x", "title": "t", "body": "b", "reason": "r"})).await {
+            Ok(result) => assert_eq!(error_code(&result), "permission_denied"),
+            Err(error) => assert_eq!(rpc_code(error), -32602, "an unknown tool is invalid params"),
+        }
+    }
+    client.cancel().await.unwrap();
+    let mut after = common::snapshot(&vault);
+    after.retain(|(path, _)| !path.starts_with(".kb"));
+    assert_eq!(after, before, "a read-level session changes nothing in the vault");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_protocol_version_works_from_a_real_client() {
+    let (_tmp, vault) = common::temp_vault();
+    for version in [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        let client = connect_with(&vault, "read", version.clone()).await;
+        let info = client.peer_info().unwrap();
+        if version.has_initialize() {
+            assert_eq!(info.protocol_version, version);
+        }
+        assert_eq!(info.server_info.as_ref().unwrap().name, "kb-mcp");
+        assert!(info.instructions.as_deref().unwrap_or("").contains("propose"));
+        assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 8, "{version:?}");
+        let result = call(&client, "search_knowledge", json!({"query": "Zettelkasten"})).await.unwrap();
+        assert_eq!(result.structured_content.unwrap()["results"][0]["path"], "z/卡片笔记法.md", "{version:?}");
+        client.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resources_and_prompts() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "read").await;
+    let resources = client.list_resources(None).await.unwrap().resources;
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["kb://tree", "kb://tags", "kb://recent", "kb://standards"]);
+    let templates = client.list_resource_templates(None).await.unwrap().resource_templates;
+    assert_eq!(templates[0].uri_template, "kb://note/{path}");
+
+    let note = client.read_resource(ReadResourceRequestParams::new("kb://note/z/%E5%A4%87%E4%BB%BD%E4%BB%93%E5%BA%93.md")).await.unwrap();
+    let bytes = std::fs::read_to_string(vault.join("z/备份仓库.md")).unwrap();
+    match &note.contents[0] {
+        ResourceContents::TextResourceContents { text, mime_type, .. } => {
+            assert_eq!(text, &bytes);
+            assert_eq!(mime_type.as_deref(), Some("text/markdown"));
+        }
+        other => panic!("{other:?}"),
+    }
+    for uri in ["kb://tree", "kb://tags", "kb://recent", "kb://standards"] {
+        let result = client.read_resource(ReadResourceRequestParams::new(uri)).await.unwrap();
+        let ResourceContents::TextResourceContents { text, .. } = &result.contents[0] else { panic!() };
+        let _: Value = serde_json::from_str(text).unwrap();
+    }
+    for hostile in ["kb://note/..%2F..%2Fetc%2Fpasswd", "kb://note/%2e%2e/x.md", "kb://note/.git/config", "kb://note/z/private/secret-plan.md"] {
+        let error = client.read_resource(ReadResourceRequestParams::new(hostile)).await.unwrap_err();
+        assert_eq!(rpc_code(error), -32602, "{hostile}");
+    }
+    assert!(client.read_resource(ReadResourceRequestParams::new("kb://note/z/none.md")).await.is_err());
+
+    let prompts = client.list_prompts(None).await.unwrap().prompts;
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["new_knowledge_note", "expand_note", "review_note", "learning_path"]);
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("new_knowledge_note").with_arguments(args(json!({"topic": "冷备份"}))))
+        .await
+        .unwrap();
+    let text = &prompt.messages[0].content.as_text().unwrap().text;
+    assert!(text.contains("冷备份") && text.contains("propose_new_note") && text.contains("approval"));
+    assert!(client.get_prompt(GetPromptRequestParams::new("expand_note")).await.is_err(), "missing argument");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn edits_on_disk_are_searchable_within_two_seconds() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "read").await;
+    // Wait until the server is serving.
+    call(&client, "get_vault_overview", json!({})).await.unwrap();
+    std::fs::write(vault.join("z/蜂鸟观察.md"), "# 蜂鸟观察\n\nHummingbirds hover at the feeder every morning.\n").unwrap();
+    let written = Instant::now();
+    let mut found = false;
+    while written.elapsed() < Duration::from_secs(2) {
+        let result = call(&client, "search_note_content", json!({"query": "hummingbirds"})).await.unwrap();
+        if result.structured_content.unwrap()["total"] == 1 {
+            found = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(found, "a new note was not searchable within 2 s");
+    std::fs::remove_file(vault.join("z/蜂鸟观察.md")).unwrap();
+    let removed = Instant::now();
+    loop {
+        let result = call(&client, "search_note_content", json!({"query": "hummingbirds"})).await.unwrap();
+        if result.structured_content.unwrap()["total"] == 0 {
+            break;
+        }
+        assert!(removed.elapsed() < Duration::from_secs(2), "a deleted note stayed searchable");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut child = Command::new(BIN)
+        .arg("--vault")
+        .arg(&vault)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}).to_string(),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string(),
+        "this is not json {".to_owned(),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_note_content","arguments":{"query":"备份"}}}).to_string(),
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":5}}).to_string(),
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/list"}).to_string(),
+    ];
+    for line in &lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = std::collections::BTreeMap::new();
+    let mut lines_out = stdout.lines();
+    while seen.len() < 4 {
+        let line = lines_out.next().expect("server closed stdout early").unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("stdout line is not JSON: {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = message["id"].as_u64() {
+            seen.insert(id, message);
+        }
+    }
+    assert!(seen[&2]["result"]["structuredContent"]["total"].as_u64().unwrap() > 0);
+    assert_eq!(seen[&3]["error"]["code"], -32602);
+    assert_eq!(seen[&4]["result"]["tools"].as_array().unwrap().len(), 8);
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server did not exit after stdin closed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for line in lines_out {
+        let line = line.unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|_| panic!("stdout line is not JSON: {line}"));
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    for line in stderr.lines() {
+        let log: Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("stderr log line is not JSON: {line}"));
+        assert!(!line.contains("远程仓库"), "logs never carry note text");
+        assert!(log["ts"].is_string());
+    }
+}

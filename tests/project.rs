@@ -1,0 +1,153 @@
+//! Project-wide checks: the layering of `src/`, the index schema declaration,
+//! and the `kb-index` command line's exit codes.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+/// Layers from the bottom; a file may name only its own layer and those below.
+/// `index` and `write` are siblings and must not name each other.
+const LAYERS: &[(&str, u8)] = &[
+    ("error", 0),
+    ("sandbox", 1),
+    ("vault", 2),
+    ("index", 3),
+    ("write", 3),
+    ("engine", 4),
+    ("eval", 5),
+    ("tools", 6),
+    ("server", 7),
+];
+
+fn rank(layer: &str) -> Option<u8> {
+    LAYERS.iter().find(|(name, _)| *name == layer).map(|(_, rank)| *rank)
+}
+
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .map(|e| e.into_path())
+        .collect()
+}
+
+/// Code lines of a file, without `//` comments (doc comments may name anything).
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.split("//").next().unwrap_or("")))
+        .filter(|(_, l)| !l.trim().is_empty())
+}
+
+#[test]
+fn layers_point_one_way_and_each_outside_crate_stays_in_its_layer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    for file in rust_files(&src) {
+        let relative = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        let first = relative.split('/').next().unwrap().trim_end_matches(".rs").to_owned();
+        let is_bin = first == "bin";
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with("//!"), "{relative} must start with a `//!` paragraph saying what it owns");
+        if first == "lib" {
+            continue;
+        }
+        let own = if is_bin {
+            8
+        } else {
+            rank(&first).unwrap_or_else(|| panic!("{relative}: unknown layer `{first}`"))
+        };
+        for (number, line) in code_lines(&text) {
+            let mut rest = line;
+            while let Some(at) = rest.find("crate::") {
+                let name: String =
+                    rest[at + 7..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if let Some(other) = rank(&name) {
+                    let sibling =
+                        (first == "index" && name == "write") || (first == "write" && name == "index");
+                    if other > own || sibling {
+                        problems.push(format!(
+                            "{relative}:{number}: layer `{first}` names `{name}` above or beside it"
+                        ));
+                    }
+                }
+                rest = &rest[at + 7..];
+            }
+            let rules: [(&str, &[&str]); 5] = [
+                ("tantivy::", &["index"]),
+                ("rmcp::", &["tools", "server"]),
+                ("std::fs", &["sandbox", "bin"]),
+                ("tokio::", &["server", "bin"]),
+                ("jsonschema::", &["tools"]),
+            ];
+            for (needle, allowed) in rules {
+                if line.contains(needle) && !allowed.contains(&first.as_str()) {
+                    problems.push(format!("{relative}:{number}: `{needle}` outside {allowed:?}"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "layering violations:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_index_schema_declaration_and_the_code_agree() {
+    kb_mcp::index::check_schema().unwrap();
+    let declared: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("index-schema/schema.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(declared["schema_version"].as_u64().unwrap(), u64::from(kb_mcp::index::schema_version()));
+    // Every weighted field is a declared text or raw field.
+    let names: Vec<&str> =
+        declared["fields"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    for (tool, weights) in declared["weights"].as_object().unwrap() {
+        for field in weights.as_object().unwrap().keys() {
+            assert!(names.contains(&field.as_str()), "{tool} weighs undeclared field {field}");
+        }
+    }
+}
+
+fn kb_index(vault: &Path, args: &[&str]) -> (i32, String, String) {
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_kb-index")).args(args).arg("--vault").arg(vault).output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn kb_index_exit_codes() {
+    let (tmp, vault) = common::temp_vault();
+    let (code, out, _) = kb_index(&vault, &["build"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("45 files"), "{out}");
+    let (code, out, _) = kb_index(&vault, &["search", "远程仓库", "--content"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("z/备份仓库.md"), "{out}");
+    let (code, out, _) = kb_index(&vault, &["search", "备份", "--json"]);
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(json["total"].as_u64().unwrap() > 0);
+    assert_eq!(kb_index(&vault, &["search", "qwertyzzz"]).0, 1, "nothing matched");
+    assert_eq!(kb_index(&vault, &["status"]).0, 0, "fresh");
+    std::fs::write(vault.join("z/new.md"), "# new\n").unwrap();
+    assert_eq!(kb_index(&vault, &["status"]).0, 1, "stale index is a failed check");
+    assert_eq!(kb_index(&vault, &["build", "--full"]).0, 0);
+    assert_eq!(kb_index(&vault, &["search", "x", "--limit", "99"]).0, 2, "bad input");
+    assert_eq!(kb_index(&vault, &["frobnicate"]).0, 2, "bad usage");
+
+    let (code, _, err) = kb_index(&tmp.path().join("missing"), &["build"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("does not exist"), "{err}");
+
+    std::fs::write(vault.join("kb.toml"), "[vault]\nnote = [\"z\"]\n").unwrap();
+    let (code, _, err) = kb_index(&vault, &["build"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("note"), "the message names the bad key: {err}");
+}
