@@ -146,8 +146,9 @@ impl Error {
 
     /// `index_unavailable`.
     pub fn index(message: impl Into<String>) -> Self {
-        Error::new(ErrorCode::IndexUnavailable, message)
-            .with_hint("run `kb-index build --full` to rebuild the index; it is derived data and safe to delete")
+        Error::new(ErrorCode::IndexUnavailable, message).with_hint(
+            "run `kb-index build --full` to rebuild the index; it is derived data and safe to delete",
+        )
     }
 
     /// Wraps an I/O error, naming the path it happened on.

@@ -3,10 +3,12 @@
 //! The layers point one way (see `ARCHITECTURE.md`):
 //! `error <- sandbox <- vault <- {index, write} <- engine <- tools <- server <- bins`.
 
-pub mod error;
-pub mod sandbox;
-pub mod vault;
-pub mod index;
 pub mod engine;
-pub mod tools;
+pub mod error;
+pub mod eval;
+pub mod index;
+pub mod sandbox;
 pub mod server;
+pub mod tools;
+pub mod vault;
+pub mod write;

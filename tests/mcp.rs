@@ -27,16 +27,21 @@ fn command(vault: &Path, access: &str) -> tokio::process::Command {
 }
 
 fn client_config(version: ProtocolVersion) -> ClientConfig {
-    ClientConfig::new(ClientCapabilities::default(), Implementation::new("kb-mcp-tests", "0")).with_protocol_version(version)
+    ClientConfig::new(ClientCapabilities::default(), Implementation::new("kb-mcp-tests", "0"))
+        .with_protocol_version(version)
 }
 
 async fn connect_with(vault: &Path, access: &str, version: ProtocolVersion) -> Client {
-    let (transport, _stderr) = TokioChildProcess::builder(command(vault, access)).stderr(Stdio::null()).spawn().unwrap();
+    let (transport, _stderr) =
+        TokioChildProcess::builder(command(vault, access)).stderr(Stdio::null()).spawn().unwrap();
     if version.has_initialize() {
         client_config(version).serve(transport).await.unwrap()
     } else {
         client_config(version.clone())
-            .serve_with_lifecycle(transport, ClientLifecycleMode::Discover { preferred_versions: vec![version] })
+            .serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Discover { preferred_versions: vec![version] },
+            )
             .await
             .unwrap()
     }
@@ -94,7 +99,11 @@ async fn tools_list_matches_the_golden_file() {
     assert!(expected == actual, "tools/list changed; review and rerun with UPDATE_GOLDEN=1\n{actual}");
     for tool in &tools {
         let annotations = tool.annotations.as_ref().unwrap();
-        assert!(tool.title.is_some() && annotations.title == tool.title, "{} needs a title in both places", tool.name);
+        assert!(
+            tool.title.is_some() && annotations.title == tool.title,
+            "{} needs a title in both places",
+            tool.name
+        );
         assert_eq!(annotations.open_world_hint, Some(false));
         assert!(tool.output_schema.is_some());
     }
@@ -109,12 +118,24 @@ async fn every_read_tool_answers_with_content_that_matches_its_output_schema() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["get_vault_overview", "search_knowledge", "search_note_content", "read_note", "list_standards", "list_tags", "get_related_notes", "list_recent_notes"]
+        [
+            "get_vault_overview",
+            "search_knowledge",
+            "search_note_content",
+            "read_note",
+            "list_standards",
+            "list_tags",
+            "get_related_notes",
+            "list_recent_notes"
+        ]
     );
     for (name, arguments) in read_calls() {
         let tool = tools.iter().find(|t| t.name == name).unwrap();
         let annotations = tool.annotations.as_ref().unwrap();
-        assert_eq!((annotations.read_only_hint, annotations.destructive_hint, annotations.idempotent_hint), (Some(true), Some(false), Some(true)));
+        assert_eq!(
+            (annotations.read_only_hint, annotations.destructive_hint, annotations.idempotent_hint),
+            (Some(true), Some(false), Some(true))
+        );
         let result = call(&client, name, arguments).await.unwrap();
         assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
         let structured = result.structured_content.clone().unwrap();
@@ -122,7 +143,11 @@ async fn every_read_tool_answers_with_content_that_matches_its_output_schema() {
         let validator = jsonschema::validator_for(&schema).unwrap();
         let problems: Vec<String> = validator.iter_errors(&structured).map(|e| e.to_string()).collect();
         assert!(problems.is_empty(), "{name} result does not match its output schema: {problems:?}");
-        let text = result.content[0].as_text().unwrap_or_else(|| panic!("{name}: expected text content")).text.clone();
+        let text = result.content[0]
+            .as_text()
+            .unwrap_or_else(|| panic!("{name}: expected text content"))
+            .text
+            .clone();
         assert!(!text.is_empty());
         // Bounded: nothing close to a megabyte.
         assert!(serde_json::to_string(&structured).unwrap().len() < 300_000, "{name} answer too large");
@@ -166,7 +191,11 @@ async fn failures_are_is_error_results_and_bad_arguments_are_invalid_params() {
         ("no_such_tool", json!({})),
     ];
     for (name, arguments) in malformed {
-        assert_eq!(rpc_code(call(&client, name, arguments.clone()).await.unwrap_err()), -32602, "{name} {arguments}");
+        assert_eq!(
+            rpc_code(call(&client, name, arguments.clone()).await.unwrap_err()),
+            -32602,
+            "{name} {arguments}"
+        );
     }
     client.cancel().await.unwrap();
 }
@@ -182,7 +211,8 @@ async fn a_tool_not_granted_is_absent_and_refused() {
         if tools.iter().any(|t| t.name == name) {
             panic!("{name} listed at read level");
         }
-        match call(&client, name, json!({"proposal_id": "x", "title": "t", "body": "b", "reason": "r"})).await {
+        match call(&client, name, json!({"proposal_id": "x", "title": "t", "body": "b", "reason": "r"})).await
+        {
             Ok(result) => assert_eq!(error_code(&result), "permission_denied"),
             Err(error) => assert_eq!(rpc_code(error), -32602, "an unknown tool is invalid params"),
         }
@@ -196,7 +226,9 @@ async fn a_tool_not_granted_is_absent_and_refused() {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_protocol_version_works_from_a_real_client() {
     let (_tmp, vault) = common::temp_vault();
-    for version in [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+    for version in
+        [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28]
+    {
         let client = connect_with(&vault, "read", version.clone()).await;
         let info = client.peer_info().unwrap();
         if version.has_initialize() {
@@ -206,7 +238,11 @@ async fn every_protocol_version_works_from_a_real_client() {
         assert!(info.instructions.as_deref().unwrap_or("").contains("propose"));
         assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 8, "{version:?}");
         let result = call(&client, "search_knowledge", json!({"query": "Zettelkasten"})).await.unwrap();
-        assert_eq!(result.structured_content.unwrap()["results"][0]["path"], "z/卡片笔记法.md", "{version:?}");
+        assert_eq!(
+            result.structured_content.unwrap()["results"][0]["path"],
+            "z/卡片笔记法.md",
+            "{version:?}"
+        );
         client.cancel().await.unwrap();
     }
 }
@@ -221,7 +257,10 @@ async fn resources_and_prompts() {
     let templates = client.list_resource_templates(None).await.unwrap().resource_templates;
     assert_eq!(templates[0].uri_template, "kb://note/{path}");
 
-    let note = client.read_resource(ReadResourceRequestParams::new("kb://note/z/%E5%A4%87%E4%BB%BD%E4%BB%93%E5%BA%93.md")).await.unwrap();
+    let note = client
+        .read_resource(ReadResourceRequestParams::new("kb://note/z/%E5%A4%87%E4%BB%BD%E4%BB%93%E5%BA%93.md"))
+        .await
+        .unwrap();
     let bytes = std::fs::read_to_string(vault.join("z/备份仓库.md")).unwrap();
     match &note.contents[0] {
         ResourceContents::TextResourceContents { text, mime_type, .. } => {
@@ -235,7 +274,12 @@ async fn resources_and_prompts() {
         let ResourceContents::TextResourceContents { text, .. } = &result.contents[0] else { panic!() };
         let _: Value = serde_json::from_str(text).unwrap();
     }
-    for hostile in ["kb://note/..%2F..%2Fetc%2Fpasswd", "kb://note/%2e%2e/x.md", "kb://note/.git/config", "kb://note/z/private/secret-plan.md"] {
+    for hostile in [
+        "kb://note/..%2F..%2Fetc%2Fpasswd",
+        "kb://note/%2e%2e/x.md",
+        "kb://note/.git/config",
+        "kb://note/z/private/secret-plan.md",
+    ] {
         let error = client.read_resource(ReadResourceRequestParams::new(hostile)).await.unwrap_err();
         assert_eq!(rpc_code(error), -32602, "{hostile}");
     }
@@ -245,7 +289,10 @@ async fn resources_and_prompts() {
     let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["new_knowledge_note", "expand_note", "review_note", "learning_path"]);
     let prompt = client
-        .get_prompt(GetPromptRequestParams::new("new_knowledge_note").with_arguments(args(json!({"topic": "冷备份"}))))
+        .get_prompt(
+            GetPromptRequestParams::new("new_knowledge_note")
+                .with_arguments(args(json!({"topic": "冷备份"}))),
+        )
         .await
         .unwrap();
     let text = &prompt.messages[0].content.as_text().unwrap().text;
@@ -260,7 +307,11 @@ async fn edits_on_disk_are_searchable_within_two_seconds() {
     let client = connect(&vault, "read").await;
     // Wait until the server is serving.
     call(&client, "get_vault_overview", json!({})).await.unwrap();
-    std::fs::write(vault.join("z/蜂鸟观察.md"), "# 蜂鸟观察\n\nHummingbirds hover at the feeder every morning.\n").unwrap();
+    std::fs::write(
+        vault.join("z/蜂鸟观察.md"),
+        "# 蜂鸟观察\n\nHummingbirds hover at the feeder every morning.\n",
+    )
+    .unwrap();
     let written = Instant::now();
     let mut found = false;
     while written.elapsed() < Duration::from_secs(2) {
@@ -314,7 +365,8 @@ fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process
     let mut lines_out = stdout.lines();
     while seen.len() < 4 {
         let line = lines_out.next().expect("server closed stdout early").unwrap();
-        let message: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("stdout line is not JSON: {line}"));
+        let message: Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| panic!("stdout line is not JSON: {line}"));
         assert_eq!(message["jsonrpc"], "2.0", "{line}");
         if let Some(id) = message["id"].as_u64() {
             seen.insert(id, message);
@@ -340,8 +392,258 @@ fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     for line in stderr.lines() {
-        let log: Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("stderr log line is not JSON: {line}"));
+        let log: Value =
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("stderr log line is not JSON: {line}"));
         assert!(!line.contains("远程仓库"), "logs never carry note text");
         assert!(log["ts"].is_string());
     }
+}
+
+/// A client that answers the server's confirmation question with `answer`.
+struct Confirmer {
+    answer: bool,
+    version: ProtocolVersion,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Confirmer {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::default());
+        ClientConfig::new(capabilities, Implementation::new("confirmer", "0"))
+            .with_protocol_version(self.version.clone())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            self.asked.lock().unwrap().push(message.clone());
+        }
+        Ok(serde_json::from_value(json!({"action": "accept", "content": {"apply": self.answer}})).unwrap())
+    }
+}
+
+async fn connect_confirmer(
+    vault: &Path,
+    answer: bool,
+    version: ProtocolVersion,
+) -> (RunningService<RoleClient, Confirmer>, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (transport, _stderr) =
+        TokioChildProcess::builder(command(vault, "apply")).stderr(Stdio::null()).spawn().unwrap();
+    let handler = Confirmer { answer, version: version.clone(), asked: asked.clone() };
+    let client = if version.has_initialize() {
+        handler.serve(transport).await.unwrap()
+    } else {
+        handler
+            .serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Discover { preferred_versions: vec![version] },
+            )
+            .await
+            .unwrap()
+    };
+    (client, asked)
+}
+
+async fn propose_new(client: &Client, title: &str, body: &str) -> Value {
+    let result = call(
+        client,
+        "propose_new_note",
+        json!({"title": title, "body": body, "reason": "test", "tags": ["备份"]}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result.structured_content.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_once() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "apply").await;
+    let tools = client.list_tools(None).await.unwrap().tools;
+    assert_eq!(tools.len(), 12, "all twelve tools at --access apply");
+    let apply_tool = tools.iter().find(|t| t.name == "apply_proposal").unwrap().annotations.clone().unwrap();
+    assert_eq!((apply_tool.read_only_hint, apply_tool.destructive_hint), (Some(false), Some(true)));
+    let propose_tool =
+        tools.iter().find(|t| t.name == "propose_new_note").unwrap().annotations.clone().unwrap();
+    assert_eq!((propose_tool.read_only_hint, propose_tool.destructive_hint), (Some(false), Some(false)));
+
+    let before = common::snapshot(&vault);
+    let staged = propose_new(
+        &client,
+        "冷备份 cold storage",
+        "离线的冷备份是最后一道防线。Glacier vaults hold them.\n",
+    )
+    .await;
+    assert_eq!(staged["kind"], "new");
+    assert_eq!(staged["target"], "z/冷备份 cold storage.md");
+    assert_eq!(staged["vault_changed"], false);
+    assert!(!staged["similar"].as_array().unwrap().is_empty(), "similar notes are reported");
+    let mut after: Vec<(String, Vec<u8>)> = common::snapshot(&vault);
+    after.retain(|(path, _)| !path.starts_with("inbox/"));
+    assert_eq!(after, before, "proposing writes only inbox files");
+
+    let listed = call(&client, "list_proposals", json!({})).await.unwrap().structured_content.unwrap();
+    assert_eq!(listed["proposals"][0]["proposal_id"], staged["proposal_id"]);
+    assert_eq!(
+        listed["proposals"][0]["checks"],
+        json!({"intact": true, "base_current": true, "target_free": true})
+    );
+
+    let id = staged["proposal_id"].as_str().unwrap();
+    let applied = call(&client, "apply_proposal", json!({"proposal_id": id})).await.unwrap();
+    let applied = applied.structured_content.unwrap();
+    assert_eq!(applied["status"], "applied", "{applied}");
+    assert_eq!(applied["index"]["updated"], true);
+    let written = std::fs::read(vault.join("z/冷备份 cold storage.md")).unwrap();
+    assert_eq!(applied["new_hash"], kb_mcp::vault::content_hash(&written));
+    let found = call(&client, "search_note_content", json!({"query": "glacier"}))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(found["results"][0]["path"], "z/冷备份 cold storage.md", "findable right after apply");
+    let audit = std::fs::read_to_string(vault.join("inbox/_applied.jsonl")).unwrap();
+    assert_eq!(audit.lines().count(), 1);
+    let line: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert_eq!(line["by"], "mcp");
+    assert_eq!(line["index"], "ok");
+
+    assert_eq!(
+        error_code(&call(&client, "apply_proposal", json!({"proposal_id": id})).await.unwrap()),
+        "proposal_not_pending"
+    );
+    assert_eq!(
+        error_code(
+            &call(&client, "apply_proposal", json!({"proposal_id": "p_00000000000000000000000000000000"}))
+                .await
+                .unwrap()
+        ),
+        "proposal_not_found"
+    );
+
+    // A patch against the hash read_note returned.
+    let note =
+        call(&client, "read_note", json!({"path": "z/设计.md"})).await.unwrap().structured_content.unwrap();
+    let patch = call(
+        &client,
+        "propose_note_patch",
+        json!({"path": "z/设计.md", "base_hash": note["hash"], "reason": "add a line", "edits": [{"op": "append", "content": "补充：设计要可回滚。\n"}]}),
+    )
+    .await
+    .unwrap()
+    .structured_content
+    .unwrap();
+    assert_eq!(patch["added"], 1);
+    assert!(patch["diff"].as_str().unwrap().contains("+补充：设计要可回滚。"));
+    let stale = call(
+        &client,
+        "propose_note_patch",
+        json!({"path": "z/设计.md", "base_hash": "sha256:0000000000000000000000000000000000000000000000000000000000000000", "reason": "x", "edits": [{"op": "append", "content": "x\n"}]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(error_code(&stale), "stale_base");
+    assert_eq!(stale.structured_content.unwrap()["error"]["current_hash"], note["hash"]);
+    let applied = call(&client, "apply_proposal", json!({"proposal_id": patch["proposal_id"]}))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(applied["status"], "applied");
+    assert!(std::fs::read_to_string(vault.join("z/设计.md")).unwrap().ends_with("补充：设计要可回滚。\n"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn propose_level_cannot_apply() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "propose").await;
+    let names: Vec<String> =
+        client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names.len(), 11);
+    assert!(!names.contains(&"apply_proposal".to_owned()));
+    let staged = propose_new(&client, "Propose only", "body\n").await;
+    let refused =
+        call(&client, "apply_proposal", json!({"proposal_id": staged["proposal_id"]})).await.unwrap();
+    assert_eq!(error_code(&refused), "permission_denied");
+    assert!(!vault.join("z/Propose only.md").exists());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_person_confirms_or_declines_an_apply_through_elicitation_in_both_protocol_eras() {
+    for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        let (_tmp, vault) = common::temp_vault();
+        let (decliner, asked) = connect_confirmer(&vault, false, version.clone()).await;
+        let staged = call_with(
+            &decliner,
+            "propose_new_note",
+            json!({"title": "Needs consent", "body": "b\n", "reason": "r"}),
+        )
+        .await;
+        let id = staged.structured_content.unwrap()["proposal_id"].as_str().unwrap().to_owned();
+        let declined = call_with(&decliner, "apply_proposal", json!({"proposal_id": id})).await;
+        assert_eq!(error_code(&declined), "permission_denied", "{version:?}");
+        assert!(!vault.join("z/Needs consent.md").exists(), "{version:?}: a decline writes nothing");
+        let question = asked.lock().unwrap().clone();
+        assert!(question[0].contains("z/Needs consent.md") && question[0].contains("create"), "{question:?}");
+        decliner.cancel().await.unwrap();
+
+        let (accepter, _) = connect_confirmer(&vault, true, version.clone()).await;
+        let applied = call_with(&accepter, "apply_proposal", json!({"proposal_id": id})).await;
+        assert_eq!(applied.structured_content.unwrap()["status"], "applied", "{version:?}");
+        assert!(vault.join("z/Needs consent.md").exists());
+        accepter.cancel().await.unwrap();
+    }
+}
+
+async fn call_with<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+    name: &str,
+    arguments: Value,
+) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments)))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_and_mcp_paths_produce_the_same_archive_and_audit_shape() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "apply").await;
+    let by_mcp = propose_new(&client, "Via MCP", "one\n").await;
+    let by_cli = propose_new(&client, "Via CLI", "two\n").await;
+    call(&client, "apply_proposal", json!({"proposal_id": by_mcp["proposal_id"]})).await.unwrap();
+    client.cancel().await.unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(["inbox", "apply", "--yes", "--only", by_cli["proposal_id"].as_str().unwrap(), "--vault"])
+        .arg(&vault)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<Value> = std::fs::read_to_string(vault.join("inbox/_applied.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&lines[0]), keys(&lines[1]));
+    assert_eq!((lines[0]["by"].as_str(), lines[1]["by"].as_str()), (Some("mcp"), Some("cli")));
+    assert_eq!(lines[0]["archive"], lines[1]["archive"], "same dated archive folder");
+    let archive = vault.join(lines[0]["archive"].as_str().unwrap());
+    let mut names: Vec<String> = std::fs::read_dir(archive)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 4, "two files per new-note proposal: {names:?}");
+    assert!(names.iter().filter(|n| n.ends_with(".proposal.json")).count() == 2);
 }

@@ -11,6 +11,7 @@
 mod read;
 mod sync;
 pub mod types;
+mod write;
 
 pub use sync::SyncReport;
 
@@ -172,8 +173,10 @@ pub(crate) fn one_of(path: Option<&str>, reference: Option<&str>) -> Result<Note
         (Some(path), None) => Ok(NoteName::Path(path.to_owned())),
         (None, Some(reference)) => Ok(NoteName::Ref(reference.to_owned())),
         (Some(_), Some(_)) => Err(Error::invalid("give either `path` or `ref`, not both")),
-        (None, None) => Err(Error::invalid("give `path` (a vault-relative path) or `ref` (a wikilink target)")
-            .with_hint("e.g. {\"path\": \"z/备份仓库.md\"} or {\"ref\": \"备份仓库\"}")),
+        (None, None) => {
+            Err(Error::invalid("give `path` (a vault-relative path) or `ref` (a wikilink target)")
+                .with_hint("e.g. {\"path\": \"z/备份仓库.md\"} or {\"ref\": \"备份仓库\"}"))
+        }
     }
 }
 

@@ -47,23 +47,39 @@ fn heading_key(text: &str) -> String {
 }
 
 impl Engine {
-    fn search_request<'a>(&self, args: &'a SearchArgs, scope: SearchScope, tags: &'a [String]) -> Result<SearchRequest<'a>> {
+    fn search_request<'a>(
+        &self,
+        args: &'a SearchArgs,
+        scope: SearchScope,
+        tags: &'a [String],
+    ) -> Result<SearchRequest<'a>> {
         let limit = args.limit.unwrap_or(SEARCH_LIMIT.0);
         if !(1..=SEARCH_LIMIT.1).contains(&limit) {
-            return Err(Error::invalid(format!("`limit` is {limit}; it must be between 1 and {}", SEARCH_LIMIT.1)));
+            return Err(Error::invalid(format!(
+                "`limit` is {limit}; it must be between 1 and {}",
+                SEARCH_LIMIT.1
+            )));
         }
         if args.query.trim().is_empty() {
             return Err(Error::invalid("`query` is empty").with_hint("give one or more words to search for"));
         }
         if args.query.len() > 1000 {
-            return Err(Error::invalid("`query` is longer than 1000 bytes").with_hint("search for the key words only"));
+            return Err(Error::invalid("`query` is longer than 1000 bytes")
+                .with_hint("search for the key words only"));
         }
         let folder = match args.folder.as_deref().map(|f| f.trim_end_matches('/')).filter(|f| !f.is_empty()) {
             Some(folder) => Some(NotePath::parse(folder)?.as_str().len()).map(|_| folder),
             None => None,
         };
         self.reload_if_due()?;
-        Ok(SearchRequest { query: &args.query, scope, tags, folder, limit: limit as usize, explain: args.explain.unwrap_or(false) })
+        Ok(SearchRequest {
+            query: &args.query,
+            scope,
+            tags,
+            folder,
+            limit: limit as usize,
+            explain: args.explain.unwrap_or(false),
+        })
     }
 
     /// `search_knowledge`: titles, aliases, descriptions and tags.
@@ -138,7 +154,8 @@ impl Engine {
         let (path, anchor) = self.locate(&name)?;
         let bytes = self.sandbox.read(&path, READ_FILE_MAX)?;
         let text = decode_note(&bytes).map_err(|d| {
-            Error::invalid(format!("{path} is not UTF-8 text: {}", d.message)).with_hint("only UTF-8 Markdown notes can be read")
+            Error::invalid(format!("{path} is not UTF-8 text: {}", d.message))
+                .with_hint("only UTF-8 Markdown notes can be read")
         })?;
         let note = parse_note(&path, text);
         let stat = self.sandbox.stat(&path)?;
@@ -155,7 +172,10 @@ impl Engine {
         let max = args.max_bytes.unwrap_or(page_max).clamp(1, page_max) as usize;
         let offset = args.offset.unwrap_or(0) as usize;
         if offset > content.len() {
-            return Err(Error::invalid(format!("`offset` {offset} is past the end ({} bytes)", content.len())));
+            return Err(Error::invalid(format!(
+                "`offset` {offset} is past the end ({} bytes)",
+                content.len()
+            )));
         }
         let mut start = offset;
         while !content.is_char_boundary(start) {
@@ -182,7 +202,11 @@ impl Engine {
             hash: content_hash(&bytes),
             size: bytes.len() as u64,
             modified: stat.map(|s| rfc3339(super::sync::nanos(s.modified))).unwrap_or_default(),
-            outline: note.headings.iter().map(|h| OutlineEntry { level: h.level, text: h.text.clone(), line: h.line }).collect(),
+            outline: note
+                .headings
+                .iter()
+                .map(|h| OutlineEntry { level: h.level, text: h.text.clone(), line: h.line })
+                .collect(),
             truncated,
             next_offset: truncated.then_some(end as u64),
         })
@@ -238,7 +262,8 @@ impl Engine {
         for (key, shown) in &registered {
             counts.entry(key.clone()).or_insert_with(|| (shown.clone(), 0));
         }
-        let prefix = args.prefix.as_deref().map(|p| p.trim_start_matches('#').to_lowercase()).unwrap_or_default();
+        let prefix =
+            args.prefix.as_deref().map(|p| p.trim_start_matches('#').to_lowercase()).unwrap_or_default();
         let mut tags: Vec<TagCount> = counts
             .into_iter()
             .filter(|(key, _)| key.starts_with(&prefix))
@@ -254,9 +279,10 @@ impl Engine {
         let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
         let (path, _) = self.locate(&name)?;
         let catalog = self.catalog();
-        let index = catalog
-            .position(path.as_str())
-            .ok_or_else(|| Error::new(ErrorCode::NotFound, format!("{path} is not indexed yet")).with_hint("retry in a moment; the index is catching up"))?;
+        let index = catalog.position(path.as_str()).ok_or_else(|| {
+            Error::new(ErrorCode::NotFound, format!("{path} is not indexed yet"))
+                .with_hint("retry in a moment; the index is catching up")
+        })?;
         let graph = catalog.graph();
         let records = catalog.records();
         let record = &records[index];
@@ -282,13 +308,22 @@ impl Engine {
                     Broken::MissingBlock(_) => "missing_block",
                 };
                 if broken.len() < RELATED_CAP {
-                    broken.push(BrokenLink { target: written.clone(), line: link.line, reason: reason.to_owned() });
+                    broken.push(BrokenLink {
+                        target: written.clone(),
+                        line: link.line,
+                        reason: reason.to_owned(),
+                    });
                 } else {
                     truncated = true;
                 }
             }
             if outlinks.len() < RELATED_CAP {
-                outlinks.push(Outlink { target: written, resolved: target_path, kind: kind_name(link.kind).to_owned(), line: link.line });
+                outlinks.push(Outlink {
+                    target: written,
+                    resolved: target_path,
+                    kind: kind_name(link.kind).to_owned(),
+                    line: link.line,
+                });
             } else {
                 truncated = true;
             }
@@ -298,7 +333,12 @@ impl Engine {
             .map(|b| {
                 let source = &records[b.from];
                 let link = &source.links[b.link];
-                BacklinkOut { path: source.path.clone(), title: source.title.clone(), line: link.line, context: link.context.clone() }
+                BacklinkOut {
+                    path: source.path.clone(),
+                    title: source.title.clone(),
+                    line: link.line,
+                    context: link.context.clone(),
+                }
             })
             .collect();
         backlinks.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
@@ -373,7 +413,11 @@ impl Engine {
         Ok(Overview {
             vault: self.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             access: access.to_owned(),
-            roots: Roots { notes: policy.notes.clone(), standards: policy.standards.clone(), inbox: policy.inbox.clone() },
+            roots: Roots {
+                notes: policy.notes.clone(),
+                standards: policy.standards.clone(),
+                inbox: policy.inbox.clone(),
+            },
             counts: Counts {
                 notes,
                 standards,
@@ -391,7 +435,10 @@ impl Engine {
                 fresh: added == 0 && changed == 0 && removed == 0,
                 stale: Stale { added, changed, removed },
             },
-            server: ServerIdentity { name: "kb-mcp".to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() },
+            server: ServerIdentity {
+                name: "kb-mcp".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
         })
     }
 }

@@ -74,7 +74,10 @@ impl Engine {
     pub(crate) fn drift(&self) -> Result<Drift> {
         let scan = self.sandbox.scan()?;
         let catalog = self.catalog();
-        let mut drift = Drift { attachments: scan.attachments.iter().map(|p| p.as_str().to_owned()).collect(), ..Drift::default() };
+        let mut drift = Drift {
+            attachments: scan.attachments.iter().map(|p| p.as_str().to_owned()).collect(),
+            ..Drift::default()
+        };
         let mut seen = HashSet::with_capacity(scan.markdown.len());
         for file in scan.markdown {
             seen.insert(file.path.as_str().to_owned());
@@ -90,7 +93,8 @@ impl Engine {
                 Some(_) => drift.changed.push(file),
             }
         }
-        drift.removed = catalog.records().iter().filter(|r| !seen.contains(&r.path)).map(|r| r.path.clone()).collect();
+        drift.removed =
+            catalog.records().iter().filter(|r| !seen.contains(&r.path)).map(|r| r.path.clone()).collect();
         Ok(drift)
     }
 
@@ -122,7 +126,11 @@ impl Engine {
                     let outcome = match outcome {
                         Ok(Some(document)) => {
                             let size = document.record.size;
-                            if full { sink.add(&document)? } else { sink.replace(&document)? }
+                            if full {
+                                sink.add(&document)?
+                            } else {
+                                sink.replace(&document)?
+                            }
                             Ok(Some((document.record, size)))
                         }
                         other => other.map(|_| None),
@@ -187,8 +195,10 @@ impl Engine {
             Err(err) if err.code == ErrorCode::NotFound => return Ok(None),
             Err(err) => {
                 let note = parse_note(&file.path, "");
-                let mut record = NoteRecord::from_note(note, kind, file.stat.size, modified_ns, born_ns, String::new());
-                record.diagnostics = vec![Diagnostic { line: None, message: format!("not indexed: {}", err.message) }];
+                let mut record =
+                    NoteRecord::from_note(note, kind, file.stat.size, modified_ns, born_ns, String::new());
+                record.diagnostics =
+                    vec![Diagnostic { line: None, message: format!("not indexed: {}", err.message) }];
                 return Ok(Some(IndexDocument { record, body: String::new() }));
             }
         };
@@ -217,8 +227,11 @@ impl Engine {
         let catalog = self.catalog();
         let mut changed = 0u64;
         for file in &drift.changed {
-            let same = match (catalog.get(file.path.as_str()), self.sandbox.read(&file.path, INDEX_MAX_BYTES)) {
-                (Some(record), Ok(bytes)) => record.hash == content_hash(&bytes) && record.size == bytes.len() as u64,
+            let same = match (catalog.get(file.path.as_str()), self.sandbox.read(&file.path, INDEX_MAX_BYTES))
+            {
+                (Some(record), Ok(bytes)) => {
+                    record.hash == content_hash(&bytes) && record.size == bytes.len() as u64
+                }
                 _ => false,
             };
             if !same {
@@ -226,5 +239,37 @@ impl Engine {
             }
         }
         Ok((drift.added.len() as u64, changed, drift.removed.len() as u64))
+    }
+}
+
+impl Engine {
+    /// Re-indexes one file right away (after an apply): delete, add, commit and
+    /// reload, so the very next search sees it, then swaps it into the catalog.
+    pub fn refresh_note(&self, path: &crate::sandbox::NotePath) -> Result<()> {
+        let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+        let area = self.sandbox.area_of(path);
+        let stat = self.sandbox.stat(path)?;
+        let document = match (area, stat) {
+            (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
+                if path.is_markdown() =>
+            {
+                self.load(&ScannedFile { path: path.clone(), area, stat }, None)?
+            }
+            _ => None,
+        };
+        let catalog = self.catalog();
+        let mut records: Vec<Arc<NoteRecord>> =
+            catalog.records().iter().filter(|r| r.path != path.as_str()).cloned().collect();
+        match document {
+            Some(document) => {
+                self.index.update(false, &[], |sink| sink.replace(&document))?;
+                records.push(Arc::new(document.record));
+            }
+            None => {
+                self.index.update(false, &[path.as_str().to_owned()], |_| Ok(()))?;
+            }
+        }
+        self.set_catalog(Catalog::new(records, catalog.attachments.clone()));
+        Ok(())
     }
 }

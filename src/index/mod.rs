@@ -370,7 +370,8 @@ impl SearchIndex {
                 searcher.doc(address).map_err(|e| tantivy_error("reading a hit's stored record", e))?;
             let Some(record) = self.record_of(&doc) else { continue };
             let matched = matched_fields(&record, &terms);
-            let explanation = request.explain.then(|| self.explain(&searcher, address, &plan, weights, relaxed));
+            let explanation =
+                request.explain.then(|| self.explain(&searcher, address, &plan, weights, relaxed));
             hits.push(SearchHit { record, score, matched, explanation });
         }
         // Equal scores come out in path order, so results are identical run to run.
@@ -409,7 +410,9 @@ impl SearchIndex {
                 }
             }
         }
-        scored.sort_by(|a, b| b["score"].as_f64().unwrap_or(0.0).total_cmp(&a["score"].as_f64().unwrap_or(0.0)));
+        scored.sort_by(|a, b| {
+            b["score"].as_f64().unwrap_or(0.0).total_cmp(&a["score"].as_f64().unwrap_or(0.0))
+        });
         let exact = tantivy::query::TermQuery::new(
             Term::from_field_text(self.schema.fields.name_key, &plan.name_key),
             tantivy::schema::IndexRecordOption::Basic,

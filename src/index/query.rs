@@ -22,16 +22,40 @@ use super::tokenizer::{Analysed, analyse, is_cjk, query_analyzer};
 
 /// English words that carry no topic in a question.
 const ENGLISH_STOP_WORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "for", "from", "how",
-    "i", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "should", "so", "that", "the", "there",
-    "this", "to", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
-    "your",
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "for", "from",
+    "how", "i", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "should", "so", "that", "the",
+    "there", "this", "to", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with",
+    "would", "you", "your",
 ];
 
 /// Chinese question and function words, longest first; a query run is split at them.
 const CHINESE_STOP_WORDS: &[&str] = &[
-    "为什么", "怎么样", "有没有", "能不能", "是不是", "怎么", "怎样", "如何", "什么", "哪里", "哪些", "哪个", "是否",
-    "能否", "请问", "一下", "可以", "我们", "你们", "我的", "的", "吗", "呢", "吧", "啊", "呀",
+    "为什么",
+    "怎么样",
+    "有没有",
+    "能不能",
+    "是不是",
+    "怎么",
+    "怎样",
+    "如何",
+    "什么",
+    "哪里",
+    "哪些",
+    "哪个",
+    "是否",
+    "能否",
+    "请问",
+    "一下",
+    "可以",
+    "我们",
+    "你们",
+    "我的",
+    "的",
+    "吗",
+    "呢",
+    "吧",
+    "啊",
+    "呀",
 ];
 
 /// One word of the query after analysis.
@@ -171,7 +195,11 @@ pub(crate) fn parse(query: &str) -> QueryPlan {
         // A query of stop words only ("how to") still searches for them.
         words = stop_only;
         if words.is_empty() {
-            words = raw_words.iter().map(|raw| analyse_word(&mut analyzer, raw)).filter(|w| !w.terms.is_empty()).collect();
+            words = raw_words
+                .iter()
+                .map(|raw| analyse_word(&mut analyzer, raw))
+                .filter(|w| !w.terms.is_empty())
+                .collect();
         }
     }
     let excluded = raw_excluded
@@ -184,7 +212,11 @@ pub(crate) fn parse(query: &str) -> QueryPlan {
 }
 
 /// A term or phrase across weighted fields, as one should-clause.
-fn across_fields(word_terms: &[Analysed], fields: &[(Field, f32)], phrase_only: bool) -> Option<Box<dyn Query>> {
+fn across_fields(
+    word_terms: &[Analysed],
+    fields: &[(Field, f32)],
+    phrase_only: bool,
+) -> Option<Box<dyn Query>> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for &(field, weight) in fields {
         let query: Box<dyn Query> = match word_terms {
@@ -193,7 +225,10 @@ fn across_fields(word_terms: &[Analysed], fields: &[(Field, f32)], phrase_only: 
                 Term::from_field_text(field, &one.text),
                 IndexRecordOption::WithFreqs,
             )),
-            [one] => Box::new(TermQuery::new(Term::from_field_text(field, &one.text), IndexRecordOption::WithFreqs)),
+            [one] => Box::new(TermQuery::new(
+                Term::from_field_text(field, &one.text),
+                IndexRecordOption::WithFreqs,
+            )),
             many => {
                 let first = many[0].position;
                 let terms = many
@@ -225,7 +260,8 @@ pub(crate) fn build(
     filters: &Filters,
     relaxed: bool,
 ) -> Box<dyn Query> {
-    let text_weights: Vec<(Field, f32)> = weights.iter().copied().filter(|(f, _)| *f != fields.name_key).collect();
+    let text_weights: Vec<(Field, f32)> =
+        weights.iter().copied().filter(|(f, _)| *f != fields.name_key).collect();
     let name_weight = weights.iter().find(|(f, _)| *f == fields.name_key).map(|(_, w)| *w);
     let mut top: Vec<(Occur, Box<dyn Query>)> = Vec::new();
 
@@ -260,7 +296,8 @@ pub(crate) fn build(
         }
     }
     if let (Some(weight), false) = (name_weight, plan.name_key.is_empty()) {
-        let exact = TermQuery::new(Term::from_field_text(fields.name_key, &plan.name_key), IndexRecordOption::Basic);
+        let exact =
+            TermQuery::new(Term::from_field_text(fields.name_key, &plan.name_key), IndexRecordOption::Basic);
         top.push((Occur::Should, Box::new(BoostQuery::new(Box::new(exact), weight))));
     }
     for word in &plan.excluded {

@@ -45,53 +45,50 @@ pub(crate) fn snippets(
     let body_offset = body_offset.min(text.len());
     let body = &text[body_offset..];
     let mut analyzer = index_analyzer();
-    // Matched byte ranges in the body, merged where they overlap (CJK bigrams).
-    let mut spans: Vec<(usize, usize, &str)> = Vec::new();
     let tokens = analyse(&mut analyzer, body);
+    // Where each body line starts, to place a match on its line by binary search.
+    let line_starts: Vec<usize> =
+        std::iter::once(0).chain(body.match_indices('\n').map(|(at, _)| at + 1)).collect();
+    let line_of = |offset: usize| line_starts.partition_point(|&start| start <= offset) - 1;
+    let mut lines: BTreeMap<usize, LineMatches<'_>> = BTreeMap::new();
     for token in &tokens {
-        if let Some(term) = terms.get(&token.text) {
-            match spans.last_mut() {
-                Some(last) if token.from <= last.1 => last.1 = last.1.max(token.to),
-                _ => spans.push((token.from, token.to, term.as_str())),
-            }
+        let Some(term) = terms.get(&token.text) else { continue };
+        let line = lines.entry(line_of(token.from)).or_default();
+        line.terms.insert(term.as_str());
+        // Overlapping matches (CJK bigrams) merge into one highlighted span.
+        match line.spans.last_mut() {
+            Some(last) if token.from <= last.1 => last.1 = last.1.max(token.to),
+            _ => line.spans.push((token.from, token.to)),
         }
     }
-    if spans.is_empty() {
-        return Vec::new();
-    }
-    // Group matches by line: line start offset -> (distinct terms, spans).
-    let mut lines: BTreeMap<usize, (BTreeSet<&str>, Vec<(usize, usize)>)> = BTreeMap::new();
-    let matched_terms: Vec<(usize, usize, &str)> =
-        tokens.iter().filter_map(|t| terms.get(&t.text).map(|term| (t.from, t.to, term.as_str()))).collect();
-    for &(from, to, _) in &spans {
-        let start = body[..from].rfind('\n').map_or(0, |i| i + 1);
-        let entry = lines.entry(start).or_default();
-        entry.1.push((from, to));
-    }
-    for &(from, _, term) in &matched_terms {
-        let start = body[..from].rfind('\n').map_or(0, |i| i + 1);
-        if let Some(entry) = lines.get_mut(&start) {
-            entry.0.insert(term);
-        }
-    }
-    let mut ranked: Vec<(usize, usize, Vec<(usize, usize)>)> =
-        lines.into_iter().map(|(start, (distinct, spans))| (start, distinct.len(), spans)).collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut ranked: Vec<(usize, LineMatches<'_>)> = lines.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.terms.len().cmp(&a.1.terms.len()).then(a.0.cmp(&b.0)));
     let first_body_line = 1 + text[..body_offset].matches('\n').count();
     ranked
         .into_iter()
         .take(max)
-        .map(|(start, _, spans)| {
-            let end = body[start..].find('\n').map_or(body.len(), |i| start + i);
-            let line = (first_body_line + body[..start].matches('\n').count()) as u32;
+        .map(|(index, matches)| {
+            let start = line_starts[index];
+            let end = line_starts.get(index + 1).map_or(body.len(), |next| next - 1);
+            let line = (first_body_line + index) as u32;
             let heading = headings.iter().rev().find(|h| h.line <= line).map(|h| h.text.clone());
-            Snippet { text: render(body, start, end, &spans), heading, line }
+            Snippet { text: render(body, start, end, &matches.spans), heading, line }
         })
         .collect()
 }
 
+/// A byte range of the body.
+type Span = (usize, usize);
+
+/// The matches on one line: which query terms, and where.
+#[derive(Default)]
+struct LineMatches<'t> {
+    terms: BTreeSet<&'t str>,
+    spans: Vec<Span>,
+}
+
 /// Renders the line `body[start..end]` (or a window of it) with spans in `**`.
-fn render(body: &str, start: usize, end: usize, spans: &[(usize, usize)]) -> String {
+fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
     let line = body[start..end].trim_end_matches('\r');
     let end = start + line.len();
     let char_count = line.chars().count();
@@ -154,7 +151,11 @@ mod tests {
         let got = snippets(text, 16, &terms(&["远程", "程仓", "仓库"]), &headings, 3);
         assert_eq!(
             got,
-            [Snippet { text: "同步**远程仓库**的设置很重要。".into(), heading: Some("同步不等于备份".into()), line: 7 }]
+            [Snippet {
+                text: "同步**远程仓库**的设置很重要。".into(),
+                heading: Some("同步不等于备份".into()),
+                line: 7
+            }]
         );
     }
 

@@ -212,10 +212,7 @@ mod tests {
     fn index_form_has_unigrams_and_bigrams_in_offset_order() {
         let tokens = analyse(&mut index_analyzer(), "远程仓库");
         let got: Vec<_> = tokens.iter().map(|t| (t.text.as_str(), t.position)).collect();
-        assert_eq!(
-            got,
-            [("远", 0), ("远程", 1), ("程", 2), ("程仓", 3), ("仓", 4), ("仓库", 5), ("库", 6)]
-        );
+        assert_eq!(got, [("远", 0), ("远程", 1), ("程", 2), ("程仓", 3), ("仓", 4), ("仓库", 5), ("库", 6)]);
         let offsets: Vec<_> = tokens.iter().map(|t| (t.from, t.to)).collect();
         let mut sorted = offsets.clone();
         sorted.sort();
@@ -233,7 +230,10 @@ mod tests {
 
     #[test]
     fn latin_is_lowercased_and_folded_and_split_on_punctuation() {
-        assert_eq!(texts(&mut index_analyzer(), "Graph-View Café, v1.2"), ["graph", "view", "cafe", "v1", "2"]);
+        assert_eq!(
+            texts(&mut index_analyzer(), "Graph-View Café, v1.2"),
+            ["graph", "view", "cafe", "v1", "2"]
+        );
     }
 
     #[test]

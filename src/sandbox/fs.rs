@@ -170,7 +170,7 @@ pub(super) fn read(sandbox: &Sandbox, path: &NotePath, max_bytes: u64) -> Result
     if !opened.is_file() {
         return Err(Error::denied(format!("{path} is not a regular file")));
     }
-    let _ = (&real, &file, area); // verify_opened(sandbox, path, area, &real, &file, &opened)?;
+    verify_opened(sandbox, path, area, &real, &file, &opened)?;
     if opened.len() > max_bytes {
         return Err(too_large(path, opened.len(), max_bytes));
     }
@@ -449,7 +449,9 @@ fn check_component(disk: &Path, shown: &str, path: &NotePath, is_last: bool) -> 
         Ok(meta) if meta.file_type().is_symlink() => Err(Error::denied(format!(
             "{path}: {shown} is a symbolic link; notes are written only through real folders"
         ))),
-        Ok(meta) if !is_last && !meta.is_dir() => Err(Error::denied(format!("{path}: {shown} is not a folder"))),
+        Ok(meta) if !is_last && !meta.is_dir() => {
+            Err(Error::denied(format!("{path}: {shown} is not a folder")))
+        }
         Ok(meta) if is_last && !meta.is_file() => {
             Err(Error::denied(format!("{path} exists and is not a regular file")))
         }
@@ -620,9 +622,9 @@ fn simplify(path: PathBuf) -> PathBuf {
     let bytes = rest.as_bytes();
     let drive = bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && bytes[2] == b'\\';
     let plain = rest.len() < 260
-        && rest[3..].split('\\').all(|part| {
-            !part.is_empty() && part != "." && part != ".." && !part.ends_with(['.', ' '])
-        });
+        && rest[3..]
+            .split('\\')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.ends_with(['.', ' ']));
     if drive && (plain || rest.len() == 3) { PathBuf::from(rest) } else { path }
 }
 
@@ -666,7 +668,9 @@ fn not_writable(sandbox: &Sandbox, path: &NotePath) -> Error {
     match sandbox.policy.area_of(path) {
         Some(Area::Standard) => Error::denied(format!("{path} is a standard; standards are read-only")),
         Some(Area::ReadAlso) => Error::denied(format!("{path} is in a read_also folder, which is read-only")),
-        Some(Area::Inbox) => Error::denied(format!("{path} is in the proposals inbox, not in a notes folder")),
+        Some(Area::Inbox) => {
+            Error::denied(format!("{path} is in the proposals inbox, not in a notes folder"))
+        }
         Some(Area::Note) => Error::denied(format!("{path} may not be written")),
         None => outside_areas(sandbox, path),
     }

@@ -96,7 +96,9 @@ impl Sandbox {
         let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
         let on_path = fs::symlink_metadata(&target).map_err(|err| Error::io(path, &err))?;
         if !opened.is_file() || !on_path.is_file() || !same_file(&opened, &on_path) {
-            return Err(Error::denied(format!("{path} changed while it was being opened; nothing was written")));
+            return Err(Error::denied(format!(
+                "{path} changed while it was being opened; nothing was written"
+            )));
         }
         file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|err| Error::io(path, &err))
     }
@@ -122,5 +124,7 @@ fn require_inbox(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
         return Ok(());
     }
     let inbox = &sandbox.policy().inbox;
-    Err(Error::denied(format!("{path} is not in the proposals inbox; only files under {inbox}/ are managed here")))
+    Err(Error::denied(format!(
+        "{path} is not in the proposals inbox; only files under {inbox}/ are managed here"
+    )))
 }

@@ -10,13 +10,15 @@
 //! needs `std::fs`.
 
 mod fs;
-mod index_dir;
 mod inbox;
+mod index_dir;
+mod lock;
 mod path;
 mod policy;
 
 pub use fs::{FileStat, Scan, ScannedFile, WriteMode, clear_dir, ensure_dir, read_vault_config};
 pub use index_dir::{canonical_or_same, folder_size};
+pub use lock::InboxLock;
 pub use path::NotePath;
 pub use policy::{Area, Policy};
 

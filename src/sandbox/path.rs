@@ -56,7 +56,9 @@ impl NotePath {
     pub fn stem(&self) -> &str {
         let name = self.file_name();
         match name.len().checked_sub(3) {
-            Some(cut) if name.is_char_boundary(cut) && name[cut..].eq_ignore_ascii_case(".md") => &name[..cut],
+            Some(cut) if name.is_char_boundary(cut) && name[cut..].eq_ignore_ascii_case(".md") => {
+                &name[..cut]
+            }
             _ => name,
         }
     }
@@ -134,11 +136,19 @@ fn forbidden_char(c: char) -> Option<&'static str> {
         '\u{FF0E}' | '\u{2024}' | '\u{2025}' | '\u{FE52}' => "a look-alike of '.'",
         '\u{FF1A}' | '\u{2236}' | '\u{FE55}' | '\u{FE13}' | '\u{A789}' => "a look-alike of ':'",
         // Invisible and text-direction characters make a path read differently
-        // from what it is.
-        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' => {
-            "an invisible or text-direction character"
-        }
+        // from what it is. The zero-width non-joiner and joiner (U+200C, U+200D)
+        // are allowed: Persian, Indic scripts and emoji use them inside ordinary
+        // words (the Persian half of obsidian-help has 120 such file names).
+        '\u{00AD}'
+        | '\u{061C}'
+        | '\u{180E}'
+        | '\u{200B}'
+        | '\u{200E}'..='\u{200F}'
+        | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}' => "an invisible or text-direction character",
         _ => return None,
     })
 }

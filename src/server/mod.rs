@@ -10,6 +10,7 @@
 //! most every two seconds. Stdout carries JSON-RPC only; logs are JSON lines on
 //! stderr and never contain note text.
 
+mod confirm;
 mod prompts;
 mod resources;
 mod watch;
@@ -20,10 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode as RpcCode, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode as RpcCode,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -85,7 +87,8 @@ impl Shared {
             watching: AtomicBool::new(false),
             last_check: std::sync::Mutex::new(Instant::now()),
         });
-        let engine_options = EngineOptions { vault: options.vault.clone(), index_dir: options.index_dir.clone() };
+        let engine_options =
+            EngineOptions { vault: options.vault.clone(), index_dir: options.index_dir.clone() };
         let background = shared.clone();
         std::thread::spawn(move || background.bring_up(&engine_options, sender));
         shared
@@ -107,7 +110,7 @@ impl Shared {
             let _ = sender.send(Readiness::Ready(engine.clone()));
         }
         let progress = |done: usize, total: usize| {
-            if !has_index && (done % 64 == 0 || done == total) {
+            if !has_index && (done.is_multiple_of(64) || done == total) {
                 let _ = sender.send(Readiness::Starting(done, total));
             }
         };
@@ -128,6 +131,13 @@ impl Shared {
         if !has_index {
             let _ = sender.send(Readiness::Ready(engine.clone()));
         }
+        match engine.recover_proposals(crate::write::Actor::Mcp) {
+            Ok(completed) if !completed.is_empty() => {
+                log(json!({ "event": "recovered", "proposals": completed }))
+            }
+            Ok(_) => {}
+            Err(error) => log(json!({ "event": "recover_failed", "error": error.to_string() })),
+        }
         let watching = watch::spawn(engine);
         self.watching.store(watching, Ordering::Relaxed);
     }
@@ -144,16 +154,24 @@ impl Shared {
                 Readiness::Failed(error) => return Err(error),
                 Readiness::Starting(done, total) => {
                     if let Some(token) = &token {
-                        let message = if total == 0 { "opening the vault".to_owned() } else { format!("indexing notes: {done} of {total}") };
-                        let mut param = ProgressNotificationParam::new(token.clone(), done as f64).with_message(message);
+                        let message = if total == 0 {
+                            "opening the vault".to_owned()
+                        } else {
+                            format!("indexing notes: {done} of {total}")
+                        };
+                        let mut param =
+                            ProgressNotificationParam::new(token.clone(), done as f64).with_message(message);
                         if total > 0 {
                             param = param.with_total(total as f64);
                         }
                         let _ = context.peer.notify_progress(param).await;
                     }
                     if Instant::now() >= deadline {
-                        return Err(Error::new(crate::error::ErrorCode::IndexUnavailable, format!("the index is still being built ({done} of {total} notes)"))
-                            .with_hint("retry in a minute"));
+                        return Err(Error::new(
+                            crate::error::ErrorCode::IndexUnavailable,
+                            format!("the index is still being built ({done} of {total} notes)"),
+                        )
+                        .with_hint("retry in a minute"));
                     }
                     let _ = tokio::time::timeout(Duration::from_millis(500), readiness.changed()).await;
                 }
@@ -206,7 +224,10 @@ impl KbServer {
     }
 
     async fn engine_or_error(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, McpError> {
-        self.shared.engine(context).await.map_err(|e| McpError::internal_error(e.to_string(), Some(json!({ "code": e.code.as_str() }))))
+        self.shared
+            .engine(context)
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), Some(json!({ "code": e.code.as_str() }))))
     }
 }
 
@@ -225,13 +246,15 @@ fn rpc_error(error: &Error) -> McpError {
 
 impl ServerHandler for KbServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build())
-            .with_server_info(
-                Implementation::new("kb-mcp", env!("CARGO_PKG_VERSION"))
-                    .with_title("kb-mcp: your Markdown knowledge vault")
-                    .with_description("Search, read and (by proposal only) extend a local Obsidian-style vault"),
-            )
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build(),
+        )
+        .with_server_info(
+            Implementation::new("kb-mcp", env!("CARGO_PKG_VERSION"))
+                .with_title("kb-mcp: your Markdown knowledge vault")
+                .with_description("Search, read and (by proposal only) extend a local Obsidian-style vault"),
+        )
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -250,6 +273,7 @@ impl ServerHandler for KbServer {
         let started = Instant::now();
         let name = request.name.to_string();
         let access = self.access(&context);
+        let responses = request.input_responses.clone();
         let arguments = match tools::admit(&name, access, request.arguments)? {
             Ok(arguments) => arguments,
             Err(refused) => {
@@ -261,6 +285,24 @@ impl ServerHandler for KbServer {
             Ok(engine) => engine,
             Err(error) => return Ok(tools::error_result(&error).into()),
         };
+        if name == "apply_proposal" {
+            let id = arguments["proposal_id"].as_str().unwrap_or_default().to_owned();
+            match confirm::apply(&engine, &id, responses.as_ref(), &context).await? {
+                confirm::Confirmation::Proceed => {}
+                confirm::Confirmation::Ask(question) => return Ok(question.into()),
+                confirm::Confirmation::Declined => {
+                    let error = Error::new(
+                        crate::error::ErrorCode::PermissionDenied,
+                        format!("the person declined to apply proposal {id}; it stays pending"),
+                    )
+                    .with_hint("do not retry; ask the person what to change, or leave the proposal for them");
+                    log(
+                        json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": "declined" }),
+                    );
+                    return Ok(tools::error_result(&error).into());
+                }
+            }
+        }
         let shared = self.shared.clone();
         let call_context = CallContext { access };
         let tool = name.clone();
@@ -280,7 +322,9 @@ impl ServerHandler for KbServer {
             Ok(_) => "ok".to_owned(),
             Err(e) => format!("rpc_error {}", e.code.0),
         };
-        log(json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": outcome }));
+        log(
+            json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": outcome }),
+        );
         result.map(Into::into)
     }
 
@@ -337,7 +381,10 @@ impl ServerHandler for KbServer {
         // rmcp hands known methods with malformed params here; they are bad params, not unknown methods.
         match request.method.as_str() {
             "tools/call" | "resources/read" | "prompts/get" | "tools/list" => Err(McpError::invalid_params(
-                format!("malformed params for `{}`: check the request against the MCP schema", request.method),
+                format!(
+                    "malformed params for `{}`: check the request against the MCP schema",
+                    request.method
+                ),
                 None,
             )),
             other => Err(McpError::new(RpcCode::METHOD_NOT_FOUND, format!("unknown method `{other}`"), None)),
@@ -349,7 +396,9 @@ impl ServerHandler for KbServer {
 pub async fn serve_stdio(options: ServerOptions) -> anyhow::Result<()> {
     let shared = Shared::start(&options);
     let server = KbServer::new(shared, options.access);
-    log(json!({ "event": "start", "transport": "stdio", "access": options.access.as_str(), "version": env!("CARGO_PKG_VERSION") }));
+    log(
+        json!({ "event": "start", "transport": "stdio", "access": options.access.as_str(), "version": env!("CARGO_PKG_VERSION") }),
+    );
     let running = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => running,
         Err(error) => {

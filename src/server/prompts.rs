@@ -53,23 +53,32 @@ pub(super) fn list() -> Vec<Prompt> {
     PROMPTS
         .iter()
         .map(|p| {
-            let argument = PromptArgument::new(p.argument).with_description(p.argument_description).with_required(true);
+            let argument =
+                PromptArgument::new(p.argument).with_description(p.argument_description).with_required(true);
             Prompt::new(p.name, Some(p.description), Some(vec![argument])).with_title(p.title)
         })
         .collect()
 }
 
 pub(super) fn get(name: &str, arguments: Option<&JsonObject>) -> Result<GetPromptResult, McpError> {
-    let prompt = PROMPTS
-        .iter()
-        .find(|p| p.name == name)
-        .ok_or_else(|| McpError::invalid_params(format!("unknown prompt `{name}`; prompts/list has the available ones"), None))?;
+    let prompt = PROMPTS.iter().find(|p| p.name == name).ok_or_else(|| {
+        McpError::invalid_params(
+            format!("unknown prompt `{name}`; prompts/list has the available ones"),
+            None,
+        )
+    })?;
     let value = arguments
         .and_then(|a| a.get(prompt.argument))
         .and_then(|v| v.as_str())
         .map(str::trim)
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| McpError::invalid_params(format!("prompt `{name}` needs the argument `{}`", prompt.argument), None))?;
+        .ok_or_else(|| {
+            McpError::invalid_params(
+                format!("prompt `{name}` needs the argument `{}`", prompt.argument),
+                None,
+            )
+        })?;
     let text = prompt.template.replacen("{}", value, 1);
-    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).with_description(prompt.description))
+    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+        .with_description(prompt.description))
 }

@@ -38,10 +38,12 @@ pub(super) fn fixed() -> Vec<Resource> {
 }
 
 pub(super) fn templates() -> Vec<ResourceTemplate> {
-    vec![ResourceTemplate::new("kb://note/{path}", "note")
-        .with_title("A note")
-        .with_description("A note, standard or read_also file by vault-relative path, exactly as on disk")
-        .with_mime_type("text/markdown")]
+    vec![
+        ResourceTemplate::new("kb://note/{path}", "note")
+            .with_title("A note")
+            .with_description("A note, standard or read_also file by vault-relative path, exactly as on disk")
+            .with_mime_type("text/markdown"),
+    ]
 }
 
 /// Decodes `%XX` escapes once (a URI template variable is percent-encoded by clients).
@@ -50,8 +52,9 @@ fn percent_decode(text: &str) -> Result<String> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() + 0 && i + 2 <= bytes.len() - 1 {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex =
+                std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
             if let Some(byte) = hex {
                 out.push(byte);
                 i += 3;
@@ -76,17 +79,25 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
         let mut offset = 0u64;
         // A resource is the whole note: page through read_note up to its hard cap.
         loop {
-            let page = engine.read_note(&ReadNoteArgs { path: Some(path.clone()), offset: Some(offset), ..ReadNoteArgs::default() })?;
+            let page = engine.read_note(&ReadNoteArgs {
+                path: Some(path.clone()),
+                offset: Some(offset),
+                ..ReadNoteArgs::default()
+            })?;
             content.push_str(&page.content);
             match page.next_offset {
                 Some(next) if content.len() < 16 * 1024 * 1024 => offset = next,
                 _ => break,
             }
         }
-        return Ok(ReadResourceResult::new(vec![ResourceContents::text(content, uri).with_mime_type("text/markdown")]));
+        return Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(content, uri).with_mime_type("text/markdown"),
+        ]));
     }
     match uri {
-        "kb://tags" => json_contents(uri, &engine.list_tags(&ListTagsArgs { prefix: None, limit: Some(1000) })?),
+        "kb://tags" => {
+            json_contents(uri, &engine.list_tags(&ListTagsArgs { prefix: None, limit: Some(1000) })?)
+        }
         "kb://recent" => json_contents(uri, &engine.list_recent_notes(&RecentArgs::default())?),
         "kb://standards" => json_contents(uri, &engine.list_standards()?),
         "kb://tree" => {
@@ -112,7 +123,8 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
             let truncated = catalog.records().len() > TREE_CAP;
             json_contents(uri, &json!({ "folders": folders, "notes": notes, "truncated": truncated }))
         }
-        other => Err(Error::not_found(format!("no resource `{other}`"))
-            .with_hint("resources are kb://tree, kb://tags, kb://recent, kb://standards and kb://note/{path}")),
+        other => Err(Error::not_found(format!("no resource `{other}`")).with_hint(
+            "resources are kb://tree, kb://tags, kb://recent, kb://standards and kb://note/{path}",
+        )),
     }
 }

@@ -23,7 +23,10 @@ pub(super) fn spawn(engine: Arc<Engine>) -> bool {
     let handler_engine = engine.clone();
     let handler = move |result: DebounceEventResult| {
         let Ok(events) = result else { return };
-        let relevant = events.iter().flat_map(|e| e.paths.iter()).any(|p| !p.starts_with(&index_dir) && !p.starts_with(&inbox));
+        let relevant = events
+            .iter()
+            .flat_map(|e| e.paths.iter())
+            .any(|p| !p.starts_with(&index_dir) && !p.starts_with(&inbox));
         if !relevant {
             return;
         }

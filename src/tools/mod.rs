@@ -164,6 +164,42 @@ static TOOLS: &[ToolDef] = &[
         input: input::<RecentArgs>,
         output: output::<Recent>,
     },
+    ToolDef {
+        name: "propose_new_note",
+        title: "Propose a new note",
+        description: "Stage a new note for the person to approve; nothing in the vault changes. Before calling: search_knowledge for existing notes on the topic (do not duplicate one), and read the relevant standards (list_standards). Give the title (the file name is derived from it; Chinese is kept), the Markdown body without frontmatter (the server writes title, aliases, tags, description and created), the reason, and optionally a folder inside a notes root, tags (prefer registered ones: list_tags), aliases and a description. Writes only two files under the inbox. Returns the proposal_id, the target path it would create, the inbox files, a preview, and `similar`: existing notes it may duplicate. Fails with target_exists if that note already exists. Then stop and ask the person to review it; only they apply it.",
+        level: Access::Propose,
+        effect: Effect::Stages,
+        input: input::<ProposeNewArgs>,
+        output: output::<ProposeNewResult>,
+    },
+    ToolDef {
+        name: "propose_note_patch",
+        title: "Propose a change to a note",
+        description: "Stage a change to an existing note for the person to approve; nothing in the vault changes. First read_note and pass its `hash` as base_hash (a note edited since is refused with stale_base, which carries the current hash). Edits apply in order and should be as small as possible: {op: append, content}, {op: prepend, content} (after the frontmatter), {op: find_replace, find, replace} (find must occur exactly once), {op: replace_section, heading, content} (replaces what is under a heading), {op: set_frontmatter, fields} (merges keys; null removes one; other frontmatter lines stay byte for byte), {op: replace_all, content}. Line endings, a BOM and the final newline are preserved. Returns the proposal_id, a unified diff, and lines added and removed. Then stop and ask the person to review it.",
+        level: Access::Propose,
+        effect: Effect::Stages,
+        input: input::<ProposePatchArgs>,
+        output: output::<ProposePatchResult>,
+    },
+    ToolDef {
+        name: "list_proposals",
+        title: "List proposals",
+        description: "List staged proposals (pending by default, or applied, or all) newest first, each with its kind, target, reason, creation time, status and live checks: intact (its files match their hash), base_current (a patch's note has not changed since), target_free (a new note's path is still free). A proposal failing a check will be refused on apply.",
+        level: Access::Propose,
+        effect: Effect::Reads,
+        input: input::<ListProposalsArgs>,
+        output: output::<Proposals>,
+    },
+    ToolDef {
+        name: "apply_proposal",
+        title: "Apply an approved proposal",
+        description: "Apply ONE proposal the person has explicitly approved, by its proposal_id; this writes a note. Never call it on your own initiative. Every check runs before anything is touched (the proposal is intact, a new note's target is still free, a patch's note still has its base hash, the target lies inside a notes root); any failure leaves the proposal pending and the vault unchanged. On success the note is written atomically, the proposal archived, one line appended to the audit log, and the index updated so the note is searchable at once. status applied_index_failed means the note is written but the index is not: do not apply again. When the client supports it, the person is asked to confirm first.",
+        level: Access::Apply,
+        effect: Effect::Applies,
+        input: input::<ApplyArgs>,
+        output: output::<ApplyResult>,
+    },
 ];
 
 fn def(name: &str) -> Option<&'static ToolDef> {
@@ -222,7 +258,11 @@ fn validator(name: &str) -> Option<&'static jsonschema::Validator> {
 
 /// Checks a call before it runs: the tool exists, the caller may use it, and the
 /// arguments match its input schema. Returns the arguments as a JSON value.
-pub fn admit(name: &str, access: Access, arguments: Option<JsonObject>) -> Result<Result<Value, CallToolResult>, McpError> {
+pub fn admit(
+    name: &str,
+    access: Access,
+    arguments: Option<JsonObject>,
+) -> Result<Result<Value, CallToolResult>, McpError> {
     let Some(tool) = def(name) else {
         return Err(McpError::invalid_params(
             format!("unknown tool `{name}`; call tools/list for the available tools"),
@@ -232,9 +272,15 @@ pub fn admit(name: &str, access: Access, arguments: Option<JsonObject>) -> Resul
     if tool.level > access {
         let error = Error::new(
             ErrorCode::PermissionDenied,
-            format!("`{name}` needs access level `{}`; this connection has `{}`", tool.level.as_str(), access.as_str()),
+            format!(
+                "`{name}` needs access level `{}`; this connection has `{}`",
+                tool.level.as_str(),
+                access.as_str()
+            ),
         )
-        .with_hint("ask the person to start kb-mcp with a higher --access level (or use a token with that scope)");
+        .with_hint(
+            "ask the person to start kb-mcp with a higher --access level (or use a token with that scope)",
+        );
         return Ok(Err(error_result(&error)));
     }
     let arguments = Value::Object(arguments.unwrap_or_default());
@@ -297,11 +343,16 @@ pub struct CallContext {
 }
 
 /// Runs an admitted call (blocking: run it off the async runtime).
-pub fn invoke(engine: &Engine, context: CallContext, name: &str, arguments: Value) -> Result<CallToolResult, McpError> {
+pub fn invoke(
+    engine: &Engine,
+    context: CallContext,
+    name: &str,
+    arguments: Value,
+) -> Result<CallToolResult, McpError> {
     let outcome = match name {
         "get_vault_overview" => {
             let _: NoArgs = parse(name, arguments)?;
-            let pending = 0;
+            let pending = engine.pending_proposals();
             engine.overview(context.access.as_str(), pending).map(|v| (render::overview(&v), to_value(&v)))
         }
         "search_knowledge" => {
@@ -331,6 +382,24 @@ pub fn invoke(engine: &Engine, context: CallContext, name: &str, arguments: Valu
         "list_recent_notes" => {
             let args: RecentArgs = parse(name, arguments)?;
             engine.list_recent_notes(&args).map(|v| (render::recent(&v), to_value(&v)))
+        }
+        "propose_new_note" => {
+            let args: ProposeNewArgs = parse(name, arguments)?;
+            engine.propose_new_note(&args).map(|v| (render::proposed_new(&v), to_value(&v)))
+        }
+        "propose_note_patch" => {
+            let args: ProposePatchArgs = parse(name, arguments)?;
+            engine.propose_note_patch(&args).map(|v| (render::proposed_patch(&v), to_value(&v)))
+        }
+        "list_proposals" => {
+            let args: ListProposalsArgs = parse(name, arguments)?;
+            engine.list_proposals(&args).map(|v| (render::proposals(&v), to_value(&v)))
+        }
+        "apply_proposal" => {
+            let args: ApplyArgs = parse(name, arguments)?;
+            engine
+                .apply_proposal(&args, crate::write::Actor::Mcp)
+                .map(|v| (render::applied(&v), to_value(&v)))
         }
         other => return Err(McpError::invalid_params(format!("unknown tool `{other}`"), None)),
     };

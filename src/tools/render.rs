@@ -70,15 +70,28 @@ pub(super) fn standards(s: &Standards) -> String {
 pub(super) fn tags(t: &Tags) -> String {
     let mut out = format!("{} tags", t.tags.len());
     for tag in &t.tags {
-        let _ = write!(out, "\n#{} ({}{})", tag.tag, tag.count, if tag.registered { ", registered" } else { "" });
+        let _ =
+            write!(out, "\n#{} ({}{})", tag.tag, tag.count, if tag.registered { ", registered" } else { "" });
     }
     out
 }
 
 pub(super) fn related(r: &Related) -> String {
-    let mut out = format!("{}: {} outlinks, {} backlinks, {} broken", r.path, r.outlinks.len(), r.backlinks.len(), r.broken.len());
+    let mut out = format!(
+        "{}: {} outlinks, {} backlinks, {} broken",
+        r.path,
+        r.outlinks.len(),
+        r.backlinks.len(),
+        r.broken.len()
+    );
     for link in &r.outlinks {
-        let _ = write!(out, "\n-> {} (L{}): {}", link.target, link.line, link.resolved.as_deref().unwrap_or("BROKEN"));
+        let _ = write!(
+            out,
+            "\n-> {} (L{}): {}",
+            link.target,
+            link.line,
+            link.resolved.as_deref().unwrap_or("BROKEN")
+        );
     }
     for link in &r.backlinks {
         let _ = write!(out, "\n<- {} (L{})", link.path, link.line);
@@ -92,4 +105,48 @@ pub(super) fn recent(r: &Recent) -> String {
         let _ = write!(out, "\n- {} {} — {}", note.updated, note.path, note.title);
     }
     out
+}
+
+pub(super) fn proposed_new(r: &ProposeNewResult) -> String {
+    let mut out = format!(
+        "staged proposal {} (new note {}); nothing in the vault changed. Ask the person to review and approve it.",
+        r.proposal_id, r.target
+    );
+    if !r.similar.is_empty() {
+        out.push_str("\nsimilar existing notes:");
+        for note in &r.similar {
+            let _ = write!(out, "\n- {} — {}", note.path, note.title);
+        }
+    }
+    let _ = write!(out, "\n\n{}", r.preview);
+    out
+}
+
+pub(super) fn proposed_patch(r: &ProposePatchResult) -> String {
+    format!(
+        "staged proposal {} (patch of {}: +{} -{}); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
+        r.proposal_id, r.target, r.added, r.removed, r.diff
+    )
+}
+
+pub(super) fn proposals(r: &Proposals) -> String {
+    let mut out = format!("{} proposals", r.proposals.len());
+    for p in &r.proposals {
+        let ok = p.checks.intact && p.checks.base_current && p.checks.target_free;
+        let _ = write!(
+            out,
+            "\n- {} [{} {}] {} — {}{}",
+            p.proposal_id,
+            p.status,
+            p.kind,
+            p.target,
+            p.reason,
+            if ok { "" } else { " (a check fails)" }
+        );
+    }
+    out
+}
+
+pub(super) fn applied(r: &ApplyResult) -> String {
+    format!("{} {}: {} is now {} (archived in {})", r.status, r.proposal_id, r.target, r.new_hash, r.archive)
 }

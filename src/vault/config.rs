@@ -230,7 +230,10 @@ fn registry(name: &str, value: &Value) -> Result<String> {
 /// A size limit: an integer from 1 to 1 GiB.
 fn limit(name: &str, value: &Value) -> Result<u64> {
     let Value::Integer(n) = value else {
-        return Err(invalid(format!("`{name}` must be an integer number of bytes, found {}", article(value))));
+        return Err(invalid(format!(
+            "`{name}` must be an integer number of bytes, found {}",
+            article(value)
+        )));
     };
     match u64::try_from(*n) {
         Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
@@ -245,10 +248,7 @@ fn suggest_key(section: &str, key: &str) -> Option<String> {
     if let Some(near) = suggest(key, own.iter().copied()) {
         return Some(near);
     }
-    SECTIONS
-        .iter()
-        .find(|(_, keys)| keys.contains(&key))
-        .map(|(other, _)| format!("`{key}` in `[{other}]`"))
+    SECTIONS.iter().find(|(_, keys)| keys.contains(&key)).map(|(other, _)| format!("`{key}` in `[{other}]`"))
 }
 
 /// The closest candidate within two edits (or sharing a prefix), in backticks.
@@ -257,7 +257,8 @@ fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
     candidates
         .map(|candidate| (edit_distance(&word, candidate), candidate))
         .filter(|&(distance, candidate)| {
-            distance <= 2 || (word.len() >= 3 && (candidate.starts_with(&word) || word.starts_with(candidate)))
+            distance <= 2
+                || (word.len() >= 3 && (candidate.starts_with(&word) || word.starts_with(candidate)))
         })
         .min_by_key(|&(distance, _)| distance)
         .map(|(_, candidate)| format!("`{candidate}`"))

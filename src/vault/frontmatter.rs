@@ -133,7 +133,9 @@ fn parse_yaml(yaml: &str) -> Result<Value, (String, Option<u32>)> {
                 _ => "not a mapping",
             };
             Err((
-                format!("frontmatter is {kind}, not a mapping of `key: value` lines; its metadata is ignored"),
+                format!(
+                    "frontmatter is {kind}, not a mapping of `key: value` lines; its metadata is ignored"
+                ),
                 Some(2),
             ))
         }

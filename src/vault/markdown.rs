@@ -219,7 +219,14 @@ impl Scanner<'_> {
                             let display = Some(link.text.trim()).filter(|s| !s.is_empty()).map(str::to_owned);
                             let kind = if embed { LinkKind::Embed } else { LinkKind::Markdown };
                             let context = context.get_or_insert_with(|| make_context(line)).clone();
-                            self.out.links.push(Link { target, anchor, display, kind, line: line_no, context });
+                            self.out.links.push(Link {
+                                target,
+                                anchor,
+                                display,
+                                kind,
+                                line: line_no,
+                                context,
+                            });
                         }
                         i = link.end;
                         continue;
@@ -511,7 +518,8 @@ impl Cursor<'_> {
     }
 
     fn skip_spaces(&mut self) {
-        let n = self.b[self.at.min(self.b.len())..].iter().take_while(|&&c| matches!(c, b' ' | b'\t')).count();
+        let n =
+            self.b[self.at.min(self.b.len())..].iter().take_while(|&&c| matches!(c, b' ' | b'\t')).count();
         self.advance(n);
     }
 }
@@ -606,7 +614,6 @@ fn markdown_link_at<'a>(line: &'a str, c: &mut Cursor<'_>) -> Option<MarkdownLin
     }
     Some(MarkdownLink { text, destination, end: c.at + 1 })
 }
-
 
 /// Removes backslash escapes before ASCII punctuation.
 fn unescape(s: &str) -> String {

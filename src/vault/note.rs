@@ -118,7 +118,10 @@ impl Note {
 /// (UTF-16, Latin-1, binary) is a diagnostic, not garbage in the index.
 pub fn decode_note(bytes: &[u8]) -> Result<&str, Diagnostic> {
     let refuse = |what: &str, line: Option<u32>| {
-        Err(Diagnostic { line, message: format!("not UTF-8 ({what}); convert the file to UTF-8 to index it") })
+        Err(Diagnostic {
+            line,
+            message: format!("not UTF-8 ({what}); convert the file to UTF-8 to index it"),
+        })
     };
     if bytes.starts_with(&[0xFF, 0xFE, 0, 0]) {
         return refuse("looks like UTF-32LE: it starts with a UTF-32LE byte order mark", None);
@@ -204,7 +207,9 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
     diagnostics.extend(scanned.diagnostics);
 
     let title = frontmatter::title(&map)
-        .or_else(|| scanned.headings.iter().find(|h| h.level == 1 && !h.text.is_empty()).map(|h| h.text.clone()))
+        .or_else(|| {
+            scanned.headings.iter().find(|h| h.level == 1 && !h.text.is_empty()).map(|h| h.text.clone())
+        })
         .unwrap_or_else(|| path.stem().to_owned());
     let mut tags = frontmatter::tags(&map);
     tags.extend(scanned.tags);

@@ -62,7 +62,14 @@ pub struct NoteRecord {
 
 impl NoteRecord {
     /// Builds a record from a parsed note and the file's facts.
-    pub fn from_note(note: Note, kind: NoteKind, size: u64, modified_ns: i64, born_ns: Option<i64>, hash: String) -> Self {
+    pub fn from_note(
+        note: Note,
+        kind: NoteKind,
+        size: u64,
+        modified_ns: i64,
+        born_ns: Option<i64>,
+        hash: String,
+    ) -> Self {
         NoteRecord {
             path: note.path.as_str().to_owned(),
             kind,
@@ -102,7 +109,8 @@ impl NoteRecord {
         });
         let title = self.title.trim();
         let titled = title.eq_ignore_ascii_case("moc")
-            || title.len() > 4 && title.get(title.len() - 4..).is_some_and(|tail| tail.eq_ignore_ascii_case(" moc"));
+            || title.len() > 4
+                && title.get(title.len() - 4..).is_some_and(|tail| tail.eq_ignore_ascii_case(" moc"));
         tagged || titled
     }
 }

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod eval_cmd;
 use kb_mcp::engine::types::SearchArgs;
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::error::Error;
@@ -29,7 +31,47 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+enum InboxCommand {
+    /// Pending proposals and whether each passes its checks.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Without --yes: a dry run showing what would be applied. With --yes --only ID: apply that one proposal.
+    Apply {
+        /// Really apply (requires --only).
+        #[arg(long)]
+        yes: bool,
+        /// The proposal to apply: its id, id prefix, or slug.
+        #[arg(long)]
+        only: Option<String>,
+    },
+    /// Move a pending proposal to inbox/rejected/<date>/ with a reason (and an audit line).
+    Reject {
+        /// The proposal: its id, id prefix, or slug.
+        id: String,
+        /// Why it is rejected.
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum Command {
+    /// Measure search quality: run a retrieval suite (recall@k, MRR) against the vault.
+    Eval {
+        /// The suite file (JSON, see index-schema/eval-suite.schema.json).
+        suite: PathBuf,
+        /// Also write the JSON report here (`-` prints it instead of the text report).
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Review, apply or reject the proposals agents staged in the inbox.
+    Inbox {
+        #[command(subcommand)]
+        command: InboxCommand,
+    },
     /// Build or update the index (only changed notes are re-read).
     Build {
         /// Rebuild from scratch.
@@ -72,7 +114,11 @@ struct Failure {
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
-        let code = if error.code.is_user_fault() || error.code == kb_mcp::error::ErrorCode::NotFound { 2 } else { 1 };
+        let code = if error.code.is_user_fault() || error.code == kb_mcp::error::ErrorCode::NotFound {
+            2
+        } else {
+            1
+        };
         let mut message = error.message;
         if let Some(hint) = error.hint {
             message.push_str(&format!("\nhint: {hint}"));
@@ -113,7 +159,11 @@ fn open(cli: &Cli) -> Result<Engine, Failure> {
 }
 
 fn human_bytes(bytes: u64) -> String {
-    if bytes >= 1 << 20 { format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20)) } else { format!("{:.1} KiB", bytes as f64 / 1024.0) }
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
 }
 
 fn run(cli: Cli) -> Result<u8, Failure> {
@@ -124,8 +174,10 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             let bar = std::io::stderr().is_terminal().then(|| {
                 let bar = indicatif::ProgressBar::new(0);
                 bar.set_style(
-                    indicatif::ProgressStyle::with_template("{spinner} indexing {pos}/{len} notes {wide_bar} {eta}")
-                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                    indicatif::ProgressStyle::with_template(
+                        "{spinner} indexing {pos}/{len} notes {wide_bar} {eta}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
                 );
                 bar
             });
@@ -156,8 +208,11 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             )?;
             Ok(0)
         }
+        Command::Inbox { command } => inbox(&engine, command, &mut out),
+        Command::Eval { suite, json } => eval_cmd::run_eval(&engine, suite, json.as_deref(), &mut out)
+            .map_err(|message| Failure { code: 2, message }),
         Command::Status { json } => {
-            let overview = engine.overview("cli", 0)?;
+            let overview = engine.overview("cli", engine.pending_proposals())?;
             if *json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&overview).unwrap_or_default())?;
             } else {
@@ -167,7 +222,13 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 writeln!(out, "notes      {} ({} standards, {} tags)", c.notes, c.standards, c.tags)?;
                 writeln!(out, "links      {} ({} broken), {} orphans", c.links, c.broken_links, c.orphans)?;
                 writeln!(out, "proposals  {} pending", c.proposals_pending)?;
-                writeln!(out, "index      {} documents, schema v{}, at {}", i.documents, i.schema_version, engine.index().dir().display())?;
+                writeln!(
+                    out,
+                    "index      {} documents, schema v{}, at {}",
+                    i.documents,
+                    i.schema_version,
+                    engine.index().dir().display()
+                )?;
                 writeln!(out, "built      {}", i.built_at.as_deref().unwrap_or("never"))?;
                 writeln!(out, "updated    {}", i.updated_at.as_deref().unwrap_or("never"))?;
                 if i.fresh {
@@ -220,6 +281,134 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 results.total
             };
             Ok(if found == 0 { 1 } else { 0 })
+        }
+    }
+}
+
+/// Colours for a terminal; plain text otherwise.
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn wrap(&self, code: &str, text: &str) -> String {
+        if self.on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    }
+    fn good(&self, text: &str) -> String {
+        self.wrap("32", text)
+    }
+    fn bad(&self, text: &str) -> String {
+        self.wrap("31", text)
+    }
+    fn strong(&self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+}
+
+fn inbox(engine: &Engine, command: &InboxCommand, out: &mut dyn Write) -> Result<u8, Failure> {
+    use kb_mcp::engine::types::{ApplyArgs, ListProposalsArgs};
+    let paint = Paint { on: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
+    let pending = || engine.list_proposals(&ListProposalsArgs { status: None, limit: Some(500) });
+    match command {
+        InboxCommand::List { json } => {
+            let proposals = pending()?;
+            if *json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&proposals).unwrap_or_default())?;
+                return Ok(0);
+            }
+            if proposals.proposals.is_empty() {
+                writeln!(out, "no pending proposals")?;
+            }
+            for p in &proposals.proposals {
+                let passes = p.checks.intact && p.checks.base_current && p.checks.target_free;
+                writeln!(
+                    out,
+                    "{}  {:<5} {}  {}\n    reason: {}\n    {}",
+                    paint.strong(&p.proposal_id),
+                    p.kind,
+                    p.target,
+                    if passes { paint.good("checks pass") } else { paint.bad("a check fails") },
+                    p.reason,
+                    engine
+                        .proposal_summary(&p.proposal_id)
+                        .unwrap_or_default()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                )?;
+            }
+            Ok(0)
+        }
+        InboxCommand::Apply { yes: false, only } => {
+            let proposals = pending()?;
+            let mut all_pass = true;
+            let mut shown = 0;
+            for p in &proposals.proposals {
+                if let Some(only) = only
+                    && engine.resolve_proposal(only).ok().as_deref() != Some(p.proposal_id.as_str())
+                {
+                    continue;
+                }
+                shown += 1;
+                let checks = [
+                    ("intact", p.checks.intact),
+                    ("base current", p.checks.base_current),
+                    ("target free", p.checks.target_free),
+                ];
+                let failing: Vec<&str> = checks.iter().filter(|(_, ok)| !ok).map(|(name, _)| *name).collect();
+                all_pass &= failing.is_empty();
+                writeln!(
+                    out,
+                    "{} {}: {}",
+                    if failing.is_empty() { paint.good("would apply") } else { paint.bad("would refuse") },
+                    p.proposal_id,
+                    engine
+                        .proposal_summary(&p.proposal_id)
+                        .unwrap_or_else(|| p.target.clone())
+                        .replace('\n', " ")
+                )?;
+                if !failing.is_empty() {
+                    writeln!(out, "    failing checks: {}", failing.join(", "))?;
+                }
+            }
+            writeln!(
+                out,
+                "dry run: {shown} proposals; apply one with `kb-index inbox apply --yes --only ID`"
+            )?;
+            Ok(if all_pass { 0 } else { 1 })
+        }
+        InboxCommand::Apply { yes: true, only } => {
+            let Some(only) = only else {
+                return Err(Failure {
+                    code: 2,
+                    message: "--yes applies exactly one proposal: add --only ID (see `kb-index inbox list`)"
+                        .to_owned(),
+                });
+            };
+            let id = engine.resolve_proposal(only)?;
+            let applied = engine.apply_proposal(&ApplyArgs { proposal_id: id }, kb_mcp::write::Actor::Cli)?;
+            writeln!(
+                out,
+                "{} {} -> {} ({}); archived in {}{}",
+                paint.good(&applied.status),
+                applied.proposal_id,
+                applied.target,
+                applied.new_hash,
+                applied.archive,
+                applied
+                    .index
+                    .error
+                    .as_deref()
+                    .map(|e| format!("; index not updated: {e} (run `kb-index build`)"))
+                    .unwrap_or_default()
+            )?;
+            Ok(if applied.index.updated { 0 } else { 1 })
+        }
+        InboxCommand::Reject { id, reason } => {
+            let id = engine.resolve_proposal(id)?;
+            let rejected = engine.reject_proposal(&id, reason, kb_mcp::write::Actor::Cli)?;
+            writeln!(out, "rejected {}; moved to {}", rejected.proposal_id, rejected.archive)?;
+            Ok(0)
         }
     }
 }

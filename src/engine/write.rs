@@ -1,0 +1,195 @@
+//! The write tools: staging proposals, listing them, applying and rejecting.
+//!
+//! The checks live in the `write` layer; this module adds what needs the rest
+//! of the engine: the notes a new proposal may duplicate (from the index), and
+//! the index update after an apply, so the applied note is searchable before
+//! `apply_proposal` returns.
+
+use super::Engine;
+use super::types::*;
+use crate::error::{Error, Result};
+use crate::index::SearchScope;
+use crate::write::{
+    self, Actor, ApplyStatus, NewNote, PatchRequest, ProposalKind, ProposalStatus, StatusFilter,
+};
+
+/// How many similar notes a new proposal reports.
+const SIMILAR: usize = 5;
+
+fn kind_name(kind: ProposalKind) -> &'static str {
+    match kind {
+        ProposalKind::New => "new",
+        ProposalKind::Patch => "patch",
+    }
+}
+
+impl Engine {
+    /// `propose_new_note`.
+    pub fn propose_new_note(&self, args: &ProposeNewArgs) -> Result<ProposeNewResult> {
+        let note = NewNote {
+            title: args.title.clone(),
+            body: args.body.clone(),
+            reason: args.reason.clone(),
+            folder: args.folder.clone(),
+            tags: args.tags.clone().unwrap_or_default(),
+            aliases: args.aliases.clone().unwrap_or_default(),
+            description: args.description.clone(),
+        };
+        let staged =
+            write::propose_new(self.sandbox(), &self.config().limits, &note, jiff::Timestamp::now())?;
+        let similar = self.similar_notes(&args.title, &args.aliases.clone().unwrap_or_default());
+        Ok(ProposeNewResult {
+            proposal_id: staged.proposal_id,
+            kind: kind_name(staged.kind).to_owned(),
+            target: staged.target,
+            files: staged.files,
+            content_hash: staged.content_hash,
+            preview: staged.preview,
+            similar,
+            vault_changed: false,
+        })
+    }
+
+    /// The notes whose titles, aliases or descriptions best match a title (and aliases).
+    fn similar_notes(&self, title: &str, aliases: &[String]) -> Vec<SimilarNote> {
+        let query =
+            std::iter::once(title).chain(aliases.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
+        let request = crate::index::SearchRequest {
+            query: &query,
+            scope: SearchScope::Knowledge,
+            tags: &[],
+            folder: None,
+            limit: SIMILAR,
+            explain: false,
+        };
+        match self.index().search(&request) {
+            Ok(outcome) => outcome
+                .hits
+                .into_iter()
+                .map(|hit| SimilarNote { path: hit.record.path, title: hit.record.title, score: hit.score })
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// `propose_note_patch`.
+    pub fn propose_note_patch(&self, args: &ProposePatchArgs) -> Result<ProposePatchResult> {
+        let request = PatchRequest {
+            path: args.path.clone(),
+            base_hash: args.base_hash.clone(),
+            reason: args.reason.clone(),
+            edits: args.edits.clone(),
+        };
+        let staged =
+            write::propose_patch(self.sandbox(), &self.config().limits, &request, jiff::Timestamp::now())?;
+        Ok(ProposePatchResult {
+            proposal_id: staged.proposal_id,
+            kind: kind_name(staged.kind).to_owned(),
+            target: staged.target,
+            base_hash: staged.base_hash.unwrap_or_default(),
+            content_hash: staged.content_hash,
+            diff: staged.diff.unwrap_or_default(),
+            added: staged.added,
+            removed: staged.removed,
+            files: staged.files,
+            vault_changed: false,
+        })
+    }
+
+    /// `list_proposals`.
+    pub fn list_proposals(&self, args: &ListProposalsArgs) -> Result<Proposals> {
+        let limit = args.limit.unwrap_or(50);
+        if !(1..=500).contains(&limit) {
+            return Err(Error::invalid(format!("`limit` is {limit}; it must be between 1 and 500")));
+        }
+        let filter = match args.status.unwrap_or_default() {
+            ProposalStatusFilter::Pending => StatusFilter::Pending,
+            ProposalStatusFilter::Applied => StatusFilter::Applied,
+            ProposalStatusFilter::All => StatusFilter::All,
+        };
+        let proposals = write::list(self.sandbox(), filter, limit as usize)?
+            .into_iter()
+            .map(|view| ProposalEntry {
+                proposal_id: view.proposal_id,
+                kind: kind_name(view.kind).to_owned(),
+                target: view.target,
+                reason: view.reason,
+                created: view.created,
+                status: match view.status {
+                    ProposalStatus::Pending => "pending",
+                    ProposalStatus::Applied => "applied",
+                    ProposalStatus::Rejected => "rejected",
+                }
+                .to_owned(),
+                checks: ProposalChecks {
+                    intact: view.checks.intact,
+                    base_current: view.checks.base_current,
+                    target_free: view.checks.target_free,
+                },
+            })
+            .collect();
+        Ok(Proposals { proposals })
+    }
+
+    /// Proposals waiting for approval.
+    pub fn pending_proposals(&self) -> u64 {
+        write::pending_count(self.sandbox())
+    }
+
+    /// Resolves an id or a slug (the CLI's `--only`) to the proposal's id.
+    pub fn resolve_proposal(&self, id_or_slug: &str) -> Result<String> {
+        write::resolve_id(self.sandbox(), id_or_slug)
+    }
+
+    /// `apply_proposal`: the write layer's checked apply, with this engine's index update.
+    pub fn apply_proposal(&self, args: &ApplyArgs, actor: Actor) -> Result<ApplyResult> {
+        let mut index = |path: &crate::sandbox::NotePath| self.refresh_note(path);
+        let applied = write::apply(self.sandbox(), &args.proposal_id, actor, &mut index)?;
+        Ok(ApplyResult {
+            proposal_id: applied.proposal_id,
+            status: match applied.status {
+                ApplyStatus::Applied => "applied",
+                ApplyStatus::AppliedIndexFailed => "applied_index_failed",
+            }
+            .to_owned(),
+            target: applied.target,
+            new_hash: applied.new_hash,
+            archive: applied.archive,
+            audit: applied.audit,
+            index: IndexUpdate { updated: applied.index_error.is_none(), error: applied.index_error },
+        })
+    }
+
+    /// Completes applies a crash interrupted (see `write::recover`); returns their ids.
+    pub fn recover_proposals(&self, actor: Actor) -> Result<Vec<String>> {
+        let mut index = |path: &crate::sandbox::NotePath| self.refresh_note(path);
+        Ok(write::recover(self.sandbox(), actor, &mut index)?.completed)
+    }
+
+    /// `kb-index inbox reject`.
+    pub fn reject_proposal(&self, id: &str, reason: &str, actor: Actor) -> Result<RejectResult> {
+        let rejected = write::reject(self.sandbox(), id, reason, actor)?;
+        Ok(RejectResult {
+            proposal_id: rejected.proposal_id,
+            archive: rejected.archive,
+            audit: rejected.audit,
+        })
+    }
+}
+
+impl Engine {
+    /// A one-paragraph summary of a pending proposal for the person to confirm:
+    /// kind, target, reason and (for a patch) the size of its diff. `None` when
+    /// it is not pending (the apply itself then reports why).
+    pub fn proposal_summary(&self, id: &str) -> Option<String> {
+        let (view, diff) = write::describe(self.sandbox(), id).ok()?;
+        let change = match (view.kind, diff) {
+            (ProposalKind::New, _) => format!("create the new note {}", view.target),
+            (ProposalKind::Patch, Some((added, removed))) => {
+                format!("change {} (+{added} -{removed} lines)", view.target)
+            }
+            (ProposalKind::Patch, None) => format!("change {}", view.target),
+        };
+        Some(format!("Apply proposal {}: {change}.\nReason given: {}", view.proposal_id, view.reason))
+    }
+}

@@ -1,0 +1,116 @@
+//! The inbox primitives the write layer needs beyond `inbox.rs`: the apply lock
+//! and the listing of archive folders (`inbox/applied/<date>/`).
+//!
+//! Applying proposals is serialised across processes by an advisory lock on one
+//! inbox file, taken with std's `File::try_lock` (`flock` on Unix, `LockFileEx`
+//! on Windows). The lock belongs to the open file, not to the process, so two
+//! handles in one process exclude each other exactly like two processes do, and
+//! the operating system drops it when its holder dies: a crash, even `kill -9`,
+//! never leaves the inbox locked. Where the file system cannot lock at all (some
+//! network shares) the lock is granted without exclusion; the write layer's
+//! create-new writes and never-replacing moves still let only one apply win.
+
+use std::fs::{self, OpenOptions, TryLockError};
+use std::io;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::fs::{is_missing, same_file, walk_write_chain};
+use super::{Area, NotePath, Sandbox};
+use crate::error::{Error, ErrorCode, Result};
+
+/// A held inbox lock; dropping it releases the lock.
+#[derive(Debug)]
+pub struct InboxLock {
+    /// The locked file; `None` when the file system does not support locking.
+    _file: Option<fs::File>,
+}
+
+impl Sandbox {
+    /// Takes the exclusive lock on an inbox file (created when missing), waiting at
+    /// most `wait` for another holder to let go: `conflict` after that.
+    pub fn lock_inbox_file(&self, path: &NotePath, wait: Duration) -> Result<InboxLock> {
+        inbox_only(self, path)?;
+        let target = walk_write_chain(self, path, true)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&target)
+            .map_err(|err| Error::io(path, &err))?;
+        let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
+        let on_path = fs::symlink_metadata(&target).map_err(|err| Error::io(path, &err))?;
+        if !opened.is_file() || !on_path.is_file() || !same_file(&opened, &on_path) {
+            return Err(Error::denied(format!(
+                "{path} changed while it was being opened; it was not locked"
+            )));
+        }
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(InboxLock { _file: Some(file) }),
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(Error::new(
+                        ErrorCode::Conflict,
+                        format!("{path} is locked by another apply that did not finish within {wait:?}"),
+                    )
+                    .with_hint("another process is applying a proposal; try again in a moment"));
+                }
+                Err(TryLockError::Error(err)) if err.kind() == io::ErrorKind::Unsupported => {
+                    return Ok(InboxLock { _file: None });
+                }
+                Err(TryLockError::Error(err)) => return Err(Error::io(path, &err)),
+            }
+        }
+    }
+
+    /// The real folders directly inside an inbox folder (e.g. the date folders of
+    /// `inbox/applied`), sorted; empty when the folder does not exist. Symlinks and
+    /// names that are not valid vault paths are left out.
+    pub fn list_inbox_folders(&self, folder: &NotePath) -> Result<Vec<NotePath>> {
+        inbox_only(self, folder)?;
+        let mut disk = self.root().to_path_buf();
+        for segment in folder.as_str().split('/') {
+            disk.push(segment);
+            match fs::symlink_metadata(&disk) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => return Err(Error::denied(format!("{folder} is not a real folder of the inbox"))),
+                Err(err) if is_missing(&err) => return Ok(Vec::new()),
+                Err(err) => return Err(Error::io(folder, &err)),
+            }
+        }
+        let entries = fs::read_dir(&disk).map_err(|err| Error::io(folder, &err))?;
+        let mut folders = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|err| Error::io(folder, &err))?;
+            // `DirEntry::file_type` does not follow symlinks.
+            let is_dir = entry.file_type().is_ok_and(|file_type| file_type.is_dir());
+            let name = entry.file_name();
+            let Some(name) = name.to_str().filter(|_| is_dir) else { continue };
+            if let Ok(path) = NotePath::parse(&format!("{folder}/{name}"))
+                && self.area_of(&path) == Some(Area::Inbox)
+            {
+                folders.push(path);
+            }
+        }
+        folders.sort();
+        Ok(folders)
+    }
+}
+
+/// Refuses anything outside the inbox.
+fn inbox_only(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
+    if sandbox.area_of(path) == Some(Area::Inbox) {
+        return Ok(());
+    }
+    let inbox = &sandbox.policy().inbox;
+    Err(Error::denied(format!(
+        "{path} is not in the proposals inbox; only files under {inbox}/ are managed here"
+    )))
+}

@@ -1,0 +1,545 @@
+//! Applying and rejecting proposals, the audit log, and crash recovery.
+//!
+//! Everything here runs under the inbox lock. An apply checks first and touches
+//! nothing until every check passed; from then on each step leaves a state that
+//! [`recover`] completes: a pending proposal whose target already holds its
+//! content is archived and audited; an archived proposal without an audit line
+//! gets its leftover files moved, its index update and its audit line. The
+//! metadata file moves first, so it marks the proposal consumed; the audit line
+//! comes last, so it marks the apply complete. A line is never rewritten: the
+//! log is append-only.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::proposal::{
+    self, FILE_MAX_BYTES, Inbox, Located, META_SUFFIX, archived_files, find, intact, locate, pending_files,
+    short_id, tampered, validate,
+};
+use super::propose::stale_base;
+use super::{Actor, Applied, ApplyStatus, ProposalKind, ProposalStatus, Recovery, Rejected, Step};
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{InboxLock, NotePath, Sandbox, WriteMode};
+use crate::vault::content_hash;
+
+/// How long an apply waits for another one to finish.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// Applies a pending proposal, given only its id: checks it (`proposal_not_found`,
+/// `proposal_not_pending`, `proposal_tampered`, `target_exists`, `stale_base`,
+/// `path_denied`; on any of these nothing is touched and the proposal stays
+/// pending), writes the target, archives the proposal, calls `index` with the
+/// target, and appends the audit line. When `index` fails the note is still
+/// written and the proposal consumed: status `applied_index_failed`.
+pub fn apply(
+    sandbox: &Sandbox,
+    id: &str,
+    actor: Actor,
+    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+) -> Result<Applied> {
+    apply_with_failpoint(sandbox, id, actor, index, &mut |_| Ok(()))
+}
+
+/// [`apply`], calling `failpoint` after each [`Step`]; an error from it stops the
+/// apply on the spot, as a crash would (tests use it to prove recovery).
+pub fn apply_with_failpoint(
+    sandbox: &Sandbox,
+    id: &str,
+    actor: Actor,
+    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+    failpoint: &mut dyn FnMut(Step) -> Result<()>,
+) -> Result<Applied> {
+    let id = id.trim();
+    if !proposal::is_id(id) {
+        return Err(proposal::not_found(id));
+    }
+    let inbox = Inbox::of(sandbox);
+    let _lock = lock(sandbox, &inbox)?;
+    let mut log = AuditLog::read(sandbox, &inbox)?;
+    let recovered = recover_locked(sandbox, &inbox, &mut log, actor, index);
+    if let Some(done) = recovered.applied.into_iter().find(|done| done.proposal_id == id) {
+        // This very proposal had been half applied; it is complete now.
+        return Ok(done);
+    }
+
+    let located = find(sandbox, &inbox, id)?;
+    let (target, content) = check(sandbox, &inbox, &located)?;
+    failpoint(Step::Claimed)?;
+
+    let mode = match located.meta.kind {
+        ProposalKind::New => WriteMode::CreateNew,
+        ProposalKind::Patch => WriteMode::Replace,
+    };
+    sandbox.write_atomic(&target, &content, mode)?;
+    failpoint(Step::Written)?;
+
+    let archive = archive_dir(&inbox, ProposalStatus::Applied, &proposal::today())?;
+    archive_files(sandbox, &located, &archive, failpoint).map_err(|err| after_write(err, &target))?;
+    failpoint(Step::Archived)?;
+
+    let index_result = index(&target);
+    failpoint(Step::Indexed)?;
+
+    let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };
+    let applied = finish_apply(sandbox, &mut log, &archived, index_result, actor, false)
+        .map_err(|err| after_write(err, &target))?;
+    failpoint(Step::Audited)?;
+    Ok(applied)
+}
+
+/// Completes interrupted applies and rejects (see the module docs), under the
+/// inbox lock. Run it at server start; [`apply`] runs it too. `index` is called
+/// for every note whose apply is completed; `actor` goes into their audit lines.
+pub fn recover(
+    sandbox: &Sandbox,
+    actor: Actor,
+    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+) -> Result<Recovery> {
+    let inbox = Inbox::of(sandbox);
+    let _lock = lock(sandbox, &inbox)?;
+    let mut log = AuditLog::read(sandbox, &inbox)?;
+    let done = recover_locked(sandbox, &inbox, &mut log, actor, index);
+    Ok(done.summary)
+}
+
+/// Rejects a pending proposal: its files move to `inbox/rejected/<date>/` beside a
+/// `<stem>.rejection.json` holding the reason, and an audit line with
+/// `"status": "rejected"` and the reason is appended. The vault's notes are not touched.
+pub fn reject(sandbox: &Sandbox, id: &str, reason: &str, actor: Actor) -> Result<Rejected> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(Error::invalid("the reason is empty; say why the proposal is rejected"));
+    }
+    let id = id.trim();
+    if !proposal::is_id(id) {
+        return Err(proposal::not_found(id));
+    }
+    let inbox = Inbox::of(sandbox);
+    let _lock = lock(sandbox, &inbox)?;
+    let mut log = AuditLog::read(sandbox, &inbox)?;
+    let located = find(sandbox, &inbox, id)?;
+    if validate(&inbox, &located).is_ok() && target_holds_content(sandbox, &located) {
+        return Err(Error::new(
+            ErrorCode::Conflict,
+            format!("proposal {id} is already in {}: an apply of it was interrupted", located.meta.target),
+        )
+        .with_hint("apply it to complete the interrupted apply (kb-index inbox apply --yes --only ID)"));
+    }
+    let archive = archive_dir(&inbox, ProposalStatus::Rejected, &proposal::today())?;
+    let record = Rejection {
+        proposal_id: id.to_owned(),
+        reason: reason.to_owned(),
+        at: proposal::rfc3339(Timestamp::now()),
+        by: actor,
+    };
+    let mut bytes = serde_json::to_vec_pretty(&record)
+        .map_err(|err| Error::internal(format!("cannot serialise the rejection: {err}")))?;
+    bytes.push(b'\n');
+    let record_path = NotePath::parse(&format!("{archive}/{}", rejection_name(&located.stem)))?;
+    sandbox.write_atomic(&record_path, &bytes, WriteMode::Replace)?;
+    archive_files(sandbox, &located, &archive, &mut |_| Ok(()))?;
+    let archived = Located { dir: archive, status: ProposalStatus::Rejected, ..located };
+    finish_reject(sandbox, &mut log, &archived, &record.reason, actor, false)
+}
+
+/// The inbox lock.
+fn lock(sandbox: &Sandbox, inbox: &Inbox) -> Result<InboxLock> {
+    sandbox.lock_inbox_file(&inbox.lock_file()?, LOCK_WAIT)
+}
+
+/// The checks of the contract, in its order, on a found proposal: files in place
+/// and untampered; a new note's target free; a patch's target at its base hash;
+/// the target a writable note path. Returns the target and the staged note.
+fn check(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<(NotePath, Vec<u8>)> {
+    let id = located.id();
+    let content = intact(sandbox, inbox, located).map_err(|why| tampered(id, &why))?;
+    let meta = &located.meta;
+    let target = NotePath::parse(&meta.target)?;
+    match meta.kind {
+        ProposalKind::New => {
+            if sandbox.stat(&target)?.is_some() {
+                return Err(Error::new(
+                    ErrorCode::TargetExists,
+                    format!("{target} exists now; the new note would replace it"),
+                )
+                .with_hint("reject this proposal, or propose a patch to the existing note instead"));
+            }
+        }
+        ProposalKind::Patch => {
+            let base = meta.base_sha256.as_deref().unwrap_or_default();
+            match sandbox.read(&target, FILE_MAX_BYTES) {
+                Ok(bytes) => {
+                    let current = content_hash(&bytes);
+                    if current != base {
+                        return Err(stale_base(&target, base, Some(&current)));
+                    }
+                }
+                Err(err) if err.code == ErrorCode::NotFound => return Err(stale_base(&target, base, None)),
+                Err(err) => return Err(err),
+            }
+        }
+    }
+    let target = sandbox.resolve_note_target(&meta.target)?;
+    Ok((target, content))
+}
+
+/// An error after the note was written: the next apply or server start finishes.
+fn after_write(mut err: Error, target: &NotePath) -> Error {
+    err.hint = Some(format!(
+        "{target} was written; the next apply or server start completes the archive and the audit log"
+    ));
+    err
+}
+
+/// `inbox/applied/<date>` or `inbox/rejected/<date>`.
+fn archive_dir(inbox: &Inbox, status: ProposalStatus, date: &str) -> Result<String> {
+    let root =
+        inbox.archive_root(status).ok_or_else(|| Error::internal("a pending proposal has no archive"))?;
+    Ok(NotePath::parse(&format!("{root}/{date}"))?.as_str().to_owned())
+}
+
+fn rejection_name(stem: &str) -> String {
+    format!("{stem}.rejection.json")
+}
+
+/// Moves a proposal's files into `archive`: the metadata first (that marks it
+/// consumed; if it is gone, another apply took it), then the others.
+fn archive_files(
+    sandbox: &Sandbox,
+    located: &Located,
+    archive: &str,
+    failpoint: &mut dyn FnMut(Step) -> Result<()>,
+) -> Result<()> {
+    let names = located.file_names();
+    let meta_to = NotePath::parse(&format!("{archive}/{}", names[0]))?;
+    match sandbox.move_in_inbox(&located.meta_path, &meta_to) {
+        Ok(()) => {}
+        Err(err) if matches!(err.code, ErrorCode::NotFound | ErrorCode::TargetExists) => {
+            return Err(Error::new(
+                ErrorCode::ProposalNotPending,
+                format!("proposal {} was taken by another apply or reject", located.id()),
+            ));
+        }
+        Err(err) => return Err(err),
+    }
+    failpoint(Step::Archiving)?;
+    for name in &names[1..] {
+        let from = NotePath::parse(&format!("{}/{name}", located.dir))?;
+        let to = NotePath::parse(&format!("{archive}/{name}"))?;
+        move_leftover(sandbox, &from, &to)?;
+    }
+    Ok(())
+}
+
+/// Moves a file if it is still there. When both copies exist (a crash between
+/// the link and the unlink of a move) and are the same, the source is removed.
+fn move_leftover(sandbox: &Sandbox, from: &NotePath, to: &NotePath) -> Result<()> {
+    match sandbox.move_in_inbox(from, to) {
+        Ok(()) => Ok(()),
+        Err(err) if err.code == ErrorCode::NotFound => Ok(()),
+        Err(err) if err.code == ErrorCode::TargetExists => {
+            let same = sandbox.read(from, FILE_MAX_BYTES).ok() == sandbox.read(to, FILE_MAX_BYTES).ok();
+            if same { sandbox.remove_inbox_file(from).map(|_| ()) } else { Err(err) }
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether the proposal's target already holds exactly the staged note.
+fn target_holds_content(sandbox: &Sandbox, located: &Located) -> bool {
+    sandbox.resolve_note_target(&located.meta.target).is_ok_and(|target| {
+        matches!(sandbox.stat(&target), Ok(Some(_)))
+            && sandbox
+                .read(&target, FILE_MAX_BYTES)
+                .is_ok_and(|bytes| content_hash(&bytes) == located.meta.content_sha256)
+    })
+}
+
+/// The audit log: ids already logged, and whether its end is clean.
+struct AuditLog {
+    path: NotePath,
+    /// Every id with a line.
+    ids: HashSet<String>,
+    /// `(archive folder, short id)` of every line: archived metadata files whose
+    /// pair is here need not be opened to know they are logged.
+    keys: HashSet<(String, String)>,
+    /// Whether the file is empty or ends with a newline (a crash mid-append may
+    /// leave a partial line, which the next line must not continue).
+    clean_end: bool,
+}
+
+/// One line of the audit log, in the contract's field order.
+#[derive(Debug, Serialize)]
+struct AuditLine<'a> {
+    at: String,
+    proposal_id: &'a str,
+    kind: ProposalKind,
+    target: &'a str,
+    archive: &'a str,
+    content_sha256: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_sha256: Option<&'a str>,
+    by: Actor,
+    /// `ok` or `failed`; absent for a rejection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<&'static str>,
+    /// `rejected` for a rejection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    /// Written by recovery, completing an interrupted apply or reject.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    recovered: bool,
+}
+
+/// The record beside a rejected proposal.
+#[derive(Debug, Serialize, Deserialize)]
+struct Rejection {
+    proposal_id: String,
+    reason: String,
+    at: String,
+    by: Actor,
+}
+
+impl AuditLog {
+    fn read(sandbox: &Sandbox, inbox: &Inbox) -> Result<AuditLog> {
+        let path = inbox.audit_log()?;
+        let bytes = match sandbox.read(&path, FILE_MAX_BYTES) {
+            Ok(bytes) => bytes,
+            Err(err) if err.code == ErrorCode::NotFound => Vec::new(),
+            Err(err) => return Err(err),
+        };
+        let mut log = AuditLog {
+            path,
+            ids: HashSet::new(),
+            keys: HashSet::new(),
+            clean_end: bytes.is_empty() || bytes.ends_with(b"\n"),
+        };
+        for line in bytes.split(|&byte| byte == b'\n') {
+            let Ok(Value::Object(entry)) = serde_json::from_slice::<Value>(line) else { continue };
+            let (Some(id), Some(archive)) = (
+                entry.get("proposal_id").and_then(Value::as_str),
+                entry.get("archive").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            log.keys.insert((archive.to_owned(), short_id(id).to_owned()));
+            log.ids.insert(id.to_owned());
+        }
+        Ok(log)
+    }
+
+    /// Appends one line and returns it as JSON.
+    fn append(&mut self, sandbox: &Sandbox, line: &AuditLine<'_>) -> Result<Value> {
+        let text = serde_json::to_string(line)
+            .map_err(|err| Error::internal(format!("cannot serialise the audit line: {err}")))?;
+        let mut bytes = Vec::with_capacity(text.len() + 2);
+        if !self.clean_end {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.push(b'\n');
+        sandbox.append_inbox(&self.path, &bytes)?;
+        self.clean_end = true;
+        self.ids.insert(line.proposal_id.to_owned());
+        self.keys.insert((line.archive.to_owned(), short_id(line.proposal_id).to_owned()));
+        serde_json::from_str(&text)
+            .map_err(|err| Error::internal(format!("cannot read back the audit line: {err}")))
+    }
+}
+
+/// The audit line of an archived apply, and the result to return.
+fn finish_apply(
+    sandbox: &Sandbox,
+    log: &mut AuditLog,
+    archived: &Located,
+    index_result: Result<()>,
+    actor: Actor,
+    recovered: bool,
+) -> Result<Applied> {
+    let meta = &archived.meta;
+    let line = AuditLine {
+        at: proposal::rfc3339(Timestamp::now()),
+        proposal_id: &meta.proposal_id,
+        kind: meta.kind,
+        target: &meta.target,
+        archive: &archived.dir,
+        content_sha256: &meta.content_sha256,
+        base_sha256: meta.base_sha256.as_deref(),
+        by: actor,
+        index: Some(if index_result.is_ok() { "ok" } else { "failed" }),
+        status: None,
+        reason: None,
+        recovered,
+    };
+    let audit = log.append(sandbox, &line)?;
+    Ok(Applied {
+        proposal_id: meta.proposal_id.clone(),
+        status: if index_result.is_ok() { ApplyStatus::Applied } else { ApplyStatus::AppliedIndexFailed },
+        target: meta.target.clone(),
+        new_hash: meta.content_sha256.clone(),
+        archive: archived.dir.clone(),
+        audit,
+        index_error: index_result.err().map(|err| err.to_string()),
+    })
+}
+
+/// The audit line of an archived rejection, and the result to return.
+fn finish_reject(
+    sandbox: &Sandbox,
+    log: &mut AuditLog,
+    archived: &Located,
+    reason: &str,
+    actor: Actor,
+    recovered: bool,
+) -> Result<Rejected> {
+    let meta = &archived.meta;
+    let line = AuditLine {
+        at: proposal::rfc3339(Timestamp::now()),
+        proposal_id: &meta.proposal_id,
+        kind: meta.kind,
+        target: &meta.target,
+        archive: &archived.dir,
+        content_sha256: &meta.content_sha256,
+        base_sha256: meta.base_sha256.as_deref(),
+        by: actor,
+        index: None,
+        status: Some("rejected"),
+        reason: Some(reason),
+        recovered,
+    };
+    let audit = log.append(sandbox, &line)?;
+    Ok(Rejected { proposal_id: meta.proposal_id.clone(), archive: archived.dir.clone(), audit })
+}
+
+/// What a recovery pass did, with the applies it completed.
+struct Recovered {
+    applied: Vec<Applied>,
+    summary: Recovery,
+}
+
+/// Completes interrupted applies and rejects; the caller holds the lock. One
+/// proposal failing does not stop the others.
+fn recover_locked(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    log: &mut AuditLog,
+    actor: Actor,
+    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+) -> Recovered {
+    let mut done = Recovered { applied: Vec::new(), summary: Recovery::default() };
+    // (b) Archived without an audit line. First, so that a metadata file left in
+    // both places by a crash mid-move is settled before pending ones are looked at.
+    for status in [ProposalStatus::Applied, ProposalStatus::Rejected] {
+        let folders = match archived_files(sandbox, inbox, status) {
+            Ok(folders) => folders,
+            Err(err) => {
+                done.summary.failed.push(format!("{}: {}", status_name(status), err.message));
+                continue;
+            }
+        };
+        for (folder, files) in folders {
+            for path in files {
+                let short =
+                    path.file_name().strip_suffix(META_SUFFIX).and_then(|stem| stem.rsplit('-').next());
+                if short
+                    .is_some_and(|short| log.keys.contains(&(folder.as_str().to_owned(), short.to_owned())))
+                {
+                    continue;
+                }
+                let Ok(located) = locate(sandbox, &path, status) else { continue };
+                if log.ids.contains(located.id()) || validate(inbox, &located).is_err() {
+                    continue;
+                }
+                complete_archived(sandbox, inbox, log, &located, actor, index, &mut done);
+            }
+        }
+    }
+    // (a) Pending, but the target already holds the staged note: the note was
+    // written and the crash came before the archive.
+    let pending = match pending_files(sandbox, inbox) {
+        Ok(pending) => pending,
+        Err(err) => {
+            done.summary.failed.push(format!("pending proposals: {}", err.message));
+            Vec::new()
+        }
+    };
+    for path in pending {
+        let Ok(located) = locate(sandbox, &path, ProposalStatus::Pending) else { continue };
+        if log.ids.contains(located.id()) || validate(inbox, &located).is_err() {
+            continue;
+        }
+        if !target_holds_content(sandbox, &located) {
+            continue;
+        }
+        let id = located.id().to_owned();
+        let archived = archive_dir(inbox, ProposalStatus::Applied, &proposal::today()).and_then(|archive| {
+            archive_files(sandbox, &located, &archive, &mut |_| Ok(()))?;
+            Ok(Located { dir: archive, status: ProposalStatus::Applied, ..located })
+        });
+        match archived {
+            Ok(archived) => complete_archived(sandbox, inbox, log, &archived, actor, index, &mut done),
+            Err(err) => done.summary.failed.push(format!("{id}: {}", err.message)),
+        }
+    }
+    done
+}
+
+fn status_name(status: ProposalStatus) -> &'static str {
+    match status {
+        ProposalStatus::Pending => "pending",
+        ProposalStatus::Applied => "applied",
+        ProposalStatus::Rejected => "rejected",
+    }
+}
+
+/// Finishes an archived proposal that has no audit line: moves what is left in
+/// its pending folder, then indexes (applies only) and logs it.
+fn complete_archived(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    log: &mut AuditLog,
+    located: &Located,
+    actor: Actor,
+    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+    done: &mut Recovered,
+) {
+    let id = located.id().to_owned();
+    let result = (|| -> Result<Option<Applied>> {
+        let pending = inbox.pending_dir(located.meta.kind);
+        for name in located.file_names() {
+            let from = NotePath::parse(&format!("{pending}/{name}"))?;
+            let to = NotePath::parse(&format!("{}/{name}", located.dir))?;
+            move_leftover(sandbox, &from, &to)?;
+        }
+        match located.status {
+            ProposalStatus::Rejected => {
+                let record = NotePath::parse(&format!("{}/{}", located.dir, rejection_name(&located.stem)))?;
+                let reason = sandbox
+                    .read(&record, FILE_MAX_BYTES)
+                    .ok()
+                    .and_then(|bytes| serde_json::from_slice::<Rejection>(&bytes).ok())
+                    .map(|record| record.reason)
+                    .unwrap_or_default();
+                finish_reject(sandbox, log, located, &reason, actor, true)?;
+                Ok(None)
+            }
+            _ => {
+                let index_result = NotePath::parse(&located.meta.target).and_then(|target| index(&target));
+                finish_apply(sandbox, log, located, index_result, actor, true).map(Some)
+            }
+        }
+    })();
+    match result {
+        Ok(applied) => {
+            done.applied.extend(applied);
+            done.summary.completed.push(id);
+        }
+        Err(err) => done.summary.failed.push(format!("{id}: {}", err.message)),
+    }
+}

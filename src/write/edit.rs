@@ -1,0 +1,639 @@
+//! Edits: the operations a patch proposal is made of, and [`apply_edits`], the
+//! pure function that performs them on a note's text.
+//!
+//! The rule every operation follows: touch only the bytes the edit names. A
+//! file's line endings (CRLF stays CRLF: inserted text is converted to the
+//! file's ending), its BOM, whether it ends with a newline, and every
+//! frontmatter line an edit does not name come out exactly as they went in.
+//! `apply_edits` is total: any text and any edit list give a new text or an
+//! error that says what to fix, never a panic (a property test holds it to that).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::yaml;
+use crate::error::{Error, Result};
+use crate::vault::parse_frontmatter;
+
+/// One change to a note. Edits apply in order, each to the result of the one before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Edit {
+    /// Replace the whole text of the note (frontmatter included) with `content`.
+    ReplaceAll {
+        /// The complete new text.
+        content: String,
+    },
+    /// Replace the lines under a heading, up to the next heading of the same or a
+    /// higher level; the heading line itself is kept unless `content` starts with
+    /// a heading of the same level, which then replaces it.
+    ReplaceSection {
+        /// The heading's text, matched case-insensitively; `#` marks are optional
+        /// (`"## Setup"` also requires level 2).
+        heading: String,
+        /// The new lines under the heading.
+        content: String,
+    },
+    /// Add `content` at the end of the note.
+    Append {
+        /// The text to add.
+        content: String,
+    },
+    /// Add `content` at the top of the body, right after the frontmatter.
+    Prepend {
+        /// The text to add.
+        content: String,
+    },
+    /// Replace the one occurrence of `find` with `replace`.
+    FindReplace {
+        /// Text that must occur exactly once in the note.
+        find: String,
+        /// Its replacement.
+        replace: String,
+    },
+    /// Set frontmatter keys (a merge): each named key is written, `null` removes it,
+    /// every other frontmatter line is kept as it is.
+    SetFrontmatter {
+        /// Keys and their new values.
+        fields: Map<String, Value>,
+    },
+}
+
+impl Edit {
+    /// The wire name of the operation, e.g. `find_replace`.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Edit::ReplaceAll { .. } => "replace_all",
+            Edit::ReplaceSection { .. } => "replace_section",
+            Edit::Append { .. } => "append",
+            Edit::Prepend { .. } => "prepend",
+            Edit::FindReplace { .. } => "find_replace",
+            Edit::SetFrontmatter { .. } => "set_frontmatter",
+        }
+    }
+}
+
+/// Applies the edits in order and returns the new text. Pure: no I/O. An error
+/// names the edit (1-based) that failed and why.
+pub fn apply_edits(text: &str, edits: &[Edit]) -> Result<String> {
+    if edits.is_empty() {
+        return Err(Error::invalid("`edits` is empty; give at least one edit"));
+    }
+    let mut current = text.to_owned();
+    for (index, edit) in edits.iter().enumerate() {
+        current = apply_one(&current, edit).map_err(|err| in_edit(err, index + 1, edit))?;
+    }
+    Ok(current)
+}
+
+fn apply_one(text: &str, edit: &Edit) -> Result<String> {
+    let eol = line_ending(text);
+    match edit {
+        Edit::ReplaceAll { content } => Ok(replace_all(text, content, eol)),
+        Edit::ReplaceSection { heading, content } => replace_section(text, heading, content, eol),
+        Edit::Append { content } => Ok(append(text, content, eol)),
+        Edit::Prepend { content } => Ok(prepend(text, content, eol)),
+        Edit::FindReplace { find, replace } => find_replace(text, find, replace, eol),
+        Edit::SetFrontmatter { fields } => set_frontmatter(text, fields, eol),
+    }
+}
+
+/// Prefixes an edit's error with its number and operation.
+fn in_edit(mut err: Error, number: usize, edit: &Edit) -> Error {
+    err.message = format!("edit {number} ({}): {}", edit.op(), err.message);
+    let mut details = match err.details.take() {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    details.insert("edit".to_owned(), json!(number));
+    err.details = Some(Value::Object(details));
+    err
+}
+
+const BOM: char = '\u{feff}';
+
+/// Length of a BOM at the start (0 or 3 bytes).
+fn bom_len(text: &str) -> usize {
+    if text.starts_with(BOM) { BOM.len_utf8() } else { 0 }
+}
+
+/// The file's line ending: that of its first line, `\n` when it has none.
+fn line_ending(text: &str) -> &'static str {
+    match text.find('\n') {
+        Some(at) if at > 0 && text.as_bytes()[at - 1] == b'\r' => "\r\n",
+        _ => "\n",
+    }
+}
+
+/// Inserted text takes the file's line ending.
+fn normalize(content: &str, eol: &str) -> String {
+    let unix = content.replace("\r\n", "\n");
+    if eol == "\n" { unix } else { unix.replace('\n', eol) }
+}
+
+/// Makes `result` end with a newline exactly when `original` did (texts that are
+/// empty apart from a BOM have no opinion).
+fn keep_final_newline(original: &str, mut result: String, eol: &str) -> String {
+    if original[bom_len(original)..].is_empty() {
+        return result;
+    }
+    let had = original.ends_with('\n');
+    if had && !result.ends_with('\n') && !result[bom_len(&result)..].is_empty() {
+        result.push_str(eol);
+    } else if !had {
+        while result.ends_with('\n') {
+            result.pop();
+            if result.ends_with('\r') {
+                result.pop();
+            }
+        }
+    }
+    result
+}
+
+fn replace_all(text: &str, content: &str, eol: &str) -> String {
+    let mut out = normalize(content, eol);
+    if bom_len(text) > 0 && !out.starts_with(BOM) {
+        out.insert(0, BOM);
+    }
+    out
+}
+
+fn append(text: &str, content: &str, eol: &str) -> String {
+    let content = normalize(content, eol);
+    if content.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = text.to_owned();
+    if !text[bom_len(text)..].is_empty() && !text.ends_with('\n') {
+        out.push_str(eol);
+    }
+    out.push_str(&content);
+    keep_final_newline(text, out, eol)
+}
+
+/// Where the body starts: after the frontmatter block, else after the BOM.
+fn body_start(text: &str) -> usize {
+    parse_frontmatter(text).map_or_else(|| bom_len(text), |frontmatter| frontmatter.end.min(text.len()))
+}
+
+fn prepend(text: &str, content: &str, eol: &str) -> String {
+    let mut content = normalize(content, eol);
+    if content.is_empty() {
+        return text.to_owned();
+    }
+    let at = body_start(text);
+    let (head, rest) = text.split_at(at);
+    if at > bom_len(text) && !head.ends_with('\n') {
+        content.insert_str(0, eol);
+    }
+    if !rest.is_empty() && !content.ends_with('\n') {
+        content.push_str(eol);
+    }
+    let out = format!("{head}{content}{rest}");
+    if rest.is_empty() { keep_final_newline(text, out, eol) } else { out }
+}
+
+fn find_replace(text: &str, find: &str, replace: &str, eol: &str) -> Result<String> {
+    if find.is_empty() {
+        return Err(Error::invalid("`find` is empty; give the exact text to replace"));
+    }
+    let mut needle = normalize(find, eol);
+    let mut first = text.find(&needle);
+    if first.is_none() && needle != find {
+        // A file with mixed line endings: try the text exactly as given.
+        needle = find.to_owned();
+        first = text.find(&needle);
+    }
+    let count = occurrences(text, &needle);
+    let Some(at) = first.filter(|_| count == 1) else {
+        return Err(Error::invalid(format!(
+            "`find` matched {count} times; it must match exactly once — add surrounding text to make it unique"
+        ))
+        .with_hint(if count == 0 {
+            "copy `find` exactly from the note's current text (read_note), including spaces and line breaks"
+        } else {
+            "extend `find` with the words before or after it until only one place in the note matches"
+        })
+        .with_details(json!({ "matches": count })));
+    };
+    let mut out = String::with_capacity(text.len() + replace.len());
+    out.push_str(&text[..at]);
+    out.push_str(&normalize(replace, eol));
+    out.push_str(&text[at + needle.len()..]);
+    Ok(out)
+}
+
+/// How many times `needle` occurs, overlapping occurrences counted (`aa` occurs
+/// twice in `aaa`: which one was meant is ambiguous).
+fn occurrences(text: &str, needle: &str) -> usize {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(found) = text[from..].find(needle) {
+        count += 1;
+        let start = from + found;
+        // Step one character past the start of this match.
+        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    count
+}
+
+/// One line of the text: its byte range without and with the line ending.
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    start: usize,
+    /// End of the content, before `\r\n` or `\n`.
+    content_end: usize,
+    /// End including the line ending.
+    end: usize,
+}
+
+/// The lines of `text[from..to]`.
+fn lines(text: &str, from: usize, to: usize) -> Vec<Line> {
+    let mut out = Vec::new();
+    let mut start = from;
+    while start < to {
+        let end = text[start..to].find('\n').map_or(to, |at| start + at + 1);
+        let mut content_end = end;
+        if text[start..content_end].ends_with('\n') {
+            content_end -= 1;
+        }
+        if text[start..content_end].ends_with('\r') {
+            content_end -= 1;
+        }
+        out.push(Line { start, content_end, end });
+        start = end;
+    }
+    out
+}
+
+/// An ATX heading line: its level and text (without `#` marks or a closing sequence).
+fn atx_heading(line: &str) -> Option<(usize, &str)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let level = rest.len() - rest.trim_start_matches('#').len();
+    let after = &rest[level..];
+    if !(1..=6).contains(&level) || !(after.is_empty() || after.starts_with([' ', '\t'])) {
+        return None;
+    }
+    let mut text = after.trim_matches([' ', '\t']);
+    // A closing sequence: trailing `#`s preceded by a space (or the whole text).
+    let without = text.trim_end_matches('#');
+    if without.is_empty() || without.ends_with([' ', '\t']) {
+        text = without.trim_end_matches([' ', '\t']);
+    }
+    Some((level, text))
+}
+
+/// A code fence opener or closer: the fence character and the run length.
+fn fence(line: &str) -> Option<(char, usize, &str)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let marker = rest.chars().next().filter(|&c| c == '`' || c == '~')?;
+    let run = rest.len() - rest.trim_start_matches(marker).len();
+    (run >= 3).then(|| (marker, run, &rest[run..]))
+}
+
+/// A heading found in the body, outside code fences.
+#[derive(Debug, Clone)]
+struct Heading {
+    level: usize,
+    text: String,
+    line: Line,
+    number: usize,
+}
+
+/// The ATX headings of the body, skipping fenced code.
+fn headings(text: &str) -> Vec<Heading> {
+    let start = body_start(text);
+    let first_line = text[..start].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    let mut open: Option<(char, usize)> = None;
+    for (index, line) in lines(text, start, text.len()).into_iter().enumerate() {
+        let content = &text[line.start..line.content_end];
+        match (open, fence(content)) {
+            (Some((marker, run)), Some((close, close_run, rest)))
+                if close == marker && close_run >= run && rest.trim().is_empty() =>
+            {
+                open = None;
+                continue;
+            }
+            (Some(_), _) => continue,
+            (None, Some((marker, run, info))) if marker == '~' || !info.contains('`') => {
+                open = Some((marker, run));
+                continue;
+            }
+            _ => {}
+        }
+        if let Some((level, heading)) = atx_heading(content) {
+            out.push(Heading { level, text: heading.to_owned(), line, number: first_line + index });
+        }
+    }
+    out
+}
+
+/// Case-insensitive, whitespace-insensitive comparison key of a heading's text.
+fn heading_key(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+fn replace_section(text: &str, heading: &str, content: &str, eol: &str) -> Result<String> {
+    let wanted = heading.trim();
+    let (level, name) = match atx_heading(wanted) {
+        Some((level, name)) if wanted.starts_with('#') => (Some(level), name),
+        _ => (None, wanted),
+    };
+    if name.is_empty() {
+        return Err(Error::invalid("`heading` is empty; give the text of a heading in the note"));
+    }
+    let key = heading_key(name);
+    let all = headings(text);
+    let found: Vec<&Heading> = all
+        .iter()
+        .filter(|h| heading_key(&h.text) == key && level.is_none_or(|level| level == h.level))
+        .collect();
+    let target = match found.as_slice() {
+        [one] => *one,
+        [] => {
+            let listed: Vec<String> =
+                all.iter().map(|h| format!("{} {}", "#".repeat(h.level), h.text)).collect();
+            let shown = if listed.is_empty() { "none".to_owned() } else { listed.join(", ") };
+            return Err(Error::not_found(format!(
+                "no heading {wanted:?} in the note; its headings are: {shown}"
+            ))
+            .with_hint("use one of the listed headings exactly, or append a new section instead")
+            .with_details(json!({ "headings": listed })));
+        }
+        several => {
+            let numbers: Vec<String> = several.iter().map(|h| h.number.to_string()).collect();
+            return Err(Error::invalid(format!(
+                "heading {wanted:?} occurs {} times (lines {}); a section must be named unambiguously",
+                several.len(),
+                numbers.join(", ")
+            ))
+            .with_hint("add the # marks to pick the level, or use find_replace on the section's text")
+            .with_details(json!({ "lines": numbers })));
+        }
+    };
+    let end = all
+        .iter()
+        .find(|h| h.line.start > target.line.start && h.level <= target.level)
+        .map_or(text.len(), |h| h.line.start);
+    let mut content = normalize(content, eol);
+    let first_line = content.split('\n').next().unwrap_or("").trim_end_matches('\r');
+    let replaces_heading = atx_heading(first_line).is_some_and(|(level, _)| level == target.level);
+    let mut head = if replaces_heading {
+        text[..target.line.start].to_owned()
+    } else {
+        text[..target.line.end].to_owned()
+    };
+    let rest = &text[end..];
+    if !content.is_empty() && !head.is_empty() && !head.ends_with('\n') {
+        head.push_str(eol);
+    }
+    if !rest.is_empty() && !content.is_empty() && !content.ends_with('\n') {
+        content.push_str(eol);
+    }
+    let out = format!("{head}{content}{rest}");
+    Ok(if rest.is_empty() { keep_final_newline(text, out, eol) } else { out })
+}
+
+/// One top-level entry of a frontmatter block: its key and its lines.
+#[derive(Debug)]
+struct Entry {
+    key: String,
+    /// Index of the `key:` line and one past its last continuation line.
+    lines: std::ops::Range<usize>,
+}
+
+/// What a frontmatter line is, for finding each key's lines.
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    /// `key: ...` at column 0.
+    Key(String),
+    /// Indented, a `- item` at column 0, or anything else that is not a key:
+    /// the continuation of the entry above.
+    Continuation,
+    /// Empty or only spaces.
+    Blank,
+    /// `# comment` at column 0: ends the entry above, belongs to none.
+    Comment,
+}
+
+fn classify(line: &str) -> Kind {
+    if line.trim().is_empty() {
+        return Kind::Blank;
+    }
+    if line.starts_with([' ', '\t']) || line == "-" || line.starts_with("- ") || line.starts_with("-\t") {
+        return Kind::Continuation;
+    }
+    if line.starts_with('#') {
+        return Kind::Comment;
+    }
+    top_key(line).map_or(Kind::Continuation, Kind::Key)
+}
+
+/// The key of a `key: value` line at column 0 (plain, single- or double-quoted).
+fn top_key(line: &str) -> Option<String> {
+    let is_separator =
+        |rest: &str| rest.starts_with(':') && (rest.len() == 1 || rest[1..].starts_with([' ', '\t']));
+    if let Some(inner) = line.strip_prefix('"') {
+        let mut escaped = false;
+        for (at, c) in inner.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => {
+                    let quoted = &line[..at + 2];
+                    let rest = line[at + 2..].trim_start_matches([' ', '\t']);
+                    return is_separator(rest).then(|| {
+                        yaml_serde::from_str::<String>(quoted).unwrap_or_else(|_| inner[..at].to_owned())
+                    });
+                }
+                _ => {}
+            }
+        }
+        return None;
+    }
+    if let Some(inner) = line.strip_prefix('\'') {
+        let mut chars = inner.char_indices().peekable();
+        while let Some((at, c)) = chars.next() {
+            if c == '\'' {
+                if chars.peek().is_some_and(|&(_, next)| next == '\'') {
+                    chars.next();
+                    continue;
+                }
+                let rest = inner[at + 1..].trim_start_matches([' ', '\t']);
+                return is_separator(rest).then(|| inner[..at].replace("''", "'"));
+            }
+        }
+        return None;
+    }
+    let mut from = 0;
+    while let Some(found) = line[from..].find(':') {
+        let at = from + found;
+        if is_separator(&line[at..]) {
+            let key = line[..at].trim_end_matches([' ', '\t']);
+            return (!key.is_empty()).then(|| key.to_owned());
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// The top-level entries of a frontmatter block, by line index. Blank lines go
+/// with an entry only when more of its lines follow them (a block scalar).
+fn entries(texts: &[&str]) -> Vec<Entry> {
+    let kinds: Vec<Kind> = texts.iter().map(|line| classify(line)).collect();
+    let mut out: Vec<Entry> = Vec::new();
+    let mut i = 0;
+    while i < kinds.len() {
+        let Kind::Key(key) = &kinds[i] else {
+            i += 1;
+            continue;
+        };
+        let start = i;
+        let mut end = i + 1;
+        let mut probe = i + 1;
+        while probe < kinds.len() {
+            match kinds[probe] {
+                Kind::Continuation => {
+                    probe += 1;
+                    end = probe;
+                }
+                Kind::Blank => probe += 1,
+                Kind::Key(_) | Kind::Comment => break,
+            }
+        }
+        out.push(Entry { key: key.clone(), lines: start..end });
+        i = end.max(start + 1);
+    }
+    out
+}
+
+fn set_frontmatter(text: &str, fields: &Map<String, Value>, eol: &str) -> Result<String> {
+    for key in fields.keys() {
+        if key.trim().is_empty() || key.chars().any(char::is_control) {
+            return Err(Error::invalid(format!(
+                "frontmatter key {key:?} is empty or holds a control character"
+            )));
+        }
+    }
+    let bom = bom_len(text);
+    let Some(frontmatter) = parse_frontmatter(text) else {
+        let first = text[bom..].split('\n').next().unwrap_or("").trim_end();
+        if first == "---" {
+            return Err(Error::invalid(
+                "the note's frontmatter opened by `---` on line 1 is never closed, so keys cannot be set safely",
+            )
+            .with_hint("close the frontmatter with a `---` line first (find_replace or replace_all)"));
+        }
+        let mut block = String::new();
+        for (key, value) in fields {
+            if !value.is_null() {
+                block.push_str(&yaml::entry(key, value)?);
+                block.push_str(eol);
+            }
+        }
+        if block.is_empty() {
+            return Ok(text.to_owned());
+        }
+        return Ok(format!("{}---{eol}{block}---{eol}{}", &text[..bom], &text[bom..]));
+    };
+    let yaml = frontmatter.yaml.clone();
+    let spans = lines(text, yaml.start, yaml.end);
+    let texts: Vec<&str> = spans.iter().map(|line| &text[line.start..line.content_end]).collect();
+    let found = entries(&texts);
+    let current = frontmatter.value.as_object();
+    // The keys whose value really changes; setting a key to what it already is
+    // keeps its lines (and their formatting) as they are.
+    let changed: Vec<(&String, &Value)> = fields
+        .iter()
+        .filter(|(key, value)| {
+            if value.is_null() {
+                return found.iter().any(|entry| &entry.key == *key);
+            }
+            current.is_none_or(|map| map.get(key.as_str()) != Some(*value))
+        })
+        .collect();
+    if changed.is_empty() {
+        return Ok(text.to_owned());
+    }
+    let mut replaced: Vec<Option<String>> = vec![None; spans.len()];
+    let mut dropped = vec![false; spans.len()];
+    let mut written: Vec<&String> = Vec::new();
+    for (key, value) in &changed {
+        for entry in found.iter().filter(|entry| &entry.key == *key) {
+            for index in entry.lines.clone() {
+                dropped[index] = true;
+            }
+            if !value.is_null() && !written.contains(key) {
+                replaced[entry.lines.start] = Some(yaml::entry(key, value)?);
+                written.push(key);
+            }
+        }
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    out.push_str(&text[..yaml.start]);
+    for (index, line) in spans.iter().enumerate() {
+        if let Some(entry) = &replaced[index] {
+            out.push_str(entry);
+            out.push_str(&text[line.content_end..line.end]);
+        } else if !dropped[index] {
+            out.push_str(&text[line.start..line.end]);
+        }
+    }
+    for (key, value) in &changed {
+        if !value.is_null() && !written.contains(key) {
+            out.push_str(&yaml::entry(key, value)?);
+            out.push_str(eol);
+        }
+    }
+    out.push_str(&text[yaml.end..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    fn set(text: &str, fields: Value) -> String {
+        let Value::Object(fields) = fields else { unreachable!() };
+        apply_edits(text, &[Edit::SetFrontmatter { fields }]).unwrap()
+    }
+
+    #[test]
+    fn set_frontmatter_merges() {
+        let text = "---\ntitle: A\ntags:\n  - x\n  - y\n# comment\nother: 1\n---\nbody\n";
+        assert_eq!(
+            set(text, json!({"tags": ["z"], "new": "v"})),
+            "---\ntitle: A\ntags: [z]\n# comment\nother: 1\nnew: v\n---\nbody\n"
+        );
+        assert_eq!(
+            set(text, json!({"title": null})),
+            "---\ntags:\n  - x\n  - y\n# comment\nother: 1\n---\nbody\n"
+        );
+        assert_eq!(set(text, json!({"title": "A"})), text);
+        assert_eq!(set("body\n", json!({"a": 1})), "---\na: 1\n---\nbody\n");
+        assert_eq!(set("\u{feff}x\r\n", json!({"a": 1})), "\u{feff}---\r\na: 1\r\n---\r\nx\r\n");
+    }
+
+    #[test]
+    fn sections() {
+        let text = "# T\n\n## A\n\nold\n\n```\n## not a heading\n```\n### Sub\nx\n## B\nb\n";
+        let edit = Edit::ReplaceSection { heading: "a".into(), content: "new".into() };
+        assert_eq!(apply_edits(text, &[edit]).unwrap(), "# T\n\n## A\nnew\n## B\nb\n");
+        let edit = Edit::ReplaceSection { heading: "## b".into(), content: "c".into() };
+        assert_eq!(apply_edits(text, &[edit]).unwrap(), format!("{}c\n", &text[..text.len() - 2]));
+        let missing = Edit::ReplaceSection { heading: "not a heading".into(), content: String::new() };
+        assert_eq!(apply_edits(text, &[missing]).unwrap_err().code, ErrorCode::NotFound);
+    }
+}

@@ -1,0 +1,256 @@
+//! The write layer: proposals, apply, archive, audit — the only way a note's
+//! bytes ever change.
+//!
+//! An agent can only *stage*: [`propose_new`] and [`propose_patch`] write files
+//! under the inbox (`inbox/new/`, `inbox/patch/`) and nothing else. Only
+//! [`apply`], given nothing but a proposal id, writes a note, after checking in
+//! the contract's order that the proposal is pending, in place, untampered and
+//! still applicable (`TOOLS.md`, `apply_proposal`). Applying consumes the proposal
+//! once: its files move to `inbox/applied/<date>/` and exactly one line is
+//! appended to the append-only audit log `inbox/_applied.jsonl`. [`reject`] moves
+//! a proposal to `inbox/rejected/<date>/` with its reason, and logs that too.
+//!
+//! **Order of an apply.** Under the inbox lock: recover half-done applies, find
+//! and check the proposal (claim), write the target atomically (create-new for a
+//! new note, so it can never overwrite), move the metadata and then the other
+//! files to the archive, run the caller's index callback, append the audit line.
+//! The contract lists the audit line before the index update; here the index
+//! runs first because the audit line records whether it worked (`index: "ok" |
+//! "failed"`). The index update itself belongs to the engine (this layer knows no
+//! index), hence the callback.
+//!
+//! **Concurrency.** Applies and rejects are serialised across processes by an
+//! advisory lock on `inbox/_apply.lock` (the contract's dot-name would be
+//! hard-denied by the sandbox). All checks run under the lock, so of two
+//! simultaneous applies of one id exactly one succeeds and the other finds it no
+//! longer pending (`proposal_not_pending`). Even without working locks, the
+//! create-new write and the never-replacing moves let only one of them through.
+//!
+//! **Crashes.** Every step leaves a state the next apply (or [`recover`], run at
+//! server start) recognises: before the write the proposal is simply still
+//! pending; a pending proposal whose target already holds exactly its content is
+//! archived and audited; an archived proposal without an audit line gets its
+//! leftover files moved, its index update and its audit line. Recovery is
+//! idempotent. Tests crash the apply after every [`Step`] through
+//! [`apply_with_failpoint`].
+//!
+//! **Dates and times.** Times in files are RFC 3339 in the machine's local time
+//! zone with its offset; archive folders are named by the local date, the date
+//! a person looking at the inbox expects.
+
+mod apply;
+mod edit;
+mod proposal;
+mod propose;
+mod slug;
+mod yaml;
+
+pub use apply::{apply, apply_with_failpoint, recover, reject};
+pub use edit::{Edit, apply_edits};
+pub use proposal::{describe, list, pending_count, resolve_id};
+pub use propose::{propose_new, propose_patch};
+
+use serde::{Deserialize, Serialize};
+
+/// What a proposal does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalKind {
+    /// Creates a new note.
+    New,
+    /// Changes an existing note.
+    Patch,
+}
+
+/// A new note to propose (`propose_new_note`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewNote {
+    /// The note's title; also gives its file name.
+    pub title: String,
+    /// The Markdown body, without frontmatter.
+    pub body: String,
+    /// Why the note should exist, for the person who approves it.
+    pub reason: String,
+    /// The vault-relative folder inside a notes root; the first notes root when `None`.
+    pub folder: Option<String>,
+    /// Tags, with or without `#`.
+    pub tags: Vec<String>,
+    /// Other names of the note.
+    pub aliases: Vec<String>,
+    /// A one-line summary.
+    pub description: Option<String>,
+}
+
+/// A patch to propose (`propose_note_patch`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatchRequest {
+    /// The vault-relative note path.
+    pub path: String,
+    /// The `sha256:<hex>` of the note the edits were written against.
+    pub base_hash: String,
+    /// Why, for the person who approves it.
+    pub reason: String,
+    /// The edits, applied in order.
+    pub edits: Vec<Edit>,
+}
+
+/// A staged proposal: what was written to the inbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Staged {
+    /// The server-generated id (`p_` and 32 hex digits).
+    pub proposal_id: String,
+    /// New note or patch.
+    pub kind: ProposalKind,
+    /// The note the proposal would write.
+    pub target: String,
+    /// The inbox files written, vault-relative.
+    pub files: Vec<String>,
+    /// `sha256:<hex>` of the staged note.
+    pub content_hash: String,
+    /// For a patch, the hash of the note it was made against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_hash: Option<String>,
+    /// The start of the staged note (about 800 characters).
+    pub preview: String,
+    /// For a patch, the unified diff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Lines added.
+    pub added: u32,
+    /// Lines removed.
+    pub removed: u32,
+}
+
+/// Which proposals [`list`] returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusFilter {
+    /// Waiting for approval.
+    #[default]
+    Pending,
+    /// Already applied.
+    Applied,
+    /// Pending, applied and rejected.
+    All,
+}
+
+/// Where a proposal is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalStatus {
+    /// In `inbox/new/` or `inbox/patch/`.
+    Pending,
+    /// In `inbox/applied/<date>/`.
+    Applied,
+    /// In `inbox/rejected/<date>/`.
+    Rejected,
+}
+
+/// The live checks of a proposal, as `apply` would see them now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Checks {
+    /// Its files are in place and the staged note matches its recorded hash.
+    pub intact: bool,
+    /// For a patch, the note still has the hash the patch was made against
+    /// (always true for a new note).
+    pub base_current: bool,
+    /// For a new note, the target does not exist yet (always true for a patch).
+    pub target_free: bool,
+}
+
+/// One proposal as [`list`] shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProposalView {
+    /// Its id.
+    pub proposal_id: String,
+    /// New note or patch.
+    pub kind: ProposalKind,
+    /// The note it writes.
+    pub target: String,
+    /// Why it was proposed.
+    pub reason: String,
+    /// When it was proposed (RFC 3339).
+    pub created: String,
+    /// Pending, applied or rejected.
+    pub status: ProposalStatus,
+    /// The live checks.
+    pub checks: Checks,
+}
+
+/// Who applied or rejected a proposal, for the audit line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// An MCP client through `apply_proposal`.
+    Mcp,
+    /// A person through `kb-index inbox`.
+    Cli,
+}
+
+/// The steps of an apply; a failpoint fires after each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// The lock is held and every check passed; nothing has changed yet.
+    Claimed,
+    /// The target note is written.
+    Written,
+    /// The metadata file has moved to the archive; the other files not yet.
+    Archiving,
+    /// All the proposal's files are in the archive.
+    Archived,
+    /// The index callback has run.
+    Indexed,
+    /// The audit line is appended.
+    Audited,
+}
+
+/// How an apply ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApplyStatus {
+    /// Written, archived, indexed, audited.
+    Applied,
+    /// Written, archived and audited, but the index update failed: never apply it
+    /// again, rebuild the index.
+    AppliedIndexFailed,
+}
+
+/// The result of an apply.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Applied {
+    /// The proposal's id.
+    pub proposal_id: String,
+    /// Applied, or applied with a failed index update.
+    pub status: ApplyStatus,
+    /// The note written.
+    pub target: String,
+    /// `sha256:<hex>` of the note as written.
+    pub new_hash: String,
+    /// The archive folder the proposal's files moved to, e.g. `inbox/applied/2026-01-20`.
+    pub archive: String,
+    /// The audit line appended, as JSON.
+    pub audit: serde_json::Value,
+    /// Why the index update failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_error: Option<String>,
+}
+
+/// The result of a reject.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rejected {
+    /// The proposal's id.
+    pub proposal_id: String,
+    /// The folder its files moved to, e.g. `inbox/rejected/2026-01-20`.
+    pub archive: String,
+    /// The audit line appended, as JSON.
+    pub audit: serde_json::Value,
+}
+
+/// What [`recover`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    /// Ids of proposals whose interrupted apply or reject was completed.
+    pub completed: Vec<String>,
+    /// Proposals that could not be completed now (`id: why`); tried again next time.
+    pub failed: Vec<String>,
+}

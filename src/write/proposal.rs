@@ -1,0 +1,501 @@
+//! Proposals on disk: the inbox layout, the metadata file, finding a proposal by
+//! id, checking that its files are intact, and listing.
+//!
+//! A proposal is a metadata file `<stem>.proposal.json` plus its siblings in the
+//! same folder: `<stem>.md` for a new note; `<stem>.new.md` and `<stem>.diff` for
+//! a patch. The stem is `<slug>-<first 8 hex digits of the id>`, so names stay
+//! readable and unique. The metadata is plain JSON anyone can edit, so nothing in
+//! it is trusted: the files it names must be exactly the expected siblings of the
+//! metadata file (never a path of its own choosing), and the staged note must
+//! still hash to what it recorded.
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{Checks, ProposalKind, ProposalStatus, ProposalView, StatusFilter};
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{NotePath, Sandbox};
+use crate::vault::content_hash;
+
+/// The metadata format version.
+pub(super) const SCHEMA: u32 = 1;
+/// Name suffix of metadata files.
+pub(super) const META_SUFFIX: &str = ".proposal.json";
+/// Largest metadata file read.
+const META_MAX_BYTES: u64 = 1 << 20;
+/// Largest staged note, target or audit log read (the largest configurable limit).
+pub(super) const FILE_MAX_BYTES: u64 = 1 << 30;
+/// `p_` and 32 hex digits.
+const ID_PREFIX: &str = "p_";
+
+/// A proposal's metadata file, exactly as the contract lists its fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Metadata {
+    /// Always [`SCHEMA`].
+    pub(super) schema: u32,
+    pub(super) proposal_id: String,
+    pub(super) kind: ProposalKind,
+    pub(super) target: String,
+    /// Where the staged note was written (its pending location, vault-relative).
+    pub(super) content_file: String,
+    pub(super) content_sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) base_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) diff_file: Option<String>,
+    pub(super) reason: String,
+    pub(super) created_at: String,
+}
+
+/// The inbox folders and files, from the configured inbox folder.
+#[derive(Debug, Clone)]
+pub(super) struct Inbox {
+    root: String,
+}
+
+impl Inbox {
+    pub(super) fn of(sandbox: &Sandbox) -> Inbox {
+        Inbox { root: sandbox.policy().inbox.trim_matches('/').to_owned() }
+    }
+
+    /// `inbox/<rest>` as a path.
+    pub(super) fn path(&self, rest: &str) -> Result<NotePath> {
+        NotePath::parse(&format!("{}/{rest}", self.root))
+    }
+
+    /// `inbox/new` or `inbox/patch`.
+    pub(super) fn pending_dir(&self, kind: ProposalKind) -> String {
+        match kind {
+            ProposalKind::New => format!("{}/new", self.root),
+            ProposalKind::Patch => format!("{}/patch", self.root),
+        }
+    }
+
+    /// `inbox/applied` or `inbox/rejected` (`None` for pending).
+    pub(super) fn archive_root(&self, status: ProposalStatus) -> Option<String> {
+        match status {
+            ProposalStatus::Pending => None,
+            ProposalStatus::Applied => Some(format!("{}/applied", self.root)),
+            ProposalStatus::Rejected => Some(format!("{}/rejected", self.root)),
+        }
+    }
+
+    pub(super) fn audit_log(&self) -> Result<NotePath> {
+        self.path("_applied.jsonl")
+    }
+
+    pub(super) fn lock_file(&self) -> Result<NotePath> {
+        self.path("_apply.lock")
+    }
+}
+
+/// The staged note's file name for a stem.
+pub(super) fn content_name(kind: ProposalKind, stem: &str) -> String {
+    match kind {
+        ProposalKind::New => format!("{stem}.md"),
+        ProposalKind::Patch => format!("{stem}.new.md"),
+    }
+}
+
+/// The diff's file name for a stem.
+pub(super) fn diff_name(stem: &str) -> String {
+    format!("{stem}.diff")
+}
+
+/// A fresh proposal id: 128 random bits, never derived from the content.
+pub(super) fn new_id() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|err| Error::internal(format!("no randomness for a proposal id: {err}")))?;
+    Ok(format!("{ID_PREFIX}{}", hex(&bytes)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Whether `id` has the form of a proposal id.
+pub(super) fn is_id(id: &str) -> bool {
+    id.strip_prefix(ID_PREFIX).is_some_and(|rest| {
+        rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// The 8 hex digits of an id that go into file names.
+pub(super) fn short_id(id: &str) -> &str {
+    id.get(ID_PREFIX.len()..ID_PREFIX.len() + 8).unwrap_or(id)
+}
+
+/// Whether `hash` is `sha256:` and 64 lowercase hex digits.
+fn is_hash(hash: &str) -> bool {
+    hash.strip_prefix("sha256:").is_some_and(|rest| {
+        rest.len() == 64 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// RFC 3339 with the local offset, to the second.
+pub(super) fn rfc3339(at: Timestamp) -> String {
+    at.to_zoned(TimeZone::system()).strftime("%Y-%m-%dT%H:%M:%S%:z").to_string()
+}
+
+/// Today's local date, `YYYY-MM-DD`: the archive folder's name.
+pub(super) fn today() -> String {
+    Timestamp::now().to_zoned(TimeZone::system()).strftime("%Y-%m-%d").to_string()
+}
+
+/// `proposal_not_found` for an id.
+pub(super) fn not_found(id: &str) -> Error {
+    Error::new(ErrorCode::ProposalNotFound, format!("no proposal has the id {id:?}"))
+        .with_hint("proposal ids look like p_ and 32 hex digits; list_proposals shows the pending ones")
+}
+
+/// `proposal_tampered` for a proposal.
+pub(super) fn tampered(id: &str, why: &str) -> Error {
+    Error::new(ErrorCode::ProposalTampered, format!("proposal {id} was changed after it was staged: {why}"))
+        .with_hint("nothing was written; reject it and propose the change again")
+}
+
+/// A metadata file found in the inbox, parsed.
+#[derive(Debug, Clone)]
+pub(super) struct Located {
+    pub(super) meta: Metadata,
+    /// Where the metadata file is now.
+    pub(super) meta_path: NotePath,
+    /// The folder it is in now.
+    pub(super) dir: String,
+    /// Its name without [`META_SUFFIX`].
+    pub(super) stem: String,
+    pub(super) status: ProposalStatus,
+}
+
+impl Located {
+    pub(super) fn id(&self) -> &str {
+        &self.meta.proposal_id
+    }
+
+    /// The staged note where it is now.
+    pub(super) fn content_path(&self) -> Result<NotePath> {
+        NotePath::parse(&format!("{}/{}", self.dir, content_name(self.meta.kind, &self.stem)))
+    }
+
+    /// The diff where it is now (patches only).
+    pub(super) fn diff_path(&self) -> Result<Option<NotePath>> {
+        match self.meta.kind {
+            ProposalKind::New => Ok(None),
+            ProposalKind::Patch => {
+                NotePath::parse(&format!("{}/{}", self.dir, diff_name(&self.stem))).map(Some)
+            }
+        }
+    }
+
+    /// The names of its files, metadata first.
+    pub(super) fn file_names(&self) -> Vec<String> {
+        let mut names = vec![format!("{}{META_SUFFIX}", self.stem), content_name(self.meta.kind, &self.stem)];
+        if self.meta.kind == ProposalKind::Patch {
+            names.push(diff_name(&self.stem));
+        }
+        names
+    }
+}
+
+/// Reads and parses a metadata file; `Err` says why it is not valid metadata.
+pub(super) fn read_metadata(sandbox: &Sandbox, path: &NotePath) -> Result<Metadata, String> {
+    let bytes = sandbox.read(path, META_MAX_BYTES).map_err(|err| err.message)?;
+    serde_json::from_slice(&bytes).map_err(|err| format!("{path} is not valid proposal metadata: {err}"))
+}
+
+/// Parses the metadata file at `path` into a [`Located`].
+pub(super) fn locate(sandbox: &Sandbox, path: &NotePath, status: ProposalStatus) -> Result<Located, String> {
+    let meta = read_metadata(sandbox, path)?;
+    let stem = path.file_name().strip_suffix(META_SUFFIX).unwrap_or(path.file_name()).to_owned();
+    Ok(Located { meta, meta_path: path.clone(), dir: path.parent().to_owned(), stem, status })
+}
+
+/// The structural checks: the metadata names exactly the files a proposal of its
+/// kind and id has beside it, and its hashes are well formed. `Err` says what is wrong.
+pub(super) fn validate(inbox: &Inbox, located: &Located) -> Result<(), String> {
+    let meta = &located.meta;
+    if meta.schema != SCHEMA {
+        return Err(format!("its metadata has schema {}, expected {SCHEMA}", meta.schema));
+    }
+    if !is_id(&meta.proposal_id) {
+        return Err(format!("its metadata holds the malformed id {:?}", meta.proposal_id));
+    }
+    if !located.stem.ends_with(&format!("-{}", short_id(&meta.proposal_id))) {
+        return Err(format!("its metadata file {} is not named after its id", located.meta_path));
+    }
+    let pending = inbox.pending_dir(meta.kind);
+    if located.status == ProposalStatus::Pending && located.dir != pending {
+        return Err(format!("a {} proposal lies in {}, not in {pending}", kind_name(meta.kind), located.dir));
+    }
+    let expected_content = format!("{pending}/{}", content_name(meta.kind, &located.stem));
+    if meta.content_file != expected_content {
+        return Err(format!(
+            "its metadata names content_file {:?}; a proposal's note is always {expected_content:?}",
+            meta.content_file
+        ));
+    }
+    let expected_diff =
+        (meta.kind == ProposalKind::Patch).then(|| format!("{pending}/{}", diff_name(&located.stem)));
+    if meta.diff_file != expected_diff {
+        return Err(format!("its metadata names diff_file {:?}, expected {expected_diff:?}", meta.diff_file));
+    }
+    if !is_hash(&meta.content_sha256) {
+        return Err(format!("content_sha256 {:?} is not a sha256:<hex> hash", meta.content_sha256));
+    }
+    match (&meta.base_sha256, meta.kind) {
+        (Some(base), ProposalKind::Patch) if is_hash(base) => Ok(()),
+        (None, ProposalKind::New) => Ok(()),
+        (base, kind) => Err(format!("base_sha256 {base:?} does not fit a {} proposal", kind_name(kind))),
+    }
+}
+
+fn kind_name(kind: ProposalKind) -> &'static str {
+    match kind {
+        ProposalKind::New => "new-note",
+        ProposalKind::Patch => "patch",
+    }
+}
+
+/// Structure, files in place, and the staged note's hash; returns the staged note.
+pub(super) fn intact(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<Vec<u8>, String> {
+    validate(inbox, located)?;
+    let content_path = located.content_path().map_err(|err| err.message)?;
+    if let Some(diff) = located.diff_path().map_err(|err| err.message)? {
+        match sandbox.stat(&diff) {
+            Ok(Some(_)) => {}
+            _ => return Err(format!("its diff {diff} is missing")),
+        }
+    }
+    let content = match sandbox.read(&content_path, FILE_MAX_BYTES) {
+        Ok(bytes) => bytes,
+        Err(err) if err.code == ErrorCode::NotFound => {
+            return Err(format!("its staged note {content_path} is missing"));
+        }
+        Err(err) => return Err(err.message),
+    };
+    let hash = content_hash(&content);
+    if hash != located.meta.content_sha256 {
+        return Err(format!(
+            "{content_path} hashes to {hash}, but the proposal recorded {}",
+            located.meta.content_sha256
+        ));
+    }
+    Ok(content)
+}
+
+/// The metadata files of pending proposals (`inbox/new`, `inbox/patch`), sorted.
+pub(super) fn pending_files(sandbox: &Sandbox, inbox: &Inbox) -> Result<Vec<NotePath>> {
+    let mut out = Vec::new();
+    for kind in [ProposalKind::New, ProposalKind::Patch] {
+        let dir = NotePath::parse(&inbox.pending_dir(kind))?;
+        out.extend(
+            sandbox.list_inbox(&dir)?.into_iter().filter(|path| path.file_name().ends_with(META_SUFFIX)),
+        );
+    }
+    Ok(out)
+}
+
+/// The metadata files under `inbox/applied/*/` or `inbox/rejected/*/`, by folder.
+pub(super) fn archived_files(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    status: ProposalStatus,
+) -> Result<Vec<(NotePath, Vec<NotePath>)>> {
+    let Some(root) = inbox.archive_root(status) else { return Ok(Vec::new()) };
+    let root = NotePath::parse(&root)?;
+    let mut out = Vec::new();
+    for folder in sandbox.list_inbox_folders(&root)? {
+        let files: Vec<NotePath> = sandbox
+            .list_inbox(&folder)?
+            .into_iter()
+            .filter(|path| path.file_name().ends_with(META_SUFFIX))
+            .collect();
+        out.push((folder, files));
+    }
+    Ok(out)
+}
+
+/// Finds the pending proposal with exactly this id. `proposal_not_found` when no
+/// proposal has it, `proposal_not_pending` when it was applied or rejected,
+/// `proposal_tampered` when its metadata is unreadable or found twice.
+pub(super) fn find(sandbox: &Sandbox, inbox: &Inbox, id: &str) -> Result<Located> {
+    if !is_id(id) {
+        return Err(not_found(id));
+    }
+    let suffix = format!("-{}{META_SUFFIX}", short_id(id));
+    for status in [ProposalStatus::Applied, ProposalStatus::Rejected] {
+        for (folder, files) in archived_files(sandbox, inbox, status)? {
+            for path in files.iter().filter(|path| path.file_name().ends_with(&suffix)) {
+                if locate(sandbox, path, status).is_ok_and(|located| located.id() == id) {
+                    let done = if status == ProposalStatus::Applied { "applied" } else { "rejected" };
+                    return Err(Error::new(
+                        ErrorCode::ProposalNotPending,
+                        format!("proposal {id} was already {done} (archived in {folder})"),
+                    )
+                    .with_hint(
+                        "a proposal is applied or rejected once; list_proposals shows the pending ones",
+                    ));
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    let mut broken = Vec::new();
+    for path in pending_files(sandbox, inbox)?.iter().filter(|path| path.file_name().ends_with(&suffix)) {
+        match locate(sandbox, path, ProposalStatus::Pending) {
+            Ok(located) if located.id() == id => found.push(located),
+            Ok(_) => {}
+            Err(why) => broken.push(why),
+        }
+    }
+    match (found.len(), broken.first()) {
+        (1, _) => Ok(found.remove(0)),
+        (0, None) => Err(not_found(id)),
+        (0, Some(why)) => Err(tampered(id, why)),
+        (_, _) => Err(tampered(id, "its metadata is found in more than one place")),
+    }
+}
+
+/// The live checks of a proposal.
+pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Checks {
+    let intact = intact(sandbox, inbox, located).is_ok();
+    let target = sandbox.resolve_note_target(&located.meta.target).ok();
+    match located.meta.kind {
+        ProposalKind::New => Checks {
+            intact,
+            base_current: true,
+            target_free: target.is_some_and(|target| matches!(sandbox.stat(&target), Ok(None))),
+        },
+        ProposalKind::Patch => Checks {
+            intact,
+            base_current: target.is_some_and(|target| {
+                sandbox
+                    .read(&target, FILE_MAX_BYTES)
+                    .is_ok_and(|bytes| Some(content_hash(&bytes)) == located.meta.base_sha256)
+            }),
+            target_free: true,
+        },
+    }
+}
+
+/// The proposals with the given status, newest first (ties by id), at most
+/// `limit`, each with its live checks. Metadata files that cannot be read are
+/// left out.
+pub fn list(sandbox: &Sandbox, filter: StatusFilter, limit: usize) -> Result<Vec<ProposalView>> {
+    let inbox = Inbox::of(sandbox);
+    let mut found: Vec<Located> = Vec::new();
+    if matches!(filter, StatusFilter::Pending | StatusFilter::All) {
+        for path in pending_files(sandbox, &inbox)? {
+            found.extend(locate(sandbox, &path, ProposalStatus::Pending).ok());
+        }
+    }
+    let archived: &[ProposalStatus] = match filter {
+        StatusFilter::Pending => &[],
+        StatusFilter::Applied => &[ProposalStatus::Applied],
+        StatusFilter::All => &[ProposalStatus::Applied, ProposalStatus::Rejected],
+    };
+    for &status in archived {
+        for (_, files) in archived_files(sandbox, &inbox, status)? {
+            for path in files {
+                found.extend(locate(sandbox, &path, status).ok());
+            }
+        }
+    }
+    let created = |located: &Located| located.meta.created_at.parse::<Timestamp>().ok();
+    found.sort_by(|a, b| {
+        created(b)
+            .cmp(&created(a))
+            .then_with(|| a.meta.proposal_id.cmp(&b.meta.proposal_id))
+            .then_with(|| a.meta_path.cmp(&b.meta_path))
+    });
+    found.truncate(limit);
+    Ok(found
+        .iter()
+        .map(|located| ProposalView {
+            proposal_id: located.meta.proposal_id.clone(),
+            kind: located.meta.kind,
+            target: located.meta.target.clone(),
+            reason: located.meta.reason.clone(),
+            created: located.meta.created_at.clone(),
+            status: located.status,
+            checks: checks(sandbox, &inbox, located),
+        })
+        .collect())
+}
+
+/// How many proposals are pending (0 when the inbox cannot be read).
+pub fn pending_count(sandbox: &Sandbox) -> u64 {
+    pending_files(sandbox, &Inbox::of(sandbox)).map_or(0, |files| files.len() as u64)
+}
+
+/// The id of a pending proposal named by its id, a unique id prefix (`p_` and at
+/// least 8 hex digits), its file stem (`<slug>-<8 hex>`) or its slug, as the CLI's
+/// `--only` accepts. A well-formed full id is returned as it is.
+pub fn resolve_id(sandbox: &Sandbox, id_or_slug: &str) -> Result<String> {
+    let wanted = id_or_slug.trim();
+    if is_id(wanted) {
+        return Ok(wanted.to_owned());
+    }
+    if wanted.is_empty() {
+        return Err(Error::invalid(
+            "the proposal id is empty; give an id or a slug from `kb-index inbox list`",
+        ));
+    }
+    let inbox = Inbox::of(sandbox);
+    let mut ids: Vec<String> = Vec::new();
+    for path in pending_files(sandbox, &inbox)? {
+        let Ok(located) = locate(sandbox, &path, ProposalStatus::Pending) else { continue };
+        let id = located.id();
+        let slug = located.stem.strip_suffix(&format!("-{}", short_id(id))).unwrap_or(&located.stem);
+        let by_prefix = wanted.len() >= ID_PREFIX.len() + 8 && id.starts_with(wanted);
+        if (by_prefix || located.stem == wanted || slug == wanted) && !ids.iter().any(|known| known == id) {
+            ids.push(id.to_owned());
+        }
+    }
+    ids.sort();
+    match ids.len() {
+        1 => Ok(ids.remove(0)),
+        0 => Err(Error::new(
+            ErrorCode::ProposalNotFound,
+            format!("no pending proposal has the id or slug {wanted:?}"),
+        )
+        .with_hint("`kb-index inbox list` shows the pending proposals with their ids")),
+        _ => Err(Error::invalid(format!(
+            "{wanted:?} names {} pending proposals ({}); give the full id",
+            ids.len(),
+            ids.join(", ")
+        ))
+        .with_details(json!({ "candidates": ids }))),
+    }
+}
+
+/// What a person deciding on a pending proposal should see: the proposal with
+/// its live checks and, for a patch, the lines its diff adds and removes.
+pub fn describe(sandbox: &Sandbox, id: &str) -> Result<(ProposalView, Option<(u32, u32)>)> {
+    let inbox = Inbox::of(sandbox);
+    let located = find(sandbox, &inbox, id)?;
+    let diff_stat = match located.diff_path()? {
+        Some(path) => sandbox.read(&path, FILE_MAX_BYTES).ok().map(|bytes| {
+            let text = String::from_utf8_lossy(&bytes);
+            let count = |sign: char, header: &str| {
+                text.lines().filter(|l| l.starts_with(sign) && !l.starts_with(header)).count() as u32
+            };
+            (count('+', "+++"), count('-', "---"))
+        }),
+        None => None,
+    };
+    let view = ProposalView {
+        proposal_id: located.meta.proposal_id.clone(),
+        kind: located.meta.kind,
+        target: located.meta.target.clone(),
+        reason: located.meta.reason.clone(),
+        created: located.meta.created_at.clone(),
+        status: located.status,
+        checks: checks(sandbox, &inbox, &located),
+    };
+    Ok((view, diff_stat))
+}

@@ -1,0 +1,343 @@
+//! Staging proposals: building a new note or a patched note and writing it to
+//! the inbox, and nothing else.
+//!
+//! Both functions check everything they can before writing (arguments, the
+//! target, the base hash, the size cap), then write the staged note, the diff and
+//! last the metadata file, each create-new under a fresh name: a proposal becomes
+//! visible only once it is complete, and a failure removes what was written.
+
+use imara_diff::{Algorithm, Diff, InternedInput, Interner, Token, UnifiedDiffConfig, UnifiedDiffPrinter};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use std::fmt;
+
+use super::edit::apply_edits;
+use super::proposal::{self, Inbox, META_SUFFIX, Metadata, SCHEMA, content_name, diff_name};
+use super::{NewNote, PatchRequest, ProposalKind, Staged, slug, yaml};
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{NotePath, Sandbox, WriteMode};
+use crate::vault::{Limits, content_hash, decode_note, parse_frontmatter};
+
+/// Characters of the staged note shown in [`Staged::preview`].
+const PREVIEW_CHARS: usize = 800;
+
+/// Stages a new note: `inbox/new/<stem>.md` (the complete note, frontmatter
+/// included) and `inbox/new/<stem>.proposal.json`. The target is
+/// `<folder or first notes root>/<title as a safe file name>.md`; `target_exists`
+/// when it exists, `path_denied` when it is not in a notes root, `too_large` above
+/// `proposal_max_bytes`.
+pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Timestamp) -> Result<Staged> {
+    let title = note.title.trim();
+    if title.is_empty() {
+        return Err(Error::invalid("`title` is empty; give the note a title"));
+    }
+    if title.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            "`title` must be one line of text, without line breaks or control characters",
+        ));
+    }
+    let reason = required_reason(&note.reason)?;
+    let tags = names("tags", &note.tags, true)?;
+    let aliases = names("aliases", &note.aliases, false)?;
+    let body = note.body.replace("\r\n", "\n");
+    if parse_frontmatter(&body).is_some() {
+        return Err(Error::invalid("`body` starts with a frontmatter block; pass the body only").with_hint(
+            "give title, tags, aliases and description as arguments; the frontmatter is built from them",
+        ));
+    }
+    let slug = slug::slug(title);
+    let folder = match note.folder.as_deref().map(|folder| folder.trim().trim_end_matches('/')) {
+        Some(folder) if !folder.is_empty() => folder.to_owned(),
+        _ => sandbox.policy().notes.first().cloned().unwrap_or_default(),
+    };
+    let target_text = if folder.is_empty() { format!("{slug}.md") } else { format!("{folder}/{slug}.md") };
+    let target = sandbox.resolve_note_target(&target_text)?;
+    if sandbox.stat(&target)?.is_some() {
+        return Err(Error::new(ErrorCode::TargetExists, format!("{target} already exists"))
+            .with_hint("read that note and propose a patch to it, or choose another title or folder")
+            .with_details(json!({ "target": target.as_str() })));
+    }
+
+    let mut frontmatter = vec![
+        yaml::entry("title", &json!(title))?,
+        yaml::entry("aliases", &json!(aliases))?,
+        yaml::entry("tags", &json!(tags))?,
+    ];
+    if let Some(description) = note.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+        frontmatter.push(yaml::entry("description", &json!(description))?);
+    }
+    frontmatter.push(yaml::entry("created", &json!(proposal::rfc3339(now)))?);
+    let mut text = format!("---\n{}\n---\n", frontmatter.join("\n"));
+    let body = body.trim_end_matches('\n');
+    if !body.trim().is_empty() {
+        text.push('\n');
+        text.push_str(body);
+        text.push('\n');
+    }
+    check_size(&text, limits)?;
+
+    let id = proposal::new_id()?;
+    let stem = format!("{slug}-{}", proposal::short_id(&id));
+    let inbox = Inbox::of(sandbox);
+    let content_file = inbox.path(&format!("new/{}", content_name(ProposalKind::New, &stem)))?;
+    let meta = Metadata {
+        schema: SCHEMA,
+        proposal_id: id.clone(),
+        kind: ProposalKind::New,
+        target: target.as_str().to_owned(),
+        content_file: content_file.as_str().to_owned(),
+        content_sha256: content_hash(text.as_bytes()),
+        base_sha256: None,
+        diff_file: None,
+        reason,
+        created_at: proposal::rfc3339(now),
+    };
+    let meta_file = inbox.path(&format!("new/{stem}{META_SUFFIX}"))?;
+    stage(sandbox, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)])?;
+    Ok(Staged {
+        proposal_id: id,
+        kind: ProposalKind::New,
+        target: meta.target,
+        files: vec![content_file.as_str().to_owned(), meta_file.as_str().to_owned()],
+        content_hash: meta.content_sha256,
+        base_hash: None,
+        preview: preview(&text),
+        diff: None,
+        added: count_lines(&text),
+        removed: 0,
+    })
+}
+
+/// Stages a patch: `inbox/patch/<stem>.new.md` (the whole patched note),
+/// `<stem>.diff` (a unified diff) and `<stem>.proposal.json`. `stale_base`
+/// (carrying `current_hash`) when `base_hash` is not the note's current hash;
+/// `invalid_argument` when the edits change nothing.
+pub fn propose_patch(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    request: &PatchRequest,
+    now: Timestamp,
+) -> Result<Staged> {
+    let reason = required_reason(&request.reason)?;
+    if request.edits.is_empty() {
+        return Err(Error::invalid("`edits` is empty; give at least one edit"));
+    }
+    let target = sandbox.resolve_note_target(&request.path)?;
+    let cap = limits.proposal_max_bytes.max(limits.read_max_bytes);
+    let bytes = sandbox.read(&target, cap).map_err(|err| match err.code {
+        ErrorCode::TooLarge => Error::new(
+            ErrorCode::TooLarge,
+            format!("{target} is larger than {cap} bytes, more than a proposal may be"),
+        )
+        .with_hint("raise [limits] proposal_max_bytes in kb.toml, or edit this note by hand"),
+        _ => err,
+    })?;
+    let current_hash = content_hash(&bytes);
+    if request.base_hash.trim() != current_hash {
+        return Err(stale_base(&target, &request.base_hash, Some(&current_hash)));
+    }
+    let text = decode_note(&bytes).map_err(|diagnostic| {
+        Error::invalid(format!("{target} cannot be patched: {}", diagnostic.message))
+    })?;
+    let patched = apply_edits(text, &request.edits)?;
+    if patched == text {
+        return Err(Error::invalid("the edits change nothing; the note already reads like that")
+            .with_hint("compare the edits with the note's current text (read_note)"));
+    }
+    check_size(&patched, limits)?;
+    let (diff, added, removed) = unified_diff(target.as_str(), text, &patched);
+
+    let id = proposal::new_id()?;
+    let stem = format!("{}-{}", slug::slug(target.stem()), proposal::short_id(&id));
+    let inbox = Inbox::of(sandbox);
+    let content_file = inbox.path(&format!("patch/{}", content_name(ProposalKind::Patch, &stem)))?;
+    let diff_file = inbox.path(&format!("patch/{}", diff_name(&stem)))?;
+    let meta_file = inbox.path(&format!("patch/{stem}{META_SUFFIX}"))?;
+    let meta = Metadata {
+        schema: SCHEMA,
+        proposal_id: id.clone(),
+        kind: ProposalKind::Patch,
+        target: target.as_str().to_owned(),
+        content_file: content_file.as_str().to_owned(),
+        content_sha256: content_hash(patched.as_bytes()),
+        base_sha256: Some(current_hash.clone()),
+        diff_file: Some(diff_file.as_str().to_owned()),
+        reason,
+        created_at: proposal::rfc3339(now),
+    };
+    stage(
+        sandbox,
+        &[
+            (&content_file, patched.as_bytes()),
+            (&diff_file, diff.as_bytes()),
+            (&meta_file, &metadata_bytes(&meta)?),
+        ],
+    )?;
+    Ok(Staged {
+        proposal_id: id,
+        kind: ProposalKind::Patch,
+        target: meta.target,
+        files: [&content_file, &diff_file, &meta_file].iter().map(|path| path.as_str().to_owned()).collect(),
+        content_hash: meta.content_sha256,
+        base_hash: Some(current_hash),
+        preview: preview(&patched),
+        diff: Some(diff),
+        added,
+        removed,
+    })
+}
+
+/// `stale_base`, carrying the current hash (`None` when the note is gone).
+pub(super) fn stale_base(target: &NotePath, base: &str, current: Option<&str>) -> Error {
+    let message = match current {
+        Some(current) => format!("{target} has changed: its hash is {current}, not the base {base}"),
+        None => format!("{target} no longer exists, so the patch made against {base} cannot apply"),
+    };
+    Error::new(ErrorCode::StaleBase, message)
+        .with_hint("read the note again (read_note) and make the edits against its current text and hash")
+        .with_details(json!({ "current_hash": current.map_or(Value::Null, |hash| json!(hash)) }))
+}
+
+fn required_reason(reason: &str) -> Result<String> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(Error::invalid(
+            "`reason` is empty; say why the change should be made, for the person approving it",
+        ));
+    }
+    Ok(reason.to_owned())
+}
+
+/// Trimmed, de-duplicated tags or aliases; tags lose a leading `#` and may not
+/// hold spaces.
+fn names(field: &str, values: &[String], is_tag: bool) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in values {
+        let value = raw.trim();
+        let value = if is_tag { value.trim_start_matches('#') } else { value };
+        if value.is_empty() {
+            continue;
+        }
+        if value.chars().any(char::is_control) || (is_tag && value.chars().any(char::is_whitespace)) {
+            return Err(Error::invalid(format!(
+                "`{field}` entry {raw:?} is not valid{}",
+                if is_tag {
+                    ": tags are one word (use - or / instead of spaces)"
+                } else {
+                    ": it must be one line"
+                }
+            )));
+        }
+        if !out.iter().any(|known| known == value) {
+            out.push(value.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+fn check_size(text: &str, limits: &Limits) -> Result<()> {
+    let size = text.len() as u64;
+    if size > limits.proposal_max_bytes {
+        return Err(Error::new(
+            ErrorCode::TooLarge,
+            format!(
+                "the proposed note is {size} bytes, more than the limit of {} bytes",
+                limits.proposal_max_bytes
+            ),
+        )
+        .with_hint("split the note, or raise [limits] proposal_max_bytes in kb.toml"));
+    }
+    Ok(())
+}
+
+fn metadata_bytes(meta: &Metadata) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(meta)
+        .map_err(|err| Error::internal(format!("cannot serialise proposal metadata: {err}")))?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Writes the files in order, each create-new; on failure removes the ones written.
+fn stage(sandbox: &Sandbox, files: &[(&NotePath, &[u8])]) -> Result<()> {
+    for (done, (path, bytes)) in files.iter().enumerate() {
+        if let Err(err) = sandbox.write_atomic(path, bytes, WriteMode::CreateNew) {
+            for (written, _) in &files[..done] {
+                let _ = sandbox.remove_inbox_file(written);
+            }
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+fn preview(text: &str) -> String {
+    match text.char_indices().nth(PREVIEW_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn count_lines(text: &str) -> u32 {
+    u32::try_from(text.lines().count()).unwrap_or(u32::MAX)
+}
+
+/// A unified diff with `--- a/<path>` / `+++ b/<path>` headers, and the numbers of
+/// lines added and removed.
+pub(super) fn unified_diff(path: &str, before: &str, after: &str) -> (String, u32, u32) {
+    let input = InternedInput::new(before, after);
+    let mut diff = Diff::compute(Algorithm::Histogram, &input);
+    diff.postprocess_lines(&input);
+    let hunks =
+        diff.unified_diff(&Printer(&input.interner), UnifiedDiffConfig::default(), &input).to_string();
+    let text = format!("--- a/{path}\n+++ b/{path}\n{hunks}");
+    (text, diff.count_additions(), diff.count_removals())
+}
+
+/// Prints hunks like `diff -u`, marking a last line without a line ending with
+/// `\ No newline at end of file`.
+struct Printer<'a>(&'a Interner<&'a str>);
+
+impl Printer<'_> {
+    fn line(&self, mut f: impl fmt::Write, prefix: char, token: Token) -> fmt::Result {
+        let line = self.0[token];
+        write!(f, "{prefix}{line}")?;
+        if !line.ends_with('\n') {
+            write!(f, "\n\\ No newline at end of file\n")?;
+        }
+        Ok(())
+    }
+}
+
+impl UnifiedDiffPrinter for Printer<'_> {
+    fn display_header(
+        &self,
+        mut f: impl fmt::Write,
+        start_before: u32,
+        start_after: u32,
+        len_before: u32,
+        len_after: u32,
+    ) -> fmt::Result {
+        // An empty side names the line before it, as `diff -u` does.
+        let first = |start: u32, len: u32| if len == 0 { start } else { start + 1 };
+        writeln!(
+            f,
+            "@@ -{},{len_before} +{},{len_after} @@",
+            first(start_before, len_before),
+            first(start_after, len_after)
+        )
+    }
+
+    fn display_context_token(&self, f: impl fmt::Write, token: Token) -> fmt::Result {
+        self.line(f, ' ', token)
+    }
+
+    fn display_hunk(&self, mut f: impl fmt::Write, before: &[Token], after: &[Token]) -> fmt::Result {
+        for &token in before {
+            self.line(&mut f, '-', token)?;
+        }
+        for &token in after {
+            self.line(&mut f, '+', token)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,184 @@
+//! Safe file names from note titles.
+//!
+//! A proposed note's file name comes from its title, so the name must be valid
+//! on every platform a vault is synced to and must pass [`NotePath::parse`]:
+//! letters of every script are kept (Chinese titles stay Chinese), characters
+//! that Windows, macOS, Linux or Obsidian links forbid become `-`, invisible
+//! characters are dropped, reserved Windows device names get a `-note` suffix,
+//! and the result is at most [`MAX_SLUG_BYTES`] long.
+
+use crate::sandbox::NotePath;
+
+/// Longest slug, in bytes (cut on a character boundary).
+pub(super) const MAX_SLUG_BYTES: usize = 80;
+/// The slug of a title with nothing usable in it.
+const UNTITLED: &str = "untitled";
+
+/// The file name (without `.md`) for a title.
+pub(super) fn slug(title: &str) -> String {
+    let mut out = String::with_capacity(title.len());
+    let mut chars = title.chars().peekable();
+    while let Some(c) = chars.next() {
+        let mapped = if is_invisible(c) {
+            continue;
+        } else if c.is_whitespace() {
+            ' '
+        } else if is_forbidden(c) || (c == '~' && chars.peek().is_some_and(char::is_ascii_digit)) {
+            // `~1` is refused too: it looks like a Windows 8.3 short name.
+            '-'
+        } else {
+            c
+        };
+        if (mapped == '-' || mapped == ' ') && out.ends_with(mapped) {
+            continue;
+        }
+        out.push(mapped);
+    }
+    let mut slug = finish(&out);
+    if !is_valid(&slug) {
+        slug = finish(&sanitize(&slug));
+    }
+    if is_valid(&slug) { slug } else { UNTITLED.to_owned() }
+}
+
+/// Trims, bounds the length, avoids device names; `untitled` when nothing is left.
+fn finish(text: &str) -> String {
+    let mut trimmed = trim(text);
+    // A title like `notes.md` should not give `notes.md.md`.
+    if let Some(cut) = trimmed.len().checked_sub(3)
+        && trimmed.is_char_boundary(cut)
+        && trimmed[cut..].eq_ignore_ascii_case(".md")
+    {
+        trimmed = trim(&trimmed[..cut]);
+    }
+    let mut cut = trimmed.len().min(MAX_SLUG_BYTES);
+    while !trimmed.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let bounded = trim(&trimmed[..cut]);
+    if bounded.is_empty() {
+        return UNTITLED.to_owned();
+    }
+    let stem_len = bounded.find('.').unwrap_or(bounded.len());
+    if is_device_name(&bounded[..stem_len]) {
+        format!("{}-note{}", &bounded[..stem_len], &bounded[stem_len..])
+    } else {
+        bounded.to_owned()
+    }
+}
+
+/// Drops leading and trailing dots, spaces and dashes (a leading dot hides a
+/// file; Windows strips trailing dots and spaces).
+fn trim(text: &str) -> &str {
+    text.trim_matches(|c: char| c == '.' || c == '-' || c.is_whitespace())
+}
+
+/// Whether `<slug>.md` is an acceptable vault file name.
+fn is_valid(slug: &str) -> bool {
+    !slug.is_empty() && NotePath::parse(&format!("{slug}.md")).is_ok()
+}
+
+/// The fallback for whatever the character rules above missed: every character
+/// the path checks refuse on its own, and `%` (percent-encoded traversal), become `-`.
+fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let refused = c == '%' || NotePath::parse(&format!("a{c}a.md")).is_err();
+        let mapped = if refused { '-' } else { c };
+        if !(mapped == '-' && out.ends_with('-')) {
+            out.push(mapped);
+        }
+    }
+    out
+}
+
+/// Characters no file name may hold on some platform, or that break Obsidian
+/// links, and look-alikes of separators that the path checks refuse.
+fn is_forbidden(c: char) -> bool {
+    matches!(c, '<' | '>' | ':' | '"' | '/' | '\\' | '|' | '?' | '*' | '#' | '^' | '[' | ']')
+        || c.is_control()
+        || matches!(
+            c,
+            '\u{2215}'
+                | '\u{2044}'
+                | '\u{FF0F}'
+                | '\u{29F8}'
+                | '\u{2571}'
+                | '\u{FF3C}'
+                | '\u{29F9}'
+                | '\u{2216}'
+                | '\u{FE68}'
+                | '\u{29F5}'
+                | '\u{2572}'
+                | '\u{FF0E}'
+                | '\u{2024}'
+                | '\u{2025}'
+                | '\u{FE52}'
+                | '\u{FF1A}'
+                | '\u{2236}'
+                | '\u{FE55}'
+                | '\u{FE13}'
+                | '\u{A789}'
+        )
+}
+
+/// Invisible and text-direction characters: dropped, since they only make a
+/// name read differently from what it is.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
+}
+
+/// `CON`, `nul`, `COM1`, `LPT¹`, ...: names Windows opens as devices whatever
+/// the extension.
+fn is_device_name(stem: &str) -> bool {
+    let upper = stem.trim_end_matches(' ').to_ascii_uppercase();
+    if ["CON", "PRN", "AUX", "NUL", "CLOCK$", "CONIN$", "CONOUT$"].contains(&upper.as_str()) {
+        return true;
+    }
+    let Some(number) = upper.strip_prefix("COM").or_else(|| upper.strip_prefix("LPT")) else {
+        return false;
+    };
+    let mut chars = number.chars();
+    matches!((chars.next(), chars.next()), (Some('0'..='9' | '¹' | '²' | '³'), None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        for (title, expected) in [
+            ("备份仓库", "备份仓库"),
+            ("a/b:c?*", "a-b-c"),
+            ("CON", "CON-note"),
+            ("nul.txt", "nul-note.txt"),
+            ("notes.MD", "notes"),
+            (".md", "md"),
+            ("..", "untitled"),
+            ("", "untitled"),
+            ("  .hidden note.  ", "hidden note"),
+            ("Rust~1 notes", "Rust-1 notes"),
+            ("a\u{200B}b", "ab"),
+            ("x／y：z", "x-y-z"),
+            ("%2e%2e", "2e-2e"),
+            ("tabs\tand\nlines", "tabs and lines"),
+            ("[[link]] #tag ^id", "-link- -tag -id".trim_matches('-')),
+        ] {
+            assert_eq!(slug(title), expected, "title {title:?}");
+        }
+        let long = slug(&"长".repeat(300));
+        assert!(long.len() <= MAX_SLUG_BYTES && long.chars().all(|c| c == '长'));
+    }
+}

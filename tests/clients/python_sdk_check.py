@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Checks kb-mcp with a client nobody on this project wrote: the official MCP Python SDK.
+
+Starts the server binary over stdio on a copy of the fixture vault, once with the
+initialize handshake (mode "legacy") and once with server/discover (mode "auto",
+which negotiates 2026-07-28 with kb-mcp), lists the tools and calls every read
+tool, reads a resource and gets a prompt. Prints one line per check and a final
+"N passed, N failed" line; exits 1 if anything failed.
+
+    python3 tests/clients/python_sdk_check.py --binary target/debug/kb-mcp --vault fixtures/vault
+"""
+
+import argparse
+import asyncio
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+READ_CALLS = [
+    ("get_vault_overview", {}),
+    ("search_knowledge", {"query": "Zettelkasten"}),
+    ("search_note_content", {"query": "远程仓库", "limit": 3}),
+    ("read_note", {"ref": "备份仓库"}),
+    ("list_standards", {}),
+    ("list_tags", {"limit": 5}),
+    ("get_related_notes", {"path": "z/备份仓库.md"}),
+    ("list_recent_notes", {"days": 3650}),
+]
+
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(ok)
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+
+
+async def session(binary, vault, mode):
+    params = StdioServerParameters(command=binary, args=["--vault", str(vault), "--access", "read"])
+    async with Client(params, mode=mode) as client:
+        tools = await client.list_tools()
+        names = [t.name for t in tools.tools]
+        check(f"[{mode}] tools/list has the eight read tools", names == [c[0] for c in READ_CALLS], str(names))
+        for tool in tools.tools:
+            check(f"[{mode}] {tool.name} declares title and output schema", bool(tool.title) and tool.output_schema is not None)
+        for name, arguments in READ_CALLS:
+            result = await client.call_tool(name, arguments)
+            ok = not result.is_error and isinstance(result.structured_content, dict)
+            check(f"[{mode}] call {name}", ok, "" if ok else str(result)[:300])
+        first = await client.call_tool("search_knowledge", {"query": "Zettelkasten"})
+        top = first.structured_content["results"][0]["path"] if first.structured_content else None
+        check(f"[{mode}] search_knowledge ranks the alias match first", top == "z/卡片笔记法.md", str(top))
+        denied = await client.call_tool("read_note", {"path": "../../etc/passwd"})
+        code = (denied.structured_content or {}).get("error", {}).get("code")
+        check(f"[{mode}] a hostile path is refused with path_denied", denied.is_error and code == "path_denied", str(code))
+        resource = await client.read_resource("kb://note/z/备份仓库.md")
+        text = resource.contents[0].text if resource.contents else ""
+        check(f"[{mode}] kb://note resource returns the note", "同步不等于备份" in text)
+        prompt = await client.get_prompt("new_knowledge_note", {"topic": "冷备份"})
+        check(f"[{mode}] prompt new_knowledge_note", "冷备份" in prompt.messages[0].content.text)
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--vault", required=True)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp) / "vault"
+        shutil.copytree(args.vault, vault)
+        for mode in ("legacy", "auto"):
+            try:
+                await session(str(Path(args.binary).resolve()), vault, mode)
+            except Exception as error:  # a crash of the session is a failed check, not a traceback
+                check(f"[{mode}] session", False, repr(error))
+    failed = results.count(False)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

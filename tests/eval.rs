@@ -1,0 +1,605 @@
+//! The retrieval evaluation: suite validation for every schema version, the
+//! verdicts and metric arithmetic, the `kb-index eval` exit codes, and the two
+//! public suites (`fixtures/eval/`) run against the fixture vault and, when it is
+//! present, the Obsidian Help corpus, with recall floors so that search quality
+//! cannot regress silently.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use kb_mcp::engine::{Engine, EngineOptions};
+use kb_mcp::error::ErrorCode;
+use kb_mcp::eval::{CaseReport, Metrics, Report, Score, Suite, Tool, language_of, run};
+
+fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(relative: &str) -> String {
+    std::fs::read_to_string(manifest_dir().join(relative)).unwrap_or_else(|err| panic!("{relative}: {err}"))
+}
+
+// ---------------------------------------------------------------- validation
+
+const V1: &str = r#"{"schemaVersion": 1, "cases": [
+  {"id": "a", "query": "backup repo", "tool": "search_knowledge", "expected": {"path": "z/备份仓库.md"}}
+]}"#;
+
+const V2: &str = r#"{"schemaVersion": 2, "topK": 5, "cases": [
+  {"id": "a", "query": "backup repo", "tool": "search_knowledge", "expected": {"path": "z/备份仓库.md", "maxRank": 2}},
+  {"id": "b", "query": "fetch", "tool": "search_note_content", "expected": {"path": "z/tech/git/git remote basics.md"}}
+]}"#;
+
+const V3: &str = r#"{"schemaVersion": 3, "topK": 10, "description": "three kinds of case", "cases": [
+  {"id": "a", "query": "backup repo", "tool": "search_knowledge", "folder": "z", "tags": ["备份"],
+   "acceptable": ["z/备份仓库.md"], "forbidden": [], "maxRank": 1, "description": "alias"},
+  {"id": "b", "query": "同步", "tool": "search_knowledge",
+   "acceptable": ["z/同步工具对比.md", "z/tech/git/git 同步脚本.md"], "forbidden": ["z/备份仓库.md"], "maxRank": 2},
+  {"id": "c", "query": "kumquat", "tool": "search_note_content",
+   "acceptable": [], "forbidden": ["z/private/secret-plan.md"], "maxRank": 10}
+]}"#;
+
+#[test]
+fn every_schema_version_parses_into_the_strict_form() {
+    let v1 = Suite::parse(V1).unwrap();
+    assert_eq!((v1.schema_version, v1.top_k), (1, 10), "version 1 defaults topK to 10");
+    let case = &v1.cases[0];
+    assert_eq!(case.tool, Tool::SearchKnowledge);
+    assert_eq!(case.expectation.acceptable, ["z/备份仓库.md"]);
+    assert!(case.expectation.forbidden.is_empty());
+    assert_eq!(case.expectation.max_rank, 10, "version 1: anywhere in the top K");
+
+    let v2 = Suite::parse(V2).unwrap();
+    assert_eq!(v2.top_k, 5);
+    assert_eq!(v2.cases[0].expectation.max_rank, 2);
+    assert_eq!(v2.cases[1].expectation.max_rank, 5, "maxRank defaults to topK");
+    assert_eq!(v2.cases[1].tool, Tool::SearchNoteContent);
+
+    let v3 = Suite::parse(V3).unwrap();
+    assert_eq!(v3.description.as_deref(), Some("three kinds of case"));
+    assert_eq!(v3.cases[0].folder.as_deref(), Some("z"));
+    assert_eq!(v3.cases[0].tags.as_deref(), Some(&["备份".to_owned()][..]));
+    assert_eq!(v3.cases[1].expectation.forbidden, ["z/备份仓库.md"]);
+    assert!(v3.cases[2].expectation.is_negative());
+    assert_eq!(v3.cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["a", "b", "c"], "file order");
+}
+
+/// Version 3 suite text with one case whose body is `case` (a JSON object body
+/// without braces), for the validation table.
+fn v3_with(case: &str) -> String {
+    format!(
+        r#"{{"schemaVersion": 3, "topK": 10, "cases": [{{"id": "x", "query": "q", "tool": "search_knowledge", {case}}}]}}"#
+    )
+}
+
+/// A well-formed v3 expectation, to splice after other fields.
+const OK3: &str = r#""acceptable": ["z/a.md"], "forbidden": [], "maxRank": 3"#;
+
+/// (suite text, the start of the expected message, whether the JSON Schema also refuses it)
+fn invalid_suites() -> Vec<(String, &'static str, bool)> {
+    let case = |tail: &str| v3_with(tail);
+    vec![
+        ("not json".to_owned(), "the suite is not valid JSON", true),
+        ("[]".to_owned(), "(suite): must be a JSON object", true),
+        (r#"{"topK": 10, "cases": []}"#.to_owned(), "schemaVersion: is required", true),
+        (r#"{"schemaVersion": 4, "topK": 10, "cases": []}"#.to_owned(), "schemaVersion: must be 1, 2 or 3, not 4", true),
+        (r#"{"schemaVersion": "3", "topK": 10, "cases": []}"#.to_owned(), "schemaVersion: must be 1, 2 or 3", true),
+        (r#"{"schemaVersion": 3, "cases": [{}]}"#.to_owned(), "topK: is required in version 3", true),
+        (r#"{"schemaVersion": 3, "topK": 0, "cases": []}"#.to_owned(), "topK: must be an integer from 1 to 50, not 0", true),
+        (r#"{"schemaVersion": 3, "topK": 51, "cases": []}"#.to_owned(), "topK: must be an integer from 1 to 50", true),
+        (r#"{"schemaVersion": 3, "topK": 2.5, "cases": []}"#.to_owned(), "topK: must be an integer", true),
+        (r#"{"schemaVersion": 3, "topK": 10}"#.to_owned(), "cases: is required", true),
+        (r#"{"schemaVersion": 3, "topK": 10, "cases": []}"#.to_owned(), "cases: is empty", true),
+        (r#"{"schemaVersion": 3, "topK": 10, "cases": {}}"#.to_owned(), "cases: must be an array", true),
+        (r#"{"schemaVersion": 3, "topK": 10, "cases": [1], "extra": 1}"#.to_owned(), "extra: is not a known field", true),
+        (r#"{"schemaVersion": 3, "topK": 10, "cases": [1]}"#.to_owned(), "cases[0]: must be an object", true),
+        (case(&format!(r#""colour": "red", {OK3}"#)), "cases[0].colour: is not a known field", true),
+        (
+            r#"{"schemaVersion": 3, "topK": 10, "cases": [{"query": "q", "tool": "search_knowledge", "acceptable": ["z/a.md"], "forbidden": [], "maxRank": 1}]}"#.to_owned(),
+            "cases[0].id: is required",
+            true,
+        ),
+        (
+            r#"{"schemaVersion": 3, "topK": 10, "cases": [{"id": "", "query": "q", "tool": "search_knowledge", "acceptable": ["z/a.md"], "forbidden": [], "maxRank": 1}]}"#.to_owned(),
+            "cases[0].id: is empty",
+            true,
+        ),
+        (
+            r#"{"schemaVersion": 3, "topK": 10, "cases": [{"id": "x", "query": "  ", "tool": "search_knowledge", "acceptable": ["z/a.md"], "forbidden": [], "maxRank": 1}]}"#.to_owned(),
+            "cases[0].query: is blank",
+            true,
+        ),
+        (
+            r#"{"schemaVersion": 3, "topK": 10, "cases": [{"id": "x", "query": "q", "tool": "grep", "acceptable": ["z/a.md"], "forbidden": [], "maxRank": 1}]}"#.to_owned(),
+            "cases[0].tool: must be \"search_knowledge\" or \"search_note_content\"",
+            true,
+        ),
+        (case(&format!(r#""folder": "../etc", {OK3}"#)), "cases[0].folder: \"../etc\" is not a vault-relative folder", true),
+        (case(&format!(r#""tags": "备份", {OK3}"#)), "cases[0].tags: must be an array of strings", true),
+        (case(&format!(r#""tags": [1], {OK3}"#)), "cases[0].tags[0]: must be a string", true),
+        (case(r#""forbidden": [], "maxRank": 1"#), "cases[0].acceptable: is required in version 3", true),
+        (case(r#""acceptable": ["z/a.md"], "maxRank": 1"#), "cases[0].forbidden: is required in version 3", true),
+        (case(r#""acceptable": ["z/a.md"], "forbidden": []"#), "cases[0].maxRank: is required in version 3", true),
+        (case(r#""acceptable": ["z/a.md"], "forbidden": [], "maxRank": 0"#), "cases[0].maxRank: must be between 1 and topK (10), not 0", true),
+        // Only the parser knows topK when it checks maxRank, and knows the other cases.
+        (case(r#""acceptable": ["z/a.md"], "forbidden": [], "maxRank": 11"#), "cases[0].maxRank: must be between 1 and topK (10), not 11", false),
+        (case(r#""acceptable": [], "forbidden": [], "maxRank": 10"#), "cases[0].acceptable: and forbidden are both empty", true),
+        (case(r#""acceptable": [], "forbidden": ["z/a.md"], "maxRank": 3"#), "cases[0].maxRank: must be topK (10) in a negative case", false),
+        (case(r#""acceptable": ["z/a.md"], "forbidden": ["z/a.md"], "maxRank": 3"#), "cases[0].forbidden[0]: \"z/a.md\" is also acceptable", false),
+        (case(r#""acceptable": ["z/a.md", "z/a.md"], "forbidden": [], "maxRank": 3"#), "cases[0].acceptable[1]: \"z/a.md\" is listed twice", true),
+        (case(r#""acceptable": ["z/a"], "forbidden": [], "maxRank": 3"#), "cases[0].acceptable[0]: \"z/a\" is not a note path", true),
+        (case(r#""acceptable": ["/etc/passwd.md"], "forbidden": [], "maxRank": 3"#), "cases[0].acceptable[0]: \"/etc/passwd.md\" is not a note path", true),
+        (case(r#""acceptable": ["z/../a.md"], "forbidden": [], "maxRank": 3"#), "cases[0].acceptable[0]: \"z/../a.md\" is not a note path", true),
+        (case(r#""acceptable": ["z\\a.md"], "forbidden": [], "maxRank": 3"#), "cases[0].acceptable[0]: \"z\\\\a.md\" is not a note path", true),
+        (case(r#""acceptable": ["z/a.md"], "forbidden": [3], "maxRank": 3"#), "cases[0].forbidden[0]: must be a string", true),
+        (
+            case(&format!(r#""expected": {{"path": "z/a.md"}}, {OK3}"#)),
+            "cases[0].expected: is not a known field (version 3 uses acceptable, forbidden and maxRank instead)",
+            true,
+        ),
+        (
+            format!(
+                r#"{{"schemaVersion": 3, "topK": 10, "cases": [{{"id": "x", "query": "q", "tool": "search_knowledge", {OK3}}}, {{"id": "y", "query": "q", "tool": "search_knowledge", {OK3}}}, {{"id": "x", "query": "q", "tool": "search_knowledge", {OK3}}}]}}"#
+            ),
+            "cases[2].id: \"x\" is used by an earlier case",
+            false,
+        ),
+        // Versions 1 and 2.
+        (
+            r#"{"schemaVersion": 1, "cases": [{"id": "x", "query": "q", "tool": "search_knowledge"}]}"#.to_owned(),
+            "cases[0].expected: is required",
+            true,
+        ),
+        (
+            r#"{"schemaVersion": 1, "cases": [{"id": "x", "query": "q", "tool": "search_knowledge", "expected": "z/a.md"}]}"#.to_owned(),
+            "cases[0].expected: must be an object",
+            true,
+        ),
+        (
+            r#"{"schemaVersion": 1, "cases": [{"id": "x", "query": "q", "tool": "search_knowledge", "expected": {"path": "z/a.md", "maxRank": 1}}]}"#.to_owned(),
+            "cases[0].expected.maxRank: is not a known field (expected.maxRank needs schemaVersion 2 or later)",
+            true,
+        ),
+        (
+            r#"{"schemaVersion": 1, "cases": [{"id": "x", "query": "q", "tool": "search_knowledge", "acceptable": ["z/a.md"], "expected": {"path": "z/a.md"}}]}"#.to_owned(),
+            "cases[0].acceptable: is not a known field (it needs schemaVersion 3",
+            true,
+        ),
+        (
+            r#"{"schemaVersion": 2, "topK": 5, "cases": [{"id": "x", "query": "q", "tool": "search_knowledge", "expected": {"path": "z/a.md", "maxRank": 6}}]}"#.to_owned(),
+            "cases[0].expected.maxRank: must be between 1 and topK (5), not 6",
+            false,
+        ),
+        (
+            r#"{"schemaVersion": 2, "cases": [{"id": "x", "query": "q", "tool": "search_knowledge", "expected": {}}]}"#.to_owned(),
+            "cases[0].expected.path: is required",
+            true,
+        ),
+        (
+            r#"{"schemaVersion": 2, "cases": [{"id": "x", "query": "q", "tool": "search_knowledge", "expected": {"path": "notes/a.txt"}}]}"#.to_owned(),
+            "cases[0].expected.path: \"notes/a.txt\" is not a note path",
+            true,
+        ),
+    ]
+}
+
+#[test]
+fn invalid_suites_are_refused_with_a_message_naming_the_field() {
+    let mut failures = Vec::new();
+    for (text, expected, _) in invalid_suites() {
+        match Suite::parse(&text) {
+            Ok(_) => failures.push(format!("accepted: {text}")),
+            Err(err) if err.code != ErrorCode::InvalidArgument => {
+                failures.push(format!("{text}\n  wrong code {:?}", err.code));
+            }
+            Err(err) if !err.message.starts_with(expected) => {
+                failures.push(format!("{text}\n  expected: {expected}…\n  got:      {}", err.message));
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn the_json_schema_agrees_with_the_parser() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&read("index-schema/eval-suite.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let valid = [
+        V1.to_owned(),
+        V2.to_owned(),
+        V3.to_owned(),
+        read("fixtures/eval/fixtures-vault.json"),
+        read("fixtures/eval/obsidian-help.json"),
+    ];
+    for text in &valid {
+        Suite::parse(text).unwrap();
+        let instance: serde_json::Value = serde_json::from_str(text).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&instance).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "the schema refuses a valid suite: {errors:?}\n{text}");
+    }
+    for (text, expected, schema_refuses) in invalid_suites() {
+        let Ok(instance) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        assert_eq!(
+            !validator.is_valid(&instance),
+            schema_refuses,
+            "schema verdict differs from the table for ({expected}):\n{text}"
+        );
+    }
+}
+
+#[test]
+fn the_query_language_comes_from_its_script() {
+    for (query, language) in [
+        ("how do I sync my notes", "en"),
+        ("2FA", "en"),
+        ("怎么同步笔记", "zh"),
+        ("怎么从 Evernote 导入笔记", "zh"),
+        ("形態素解析", "zh"),
+        ("カード型ノート", "ja"),
+        ("日本語でノートを書く", "ja"),
+        ("저장소를", "ko"),
+        ("синхронизация", "other"),
+    ] {
+        assert_eq!(language_of(query), language, "{query}");
+    }
+}
+
+// ---------------------------------------------------------------- metrics
+
+fn case_report(
+    id: &str,
+    tool: Tool,
+    language: &str,
+    matched: Option<u32>,
+    scored: bool,
+    passed: bool,
+) -> CaseReport {
+    CaseReport {
+        id: id.to_owned(),
+        query: id.to_owned(),
+        tool,
+        language: language.to_owned(),
+        folder: None,
+        tags: None,
+        passed,
+        matched_rank: matched,
+        max_rank: 20,
+        acceptable: if scored { vec!["z/a.md".to_owned()] } else { Vec::new() },
+        forbidden_matches: Vec::new(),
+        total: 0,
+        returned: Vec::new(),
+    }
+}
+
+fn close(actual: Option<f64>, expected: f64) -> bool {
+    actual.is_some_and(|a| (a - expected).abs() < 1e-12)
+}
+
+#[test]
+fn recall_and_mrr_are_computed_over_scored_cases_only() {
+    use Tool::{SearchKnowledge as K, SearchNoteContent as C};
+    let cases = vec![
+        case_report("r1", K, "en", Some(1), true, true),
+        case_report("r3", K, "zh", Some(3), true, true),
+        case_report("r7", C, "zh", Some(7), true, true),
+        case_report("r12", C, "en", Some(12), true, false),
+        case_report("miss", C, "zh", None, true, false),
+        case_report("negative", K, "en", None, false, true),
+    ];
+    let report = Report::new(3, 20, cases);
+    assert_eq!((report.passed, report.failed), (4, 2));
+    assert!(!report.all_passed());
+    let overall = &report.metrics.overall;
+    assert_eq!((overall.cases, overall.passed, overall.scored), (6, 4, 5));
+    assert!(close(overall.recall_at1, 1.0 / 5.0), "{overall:?}");
+    assert!(close(overall.recall_at5, 2.0 / 5.0), "{overall:?}");
+    assert!(close(overall.recall_at10, 3.0 / 5.0), "{overall:?}");
+    assert!(close(overall.mrr_at10, (1.0 + 1.0 / 3.0 + 1.0 / 7.0) / 5.0), "rank 12 counts 0: {overall:?}");
+
+    let by_tool: Vec<&str> = report.metrics.by_tool.keys().map(String::as_str).collect();
+    assert_eq!(by_tool, ["search_knowledge", "search_note_content"]);
+    let knowledge = &report.metrics.by_tool["search_knowledge"];
+    assert_eq!((knowledge.cases, knowledge.scored), (3, 2));
+    assert!(close(knowledge.recall_at1, 0.5) && close(knowledge.mrr_at10, (1.0 + 1.0 / 3.0) / 2.0));
+    let content = &report.metrics.by_tool["search_note_content"];
+    assert!(close(content.recall_at10, 1.0 / 3.0) && close(content.recall_at5, 0.0));
+
+    let zh = &report.metrics.by_language["zh"];
+    assert_eq!((zh.cases, zh.passed, zh.scored), (3, 2, 3));
+    assert!(close(zh.recall_at5, 1.0 / 3.0) && close(zh.mrr_at10, (1.0 / 3.0 + 1.0 / 7.0) / 3.0));
+
+    // A group with only negative cases has no recall at all, not a recall of 0.
+    let negatives = Score::of(&report.cases[5..]);
+    assert_eq!((negatives.cases, negatives.scored), (1, 0));
+    assert_eq!(negatives.recall_at1, None);
+    assert_eq!(negatives.mrr_at10, None);
+    assert_eq!(Metrics::of(&[]).overall.cases, 0);
+
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["schemaVersion"], 3);
+    assert_eq!(json["cases"][4]["matchedRank"], serde_json::Value::Null, "null when nothing matched");
+    assert!(json["cases"][0]["forbiddenMatches"].is_array());
+    assert_eq!(json["cases"][0]["tool"], "search_knowledge");
+    assert!(json["metrics"]["overall"]["recallAt1"].is_number());
+    assert!(json["metrics"]["byLanguage"]["en"]["mrrAt10"].is_number());
+    assert!(json["metrics"]["byTool"]["search_note_content"]["recallAt10"].is_number());
+    assert_eq!(json["metrics"]["byLanguage"].as_object().unwrap().len(), 2);
+
+    let text = report.to_string();
+    assert!(text.contains("6 cases: 4 passed, 2 failed"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("FAIL") && l.contains("miss")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("language zh")), "{text}");
+}
+
+// ---------------------------------------------------------------- the fixture vault
+
+/// The fixture vault copied to a temp folder and indexed once per test binary.
+fn fixture_engine() -> &'static Engine {
+    static ENGINE: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
+    &ENGINE
+        .get_or_init(|| {
+            let (tmp, vault) = common::temp_vault();
+            let engine =
+                Engine::open(&EngineOptions { vault, index_dir: Some(tmp.path().join("index")) }).unwrap();
+            engine.sync(false, None).unwrap();
+            (tmp, engine)
+        })
+        .1
+}
+
+#[test]
+fn verdicts_follow_max_rank_and_forbidden_notes() {
+    let suite = Suite::parse(
+        r#"{"schemaVersion": 3, "topK": 10, "cases": [
+      {"id": "pass", "query": "backup repo", "tool": "search_knowledge", "acceptable": ["z/备份仓库.md"], "forbidden": [], "maxRank": 1},
+      {"id": "too-low", "query": "备份", "tool": "search_note_content", "acceptable": ["z/同步工具对比.md"], "forbidden": [], "maxRank": 1},
+      {"id": "forbidden", "query": "backup repo", "tool": "search_knowledge", "acceptable": [], "forbidden": ["z/备份仓库.md", "z/private/secret-plan.md"], "maxRank": 10},
+      {"id": "negative-pass", "query": "kumquat", "tool": "search_note_content", "acceptable": [], "forbidden": ["z/private/secret-plan.md"], "maxRank": 10},
+      {"id": "folder", "query": "设计", "tool": "search_knowledge", "folder": "z/projects", "acceptable": ["z/projects/kb/设计.md"], "forbidden": ["z/设计.md"], "maxRank": 1}
+    ]}"#,
+    )
+    .unwrap();
+    let report = run(fixture_engine(), &suite).unwrap();
+    let verdicts: Vec<(&str, bool)> = report.cases.iter().map(|c| (c.id.as_str(), c.passed)).collect();
+    assert_eq!(
+        verdicts,
+        [("pass", true), ("too-low", false), ("forbidden", false), ("negative-pass", true), ("folder", true)]
+    );
+    assert_eq!(report.cases[0].matched_rank, Some(1));
+    assert!(report.cases[1].matched_rank.is_some_and(|r| r > 1), "{:?}", report.cases[1]);
+    assert_eq!(report.cases[2].forbidden_matches.len(), 1);
+    assert_eq!(report.cases[2].forbidden_matches[0].path, "z/备份仓库.md");
+    assert_eq!(report.cases[2].forbidden_matches[0].rank, 1);
+    assert_eq!(report.cases[2].matched_rank, None);
+    assert!(report.cases[3].returned.is_empty() && report.cases[3].total == 0);
+    assert_eq!(report.metrics.overall.scored, 3);
+    assert_eq!(report.cases[0].language, "en");
+    assert_eq!(report.cases[1].language, "zh");
+}
+
+#[test]
+fn a_suite_naming_a_note_the_vault_lacks_or_a_query_the_engine_refuses_is_invalid() {
+    let suite = Suite::parse(
+        r#"{"schemaVersion": 3, "topK": 10, "cases": [
+      {"id": "typo", "query": "backup repo", "tool": "search_knowledge", "acceptable": ["z/备份仓库s.md"], "forbidden": [], "maxRank": 1}
+    ]}"#,
+    )
+    .unwrap();
+    let err = run(fixture_engine(), &suite).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.starts_with("cases[0].acceptable[0]: \"z/备份仓库s.md\""), "{}", err.message);
+
+    let v1 = Suite::parse(
+        r#"{"schemaVersion": 1, "cases": [{"id": "typo", "query": "q", "tool": "search_knowledge", "expected": {"path": "z/nope.md"}}]}"#,
+    )
+    .unwrap();
+    let err = run(fixture_engine(), &v1).unwrap_err();
+    assert!(err.message.starts_with("cases[0].expected.path:"), "{}", err.message);
+
+    // The engine's own checks still apply, named by case.
+    let long_query = "a".repeat(1001);
+    let too_long = Suite::parse(&format!(
+        r#"{{"schemaVersion": 3, "topK": 10, "cases": [
+      {{"id": "long", "query": "{long_query}", "tool": "search_knowledge", "acceptable": [], "forbidden": ["z/a.md"], "maxRank": 10}}
+    ]}}"#
+    ))
+    .unwrap();
+    let err = run(fixture_engine(), &too_long).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.starts_with("cases[0] (\"long\"): `query` is longer"), "{}", err.message);
+}
+
+/// Cases of `fixtures/eval/fixtures-vault.json` that fail today, with why.
+/// A case listed here that starts passing is fine; a case not listed that
+/// fails is a regression.
+const FIXTURE_KNOWN_FAILURES: &[&str] = &[
+    // VAULT.md: `marigold` is only in refs/ (read_also, not a note) and note searches
+    // return nothing; the searches return refs/git-cheatsheet.md.
+    "ct-negative-read-also",
+];
+
+#[test]
+fn the_fixture_vault_suite_keeps_its_recall() {
+    let suite = Suite::parse(&read("fixtures/eval/fixtures-vault.json")).unwrap();
+    assert_eq!(suite.schema_version, 3);
+    assert!(suite.cases.len() >= 40, "the issue asks for at least 40 cases");
+    let report = run(fixture_engine(), &suite).unwrap();
+    eprintln!("{report}");
+    let regressions: Vec<&CaseReport> = report
+        .cases
+        .iter()
+        .filter(|c| !c.passed && !FIXTURE_KNOWN_FAILURES.contains(&c.id.as_str()))
+        .collect();
+    assert!(regressions.is_empty(), "cases that used to pass now fail: {regressions:#?}");
+    // Measured when the suite was written: every scored case at rank 1.
+    let overall = &report.metrics.overall;
+    assert!(overall.recall_at1.unwrap() >= 0.96, "{overall:?}");
+    assert!(overall.recall_at5.unwrap() >= 0.98, "{overall:?}");
+    assert!(overall.mrr_at10.unwrap() >= 0.97, "{overall:?}");
+    for language in ["en", "zh"] {
+        let score = &report.metrics.by_language[language];
+        assert!(score.recall_at5.unwrap() >= 0.95, "{language}: {score:?}");
+    }
+    // Stable: the same index gives the same report, case for case.
+    assert_eq!(run(fixture_engine(), &suite).unwrap(), report);
+}
+
+// ---------------------------------------------------------------- the Obsidian Help corpus
+
+/// `../shared/corpora/obsidian-help`, indexed once into a temp folder (never into
+/// the corpus), or `None` when the corpus is not on this machine.
+fn corpus_engine() -> Option<&'static Engine> {
+    static ENGINE: OnceLock<Option<(tempfile::TempDir, Engine)>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let corpus = manifest_dir().join("../shared/corpora/obsidian-help");
+            if !corpus.join("en").is_dir() || !corpus.join("zh").is_dir() {
+                return None;
+            }
+            let index = tempfile::tempdir().unwrap();
+            let engine =
+                Engine::open(&EngineOptions { vault: corpus, index_dir: Some(index.path().join("index")) })
+                    .unwrap();
+            engine.sync(false, None).unwrap();
+            Some((index, engine))
+        })
+        .as_ref()
+        .map(|(_, engine)| engine)
+}
+
+/// Floors measured when the suite was written (104 cases, 102 scored), minus a
+/// margin of about one case; raise them when ranking improves.
+/// Measured: overall R@5 0.971, MRR@10 0.957; en R@5 0.980, MRR@10 0.948;
+/// zh R@5 0.961, MRR@10 0.966.
+const CORPUS_FLOORS: &[(&str, f64, f64)] = &[("overall", 0.95, 0.93), ("en", 0.96, 0.92), ("zh", 0.94, 0.94)];
+
+#[test]
+fn the_obsidian_help_suite_keeps_its_recall_in_english_and_chinese() {
+    let suite = Suite::parse(&read("fixtures/eval/obsidian-help.json")).unwrap();
+    assert!(suite.cases.len() >= 80, "the issue asks for at least 80 cases");
+    let english = suite.cases.iter().filter(|c| c.folder.as_deref() == Some("en")).count();
+    let chinese = suite.cases.iter().filter(|c| c.folder.as_deref() == Some("zh")).count();
+    assert_eq!(english, chinese, "half English over en/, half Chinese over zh/");
+    assert_eq!(english + chinese, suite.cases.len());
+    let Some(engine) = corpus_engine() else {
+        eprintln!("skipped: ../shared/corpora/obsidian-help is not present next to the repository");
+        return;
+    };
+    let report = run(engine, &suite).unwrap();
+    eprintln!("{report}");
+    for (group, recall_at5, mrr_at10) in CORPUS_FLOORS {
+        let score =
+            if *group == "overall" { &report.metrics.overall } else { &report.metrics.by_language[*group] };
+        assert!(
+            score.recall_at5.unwrap() >= *recall_at5,
+            "{group} recall@5 fell below {recall_at5}: {score:?}"
+        );
+        assert!(score.mrr_at10.unwrap() >= *mrr_at10, "{group} MRR@10 fell below {mrr_at10}: {score:?}");
+    }
+}
+
+// ---------------------------------------------------------------- kb-index eval
+
+fn kb_index_eval(vault: &Path, index: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .arg("--vault")
+        .arg(vault)
+        .arg("--index-dir")
+        .arg(index)
+        .arg("eval")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn write_suite(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Needs the `eval` subcommand wired into `src/bin/kb-index/main.rs`.
+#[test]
+fn kb_index_eval_exit_codes_0_pass_1_fail_2_invalid() {
+    let (tmp, vault) = common::temp_vault();
+    let index = tmp.path().join("index");
+    let dir = tmp.path();
+    let arg = |p: &Path| p.to_str().unwrap().to_owned();
+
+    let passing = write_suite(
+        dir,
+        "pass.json",
+        r#"{"schemaVersion": 3, "topK": 5, "cases": [
+      {"id": "alias", "query": "backup repo", "tool": "search_knowledge", "acceptable": ["z/备份仓库.md"], "forbidden": [], "maxRank": 1},
+      {"id": "run", "query": "同步远程仓库的设置", "tool": "search_note_content", "acceptable": ["z/备份仓库.md"], "forbidden": [], "maxRank": 1}
+    ]}"#,
+    );
+    let report_path = dir.join("report.json");
+    let (code, out, err) = kb_index_eval(&vault, &index, &[&arg(&passing), "--json", &arg(&report_path)]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("2 cases: 2 passed, 0 failed"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("PASS") && l.contains("alias")), "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(json["cases"][0]["id"], "alias");
+    assert_eq!(json["cases"][0]["matchedRank"], 1);
+    assert_eq!(json["cases"][1]["language"], "zh");
+    assert!(json["metrics"]["overall"]["recallAt1"].as_f64().unwrap() > 0.99);
+
+    let failing = write_suite(
+        dir,
+        "fail.json",
+        r#"{"schemaVersion": 2, "topK": 5, "cases": [
+      {"id": "ok", "query": "backup repo", "tool": "search_knowledge", "expected": {"path": "z/备份仓库.md", "maxRank": 1}},
+      {"id": "wrong", "query": "backup repo", "tool": "search_knowledge", "expected": {"path": "z/reading/孤立的想法.md"}}
+    ]}"#,
+    );
+    let (code, out, err) = kb_index_eval(&vault, &index, &[&arg(&failing)]);
+    assert_eq!(code, 1, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.lines().any(|l| l.starts_with("FAIL") && l.contains("wrong")), "{out}");
+
+    let (code, out, err) = kb_index_eval(&vault, &index, &[&arg(&failing), "--json", "-"]);
+    assert_eq!(code, 1, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["failed"], 1);
+    assert_eq!(json["cases"][1]["matchedRank"], serde_json::Value::Null);
+
+    let invalid = write_suite(
+        dir,
+        "invalid.json",
+        r#"{"schemaVersion": 3, "topK": 10, "cases": [
+      {"id": "x", "query": "q", "tool": "search_knowledge", "acceptable": ["z/备份仓库.md"], "forbidden": [], "maxRank": 11}
+    ]}"#,
+    );
+    let (code, _, err) = kb_index_eval(&vault, &index, &[&arg(&invalid)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cases[0].maxRank: must be between 1 and topK (10)"), "{err}");
+
+    let missing_note = write_suite(
+        dir,
+        "missing-note.json",
+        r#"{"schemaVersion": 1, "cases": [{"id": "x", "query": "q", "tool": "search_knowledge", "expected": {"path": "z/nope.md"}}]}"#,
+    );
+    let (code, _, err) = kb_index_eval(&vault, &index, &[&arg(&missing_note)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cases[0].expected.path"), "{err}");
+
+    let (code, _, err) = kb_index_eval(&vault, &index, &[&arg(&dir.join("no-such-suite.json"))]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no-such-suite.json"), "{err}");
+
+    let public = manifest_dir().join("fixtures/eval/fixtures-vault.json");
+    let (code, out, err) = kb_index_eval(&vault, &index, &[&arg(&public)]);
+    assert!(code == 0 || code == 1, "a valid suite exits 0 or 1\nstdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("language zh"), "{out}");
+}

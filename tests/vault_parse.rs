@@ -1,0 +1,924 @@
+//! The note parser and the `kb.toml` parser, driven by tables of cases.
+//!
+//! One `check_*` helper per area (metadata, diagnostics, headings, links, tags, block
+//! ids, decoding, configuration) runs every case and reports all failures at once.
+//! Beyond the examples: a property test that parsing never panics, a pass over every
+//! note of the fixture vault, and an oracle test that compares our ATX headings with
+//! the `markdown` crate's syntax tree.
+
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+
+use kb_mcp::error::ErrorCode;
+use kb_mcp::sandbox::NotePath;
+use kb_mcp::vault::{Anchor, LinkKind, Note, VaultConfig, decode_note, parse_frontmatter, parse_note};
+use proptest::prelude::*;
+
+fn parse_at(path: &str, text: &str) -> Note {
+    let path = NotePath::parse(path).unwrap_or_else(|err| panic!("test path {path:?} refused: {err}"));
+    parse_note(&path, text)
+}
+
+fn parse(text: &str) -> Note {
+    parse_at("z/note.md", text)
+}
+
+/// Runs `actual` on every case's input and compares with its expectation; panics
+/// listing every mismatch.
+fn check_all<I: Debug + ?Sized, E: Debug, A: Debug + PartialEq<E>>(
+    area: &str,
+    cases: &[(&I, E)],
+    actual: impl Fn(&I) -> A,
+) {
+    let mut failures = Vec::new();
+    for (input, expected) in cases {
+        let got = actual(input);
+        if got != *expected {
+            failures.push(format!("input: {input:?}\n  expected: {expected:?}\n  got:      {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{area}: {} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// An expected diagnostic: its line and a fragment of its message.
+#[derive(Debug)]
+struct Expect(Option<u32>, &'static str);
+
+/// A diagnostic as found, equal to an [`Expect`] when lines agree and the message
+/// contains the fragment.
+#[derive(Debug)]
+struct Found(Option<u32>, String);
+
+/// Text expected to contain a fragment.
+#[derive(Debug)]
+struct Contains(&'static str);
+
+impl PartialEq<Contains> for String {
+    fn eq(&self, other: &Contains) -> bool {
+        self.contains(other.0)
+    }
+}
+
+impl PartialEq<Expect> for Found {
+    fn eq(&self, other: &Expect) -> bool {
+        self.0 == other.0 && self.1.contains(other.1)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Frontmatter metadata
+
+#[test]
+fn titles() {
+    check_all(
+        "title",
+        &[
+            ("---\ntitle: From YAML\n---\n# From H1\n", "From YAML"),
+            ("---\ntitle: 2024\n---\n# From H1\n", "2024"),
+            ("---\ntitle: '  spaced  '\n---\n", "spaced"),
+            ("---\ntitle: ''\n---\n# From H1\n", "From H1"),
+            ("---\ntitle: [a, b]\n---\n# From H1\n", "From H1"),
+            ("# From H1\n\n# Second H1\n", "From H1"),
+            ("## Not H1\n\n# 一级标题 #\n", "一级标题"),
+            ("Setext title\n============\n", "Setext title"),
+            ("```\n# in code\n```\n", "note"),
+            ("no headings at all", "note"),
+            ("", "note"),
+            ("#\n# Real\n", "Real"),
+        ],
+        |text: &str| parse(text).title,
+    );
+    assert_eq!(parse_at("z/备份 仓库.MD", "").title, "备份 仓库");
+}
+
+#[test]
+fn aliases() {
+    check_all(
+        "aliases",
+        &[
+            ("---\naliases:\n  - backup repo\n  - 备份库\n---\n", strings(&["backup repo", "备份库"])),
+            ("---\naliases: [a, b, a]\n---\n", strings(&["a", "b"])),
+            ("---\naliases: single alias\n---\n", strings(&["single alias"])),
+            ("---\naliases: one, two ,three\n---\n", strings(&["one", "two", "three"])),
+            ("---\nalias: old name\n---\n", strings(&["old name"])),
+            ("---\naliases: [[x]]\n---\n", strings(&["x"])),
+            ("---\naliases:\n  - [[x]]\n  - y\n---\n", strings(&["x", "y"])),
+            ("---\naliases:\n---\n", strings(&[])),
+            ("---\naliases: ''\n---\n", strings(&[])),
+            ("---\naliases: []\n---\n", strings(&[])),
+            ("---\naliases: [2024, true]\n---\n", strings(&["2024", "true"])),
+            ("---\nAliases: [Cap]\n---\n", strings(&["Cap"])),
+            ("no frontmatter", strings(&[])),
+        ],
+        |text: &str| parse(text).aliases,
+    );
+}
+
+#[test]
+fn frontmatter_tags() {
+    check_all(
+        "frontmatter tags",
+        &[
+            ("---\ntags: [type/concept, 备份]\n---\n", strings(&["type/concept", "备份"])),
+            ("---\ntags:\n  - b\n  - a\n---\n", strings(&["a", "b"])),
+            ("---\ntags: one two\n---\n", strings(&["one", "two"])),
+            ("---\ntags: one, two,three\n---\n", strings(&["one", "three", "two"])),
+            ("---\ntags: '#quoted'\n---\n", strings(&["quoted"])),
+            ("---\ntags: ['#a', '#b/']\n---\n", strings(&["a", "b"])),
+            ("---\ntags: type/synthesis\n---\n", strings(&["type/synthesis"])),
+            ("---\ntag: solo\n---\n", strings(&["solo"])),
+            ("---\ntags: [[nested]]\n---\n", strings(&["nested"])),
+            ("---\ntags: #comment\n---\n", strings(&[])),
+            ("---\ntags:\n---\n", strings(&[])),
+            ("---\ntags: [Dup, dup, DUP]\n---\n", strings(&["Dup"])),
+            ("---\ntags: [b, B]\n---\n#a #b\n", strings(&["a", "b"])),
+            ("---\ntags: [x]\n---\n#y #X\n", strings(&["x", "y"])),
+            ("---\ntags: [2024]\n---\n", strings(&["2024"])),
+        ],
+        |text: &str| parse(text).tags,
+    );
+}
+
+#[test]
+fn descriptions() {
+    check_all(
+        "description",
+        &[
+            ("---\ndescription: '  One sentence.  '\n---\n", "One sentence."),
+            ("---\nsummary: Older key.\n---\n", "Older key."),
+            ("---\ndescription: Wins\nsummary: Loses\n---\n", "Wins"),
+            ("---\ndescription: ''\nsummary: Fallback\n---\n", "Fallback"),
+            ("---\ndescription: [not, text]\n---\n", ""),
+            ("no frontmatter", ""),
+        ],
+        |text: &str| parse(text).description,
+    );
+}
+
+#[test]
+fn created_times() {
+    check_all(
+        "created",
+        &[
+            ("---\ncreated: 2024-03-15\n---\n", "2024-03-15T00:00:00Z"),
+            ("---\ncreated: 2025-01-02T10:30:00+08:00\n---\n", "2025-01-02T10:30:00+08:00"),
+            ("---\ncreated: 2025-01-02T10:30:00Z\n---\n", "2025-01-02T10:30:00Z"),
+            ("---\ncreated: 2025-01-02T10:30:00.5-05:00\n---\n", "2025-01-02T10:30:00.5-05:00"),
+            ("---\ncreated: 2024-03-15 10:30\n---\n", "2024-03-15T10:30:00Z"),
+            ("---\ncreated: 2024-03-15 10:30:15\n---\n", "2024-03-15T10:30:15Z"),
+            ("---\ncreated: 2024-03-15T10:30\n---\n", "2024-03-15T10:30:00Z"),
+            ("---\ncreated: '2024-03-15'\n---\n", "2024-03-15T00:00:00Z"),
+            ("---\ndate: 2023-12-31\n---\n", "2023-12-31T00:00:00Z"),
+            ("---\ncreated_at: 2023-12-31\n---\n", "2023-12-31T00:00:00Z"),
+            ("---\ncreated: 2024-01-01\ndate: 2023-01-01\n---\n", "2024-01-01T00:00:00Z"),
+            ("---\ncreated: yesterday\ndate: 2023-01-01\n---\n", "2023-01-01T00:00:00Z"),
+            ("---\ncreated: yesterday\n---\n", ""),
+            ("---\ncreated: 2024-02-30\n---\n", ""),
+            ("---\ncreated: 20240315\n---\n", "2024-03-15T00:00:00Z"),
+            ("---\ncreated: 15/03/2024\n---\n", ""),
+            ("---\ncreated:\n---\n", ""),
+            ("no frontmatter", ""),
+        ],
+        |text: &str| parse(text).created.unwrap_or_default(),
+    );
+}
+
+#[test]
+fn frontmatter_values() {
+    let note = parse(
+        "---\ntitle: T\nnested:\n  a: [1, 2.5, true, null]\n1: numeric key\nnan: .nan\nday: 2024-03-15\n---\nbody\n",
+    );
+    assert_eq!(
+        note.frontmatter,
+        serde_json::json!({
+            "title": "T",
+            "nested": {"a": [1, 2.5, true, null]},
+            "1": "numeric key",
+            "nan": ".nan",
+            "day": "2024-03-15",
+        })
+    );
+    check_all(
+        "frontmatter object",
+        &[
+            ("no frontmatter", serde_json::json!({})),
+            ("---\n---\nbody", serde_json::json!({})),
+            ("---\n# only a comment\n---\n", serde_json::json!({})),
+            ("---\n- a list\n---\n", serde_json::json!({})),
+            ("---\njust a scalar\n---\n", serde_json::json!({})),
+            ("---\nkey: [unclosed\n---\n", serde_json::json!({})),
+            ("---\n? [a, b]\n: complex key\n---\n", serde_json::json!({"[\"a\",\"b\"]": "complex key"})),
+            (
+                "---\nbase: &b {x: 1}\nmerged:\n  <<: *b\n  y: 2\n---\n",
+                serde_json::json!({"base": {"x": 1}, "merged": {"x": 1, "y": 2}}),
+            ),
+            ("---\ntagged: !custom value\n---\n", serde_json::json!({"tagged": "value"})),
+        ],
+        |text: &str| parse(text).frontmatter,
+    );
+}
+
+#[test]
+fn frontmatter_blocks() {
+    // What `parse_frontmatter` finds, written `yaml=… end=… body_line=… error=…`.
+    check_all(
+        "frontmatter block",
+        &[
+            ("---\na: 1\n---\nbody", "yaml=\"a: 1\\n\" end=13 body_line=4 error=false"),
+            ("---  \r\na: 1\r\n--- \r\nbody", "yaml=\"a: 1\\r\\n\" end=19 body_line=4 error=false"),
+            ("\u{feff}---\na: 1\n...\nbody", "yaml=\"a: 1\\n\" end=16 body_line=4 error=false"),
+            ("---\n---", "yaml=\"\" end=7 body_line=3 error=false"),
+            ("---\na: [\n---\n", "yaml=\"a: [\\n\" end=13 body_line=4 error=true"),
+            ("---\na: 1\n", "none"),
+            ("--- \na: 1", "none"),
+            ("----\na: 1\n---\n", "none"),
+            (" ---\na: 1\n---\n", "none"),
+            ("text\n---\na: 1\n---\n", "none"),
+            ("", "none"),
+        ],
+        |text: &str| match parse_frontmatter(text) {
+            Some(fm) => format!(
+                "yaml={:?} end={} body_line={} error={}",
+                &text[fm.yaml.clone()],
+                fm.end,
+                fm.body_line,
+                fm.error.is_some()
+            ),
+            None => "none".to_owned(),
+        },
+    );
+    let fm = parse_frontmatter("---\na: 1\n---\n").expect("frontmatter");
+    assert_eq!(fm.value, serde_json::json!({"a": 1}));
+    let bad = parse_frontmatter("---\na: 1\nb: [\n---\n").expect("frontmatter");
+    assert_eq!(bad.value, serde_json::Value::Null);
+    assert!(bad.error.as_deref().is_some_and(|e| e.contains("not valid YAML")), "{:?}", bad.error);
+}
+
+// ---------------------------------------------------------------------------
+// Body position and diagnostics
+
+#[test]
+fn body_positions() {
+    check_all(
+        "body offset and line",
+        &[
+            ("no frontmatter\n", (0, 1)),
+            ("\u{feff}no frontmatter\n", (3, 1)),
+            ("---\na: 1\n---\nbody\n", (13, 4)),
+            ("\u{feff}---\na: 1\n---\nbody\n", (16, 4)),
+            ("---\r\na: 1\r\n---\r\nbody\r\n", (16, 4)),
+            ("---\na: [bad\n---\nbody\n", (16, 4)),
+            ("---\na: 1\nnever closed\n", (0, 1)),
+            ("\u{feff}---\na: 1\n", (3, 1)),
+            ("---\na: 1\n---", (12, 4)),
+        ],
+        |text: &str| {
+            let note = parse(text);
+            assert_eq!(note.body(text).len(), text.len() - note.body_offset);
+            (note.body_offset, note.body_line)
+        },
+    );
+}
+
+#[test]
+fn diagnostics() {
+    let cases: &[(&str, Vec<Expect>)] = &[
+        ("---\ntitle: ok\n---\n# fine\n", vec![]),
+        ("---\ntitle: ok\nbad: [unclosed\n---\nbody\n", vec![Expect(Some(4), "not valid YAML")]),
+        ("---\ntitle: a: b\n---\n", vec![Expect(Some(2), "not valid YAML")]),
+        ("---\na: 1\na: 2\n---\n", vec![Expect(Some(2), "duplicate entry with key")]),
+        ("---\ntitle: x\nnever closed\n", vec![Expect(Some(1), "never closed")]),
+        ("---\n- a\n- b\n---\n", vec![Expect(Some(2), "a list, not a mapping")]),
+        ("---\nplain scalar\n---\n", vec![Expect(Some(2), "a string, not a mapping")]),
+        ("---\ntitle: t\ntags: #project\n---\n", vec![Expect(Some(3), "comment")]),
+        ("---\ntags:\n  - ok\n  - #lost\n---\n", vec![Expect(Some(4), "comment")]),
+        ("---\ntags: [ok]\n---\n", vec![]),
+        ("---\ncreated: someday\n---\n", vec![Expect(Some(2), "`created: someday` is not a date")]),
+        (
+            "---\ncreated: someday\ndate: 2024-01-01\n---\n```\n",
+            vec![
+                Expect(Some(2), "is not a date"),
+                Expect(Some(5), "code fence opened on line 5 is never closed"),
+            ],
+        ),
+        (
+            "intro\n\n```rust\nfn main() {}\n",
+            vec![Expect(Some(3), "code fence opened on line 3 is never closed")],
+        ),
+        ("---\na: 1\n---\n~~~\ncode\n", vec![Expect(Some(4), "code fence opened on line 4 is never closed")]),
+        ("```\ncode\n```\n", vec![]),
+        ("> ```\n> code\n\nafter the quote\n", vec![]),
+    ];
+    check_all("diagnostics", cases, |text: &str| {
+        parse(text).diagnostics.into_iter().map(|d| Found(d.line, d.message)).collect::<Vec<_>>()
+    });
+    // The body survives broken YAML: headings and links after it still count.
+    let note = parse("---\nbad: [\n---\n# Heading\n[[link]]\n");
+    assert_eq!(note.headings.len(), 1);
+    assert_eq!(note.headings[0].line, 4);
+    assert_eq!(note.links.len(), 1);
+    assert_eq!(note.links[0].line, 5);
+    assert_eq!(note.frontmatter, serde_json::json!({}));
+}
+
+// ---------------------------------------------------------------------------
+// Headings
+
+#[test]
+fn headings() {
+    let cases: &[(&str, &[&str])] = &[
+        ("# One\n## Two\n###### Six\n####### Seven\n", &["H1@1 One", "H2@2 Two", "H6@3 Six"]),
+        ("#NoSpace\n#\tTab\n   # Three spaces\n    # Four\n", &["H1@2 Tab", "H1@3 Three spaces"]),
+        (
+            "## Closed ##\n# Hash# kept\n### \\#\n# #\n",
+            &["H2@1 Closed", "H1@2 Hash# kept", "H3@3 \\#", "H1@4 "],
+        ),
+        ("## Heading #tag\n", &["H2@1 Heading #tag"]),
+        ("---\ntitle: t\n---\n\n# After frontmatter\n", &["H1@5 After frontmatter"]),
+        ("---\r\ntitle: t\r\n---\r\n# CRLF\r\ntext\r\n## Two\r\n", &["H1@4 CRLF", "H2@6 Two"]),
+        ("```\n# code\n```\n~~~~\n# code\n~~~\n# still code\n~~~~\n# Out\n", &["H1@9 Out"]),
+        ("```md\n# code\n``\n# code\n````\n# Out\n", &["H1@6 Out"]),
+        ("> # quoted\n- # in list\n", &[]),
+        ("Setext one\n===\n\nSetext two\n---\n", &["H1@1 Setext one", "H2@4 Setext two"]),
+        ("Two line\nparagraph\n---\n", &["H2@1 Two line paragraph"]),
+        ("---\nunclosed frontmatter\n", &[]),
+        ("---\ntitle: t\n---\n---\n", &[]),
+        ("- item\n---\n", &[]),
+        ("para\n\n---\n", &[]),
+        ("# H\n---\n", &["H1@1 H"]),
+        ("\u{feff}# BOM heading\n", &["H1@1 BOM heading"]),
+        ("## 中文标题 ##\n", &["H2@1 中文标题"]),
+    ];
+    check_all("headings", cases, |text: &str| {
+        parse(text)
+            .headings
+            .into_iter()
+            .map(|h| format!("H{}@{} {}", h.level, h.line, h.text))
+            .collect::<Vec<_>>()
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Links
+
+/// Links written `kind@line target#anchor|display` (`#^id` for a block anchor).
+fn link_summary(note: Note) -> Vec<String> {
+    note.links
+        .into_iter()
+        .map(|link| {
+            let kind = match link.kind {
+                LinkKind::Wikilink => "wikilink",
+                LinkKind::Embed => "embed",
+                LinkKind::Markdown => "markdown",
+            };
+            let anchor = match link.anchor {
+                None => String::new(),
+                Some(Anchor::Heading(h)) => format!("#{h}"),
+                Some(Anchor::Block(b)) => format!("#^{b}"),
+            };
+            let display = link.display.map(|d| format!("|{d}")).unwrap_or_default();
+            format!("{kind}@{} {}{anchor}{display}", link.line, link.target)
+        })
+        .collect()
+}
+
+#[test]
+fn wikilinks() {
+    let cases: &[(&str, &[&str])] = &[
+        ("[[target]]", &["wikilink@1 target"]),
+        ("[[ 备份仓库 ]]", &["wikilink@1 备份仓库"]),
+        ("[[target|shown]]", &["wikilink@1 target|shown"]),
+        ("[[target#Heading]]", &["wikilink@1 target#Heading"]),
+        ("[[target#Heading|shown]]", &["wikilink@1 target#Heading|shown"]),
+        ("[[#Local heading]]", &["wikilink@1 #Local heading"]),
+        ("[[target#^block-1]]", &["wikilink@1 target#^block-1"]),
+        ("[[#^abc|see]]", &["wikilink@1 #^abc|see"]),
+        ("[[a#b#c]]", &["wikilink@1 a#b#c"]),
+        ("[[tech/git/remote.md]]", &["wikilink@1 tech/git/remote.md"]),
+        ("![[embed]]", &["embed@1 embed"]),
+        ("![[image.png|100]]", &["embed@1 image.png|100"]),
+        ("![[note#Section]]", &["embed@1 note#Section"]),
+        ("| [[a\\|b]] | c |", &["wikilink@1 a|b"]),
+        ("[[a]] and [[b]]\n\n[[c]]", &["wikilink@1 a", "wikilink@1 b", "wikilink@3 c"]),
+        ("[[]] [[ ]] [[|x]] [[#]]", &[]),
+        ("[[unclosed\nnext]]", &[]),
+        ("\\[[escaped]]", &[]),
+        ("\\![[not embed]]", &["wikilink@1 not embed"]),
+        ("[[a [[b]]", &["wikilink@1 b"]),
+        ("`[[in code]]` [[out]]", &["wikilink@1 out"]),
+        ("``[[a]]` still code``", &[]),
+        ("`unclosed [[x]]", &["wikilink@1 x"]),
+        ("```\n[[fenced]]\n```\n[[after]]", &["wikilink@4 after"]),
+        ("~~~md\n[[fenced]]\n~~~\n", &[]),
+        ("> [[quoted]]", &["wikilink@1 quoted"]),
+        ("---\ntitle: '[[not a body link]]'\n---\n[[body]]", &["wikilink@4 body"]),
+        ("---\r\na: 1\r\n---\r\n\r\n[[crlf]]\r\n", &["wikilink@5 crlf"]),
+        ("# Heading [[in heading]]", &["wikilink@1 in heading"]),
+    ];
+    check_all("wikilinks", cases, |text: &str| link_summary(parse(text)));
+}
+
+#[test]
+fn markdown_links() {
+    let cases: &[(&str, &[&str])] = &[
+        ("[text](other.md)", &["markdown@1 z/other.md|text"]),
+        ("[text](./other.md)", &["markdown@1 z/other.md|text"]),
+        ("[up](../top.md)", &["markdown@1 top.md|up"]),
+        ("[root](/docs/std.md)", &["markdown@1 docs/std.md|root"]),
+        ("[esc](../../x.md)", &["markdown@1 ../../x.md|esc"]),
+        ("[s](my%20note.md)", &["markdown@1 z/my note.md|s"]),
+        ("[s](%E5%A4%87%E4%BB%BD.md)", &["markdown@1 z/备份.md|s"]),
+        ("[s](<path with spaces.md>)", &["markdown@1 z/path with spaces.md|s"]),
+        ("[s](folder/note.md#Some%20Heading)", &["markdown@1 z/folder/note.md#Some Heading|s"]),
+        ("[s](note.md#^blk)", &["markdown@1 z/note.md#^blk|s"]),
+        ("[same](#heading)", &["markdown@1 #heading|same"]),
+        ("[s](note.md \"a title\")", &["markdown@1 z/note.md|s"]),
+        ("[s](a_(b).md)", &["markdown@1 z/a_(b).md|s"]),
+        ("[](empty-text.md)", &["markdown@1 z/empty-text.md"]),
+        ("[**bold** [nested]](n.md)", &["markdown@1 z/n.md|**bold** [nested]"]),
+        ("![alt](pic.png)", &["embed@1 z/pic.png|alt"]),
+        ("![](../attachments/diagram.png)", &["embed@1 attachments/diagram.png"]),
+        ("[web](https://example.com/a.md)", &[]),
+        ("[mail](mailto:a@b.c) [app](obsidian://open?x) [proto](//host/x.md)", &[]),
+        ("![remote](https://example.com/p.png)", &[]),
+        ("[empty]() [hash](#)", &[]),
+        ("[spaces](my note.md)", &[]),
+        ("[unclosed](note.md", &[]),
+        ("\\[not](a.md)", &[]),
+        ("`[code](a.md)` [real](b.md)", &["markdown@1 z/b.md|real"]),
+        ("```\n[fenced](a.md)\n```", &[]),
+        ("[ref][label] and [shortcut]", &[]),
+        ("- [ ] task [link](t.md)", &["markdown@1 z/t.md|link"]),
+    ];
+    check_all("markdown links", cases, |text: &str| link_summary(parse(text)));
+    // At the top level, relative links start at the root.
+    assert_eq!(
+        link_summary(parse_at("top.md", "[x](sub/a.md) [y](../a.md)")),
+        ["markdown@1 sub/a.md|x", "markdown@1 ../a.md|y"]
+    );
+    assert_eq!(link_summary(parse_at("a/b/c.md", "[x](../d/e.md)")), &["markdown@1 a/d/e.md|x"]);
+}
+
+#[test]
+fn link_contexts() {
+    let long = format!("  {} [[x]]  ", "字".repeat(300));
+    check_all(
+        "link context",
+        &[
+            ("  see [[a]] here  ", vec!["see [[a]] here".to_owned()]),
+            ("[[a]] [[b]]", vec!["[[a]] [[b]]".to_owned(), "[[a]] [[b]]".to_owned()]),
+            ("one\r\n> [x](y.md)\r\n", vec!["> [x](y.md)".to_owned()]),
+            (long.as_str(), vec![format!("{}…", "字".repeat(159))]),
+        ],
+        |text: &str| parse(text).links.into_iter().map(|l| l.context).collect::<Vec<_>>(),
+    );
+    for link in parse(&long).links {
+        assert!(link.context.chars().count() <= 160);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Inline tags
+
+#[test]
+fn inline_tags() {
+    check_all(
+        "inline tags",
+        &[
+            ("#tag at start", strings(&["tag"])),
+            ("text #tag and #other/nested/deep.", strings(&["other/nested/deep", "tag"])),
+            ("(#paren) a,#comma", strings(&["comma", "paren"])),
+            ("#中文标签 #日本語 #한국어", strings(&["中文标签", "日本語", "한국어"])),
+            ("全角空格\u{3000}#标签，后面", strings(&["标签"])),
+            ("#snake_case #kebab-case #trailing/", strings(&["kebab-case", "snake_case", "trailing"])),
+            ("#123 #2024-01 #1a #_ #-", strings(&["1a"])),
+            ("a#b word#tag https://x.com/a#frag", strings(&[])),
+            ("`#code` ``#also `code``", strings(&[])),
+            ("```\n#fenced\n```\n~~~\n#tilde\n~~~\n#after", strings(&["after"])),
+            ("````\n```\n#still\n````\n", strings(&[])),
+            ("# Heading\n## Heading #intag\n####### #seven", strings(&["intag", "seven"])),
+            ("[[note#heading]] [[#local]] ![[x#y]]", strings(&[])),
+            ("[#text](a.md) [t](b.md#frag)", strings(&[])),
+            ("\\#escaped #real", strings(&["real"])),
+            ("#Tag #tag #TAG", strings(&["Tag"])),
+            ("#b #a #B/c", strings(&["B/c", "a", "b"])),
+            ("> #quoted - #listed", strings(&["listed", "quoted"])),
+            ("&#123; C# #", strings(&[])),
+            ("#ภาษาไทย #emoji🙂", strings(&["emoji🙂", "ภาษาไทย"])),
+        ],
+        |text: &str| parse(text).tags,
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Block ids
+
+#[test]
+fn block_ids() {
+    check_all(
+        "block ids",
+        &[
+            ("A paragraph. ^para-1\n", strings(&["para-1"])),
+            ("- item ^item1\n> quote ^q\n", strings(&["item1", "q"])),
+            ("| table |\n^table-id\n", strings(&["table-id"])),
+            ("trailing spaces ^id   \r\n", strings(&["id"])),
+            ("x^2 and [^1] and ^under_score and ^ \n", strings(&[])),
+            ("```\ncode ^nope\n```\n", strings(&[])),
+            ("# Heading ^nope\n", strings(&[])),
+        ],
+        |text: &str| parse(text).block_ids,
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Decoding
+
+#[test]
+fn decoding() {
+    let mut utf16le = vec![0xFF, 0xFE];
+    utf16le.extend("# Title\n".encode_utf16().flat_map(u16::to_le_bytes));
+    let bom_less_utf16le: Vec<u8> = "# Title\nbody\n".encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let bom_less_utf16be: Vec<u8> = "# Title\nbody\n".encode_utf16().flat_map(u16::to_be_bytes).collect();
+    let mut late_nul = "a".repeat(9000).into_bytes();
+    late_nul.push(0);
+    let cases: Vec<(&[u8], Vec<Expect>)> = vec![
+        (b"plain", vec![]),
+        ("\u{feff}# 中文".as_bytes(), vec![]),
+        (b"", vec![]),
+        (&late_nul, vec![]),
+        (&utf16le, vec![Expect(None, "not UTF-8 (looks like UTF-16LE")]),
+        (&[0xFE, 0xFF, 0, b'#'], vec![Expect(None, "UTF-16BE")]),
+        (&[0xFF, 0xFE, 0, 0, b'#', 0, 0, 0], vec![Expect(None, "UTF-32LE")]),
+        (&bom_less_utf16le, vec![Expect(Some(1), "UTF-16LE")]),
+        (&bom_less_utf16be, vec![Expect(Some(1), "UTF-16BE")]),
+        (b"line one\nbinary\0\x01\x02\x03data", vec![Expect(Some(2), "binary")]),
+        (b"one\ncaf\xe9\n", vec![Expect(Some(2), "invalid byte 0xE9 at offset 7")]),
+        (b"\xd6\xd0\xce\xc4", vec![Expect(Some(1), "invalid byte")]),
+    ];
+    check_all("decode_note", &cases, |bytes: &[u8]| match decode_note(bytes) {
+        Ok(text) => {
+            assert_eq!(text.as_bytes(), bytes, "decoding keeps the bytes, BOM included");
+            vec![]
+        }
+        Err(d) => {
+            assert!(d.message.ends_with("convert the file to UTF-8 to index it"), "{}", d.message);
+            vec![Found(d.line, d.message)]
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Properties and real vaults
+
+/// Pieces that make the parser's decisions interesting, glued at random.
+const FRAGMENTS: &[&str] = &[
+    "---",
+    "...",
+    "[[",
+    "]]",
+    "![",
+    "[",
+    "]",
+    "](",
+    "(",
+    ")",
+    "<",
+    ">",
+    "#",
+    "##",
+    "`",
+    "``",
+    "```",
+    "~~~",
+    "\\",
+    "|",
+    "^id",
+    " ^b-1",
+    "%E5%",
+    "%20",
+    "\r\n",
+    "\n",
+    "\n\n",
+    " ",
+    "\t",
+    "> ",
+    "- ",
+    "1. ",
+    "===",
+    "tags: #x\n",
+    "title: [a\n",
+    "aliases: [[x]]\n",
+    "created: 2024-03-15\n",
+    "\u{feff}",
+    "备份仓库",
+    "標籤",
+    "한국어",
+    "ภาษา",
+    "a",
+    "b.md",
+    "http:",
+    "mailto:",
+    "/",
+    "./",
+    "../",
+    "\"",
+    "*",
+    "=",
+];
+
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => proptest::sample::select(FRAGMENTS).prop_map(str::to_owned),
+        1 => any::<char>().prop_map(String::from),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn parse_never_panics(parts in proptest::collection::vec(fragment(), 0..60)) {
+        let text = parts.concat();
+        let note = parse(&text);
+        prop_assert!(note.body_offset <= text.len());
+        prop_assert!(text.is_char_boundary(note.body_offset));
+        let lines = u32::try_from(text.split('\n').count()).unwrap_or(u32::MAX);
+        for heading in &note.headings {
+            prop_assert!(heading.line >= note.body_line && heading.line <= lines);
+        }
+        for link in &note.links {
+            prop_assert!(link.line >= note.body_line && link.line <= lines);
+            prop_assert!(link.context.chars().count() <= 160);
+        }
+        prop_assert!(note.tags.windows(2).all(|w| w[0] < w[1]));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn parse_never_panics_on_any_string(text in any::<String>()) {
+        let note = parse(&text);
+        prop_assert!(text.is_char_boundary(note.body_offset));
+        let head = &text.as_bytes()[..text.len().min(8192)];
+        prop_assert_eq!(decode_note(text.as_bytes()).is_ok(), !head.contains(&0));
+    }
+}
+
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            markdown_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn fixture_vault_parses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault");
+    let mut files = Vec::new();
+    markdown_files(&root, &mut files);
+    files.sort();
+    for file in files {
+        let bytes = std::fs::read(&file).expect("readable fixture");
+        let relative =
+            file.strip_prefix(&root).expect("inside the vault").to_string_lossy().replace('\\', "/");
+        let text = decode_note(&bytes).unwrap_or_else(|d| panic!("{relative}: {}", d.message));
+        let note = parse_at(&relative, text);
+        let lines: Vec<&str> = text.split('\n').collect();
+        for heading in &note.headings {
+            let line = lines.get(heading.line as usize - 1).copied().unwrap_or("");
+            let next = lines.get(heading.line as usize).copied().unwrap_or("");
+            let setext = next.trim_start().starts_with(['=', '-']);
+            assert!(
+                line.trim_start().starts_with('#') || setext,
+                "{relative}: heading {:?} points at line {} = {line:?}",
+                heading.text,
+                heading.line
+            );
+        }
+        for link in &note.links {
+            let line = lines.get(link.line as usize - 1).copied().unwrap_or("");
+            assert!(
+                line.contains(link.context.trim_end_matches('…')),
+                "{relative}: link {:?} context {:?} not on line {}",
+                link.target,
+                link.context,
+                link.line
+            );
+        }
+    }
+}
+
+/// Text of an mdast node, concatenated.
+fn mdast_text(node: &markdown::mdast::Node) -> String {
+    use markdown::mdast::Node;
+    match node {
+        Node::Text(t) => t.value.clone(),
+        Node::InlineCode(c) => format!("`{}`", c.value),
+        other => {
+            other.children().map(|children| children.iter().map(mdast_text).collect()).unwrap_or_default()
+        }
+    }
+}
+
+#[test]
+fn headings_agree_with_mdast() {
+    let documents = [
+        "# One\n\nText\n\n## Two\n\n### Three ###\n\n#NotHeading\n\n    # indented code\n",
+        "Intro\n\n```\n# not a heading\n```\n\n~~~~\n## nor this\n~~~~\n\n## After fences\n",
+        "# 中文标题\n\n段落。\n\n## 同步不等于备份\n\n###### 六级\n\n####### seven\n",
+        "#\n\n# #\n\n## Closing ## \n\n#\tTab\n\n   ### Indented three\n",
+        "Para\nstill para\n# Interrupts\ntext\n## Second\n",
+        "Setext One\n==========\n\nSetext Two\n----------\n\nText\n\n---\n\n* * *\n",
+        "- list\n- # in list item\n\n> # quoted\n\n# Top `code`\n",
+        "Foo\n-\n\nBar\n= =\n\nBaz\n    ---\n\nQux\n   ===\n\n# a [[link]] #tag\n",
+        "```\n# a\n````\n# b\n``` \n# c\n",
+        "~~~\n# a\n```\n# b\n~~~~\n# c\n",
+    ];
+    for document in documents {
+        let tree = markdown::to_mdast(document, &markdown::ParseOptions::gfm()).expect("mdast");
+        let expected: Vec<(u8, String, u32)> = tree
+            .children()
+            .into_iter()
+            .flatten()
+            .filter_map(|node| match node {
+                markdown::mdast::Node::Heading(h) => Some((
+                    h.depth,
+                    mdast_text(node),
+                    h.position.as_ref().map_or(0, |p| u32::try_from(p.start.line).unwrap_or(0)),
+                )),
+                _ => None,
+            })
+            .collect();
+        let ours: Vec<(u8, String, u32)> =
+            parse(document).headings.into_iter().map(|h| (h.level, h.text, h.line)).collect();
+        assert_eq!(ours, expected, "document:\n{document}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// kb.toml
+
+#[test]
+fn config_defaults() {
+    let defaults = VaultConfig::parse(None).expect("defaults");
+    assert_eq!(defaults.policy.notes, vec![String::new()]);
+    assert_eq!(defaults.policy.standards, vec!["docs".to_owned()]);
+    assert_eq!(defaults.policy.inbox, "inbox");
+    assert!(defaults.policy.read_also.is_empty() && defaults.policy.deny.is_empty());
+    assert_eq!(defaults.tag_registry, None);
+    assert_eq!(defaults.limits.read_max_bytes, 262_144);
+    assert_eq!(defaults.limits.proposal_max_bytes, 2_097_152);
+    assert_eq!(VaultConfig::parse(Some("")).expect("empty file"), defaults);
+    assert_eq!(VaultConfig::parse(Some("# only a comment\n[vault]\n")).expect("empty section"), defaults);
+}
+
+#[test]
+fn config_full_example() {
+    let text = r#"
+[vault]
+notes = ["z", "more/"]
+standards = ["docs"]
+inbox = "proposals"
+read_also = ["refs", ".notes"]
+deny = ["z/private", "*.secret.md"]
+[tags]
+registry = "docs/tags.md"
+[limits]
+read_max_bytes = 1000
+proposal_max_bytes = 1073741824
+"#;
+    let config = VaultConfig::parse(Some(text)).expect("valid");
+    assert_eq!(config.policy.notes, strings(&["z", "more"]));
+    assert_eq!(config.policy.standards, strings(&["docs"]));
+    assert_eq!(config.policy.inbox, "proposals");
+    assert_eq!(config.policy.read_also, strings(&["refs", ".notes"]));
+    assert_eq!(config.policy.deny, strings(&["z/private", "*.secret.md"]));
+    assert_eq!(config.tag_registry.as_deref(), Some("docs/tags.md"));
+    assert_eq!(config.limits.read_max_bytes, 1000);
+    assert_eq!(config.limits.proposal_max_bytes, 1 << 30);
+
+    let fixture =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault/kb.toml"));
+    if let Ok(fixture) = fixture {
+        VaultConfig::parse(Some(&fixture)).expect("the fixture vault's kb.toml is valid");
+    }
+}
+
+#[test]
+fn config_folders() {
+    check_all(
+        "config notes folders",
+        &[
+            ("[vault]\nnotes = [\"\"]", Contains("ok [\"\"]")),
+            ("[vault]\nnotes = [\".\"]", Contains("ok [\"\"]")),
+            ("[vault]\nnotes = [\"./z/\", \"z\"]", Contains("ok [\"z\"]")),
+            ("[vault]\nnotes = [\"z/sub\"]", Contains("ok [\"z/sub\"]")),
+            ("[vault]\nnotes = []", Contains("ok []")),
+            (
+                "[vault]\nnotes = [\"../outside\"]",
+                Contains("entry \"../outside\" is not a safe vault-relative folder"),
+            ),
+            ("[vault]\nnotes = [\"z/../../x\"]", Contains("is not a safe vault-relative folder")),
+            ("[vault]\nnotes = [\"/abs\"]", Contains("is not a safe vault-relative folder")),
+            ("[vault]\nnotes = [\"C:/x\"]", Contains("is not a safe vault-relative folder")),
+            ("[vault]\nnotes = [\"a\\\\b\"]", Contains("is not a safe vault-relative folder")),
+            (
+                "[vault]\nnotes = [\".git\"]",
+                Contains("`vault.notes` entry \".git\" lies in a place that is never readable"),
+            ),
+            ("[vault]\nstandards = [\"z/.obsidian\"]", Contains("never readable")),
+            ("[vault]\nread_also = [\"node_modules\"]", Contains("never readable")),
+            ("[vault]\ninbox = \".kb\"", Contains("never readable")),
+            ("[tags]\nregistry = \".env/tags.md\"", Contains("never readable")),
+        ],
+        |text: &str| match VaultConfig::parse(Some(text)) {
+            Ok(config) => format!("ok {:?}", config.policy.notes),
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::InvalidArgument);
+                e.message
+            }
+        },
+    );
+}
+
+#[test]
+fn config_errors() {
+    check_all(
+        "config errors",
+        &[
+            ("[vault]\nnote = [\"z\"]", "kb.toml: unknown key `vault.note` (did you mean `notes`?)"),
+            (
+                "[vault]\nregistry = \"docs/tags.md\"",
+                "kb.toml: unknown key `vault.registry` (did you mean `registry` in `[tags]`?)",
+            ),
+            ("[vault]\ncolour = 1", "kb.toml: unknown key `vault.colour`"),
+            ("[valut]\nnotes = []", "kb.toml: unknown section `[valut]` (did you mean `vault`?)"),
+            ("[server]\nport = 1", "kb.toml: unknown section `[server]`"),
+            ("vault = 3", "kb.toml: `vault` must be a table (a `[vault]` section), found an integer"),
+            ("[vault]\nnotes = \"z\"", "kb.toml: `vault.notes` must be a list of strings, found a string"),
+            (
+                "[vault]\nnotes = [\"z\", 3]",
+                "kb.toml: `vault.notes` must be a list of strings, but item 2 is an integer",
+            ),
+            ("[vault]\ninbox = [\"inbox\"]", "kb.toml: `vault.inbox` must be a string, found a list"),
+            (
+                "[vault]\ninbox = \"\"",
+                "kb.toml: `vault.inbox` = \"\" names the vault root; name a folder inside the vault",
+            ),
+            (
+                "[vault]\nstandards = [\"/\"]",
+                "kb.toml: `vault.standards` = \"/\" names the vault root; name a folder inside the vault",
+            ),
+            (
+                "[vault]\ndeny = [\"\"]",
+                "kb.toml: `vault.deny` entry \"\" is not a name or glob; write e.g. \"z/private\" or \"*.secret.md\"",
+            ),
+            (
+                "[tags]\nregistry = \"docs/tags.txt\"",
+                "kb.toml: `tags.registry` = \"docs/tags.txt\" must name a Markdown note ending in .md",
+            ),
+            (
+                "[limits]\nread_max_bytes = \"big\"",
+                "kb.toml: `limits.read_max_bytes` must be an integer number of bytes, found a string",
+            ),
+            (
+                "[limits]\nread_max_bytes = 0",
+                "kb.toml: `limits.read_max_bytes` must be between 1 and 1073741824 bytes (1 GiB), found 0",
+            ),
+            (
+                "[limits]\nproposal_max_bytes = 1073741825",
+                "kb.toml: `limits.proposal_max_bytes` must be between 1 and 1073741824 bytes (1 GiB), found 1073741825",
+            ),
+            (
+                "[limits]\nproposal_max_bytes = -5",
+                "kb.toml: `limits.proposal_max_bytes` must be between 1 and 1073741824 bytes (1 GiB), found -5",
+            ),
+        ],
+        |text: &str| match VaultConfig::parse(Some(text)) {
+            Ok(_) => "accepted".to_owned(),
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::InvalidArgument);
+                assert!(e.hint.is_some());
+                e.message
+            }
+        },
+    );
+    // Syntax errors name the line and column.
+    let err = VaultConfig::parse(Some("[vault]\nnotes = [\"z\"\ninbox = 'x'\n")).expect_err("bad TOML");
+    assert!(err.message.starts_with("kb.toml: invalid TOML at line "), "{}", err.message);
+    let err = VaultConfig::parse(Some("[vault]\nnotes = = 1\n")).expect_err("bad TOML");
+    assert!(err.message.starts_with("kb.toml: invalid TOML at line 2, column "), "{}", err.message);
+    let err = VaultConfig::parse(Some("[vault]\ninbox = 'a'\ninbox = 'b'\n")).expect_err("duplicate key");
+    assert!(err.message.contains("line 3"), "{}", err.message);
+}

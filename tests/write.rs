@@ -1,0 +1,1443 @@
+//! The write layer's promises, tested on temp copies of the fixture vault:
+//! proposing writes only inbox files; patches touch only the bytes their edits
+//! name (line endings, BOM, final newline, other frontmatter lines survive);
+//! apply checks everything before touching anything, writes once, archives,
+//! logs exactly one audit line that matches `index-schema/audit.schema.json`;
+//! a crash after any step is recovered; two concurrent applies of one id give
+//! one success; a tampered or re-targeted proposal writes nothing.
+
+mod common;
+
+use std::cell::Cell;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+
+use jiff::Timestamp;
+use kb_mcp::error::{Error, ErrorCode, Result};
+use kb_mcp::sandbox::{NotePath, Sandbox, read_vault_config};
+use kb_mcp::vault::{Limits, VaultConfig, content_hash, parse_frontmatter, parse_note};
+use kb_mcp::write::{
+    self, Actor, ApplyStatus, Edit, NewNote, PatchRequest, ProposalKind, ProposalStatus, Staged,
+    StatusFilter, Step, apply_edits,
+};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{Map, Value, json};
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------- helpers
+
+/// A temp copy of the fixture vault with its sandbox and limits.
+struct Vault {
+    _tmp: TempDir,
+    root: PathBuf,
+    sandbox: Sandbox,
+    limits: Limits,
+}
+
+fn vault() -> Vault {
+    let (tmp, root) = common::temp_vault();
+    let config = VaultConfig::parse(read_vault_config(&root).unwrap().as_deref()).unwrap();
+    let sandbox = Sandbox::open(&root, config.policy.clone()).unwrap();
+    Vault { _tmp: tmp, root, sandbox, limits: config.limits }
+}
+
+impl Vault {
+    /// A second, independent sandbox over the same folder (its own lock handle).
+    fn reopen(&self) -> Sandbox {
+        Sandbox::open(&self.root, self.sandbox.policy().clone()).unwrap()
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn read(&self, rel: &str) -> Vec<u8> {
+        fs::read(self.path(rel)).unwrap_or_else(|err| panic!("{rel}: {err}"))
+    }
+
+    fn text(&self, rel: &str) -> String {
+        String::from_utf8(self.read(rel)).unwrap()
+    }
+
+    fn exists(&self, rel: &str) -> bool {
+        self.path(rel).exists()
+    }
+
+    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+
+    fn hash(&self, rel: &str) -> String {
+        content_hash(&self.read(rel))
+    }
+
+    fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
+        common::snapshot(&self.root)
+    }
+
+    /// The parsed lines of the audit log.
+    fn audit(&self) -> Vec<Value> {
+        if !self.exists("inbox/_applied.jsonl") {
+            return Vec::new();
+        }
+        self.text("inbox/_applied.jsonl").lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+    }
+
+    fn audit_for(&self, id: &str) -> Vec<Value> {
+        self.audit().into_iter().filter(|line| line["proposal_id"] == id).collect()
+    }
+
+    /// Every file under a folder, relative to the vault.
+    fn files_under(&self, rel: &str) -> Vec<String> {
+        let dir = self.path(rel);
+        if !dir.exists() {
+            return Vec::new();
+        }
+        let mut out: Vec<String> = walkdir::WalkDir::new(&dir)
+            .into_iter()
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.file_type().is_file())
+            .map(|entry| rel_of(&self.root, entry.path()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn propose(&self, note: &NewNote) -> Result<Staged> {
+        write::propose_new(&self.sandbox, &self.limits, note, now())
+    }
+
+    /// Proposes a patch against the note's current hash.
+    fn patch(&self, path: &str, edits: Vec<Edit>) -> Result<Staged> {
+        let request = PatchRequest {
+            path: path.to_owned(),
+            base_hash: self.hash(path),
+            reason: "test".to_owned(),
+            edits,
+        };
+        write::propose_patch(&self.sandbox, &self.limits, &request, now())
+    }
+
+    /// The staged note of a proposal.
+    fn staged_text(&self, staged: &Staged) -> String {
+        self.text(&staged.files[0])
+    }
+
+    fn meta_file(staged: &Staged) -> &str {
+        staged.files.iter().find(|file| file.ends_with(".proposal.json")).unwrap()
+    }
+
+    fn rewrite_meta(&self, staged: &Staged, change: impl FnOnce(&mut Map<String, Value>)) {
+        let file = Self::meta_file(staged);
+        let mut meta: Map<String, Value> = serde_json::from_slice(&self.read(file)).unwrap();
+        change(&mut meta);
+        self.write(file, serde_json::to_vec_pretty(&meta).unwrap());
+    }
+}
+
+fn rel_of(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/")
+}
+
+fn now() -> Timestamp {
+    "2026-01-20T02:00:00Z".parse().unwrap()
+}
+
+fn note(title: &str) -> NewNote {
+    NewNote {
+        title: title.to_owned(),
+        body: "Body text with [[备份仓库]].".to_owned(),
+        reason: "a test proposal".to_owned(),
+        ..NewNote::default()
+    }
+}
+
+/// An index callback that accepts everything.
+fn no_index(_: &NotePath) -> Result<()> {
+    Ok(())
+}
+
+fn apply(vault: &Vault, id: &str) -> Result<write::Applied> {
+    write::apply(&vault.sandbox, id, Actor::Cli, &mut no_index)
+}
+
+fn code(result: Result<impl std::fmt::Debug>) -> ErrorCode {
+    result.expect_err("expected an error").code
+}
+
+/// Paths whose bytes differ between two snapshots (added, removed or changed).
+fn changed(before: &[(String, Vec<u8>)], after: &[(String, Vec<u8>)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (path, bytes) in after {
+        if before.iter().find(|(p, _)| p == path).is_none_or(|(_, old)| old != bytes) {
+            out.push(path.clone());
+        }
+    }
+    for (path, _) in before {
+        if !after.iter().any(|(p, _)| p == path) {
+            out.push(path.clone());
+        }
+    }
+    out.sort();
+    out
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("index-schema").join(name);
+    let schema: Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+fn assert_valid(validator: &jsonschema::Validator, value: &Value) {
+    let errors: Vec<String> = validator.iter_errors(value).map(|err| err.to_string()).collect();
+    assert!(errors.is_empty(), "{value} does not match its schema: {errors:?}");
+}
+
+/// The note used for edit tests: LF, frontmatter, sections, a code fence.
+const NOTE: &str = "---\ntitle: T\ntags: [a]\n---\n# T\n\nintro\n\n## One\n\none\n\n```\n## not a heading\n```\n\n## Two\n\ntwo\n";
+
+fn staged_edit(edits: Vec<Edit>) -> String {
+    let vault = vault();
+    vault.write("z/t.md", NOTE);
+    let staged = vault.patch("z/t.md", edits).unwrap();
+    assert_eq!(staged.kind, ProposalKind::Patch);
+    let text = vault.staged_text(&staged);
+    assert_eq!(content_hash(text.as_bytes()), staged.content_hash);
+    text
+}
+
+fn fields(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => panic!("not an object"),
+    }
+}
+
+// ---------------------------------------------------------------- propose_new
+
+#[test]
+fn propose_new_writes_only_the_two_inbox_files() {
+    let vault = vault();
+    let before = vault.snapshot();
+    let staged = vault.propose(&note("新的笔记")).unwrap();
+    let after = vault.snapshot();
+    let short = &staged.proposal_id[2..10];
+    let stem = format!("新的笔记-{short}");
+    assert_eq!(
+        changed(&before, &after),
+        vec![format!("inbox/new/{stem}.md"), format!("inbox/new/{stem}.proposal.json")]
+    );
+    assert_eq!(staged.files, vec![format!("inbox/new/{stem}.md"), format!("inbox/new/{stem}.proposal.json")]);
+    assert_eq!(staged.target, "z/新的笔记.md");
+    assert!(staged.proposal_id.starts_with("p_") && staged.proposal_id.len() == 34);
+    let text = vault.staged_text(&staged);
+    assert!(text.starts_with("---\ntitle: 新的笔记\naliases: []\ntags: []\ncreated: "), "{text}");
+    assert!(text.ends_with("---\n\nBody text with [[备份仓库]].\n"), "{text}");
+    assert_eq!(staged.preview, text);
+    let meta: Value = serde_json::from_slice(&vault.read(&staged.files[1])).unwrap();
+    assert_valid(&schema("proposal.schema.json"), &meta);
+    let keys: Vec<&str> = meta.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut expected = vec![
+        "content_file",
+        "content_sha256",
+        "created_at",
+        "kind",
+        "proposal_id",
+        "reason",
+        "schema",
+        "target",
+    ];
+    let mut keys_sorted = keys.clone();
+    keys_sorted.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(keys_sorted, expected);
+    assert_eq!(meta["content_sha256"], staged.content_hash);
+    // Ids are random, not derived from the content.
+    let again = vault.propose(&note("新的笔记")).unwrap();
+    assert_ne!(again.proposal_id, staged.proposal_id);
+    assert_eq!(again.content_hash, staged.content_hash);
+}
+
+#[test]
+fn propose_new_frontmatter_round_trips_awkward_values() {
+    let vault = vault();
+    let title = "Deploy: \"prod\" # 1 'quoted' - 生产";
+    let staged = vault
+        .propose(&NewNote {
+            title: title.to_owned(),
+            body: "x".to_owned(),
+            reason: "r".to_owned(),
+            folder: Some("z/tech".to_owned()),
+            tags: vec!["#rust".to_owned(), "type/concept".to_owned(), "rust".to_owned()],
+            aliases: vec!["yes".to_owned(), "a, b".to_owned(), "123".to_owned()],
+            description: Some("Line: with colon #hash".to_owned()),
+        })
+        .unwrap();
+    assert_eq!(staged.target, "z/tech/Deploy- -prod- - 1 'quoted' - 生产.md");
+    let text = vault.staged_text(&staged);
+    let parsed = parse_note(&NotePath::parse(&staged.target).unwrap(), &text);
+    assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+    assert_eq!(parsed.title, title);
+    assert_eq!(parsed.aliases, vec!["yes", "a, b", "123"]);
+    assert_eq!(parsed.tags, vec!["rust", "type/concept"]);
+    assert_eq!(parsed.description, "Line: with colon #hash");
+    assert!(parsed.created.is_some());
+}
+
+#[test]
+fn propose_new_refuses_an_existing_target() {
+    let vault = vault();
+    let before = vault.snapshot();
+    let err = vault.propose(&note("备份仓库")).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TargetExists);
+    assert!(err.message.contains("z/备份仓库.md"), "{}", err.message);
+    assert_eq!(vault.snapshot(), before);
+}
+
+#[test]
+fn propose_new_slug_edge_cases() {
+    let vault = vault();
+    let long = "长".repeat(300);
+    for (title, target) in [
+        ("中文标题 v2", "z/中文标题 v2.md".to_owned()),
+        ("a/b:c?*", "z/a-b-c.md".to_owned()),
+        ("CON", "z/CON-note.md".to_owned()),
+        ("lpt1.txt", "z/lpt1-note.txt.md".to_owned()),
+        ("..", "z/untitled.md".to_owned()),
+        ("../../etc/passwd", "z/etc-passwd.md".to_owned()),
+        ("x／y：z\u{200B}!", "z/x-y-z!.md".to_owned()),
+        ("Rust~1", "z/Rust-1.md".to_owned()),
+        (long.as_str(), format!("z/{}.md", "长".repeat(26))),
+    ] {
+        let staged = vault.propose(&note(title)).unwrap();
+        assert_eq!(staged.target, target, "title {title:?}");
+        let name = staged.target.rsplit('/').next().unwrap();
+        assert!(name.len() <= 80 + 3, "{name} is too long");
+        assert!(NotePath::parse(&staged.files[1]).is_ok());
+    }
+}
+
+#[test]
+fn propose_new_refuses_bad_arguments() {
+    let vault = vault();
+    let before = vault.snapshot();
+    assert_eq!(code(vault.propose(&note("  "))), ErrorCode::InvalidArgument);
+    assert_eq!(
+        code(vault.propose(&NewNote { reason: " ".to_owned(), ..note("t") })),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(code(vault.propose(&note("two\nlines"))), ErrorCode::InvalidArgument);
+    let with_frontmatter = NewNote { body: "---\ntitle: x\n---\nbody".to_owned(), ..note("t") };
+    assert_eq!(code(vault.propose(&with_frontmatter)), ErrorCode::InvalidArgument);
+    let spaced_tag = NewNote { tags: vec!["two words".to_owned()], ..note("t") };
+    assert_eq!(code(vault.propose(&spaced_tag)), ErrorCode::InvalidArgument);
+    for folder in ["docs", "refs", "inbox", "../outside", "/tmp", "z/private", ".git", "C:\\x"] {
+        let err = vault.propose(&NewNote { folder: Some(folder.to_owned()), ..note("t") }).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PathDenied, "folder {folder}: {err}");
+    }
+    assert_eq!(vault.snapshot(), before);
+}
+
+#[test]
+fn propose_new_size_cap() {
+    let vault = vault();
+    let limits = Limits { proposal_max_bytes: 200, ..vault.limits };
+    let big = NewNote { body: "x".repeat(300), ..note("big") };
+    let err = write::propose_new(&vault.sandbox, &limits, &big, now()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TooLarge);
+    assert!(!vault.exists("inbox"));
+}
+
+// ---------------------------------------------------------------- edits
+
+#[test]
+fn patch_replace_all() {
+    let text = staged_edit(vec![Edit::ReplaceAll { content: "# New\n".to_owned() }]);
+    assert_eq!(text, "# New\n");
+}
+
+#[test]
+fn patch_replace_section() {
+    let text =
+        staged_edit(vec![Edit::ReplaceSection { heading: "one".to_owned(), content: "uno\n".to_owned() }]);
+    assert_eq!(text, NOTE.replace("## One\n\none\n\n```\n## not a heading\n```\n\n", "## One\nuno\n"));
+    let text = staged_edit(vec![Edit::ReplaceSection {
+        heading: "## Two".to_owned(),
+        content: "## Zwei\n\nzwei".to_owned(),
+    }]);
+    assert_eq!(text, NOTE.replace("## Two\n\ntwo\n", "## Zwei\n\nzwei\n"));
+    // The last section of a level-1 heading runs to the end.
+    let text =
+        staged_edit(vec![Edit::ReplaceSection { heading: "# T".to_owned(), content: "all".to_owned() }]);
+    assert_eq!(text, "---\ntitle: T\ntags: [a]\n---\n# T\nall\n");
+}
+
+#[test]
+fn patch_replace_section_unknown_heading_lists_the_headings() {
+    let vault = vault();
+    vault.write("z/t.md", NOTE);
+    let edit = Edit::ReplaceSection { heading: "not a heading".to_owned(), content: String::new() };
+    let err = vault.patch("z/t.md", vec![edit]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::NotFound);
+    assert!(err.message.contains("# T, ## One, ## Two"), "{}", err.message);
+    assert_eq!(err.details.unwrap()["headings"], json!(["# T", "## One", "## Two"]));
+}
+
+#[test]
+fn patch_append() {
+    assert_eq!(staged_edit(vec![Edit::Append { content: "end".to_owned() }]), format!("{NOTE}end\n"));
+}
+
+#[test]
+fn patch_prepend_goes_after_the_frontmatter() {
+    let text = staged_edit(vec![Edit::Prepend { content: "> note".to_owned() }]);
+    assert_eq!(text, NOTE.replace("---\n# T", "---\n> note\n# T"));
+}
+
+#[test]
+fn patch_find_replace() {
+    let text =
+        staged_edit(vec![Edit::FindReplace { find: "intro".to_owned(), replace: "Intro!".to_owned() }]);
+    assert_eq!(text, NOTE.replace("intro", "Intro!"));
+}
+
+#[test]
+fn patch_set_frontmatter() {
+    let edit = Edit::SetFrontmatter { fields: fields(json!({"tags": ["a", "b"], "status": "draft: 1"})) };
+    let text = staged_edit(vec![edit]);
+    assert_eq!(text, NOTE.replace("tags: [a]\n", "tags: [a, b]\nstatus: \"draft: 1\"\n"));
+    let edit = Edit::SetFrontmatter { fields: fields(json!({"tags": null})) };
+    assert_eq!(staged_edit(vec![edit]), NOTE.replace("tags: [a]\n", ""));
+}
+
+#[test]
+fn patch_edits_apply_in_order() {
+    let text = staged_edit(vec![
+        Edit::Append { content: "XYZ".to_owned() },
+        Edit::FindReplace { find: "XYZ".to_owned(), replace: "done".to_owned() },
+    ]);
+    assert_eq!(text, format!("{NOTE}done\n"));
+}
+
+#[test]
+fn find_replace_zero_and_two_matches_say_how_many() {
+    let vault = vault();
+    vault.write("z/t.md", NOTE);
+    let before = vault.snapshot();
+    let err = vault
+        .patch("z/t.md", vec![Edit::FindReplace { find: "absent".into(), replace: "x".into() }])
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("`find` matched 0 times; it must match exactly once"), "{}", err.message);
+    assert_eq!(err.details.as_ref().unwrap()["matches"], 0);
+    vault.write("z/t.md", format!("{NOTE}intro\n"));
+    let err = vault
+        .patch("z/t.md", vec![Edit::FindReplace { find: "intro".into(), replace: "x".into() }])
+        .unwrap_err();
+    assert!(err.message.contains("edit 1 (find_replace): `find` matched 2 times"), "{}", err.message);
+    assert!(err.message.contains("add surrounding text to make it unique"), "{}", err.message);
+    assert_eq!(err.details.as_ref().unwrap()["matches"], 2);
+    assert!(changed(&before, &vault.snapshot()) == vec!["z/t.md".to_owned()], "nothing staged");
+}
+
+#[test]
+fn set_frontmatter_keeps_every_other_line_byte_identical() {
+    let vault = vault();
+    let path = "z/备份仓库.md";
+    let original = vault.text(path);
+    let edit = Edit::SetFrontmatter { fields: fields(json!({"tags": ["备份"], "reviewed": "2026-01-20"})) };
+    let staged = vault.patch(path, vec![edit]).unwrap();
+    let text = vault.staged_text(&staged);
+    let old_fm = parse_frontmatter(&original).unwrap();
+    let new_fm = parse_frontmatter(&text).unwrap();
+    let old_lines: Vec<&str> = original[old_fm.yaml.clone()].lines().collect();
+    let new_lines: Vec<&str> = text[new_fm.yaml.clone()].lines().collect();
+    let kept: Vec<&str> = old_lines.iter().copied().filter(|line| !line.starts_with("tags:")).collect();
+    let rest: Vec<&str> = new_lines
+        .iter()
+        .copied()
+        .filter(|line| !line.starts_with("tags:") && !line.starts_with("reviewed:"))
+        .collect();
+    assert_eq!(kept, rest);
+    assert!(new_lines.contains(&"tags: [备份]") && new_lines.last() == Some(&"reviewed: 2026-01-20"));
+    assert_eq!(&text[new_fm.end..], &original[old_fm.end..], "the body is untouched");
+    assert_eq!(new_fm.value["aliases"], json!(["backup repo", "备份库"]));
+}
+
+#[test]
+fn crlf_and_bom_are_preserved() {
+    let vault = vault();
+    let crlf = "z/daily/2026-01-20.md";
+    let staged = vault
+        .patch(
+            crlf,
+            vec![
+                Edit::Append { content: "line one\nline two\n".to_owned() },
+                Edit::SetFrontmatter { fields: fields(json!({"mood": "ok"})) },
+                Edit::Prepend { content: "top\n".to_owned() },
+                Edit::ReplaceSection { heading: "回顾".to_owned(), content: "a\nb\n".to_owned() },
+            ],
+        )
+        .unwrap();
+    let text = vault.staged_text(&staged);
+    assert!(text.contains("mood: ok\r\n---\r\ntop\r\n"), "{text:?}");
+    assert!(text.contains("## 回顾\r\na\r\nb\r\n"), "{text:?}");
+    let bytes = text.as_bytes();
+    for (at, &byte) in bytes.iter().enumerate() {
+        if byte == b'\n' {
+            assert!(at > 0 && bytes[at - 1] == b'\r', "a bare LF at byte {at}: {text:?}");
+        }
+    }
+    let bom = "z/tech/rust/生命周期.md";
+    let staged = vault
+        .patch(
+            bom,
+            vec![
+                Edit::Prepend { content: "first".to_owned() },
+                Edit::SetFrontmatter { fields: fields(json!({"title": "生命周期 (lifetimes)"})) },
+            ],
+        )
+        .unwrap();
+    let text = vault.staged_text(&staged);
+    assert!(text.starts_with("\u{feff}---\ntitle: 生命周期 (lifetimes)\n"), "{text:?}");
+    assert_eq!(text.matches('\u{feff}').count(), 1);
+    let staged = vault.patch(bom, vec![Edit::ReplaceAll { content: "# only\n".to_owned() }]).unwrap();
+    assert_eq!(vault.staged_text(&staged), "\u{feff}# only\n");
+}
+
+#[test]
+fn trailing_newline_is_preserved() {
+    let vault = vault();
+    vault.write("z/bare.md", "# Bare\n\nlast line");
+    let staged = vault.patch("z/bare.md", vec![Edit::Append { content: "added\n".to_owned() }]).unwrap();
+    assert_eq!(vault.staged_text(&staged), "# Bare\n\nlast line\nadded");
+    let staged = vault
+        .patch("z/bare.md", vec![Edit::ReplaceSection { heading: "Bare".into(), content: "x\n".into() }])
+        .unwrap();
+    assert_eq!(vault.staged_text(&staged), "# Bare\nx");
+    vault.write("z/full.md", "# Full\n");
+    let staged = vault.patch("z/full.md", vec![Edit::Append { content: "added".to_owned() }]).unwrap();
+    assert_eq!(vault.staged_text(&staged), "# Full\nadded\n");
+}
+
+#[test]
+fn stale_base_carries_the_current_hash() {
+    let vault = vault();
+    let path = "z/备份仓库.md";
+    let request = PatchRequest {
+        path: path.to_owned(),
+        base_hash: format!("sha256:{}", "0".repeat(64)),
+        reason: "r".to_owned(),
+        edits: vec![Edit::Append { content: "x".to_owned() }],
+    };
+    let err = write::propose_patch(&vault.sandbox, &vault.limits, &request, now()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::StaleBase);
+    assert_eq!(err.details.unwrap()["current_hash"], vault.hash(path));
+    assert!(err.hint.unwrap().contains("read the note again"));
+    assert!(!vault.exists("inbox"));
+}
+
+#[test]
+fn a_patch_that_changes_nothing_is_refused() {
+    let vault = vault();
+    vault.write("z/t.md", NOTE);
+    for edit in [
+        Edit::FindReplace { find: "intro".into(), replace: "intro".into() },
+        Edit::SetFrontmatter { fields: fields(json!({"title": "T", "absent": null})) },
+        Edit::ReplaceAll { content: NOTE.to_owned() },
+    ] {
+        let err = vault.patch("z/t.md", vec![edit]).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgument);
+        assert!(err.message.contains("the edits change nothing"), "{}", err.message);
+    }
+    assert_eq!(code(vault.patch("z/t.md", Vec::new())), ErrorCode::InvalidArgument);
+}
+
+#[test]
+fn patch_size_cap() {
+    let vault = vault();
+    vault.write("z/t.md", NOTE);
+    let limits = Limits { proposal_max_bytes: NOTE.len() as u64 + 10, ..vault.limits };
+    let request = PatchRequest {
+        path: "z/t.md".to_owned(),
+        base_hash: vault.hash("z/t.md"),
+        reason: "r".to_owned(),
+        edits: vec![Edit::Append { content: "x".repeat(100) }],
+    };
+    assert_eq!(code(write::propose_patch(&vault.sandbox, &limits, &request, now())), ErrorCode::TooLarge);
+}
+
+#[test]
+fn only_notes_can_be_patched() {
+    let vault = vault();
+    let before = vault.snapshot();
+    for path in ["docs/tags.md", "refs/git-cheatsheet.md", "z/private/secret-plan.md", "../x.md", "kb.toml"] {
+        let request = PatchRequest {
+            path: path.to_owned(),
+            base_hash: String::new(),
+            reason: "r".to_owned(),
+            edits: vec![Edit::Append { content: "x".to_owned() }],
+        };
+        let err = write::propose_patch(&vault.sandbox, &vault.limits, &request, now()).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PathDenied, "{path}: {err}");
+    }
+    let request = PatchRequest {
+        path: "z/missing.md".to_owned(),
+        base_hash: String::new(),
+        reason: "r".to_owned(),
+        edits: vec![Edit::Append { content: "x".to_owned() }],
+    };
+    assert_eq!(
+        code(write::propose_patch(&vault.sandbox, &vault.limits, &request, now())),
+        ErrorCode::NotFound
+    );
+    assert_eq!(vault.snapshot(), before);
+}
+
+#[test]
+fn patch_writes_the_note_the_diff_and_the_metadata() {
+    let vault = vault();
+    let path = "z/tech/git/冲突处理.md";
+    let before = vault.snapshot();
+    let staged = vault.patch(path, vec![Edit::Append { content: "新的一行".to_owned() }]).unwrap();
+    let stem = format!("冲突处理-{}", &staged.proposal_id[2..10]);
+    let expected: Vec<String> =
+        [".new.md", ".diff", ".proposal.json"].iter().map(|ext| format!("inbox/patch/{stem}{ext}")).collect();
+    assert_eq!(staged.files, expected);
+    let mut sorted = expected.clone();
+    sorted.sort();
+    assert_eq!(changed(&before, &vault.snapshot()), sorted);
+    let diff = vault.text(&expected[1]);
+    assert_eq!(staged.diff.as_deref(), Some(diff.as_str()));
+    assert!(diff.starts_with(&format!("--- a/{path}\n+++ b/{path}\n@@ ")), "{diff}");
+    assert!(diff.ends_with("+新的一行\n"), "{diff}");
+    assert_eq!((staged.added, staged.removed), (1, 0));
+    assert_eq!(staged.base_hash.as_deref(), Some(vault.hash(path).as_str()));
+    let meta: Value = serde_json::from_slice(&vault.read(&expected[2])).unwrap();
+    assert_valid(&schema("proposal.schema.json"), &meta);
+    assert_eq!(meta["diff_file"], expected[1]);
+    assert_eq!(meta["base_sha256"], vault.hash(path));
+}
+
+#[test]
+fn diff_marks_a_missing_final_newline() {
+    let vault = vault();
+    vault.write("z/bare.md", "a\nb");
+    let staged =
+        vault.patch("z/bare.md", vec![Edit::FindReplace { find: "b".into(), replace: "c".into() }]).unwrap();
+    assert_eq!(
+        staged.diff.unwrap(),
+        "--- a/z/bare.md\n+++ b/z/bare.md\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+    );
+    assert_eq!((staged.added, staged.removed), (1, 1));
+}
+
+#[test]
+fn edits_deserialize_strictly() {
+    let edit: Edit =
+        serde_json::from_value(json!({"op": "find_replace", "find": "a", "replace": "b"})).unwrap();
+    assert_eq!(edit, Edit::FindReplace { find: "a".into(), replace: "b".into() });
+    let edit: Edit = serde_json::from_value(json!({"op": "set_frontmatter", "fields": {"a": null}})).unwrap();
+    assert_eq!(edit.op(), "set_frontmatter");
+    assert!(serde_json::from_value::<Edit>(json!({"op": "append", "content": "x", "extra": 1})).is_err());
+    assert!(serde_json::from_value::<Edit>(json!({"op": "delete_all"})).is_err());
+}
+
+// ---------------------------------------------------------------- apply
+
+#[test]
+fn apply_new_writes_archives_audits_and_indexes_once() {
+    let vault = vault();
+    let staged = vault.propose(&note("新的笔记")).unwrap();
+    let staged_bytes = vault.read(&staged.files[0]);
+    let before = vault.snapshot();
+    let mut indexed: Vec<String> = Vec::new();
+    let applied = write::apply(&vault.sandbox, &staged.proposal_id, Actor::Mcp, &mut |path: &NotePath| {
+        indexed.push(path.as_str().to_owned());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(indexed, vec!["z/新的笔记.md"]);
+    assert_eq!(applied.status, ApplyStatus::Applied);
+    assert_eq!(applied.target, "z/新的笔记.md");
+    assert_eq!(vault.read("z/新的笔记.md"), staged_bytes);
+    assert_eq!(applied.new_hash, content_hash(&staged_bytes));
+    assert!(
+        applied.archive.starts_with("inbox/applied/") && applied.archive.len() == "inbox/applied/".len() + 10
+    );
+    let stem = format!("新的笔记-{}", &staged.proposal_id[2..10]);
+    assert_eq!(
+        vault.files_under(&applied.archive),
+        vec![format!("{}/{stem}.md", applied.archive), format!("{}/{stem}.proposal.json", applied.archive)]
+    );
+    assert!(vault.files_under("inbox/new").is_empty());
+    let audit = vault.audit();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0], applied.audit);
+    assert_valid(&schema("audit.schema.json"), &audit[0]);
+    let mut keys: Vec<&str> = audit[0].as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, vec!["archive", "at", "by", "content_sha256", "index", "kind", "proposal_id", "target"]);
+    assert_eq!(audit[0]["by"], "mcp");
+    assert_eq!(audit[0]["index"], "ok");
+    assert_eq!(audit[0]["archive"], applied.archive);
+    // Nothing else changed: the note, the moved files, the audit log and the lock file.
+    let mut expected = vec![
+        "z/新的笔记.md".to_owned(),
+        staged.files[0].clone(),
+        staged.files[1].clone(),
+        format!("{}/{stem}.md", applied.archive),
+        format!("{}/{stem}.proposal.json", applied.archive),
+        "inbox/_applied.jsonl".to_owned(),
+        "inbox/_apply.lock".to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(changed(&before, &vault.snapshot()), expected);
+}
+
+#[test]
+fn apply_patch_writes_the_staged_text() {
+    let vault = vault();
+    let path = "z/daily/2026-01-20.md";
+    let staged = vault.patch(path, vec![Edit::Append { content: "晚上：复盘".to_owned() }]).unwrap();
+    let staged_bytes = vault.read(&staged.files[0]);
+    let applied = apply(&vault, &staged.proposal_id).unwrap();
+    assert_eq!(vault.read(path), staged_bytes);
+    assert_eq!(applied.new_hash, vault.hash(path));
+    let audit = vault.audit();
+    assert_eq!(audit.len(), 1);
+    assert_valid(&schema("audit.schema.json"), &audit[0]);
+    assert_eq!(audit[0]["base_sha256"], staged.base_hash.unwrap());
+    assert_eq!(audit[0]["kind"], "patch");
+    assert_eq!(vault.files_under(&applied.archive).len(), 3);
+    assert!(vault.files_under("inbox/patch").is_empty());
+}
+
+#[test]
+fn applying_twice_is_not_pending() {
+    let vault = vault();
+    let staged = vault.propose(&note("twice")).unwrap();
+    apply(&vault, &staged.proposal_id).unwrap();
+    let snapshot = vault.snapshot();
+    let err = apply(&vault, &staged.proposal_id).unwrap_err();
+    assert_eq!(err.code, ErrorCode::ProposalNotPending);
+    assert_eq!(vault.snapshot(), snapshot);
+    assert_eq!(vault.audit().len(), 1);
+}
+
+#[test]
+fn unknown_ids_are_not_found() {
+    let vault = vault();
+    vault.propose(&note("some")).unwrap();
+    let before = vault.snapshot();
+    for id in [format!("p_{}", "0".repeat(32)), "p_123".to_owned(), "../x".to_owned(), String::new()] {
+        assert_eq!(code(apply(&vault, &id)), ErrorCode::ProposalNotFound, "{id}");
+    }
+    let staged = vault.propose(&note("other")).unwrap();
+    let upper = staged.proposal_id.to_uppercase().replacen('P', "p", 1);
+    assert_eq!(code(apply(&vault, &upper)), ErrorCode::ProposalNotFound);
+    let prefix = &staged.proposal_id[..20];
+    assert_eq!(code(apply(&vault, prefix)), ErrorCode::ProposalNotFound);
+    assert!(changed(&before, &vault.snapshot()).iter().all(|path| path.starts_with("inbox/")));
+    assert!(!vault.exists("z/some.md") && !vault.exists("z/other.md"));
+}
+
+#[test]
+fn tampered_content_is_refused_and_the_vault_untouched() {
+    let vault = vault();
+    let staged = vault.propose(&note("tamper")).unwrap();
+    vault.write(&staged.files[0], "---\ntitle: evil\n---\nevil\n");
+    let before = vault.snapshot();
+    let err = apply(&vault, &staged.proposal_id).unwrap_err();
+    assert_eq!(err.code, ErrorCode::ProposalTampered, "{err}");
+    assert_eq!(changed(&before, &vault.snapshot()), vec!["inbox/_apply.lock".to_owned()]);
+    let listed = write::list(&vault.sandbox, StatusFilter::Pending, 10).unwrap();
+    assert!(!listed[0].checks.intact);
+    // A removed staged note or diff is tampering too.
+    let patch = vault.patch("z/设计.md", vec![Edit::Append { content: "x".to_owned() }]).unwrap();
+    fs::remove_file(vault.path(&patch.files[1])).unwrap();
+    assert_eq!(code(apply(&vault, &patch.proposal_id)), ErrorCode::ProposalTampered);
+}
+
+#[test]
+fn metadata_pointing_elsewhere_writes_nothing() {
+    let vault = vault();
+    #[cfg(unix)]
+    {
+        let outside = vault._tmp.path().join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, vault.path("z/link")).unwrap();
+    }
+    let mut targets =
+        vec!["../x.md", "docs/x.md", "/etc/passwd", "C:\\x.md", "inbox/x.md", "z/private/x.md", "x.md"];
+    if cfg!(unix) {
+        targets.push("z/link/x.md");
+    }
+    for target in targets {
+        let staged = vault.propose(&note("retarget")).unwrap();
+        vault.rewrite_meta(&staged, |meta| {
+            meta.insert("target".to_owned(), json!(target));
+        });
+        let before = vault.snapshot();
+        let err = apply(&vault, &staged.proposal_id).unwrap_err();
+        assert!(matches!(err.code, ErrorCode::PathDenied | ErrorCode::ProposalTampered), "{target}: {err}");
+        let after = vault.snapshot();
+        assert!(changed(&before, &after).iter().all(|path| path == "inbox/_apply.lock"), "{target}");
+        assert_eq!(write::list(&vault.sandbox, StatusFilter::Pending, 100).unwrap().len(), 1);
+        #[cfg(unix)]
+        assert!(fs::read_dir(vault._tmp.path().join("outside")).unwrap().next().is_none());
+        fs::remove_dir_all(vault.path("inbox/new")).unwrap();
+    }
+    for content_file in ["../x.md", "docs/x.md", "/etc/passwd", "inbox/new/other.md", "z/备份仓库.md"] {
+        let staged = vault.propose(&note("refile")).unwrap();
+        vault.rewrite_meta(&staged, |meta| {
+            meta.insert("content_file".to_owned(), json!(content_file));
+        });
+        let before = vault.snapshot();
+        assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::ProposalTampered, "{content_file}");
+        assert!(changed(&before, &vault.snapshot()).iter().all(|path| path == "inbox/_apply.lock"));
+        fs::remove_dir_all(vault.path("inbox/new")).unwrap();
+    }
+    // Extra or broken metadata is tampering too.
+    let staged = vault.propose(&note("extra")).unwrap();
+    vault.rewrite_meta(&staged, |meta| {
+        meta.insert("then_run".to_owned(), json!("rm -rf"));
+    });
+    assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::ProposalTampered);
+    vault.write(Vault::meta_file(&staged), "{ not json");
+    assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::ProposalTampered);
+    assert!(!vault.exists("z/extra.md"));
+}
+
+#[test]
+fn a_new_target_created_after_proposing_is_target_exists() {
+    let vault = vault();
+    let staged = vault.propose(&note("late")).unwrap();
+    vault.write("z/late.md", "mine\n");
+    let err = apply(&vault, &staged.proposal_id).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TargetExists);
+    assert_eq!(vault.text("z/late.md"), "mine\n");
+    let listed = write::list(&vault.sandbox, StatusFilter::Pending, 10).unwrap();
+    assert_eq!(listed[0].status, ProposalStatus::Pending);
+    assert!(listed[0].checks.intact && !listed[0].checks.target_free);
+}
+
+#[test]
+fn a_stale_target_is_stale_base() {
+    let vault = vault();
+    let path = "z/设计.md";
+    let staged = vault.patch(path, vec![Edit::Append { content: "x".to_owned() }]).unwrap();
+    vault.write(path, "changed by hand\n");
+    let err = apply(&vault, &staged.proposal_id).unwrap_err();
+    assert_eq!(err.code, ErrorCode::StaleBase);
+    assert_eq!(err.details.unwrap()["current_hash"], vault.hash(path));
+    assert_eq!(vault.text(path), "changed by hand\n");
+    let listed = write::list(&vault.sandbox, StatusFilter::Pending, 10).unwrap();
+    assert!(listed[0].checks.intact && !listed[0].checks.base_current);
+    fs::remove_file(vault.path(path)).unwrap();
+    assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::StaleBase);
+}
+
+#[test]
+fn an_index_failure_is_applied_index_failed_and_consumes_the_proposal() {
+    let vault = vault();
+    let staged = vault.propose(&note("unindexed")).unwrap();
+    let applied = write::apply(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut |_: &NotePath| {
+        Err(Error::index("the index is locked"))
+    })
+    .unwrap();
+    assert_eq!(applied.status, ApplyStatus::AppliedIndexFailed);
+    assert!(applied.index_error.unwrap().contains("the index is locked"));
+    assert!(vault.exists("z/unindexed.md"));
+    let audit = vault.audit();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["index"], "failed");
+    assert_valid(&schema("audit.schema.json"), &audit[0]);
+    assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::ProposalNotPending);
+}
+
+/// The files of a proposal in its pending folder and anywhere under the applied folders.
+fn where_is(vault: &Vault, staged: &Staged) -> (Vec<String>, Vec<String>) {
+    let short = &staged.proposal_id[2..10];
+    let pending: Vec<String> = staged.files.iter().filter(|file| vault.exists(file)).cloned().collect();
+    let archived: Vec<String> =
+        vault.files_under("inbox/applied").into_iter().filter(|file| file.contains(short)).collect();
+    (pending, archived)
+}
+
+#[test]
+fn a_crash_after_any_step_is_recovered() {
+    let steps = [Step::Claimed, Step::Written, Step::Archiving, Step::Archived, Step::Indexed, Step::Audited];
+    for kind in [ProposalKind::New, ProposalKind::Patch] {
+        for (number, &step) in steps.iter().enumerate() {
+            for finish_by_apply in [false, true] {
+                let vault = vault();
+                let path = "z/设计.md";
+                let original = vault.read(path);
+                let staged = match kind {
+                    ProposalKind::New => vault.propose(&note("crash")).unwrap(),
+                    ProposalKind::Patch => {
+                        vault.patch(path, vec![Edit::Append { content: "after".to_owned() }]).unwrap()
+                    }
+                };
+                let target = staged.target.clone();
+                let staged_bytes = vault.read(&staged.files[0]);
+                let old_target = (kind == ProposalKind::Patch).then(|| original.clone());
+                let calls = Cell::new(0);
+                let mut index = |seen: &NotePath| -> Result<()> {
+                    assert_eq!(seen.as_str(), target);
+                    calls.set(calls.get() + 1);
+                    Ok(())
+                };
+                let err = write::apply_with_failpoint(
+                    &vault.sandbox,
+                    &staged.proposal_id,
+                    Actor::Cli,
+                    &mut index,
+                    &mut |at| if at == step { Err(Error::internal("simulated crash")) } else { Ok(()) },
+                )
+                .unwrap_err();
+                assert_eq!(err.message, "simulated crash", "{step:?}");
+
+                // Old state or new state, nothing in between.
+                let on_disk = vault.exists(&target).then(|| vault.read(&target));
+                let (pending, archived) = where_is(&vault, &staged);
+                if on_disk == old_target {
+                    assert_eq!(number, 0, "{kind:?} {step:?}: the target is untouched only before the write");
+                    assert_eq!(pending, staged.files, "{step:?}: the proposal stays pending");
+                } else {
+                    assert_eq!(on_disk.as_deref(), Some(staged_bytes.as_slice()), "{kind:?} {step:?}");
+                }
+                let audited = vault.audit_for(&staged.proposal_id).len();
+                assert_eq!(audited, usize::from(step == Step::Audited), "{step:?}");
+                let (in_pending, in_archive) = match step {
+                    Step::Claimed | Step::Written => (staged.files.len(), 0),
+                    Step::Archiving => (staged.files.len() - 1, 1),
+                    Step::Archived | Step::Indexed | Step::Audited => (0, staged.files.len()),
+                };
+                assert_eq!((pending.len(), archived.len()), (in_pending, in_archive), "{kind:?} {step:?}");
+
+                // Finish: by the next apply, or by a recovery pass (a server start).
+                if step == Step::Claimed {
+                    let recovery = write::recover(&vault.sandbox, Actor::Cli, &mut index).unwrap();
+                    assert_eq!(recovery, write::Recovery::default(), "nothing to recover before the write");
+                    assert_eq!(apply(&vault, &staged.proposal_id).unwrap().new_hash, staged.content_hash);
+                    calls.set(calls.get() + 1);
+                } else if finish_by_apply {
+                    let result = write::apply(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut index);
+                    if step == Step::Audited {
+                        assert_eq!(code(result), ErrorCode::ProposalNotPending);
+                    } else {
+                        let applied = result.unwrap();
+                        assert_eq!(applied.status, ApplyStatus::Applied);
+                        assert_eq!(applied.new_hash, staged.content_hash);
+                    }
+                } else {
+                    let recovery = write::recover(&vault.reopen(), Actor::Mcp, &mut index).unwrap();
+                    assert!(recovery.failed.is_empty(), "{recovery:?}");
+                    let expected =
+                        if step == Step::Audited { Vec::new() } else { vec![staged.proposal_id.clone()] };
+                    assert_eq!(recovery.completed, expected, "{kind:?} {step:?}");
+                }
+                // Recovery is idempotent.
+                let again = write::recover(&vault.sandbox, Actor::Cli, &mut index).unwrap();
+                assert!(again.completed.is_empty() && again.failed.is_empty(), "{again:?}");
+
+                assert_eq!(vault.read(&target), staged_bytes, "{kind:?} {step:?}");
+                let (pending, archived) = where_is(&vault, &staged);
+                assert!(pending.is_empty(), "{kind:?} {step:?}: {pending:?}");
+                assert_eq!(archived.len(), staged.files.len(), "{kind:?} {step:?}: {archived:?}");
+                let lines = vault.audit_for(&staged.proposal_id);
+                assert_eq!(lines.len(), 1, "{kind:?} {step:?}: {lines:?}");
+                assert_valid(&schema("audit.schema.json"), &lines[0]);
+                assert_eq!(lines[0]["index"], "ok");
+                assert!(calls.get() >= 1, "{step:?}: the index callback ran");
+                assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::ProposalNotPending);
+                assert!(temp_files(&vault.root).is_empty());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_crash_between_link_and_unlink_of_the_metadata_is_recovered() {
+    let vault = vault();
+    let staged = vault.propose(&note("twin")).unwrap();
+    let err = write::apply_with_failpoint(
+        &vault.sandbox,
+        &staged.proposal_id,
+        Actor::Cli,
+        &mut no_index,
+        &mut |at| if at == Step::Archiving { Err(Error::internal("crash")) } else { Ok(()) },
+    )
+    .unwrap_err();
+    assert_eq!(err.message, "crash");
+    // Put the metadata back beside its archived copy, as a crash between the
+    // hard link and the removal of the source would leave it.
+    let (_, archived) = where_is(&vault, &staged);
+    let meta = archived.iter().find(|file| file.ends_with(".proposal.json")).unwrap();
+    vault.write(&staged.files[1], vault.read(meta));
+    let recovery = write::recover(&vault.sandbox, Actor::Cli, &mut no_index).unwrap();
+    assert_eq!(recovery.completed, vec![staged.proposal_id.clone()]);
+    let (pending, archived) = where_is(&vault, &staged);
+    assert!(pending.is_empty() && archived.len() == 2, "{pending:?} {archived:?}");
+    assert_eq!(vault.audit_for(&staged.proposal_id).len(), 1);
+}
+
+#[test]
+fn a_partial_audit_line_does_not_hide_or_corrupt_the_next() {
+    let vault = vault();
+    let first = vault.propose(&note("first")).unwrap();
+    apply(&vault, &first.proposal_id).unwrap();
+    let second = vault.propose(&note("second")).unwrap();
+    let err = write::apply_with_failpoint(
+        &vault.sandbox,
+        &second.proposal_id,
+        Actor::Cli,
+        &mut no_index,
+        &mut |at| if at == Step::Indexed { Err(Error::internal("crash")) } else { Ok(()) },
+    )
+    .unwrap_err();
+    assert_eq!(err.message, "crash");
+    // A crash mid-append left half a line.
+    let mut log = vault.read("inbox/_applied.jsonl");
+    log.extend_from_slice(b"{\"at\":\"2026-01-20T");
+    vault.write("inbox/_applied.jsonl", log);
+    write::recover(&vault.sandbox, Actor::Cli, &mut no_index).unwrap();
+    let text = vault.text("inbox/_applied.jsonl");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let last: Value = serde_json::from_str(lines[2]).unwrap();
+    assert_eq!(last["proposal_id"], second.proposal_id);
+    assert_eq!(last["recovered"], true);
+    assert_valid(&schema("audit.schema.json"), &last);
+}
+
+#[test]
+fn concurrent_applies_of_one_id_give_one_success() {
+    for kind in [ProposalKind::New, ProposalKind::Patch] {
+        for round in 0..4 {
+            let vault = vault();
+            let staged = match kind {
+                ProposalKind::New => vault.propose(&note(&format!("race {round}"))).unwrap(),
+                ProposalKind::Patch => {
+                    vault.patch("z/设计.md", vec![Edit::Append { content: format!("race {round}") }]).unwrap()
+                }
+            };
+            let barrier = Arc::new(Barrier::new(2));
+            let results: Vec<Result<write::Applied>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..2)
+                    .map(|_| {
+                        let sandbox = vault.reopen();
+                        let barrier = Arc::clone(&barrier);
+                        let id = staged.proposal_id.clone();
+                        scope.spawn(move || {
+                            barrier.wait();
+                            write::apply(&sandbox, &id, Actor::Mcp, &mut no_index)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+            });
+            let wins = results.iter().filter(|result| result.is_ok()).count();
+            assert_eq!(wins, 1, "{kind:?}: {results:?}");
+            let loser = results.into_iter().find_map(Result::err).unwrap();
+            assert_eq!(loser.code, ErrorCode::ProposalNotPending, "{loser}");
+            assert_eq!(vault.audit_for(&staged.proposal_id).len(), 1);
+            assert_eq!(vault.hash(&staged.target), staged.content_hash);
+        }
+    }
+}
+
+/// Set in the child processes of [`concurrent_applies_across_processes_give_one_success`]:
+/// `<vault>|<proposal id>|<result file>|<go file>`.
+const CHILD_ENV: &str = "KB_WRITE_TEST_CHILD";
+
+#[test]
+fn concurrent_applies_across_processes_give_one_success() {
+    if let Ok(job) = std::env::var(CHILD_ENV) {
+        // Child: wait for the go signal, apply, write down how it went.
+        let parts: Vec<&str> = job.split('|').collect();
+        let (root, id, result, go) = (Path::new(parts[0]), parts[1], parts[2], Path::new(parts[3]));
+        let config = VaultConfig::parse(read_vault_config(root).unwrap().as_deref()).unwrap();
+        let sandbox = Sandbox::open(root, config.policy).unwrap();
+        while !go.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let outcome = match write::apply(&sandbox, id, Actor::Cli, &mut no_index) {
+            Ok(applied) => format!("ok {}", applied.new_hash),
+            Err(err) => err.code.to_string(),
+        };
+        fs::write(result, outcome).unwrap();
+        return;
+    }
+    let vault = vault();
+    let staged = vault.propose(&note("two processes")).unwrap();
+    let go = vault._tmp.path().join("go");
+    let children: Vec<(std::process::Child, PathBuf)> = (0..2)
+        .map(|n| {
+            let result = vault._tmp.path().join(format!("result-{n}"));
+            let job = format!(
+                "{}|{}|{}|{}",
+                vault.root.display(),
+                staged.proposal_id,
+                result.display(),
+                go.display()
+            );
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "concurrent_applies_across_processes_give_one_success", "--test-threads=1"])
+                .env(CHILD_ENV, job)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            (child, result)
+        })
+        .collect();
+    fs::write(&go, "go").unwrap();
+    let mut outcomes: Vec<String> = children
+        .into_iter()
+        .map(|(mut child, result)| {
+            assert!(child.wait().unwrap().success());
+            fs::read_to_string(result).unwrap()
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, vec![format!("ok {}", staged.content_hash), "proposal_not_pending".to_owned()]);
+    assert_eq!(vault.audit_for(&staged.proposal_id).len(), 1);
+    assert_eq!(vault.hash(&staged.target), staged.content_hash);
+}
+
+#[test]
+fn edits_have_a_json_schema() {
+    let schema = serde_json::to_value(schemars::schema_for!(Edit)).unwrap();
+    let text = schema.to_string();
+    for op in ["replace_all", "replace_section", "append", "prepend", "find_replace", "set_frontmatter"] {
+        assert!(text.contains(&format!("\"{op}\"")), "{op} missing from {text}");
+    }
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&json!({"op": "find_replace", "find": "a", "replace": "b"})));
+    assert!(!validator.is_valid(&json!({"op": "find_replace", "find": "a"})));
+}
+
+#[test]
+fn different_proposals_apply_side_by_side() {
+    let vault = vault();
+    let staged: Vec<Staged> =
+        (0..6).map(|i| vault.propose(&note(&format!("parallel {i}"))).unwrap()).collect();
+    std::thread::scope(|scope| {
+        for chunk in staged.chunks(2) {
+            let sandbox = vault.reopen();
+            scope.spawn(move || {
+                for one in chunk {
+                    write::apply(&sandbox, &one.proposal_id, Actor::Cli, &mut no_index).unwrap();
+                }
+            });
+        }
+    });
+    let audit = vault.audit();
+    assert_eq!(audit.len(), 6);
+    for line in &audit {
+        assert_valid(&schema("audit.schema.json"), line);
+    }
+}
+
+// ---------------------------------------------------------------- reject, list, ids
+
+#[test]
+fn reject_moves_the_proposal_with_its_reason_and_logs_it() {
+    let vault = vault();
+    let staged = vault.patch("z/设计.md", vec![Edit::Append { content: "no".to_owned() }]).unwrap();
+    let before = vault.read("z/设计.md");
+    assert_eq!(
+        code(write::reject(&vault.sandbox, &staged.proposal_id, "  ", Actor::Cli)),
+        ErrorCode::InvalidArgument
+    );
+    let rejected = write::reject(&vault.sandbox, &staged.proposal_id, "not wanted", Actor::Cli).unwrap();
+    assert_eq!(vault.read("z/设计.md"), before);
+    assert!(rejected.archive.starts_with("inbox/rejected/"));
+    let files = vault.files_under(&rejected.archive);
+    assert_eq!(files.len(), 4, "{files:?}");
+    let record = files.iter().find(|file| file.ends_with(".rejection.json")).unwrap();
+    let record: Value = serde_json::from_slice(&vault.read(record)).unwrap();
+    assert_eq!(record["reason"], "not wanted");
+    assert!(vault.files_under("inbox/patch").is_empty());
+    let audit = vault.audit();
+    assert_eq!(audit, vec![rejected.audit.clone()]);
+    assert_eq!(audit[0]["status"], "rejected");
+    assert_eq!(audit[0]["reason"], "not wanted");
+    assert_valid(&schema("audit.schema.json"), &audit[0]);
+    assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::ProposalNotPending);
+    assert_eq!(
+        code(write::reject(&vault.sandbox, &staged.proposal_id, "again", Actor::Cli)),
+        ErrorCode::ProposalNotPending
+    );
+    let all = write::list(&vault.sandbox, StatusFilter::All, 10).unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].status, ProposalStatus::Rejected);
+    assert!(write::list(&vault.sandbox, StatusFilter::Pending, 10).unwrap().is_empty());
+}
+
+#[test]
+fn list_shows_live_checks_newest_first() {
+    let vault = vault();
+    let older = write::propose_new(&vault.sandbox, &vault.limits, &note("older"), now()).unwrap();
+    let later: Timestamp = "2026-01-21T00:00:00Z".parse().unwrap();
+    let newer = write::propose_new(&vault.sandbox, &vault.limits, &note("newer"), later).unwrap();
+    let patch = vault.patch("z/设计.md", vec![Edit::Append { content: "p".to_owned() }]).unwrap();
+    assert_eq!(write::pending_count(&vault.sandbox), 3);
+    let listed = write::list(&vault.sandbox, StatusFilter::Pending, 10).unwrap();
+    let ids: Vec<&str> = listed.iter().map(|view| view.proposal_id.as_str()).collect();
+    assert_eq!(ids[0], newer.proposal_id);
+    assert!(ids.contains(&older.proposal_id.as_str()) && ids.contains(&patch.proposal_id.as_str()));
+    for view in &listed {
+        assert!(view.checks.intact && view.checks.base_current && view.checks.target_free, "{view:?}");
+        assert_eq!(view.reason, if view.kind == ProposalKind::Patch { "test" } else { "a test proposal" });
+    }
+    assert_eq!(write::list(&vault.sandbox, StatusFilter::Pending, 1).unwrap().len(), 1);
+    apply(&vault, &older.proposal_id).unwrap();
+    let applied = write::list(&vault.sandbox, StatusFilter::Applied, 10).unwrap();
+    assert_eq!(applied.len(), 1);
+    assert_eq!(applied[0].status, ProposalStatus::Applied);
+    assert_eq!(write::list(&vault.sandbox, StatusFilter::All, 10).unwrap().len(), 3);
+    assert_eq!(write::pending_count(&vault.sandbox), 2);
+    let json = serde_json::to_value(&applied[0]).unwrap();
+    assert_eq!(json["status"], "applied");
+    assert_eq!(json["kind"], "new");
+}
+
+#[test]
+fn resolve_id_accepts_ids_prefixes_and_slugs() {
+    let vault = vault();
+    let staged = vault.propose(&note("备忘 one")).unwrap();
+    let other = vault.propose(&note("备忘 one")).unwrap();
+    let stem = format!("备忘 one-{}", &staged.proposal_id[2..10]);
+    assert_eq!(write::resolve_id(&vault.sandbox, &staged.proposal_id).unwrap(), staged.proposal_id);
+    assert_eq!(write::resolve_id(&vault.sandbox, &stem).unwrap(), staged.proposal_id);
+    assert_eq!(write::resolve_id(&vault.sandbox, &staged.proposal_id[..12]).unwrap(), staged.proposal_id);
+    let err = write::resolve_id(&vault.sandbox, "备忘 one").unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains(&other.proposal_id));
+    assert_eq!(code(write::resolve_id(&vault.sandbox, "nothing")), ErrorCode::ProposalNotFound);
+    assert_eq!(code(write::resolve_id(&vault.sandbox, "p_")), ErrorCode::ProposalNotFound);
+}
+
+/// Temporary files of atomic writes anywhere in a folder.
+fn temp_files(root: &Path) -> Vec<String> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().contains(".kb-tmp"))
+        .map(|entry| rel_of(root, entry.path()))
+        .collect()
+}
+
+#[test]
+fn no_temporary_files_are_left_anywhere() {
+    let vault = vault();
+    let new = vault.propose(&note("tidy")).unwrap();
+    let patch = vault.patch("z/设计.md", vec![Edit::Append { content: "tidy".to_owned() }]).unwrap();
+    let _ = vault.propose(&note("备份仓库"));
+    apply(&vault, &new.proposal_id).unwrap();
+    apply(&vault, &patch.proposal_id).unwrap();
+    let rejected = vault.propose(&note("tidy 2")).unwrap();
+    write::reject(&vault.sandbox, &rejected.proposal_id, "no", Actor::Mcp).unwrap();
+    assert_eq!(temp_files(&vault.root), Vec::<String>::new());
+}
+
+// ---------------------------------------------------------------- properties
+
+/// Text made of pieces that matter to the edits: fences, headings, frontmatter
+/// markers, CRLF, BOMs, multi-byte characters.
+fn text_strategy() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        Just("---\n".to_owned()),
+        Just("---\r\n".to_owned()),
+        Just("# A\n".to_owned()),
+        Just("## b\r\n".to_owned()),
+        Just("```\n".to_owned()),
+        Just("~~~~\n".to_owned()),
+        Just("key: value\n".to_owned()),
+        Just("  - item\n".to_owned()),
+        Just("\u{feff}".to_owned()),
+        Just("\r".to_owned()),
+        Just("\n".to_owned()),
+        "[a-c#:\\- 中\u{1F600}]{0,6}",
+    ];
+    prop::collection::vec(piece, 0..12).prop_map(|pieces| pieces.concat())
+}
+
+fn value_strategy() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i32>().prop_map(|n| json!(n)),
+        "[a-z0-9:#'\" ,\\[\\]{}\\-中]{0,8}".prop_map(Value::String),
+        Just(json!("yes")),
+        Just(json!("1:30")),
+        Just(json!("\u{7f}\u{85}")),
+    ];
+    leaf.prop_recursive(2, 8, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z:# ]{1,4}", inner, 0..3)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    })
+}
+
+fn edit_strategy() -> impl Strategy<Value = Edit> {
+    let short = "[a-c#\\n:中]{0,5}";
+    prop_oneof![
+        text_strategy().prop_map(|content| Edit::ReplaceAll { content }),
+        (short, text_strategy()).prop_map(|(heading, content)| Edit::ReplaceSection { heading, content }),
+        text_strategy().prop_map(|content| Edit::Append { content }),
+        text_strategy().prop_map(|content| Edit::Prepend { content }),
+        (short, short).prop_map(|(find, replace)| Edit::FindReplace { find, replace }),
+        prop::collection::btree_map("[a-z: ]{0,4}", value_strategy(), 0..3)
+            .prop_map(|map| Edit::SetFrontmatter { fields: map.into_iter().collect() }),
+    ]
+}
+
+fn runner(cases: u32) -> TestRunner {
+    TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() })
+}
+
+#[test]
+fn apply_edits_never_panics() {
+    runner(256)
+        .run(&(text_strategy(), prop::collection::vec(edit_strategy(), 0..4)), |(text, edits)| {
+            if let Ok(result) = apply_edits(&text, &edits) {
+                // A BOM is never duplicated or moved by an edit that does not name it.
+                let named_bom = edits.iter().any(|edit| format!("{edit:?}").contains('\u{feff}'));
+                if text.starts_with('\u{feff}') && !named_bom {
+                    prop_assert!(result.starts_with('\u{feff}'), "the BOM moved");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn set_frontmatter_leaves_unnamed_lines_unchanged() {
+    // Frontmatter entries: a single line, a block list, or a comment.
+    let entry = prop_oneof![
+        ("[a-f]", "[a-z0-9 ]{0,6}").prop_map(|(key, value)| (Some(key.clone()), format!("{key}: {value}\n"))),
+        ("[a-f]", prop::collection::vec("[a-z]{1,4}", 1..3)).prop_map(|(key, items)| {
+            let list: String = items.iter().map(|item| format!("  - {item}\n")).collect();
+            (Some(key.clone()), format!("{key}:\n{list}"))
+        }),
+        "[a-z ]{0,6}".prop_map(|text| (None, format!("# {text}\n"))),
+        Just((None, "\n".to_owned())),
+    ];
+    let fields = prop::collection::btree_map("[a-h]", value_strategy(), 1..4);
+    let crlf = any::<bool>();
+    runner(256)
+        .run(&(prop::collection::vec(entry, 0..8), fields, crlf), |(entries, fields, crlf)| {
+            let eol = if crlf { "\r\n" } else { "\n" };
+            let mut yaml = String::new();
+            for (_, text) in &entries {
+                yaml.push_str(&text.replace('\n', eol));
+            }
+            let text = format!("---{eol}{yaml}---{eol}body{eol}");
+            let fields: Map<String, Value> = fields.into_iter().collect();
+            let result = apply_edits(&text, &[Edit::SetFrontmatter { fields: fields.clone() }]).unwrap();
+            let named = |line: &str| fields.keys().any(|key| line.starts_with(&format!("{key}:")));
+            let old = parse_frontmatter(&text).unwrap();
+            let new = parse_frontmatter(&result).unwrap();
+            let old_kept: Vec<&str> = text[old.yaml.clone()]
+                .split_inclusive('\n')
+                .scan(false, |in_named, line| {
+                    // Lines of a named key: its `key:` line and its `  - ` items.
+                    if named(line) {
+                        *in_named = true;
+                    } else if !line.starts_with("  - ") {
+                        *in_named = false;
+                    }
+                    Some((*in_named, line))
+                })
+                .filter(|(in_named, _)| !in_named)
+                .map(|(_, line)| line)
+                .collect();
+            let new_kept: Vec<&str> =
+                result[new.yaml.clone()].split_inclusive('\n').filter(|line| !named(line)).collect();
+            prop_assert_eq!(old_kept, new_kept);
+            prop_assert_eq!(&result[new.end..], &text[old.end..]);
+            if let Value::Object(map) = &new.value
+                && old.error.is_none()
+            {
+                for (key, value) in &fields {
+                    prop_assert_eq!(map.get(key).unwrap_or(&Value::Null), value, "key {}", key);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn staging_then_applying_reproduces_the_staged_text() {
+    let vault = vault();
+    let counter = Cell::new(0u32);
+    let body = prop::collection::vec("[a-z中 #]{0,10}", 1..6);
+    let edit = prop_oneof![
+        "[a-z中\\n]{1,8}".prop_map(|content| Edit::Append { content }),
+        "[a-z中\\n]{1,8}".prop_map(|content| Edit::Prepend { content }),
+        Just(Edit::FindReplace { find: "UNIQUE".to_owned(), replace: "replaced\nline".to_owned() }),
+        ("[a-z]{1,3}", value_strategy()).prop_map(|(key, value)| Edit::SetFrontmatter {
+            fields: fields(json!({ key: if value.is_null() { json!("x") } else { value } }))
+        }),
+    ];
+    let shape = (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>());
+    runner(32)
+        .run(
+            &(body, prop::collection::vec(edit, 1..3), shape),
+            |(lines, edits, (crlf, bom, frontmatter, final_nl))| {
+                counter.set(counter.get() + 1);
+                let eol = if crlf { "\r\n" } else { "\n" };
+                let mut text = String::new();
+                if bom {
+                    text.push('\u{feff}');
+                }
+                if frontmatter {
+                    text.push_str(&format!("---{eol}title: t{eol}---{eol}"));
+                }
+                text.push_str(&lines.join(eol));
+                text.push_str(&format!("{eol}UNIQUE"));
+                if final_nl {
+                    text.push_str(eol);
+                }
+                let path = format!("z/prop/{}.md", counter.get());
+                vault.write(&path, &text);
+                let expected = apply_edits(&text, &edits);
+                let staged = vault.patch(&path, edits);
+                match (expected, staged) {
+                    (Ok(expected), Ok(staged)) => {
+                        prop_assert_eq!(vault.text(&staged.files[0]), expected.clone());
+                        write::apply(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut no_index).unwrap();
+                        prop_assert_eq!(vault.text(&path), expected.clone());
+                        prop_assert_eq!(expected.starts_with('\u{feff}'), bom);
+                        prop_assert_eq!(expected.ends_with('\n'), final_nl);
+                        if crlf {
+                            prop_assert!(!expected.replace("\r\n", "").contains('\n'));
+                        }
+                    }
+                    (Err(expected), Err(staged)) => prop_assert_eq!(expected.code, staged.code),
+                    (Ok(expected), Err(staged)) => {
+                        // Only a no-op is refused beyond what apply_edits refuses.
+                        prop_assert_eq!(expected, text);
+                        prop_assert_eq!(staged.code, ErrorCode::InvalidArgument);
+                    }
+                    (Err(expected), Ok(_)) => {
+                        prop_assert!(false, "staged what apply_edits refused: {}", expected)
+                    }
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+}
