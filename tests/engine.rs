@@ -102,8 +102,10 @@ fn phrases_exclusions_and_filters() {
     assert!(folder.results.iter().all(|h| h.path.starts_with("z/tech/")));
     let phrase = content_paths(&engine, "\"graph view\"");
     assert!(!phrase.is_empty());
-    let denied = engine.search_note_content(&SearchArgs { folder: Some("../x".into()), ..search("git") });
-    assert_eq!(denied.unwrap_err().code, ErrorCode::PathDenied);
+    for folder in ["../x", ".git", "z/private", ".OBSIDIAN", "/etc"] {
+        let denied = engine.search_note_content(&SearchArgs { folder: Some(folder.into()), ..search("git") });
+        assert_eq!(denied.unwrap_err().code, ErrorCode::PathDenied, "{folder}");
+    }
     assert_eq!(engine.search_knowledge(&search("   ")).unwrap_err().code, ErrorCode::InvalidArgument);
 }
 
@@ -365,4 +367,57 @@ fn an_index_dir_outside_the_vault_leaves_the_vault_untouched() {
     assert!(index_dir.join("meta.json").exists());
     assert!(!vault.join(".kb").exists());
     assert_eq!(common::snapshot(&vault), before);
+}
+
+#[test]
+fn recall_context_packs_matches_and_neighbours_within_the_budget_in_a_fixed_order() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let args = RecallArgs { topic: "同步不等于备份".into(), budget_tokens: Some(1500), folder: None };
+    let pack = engine.recall_context(&args).unwrap();
+    assert!(pack.used_tokens <= 1500, "used {}", pack.used_tokens);
+    let used: u32 = pack.items.iter().map(|i| kb_mcp::engine::estimate_tokens(&i.text)).sum();
+    assert_eq!(used, pack.used_tokens);
+    assert_eq!(pack.items[0].path, "z/备份仓库.md");
+    assert_eq!(pack.items[0].reason, "match");
+    assert_eq!(pack.items[0].section.as_deref(), Some("同步不等于备份"));
+    assert!(
+        pack.items
+            .iter()
+            .any(|i| i.reason.starts_with("backlink of ") || i.reason.starts_with("outlink of ")),
+        "{:#?}",
+        pack.items
+    );
+    let mut keys: Vec<(String, Option<String>)> =
+        pack.items.iter().map(|i| (i.path.clone(), i.section.clone())).collect();
+    let count = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), count, "no duplicates");
+    assert_eq!(engine.recall_context(&args).unwrap(), pack, "deterministic");
+
+    // A small budget is respected too, and cut at a line.
+    let small = engine.recall_context(&RecallArgs { budget_tokens: Some(200), ..args.clone() }).unwrap();
+    assert!(small.used_tokens <= 200 && !small.items.is_empty());
+    let invalid = engine.recall_context(&RecallArgs { budget_tokens: Some(10), ..args });
+    assert_eq!(invalid.unwrap_err().code, ErrorCode::InvalidArgument);
+}
+
+#[test]
+fn typos_fall_back_to_fuzzy_matching_and_explain_says_why_a_note_ranked() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let typo = knowledge_paths(&engine, "zettlekasten");
+    assert!(typo.contains(&"z/卡片笔记法.md".to_owned()), "{typo:?}");
+    // An exact match is never replaced by fuzzy ones.
+    assert_eq!(knowledge_paths(&engine, "Zettelkasten")[0], "z/卡片笔记法.md");
+    assert!(knowledge_paths(&engine, "qzxv").is_empty(), "short words are not fuzzed");
+
+    let explained =
+        engine.search_knowledge(&SearchArgs { explain: Some(true), ..search("备份仓库") }).unwrap();
+    let why = explained.results[0].explain.as_ref().unwrap();
+    assert_eq!(why["exact_name_match"], true);
+    let terms = why["terms"].as_array().unwrap();
+    assert!(terms.iter().any(|t| t["field"] == "title" && t["term"] == "仓库"), "{why}");
+    assert!(engine.search_knowledge(&search("备份仓库")).unwrap().results[0].explain.is_none());
 }

@@ -417,11 +417,7 @@ fn a_suite_naming_a_note_the_vault_lacks_or_a_query_the_engine_refuses_is_invali
 /// Cases of `fixtures/eval/fixtures-vault.json` that fail today, with why.
 /// A case listed here that starts passing is fine; a case not listed that
 /// fails is a regression.
-const FIXTURE_KNOWN_FAILURES: &[&str] = &[
-    // VAULT.md: `marigold` is only in refs/ (read_also, not a note) and note searches
-    // return nothing; the searches return refs/git-cheatsheet.md.
-    "ct-negative-read-also",
-];
+const FIXTURE_KNOWN_FAILURES: &[&str] = &[];
 
 #[test]
 fn the_fixture_vault_suite_keeps_its_recall() {

@@ -82,6 +82,7 @@ fn read_calls() -> Vec<(&'static str, Value)> {
         ("list_tags", json!({"prefix": "type"})),
         ("get_related_notes", json!({"path": "z/备份仓库.md"})),
         ("list_recent_notes", json!({"days": 30, "sort": "created"})),
+        ("recall_context", json!({"topic": "如何同步远程仓库", "budget_tokens": 800})),
     ]
 }
 
@@ -126,7 +127,8 @@ async fn every_read_tool_answers_with_content_that_matches_its_output_schema() {
             "list_standards",
             "list_tags",
             "get_related_notes",
-            "list_recent_notes"
+            "list_recent_notes",
+            "recall_context"
         ]
     );
     for (name, arguments) in read_calls() {
@@ -236,7 +238,7 @@ async fn every_protocol_version_works_from_a_real_client() {
         }
         assert_eq!(info.server_info.as_ref().unwrap().name, "kb-mcp");
         assert!(info.instructions.as_deref().unwrap_or("").contains("propose"));
-        assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 8, "{version:?}");
+        assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 9, "{version:?}");
         let result = call(&client, "search_knowledge", json!({"query": "Zettelkasten"})).await.unwrap();
         assert_eq!(
             result.structured_content.unwrap()["results"][0]["path"],
@@ -374,7 +376,7 @@ fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process
     }
     assert!(seen[&2]["result"]["structuredContent"]["total"].as_u64().unwrap() > 0);
     assert_eq!(seen[&3]["error"]["code"], -32602);
-    assert_eq!(seen[&4]["result"]["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(seen[&4]["result"]["tools"].as_array().unwrap().len(), 9);
     drop(stdin);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -466,7 +468,7 @@ async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_on
     let (_tmp, vault) = common::temp_vault();
     let client = connect(&vault, "apply").await;
     let tools = client.list_tools(None).await.unwrap().tools;
-    assert_eq!(tools.len(), 12, "all twelve tools at --access apply");
+    assert_eq!(tools.len(), 13, "the twelve tools and recall_context at --access apply");
     let apply_tool = tools.iter().find(|t| t.name == "apply_proposal").unwrap().annotations.clone().unwrap();
     assert_eq!((apply_tool.read_only_hint, apply_tool.destructive_hint), (Some(false), Some(true)));
     let propose_tool =
@@ -566,7 +568,7 @@ async fn propose_level_cannot_apply() {
     let client = connect(&vault, "propose").await;
     let names: Vec<String> =
         client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names.len(), 11);
+    assert_eq!(names.len(), 12);
     assert!(!names.contains(&"apply_proposal".to_owned()));
     let staged = propose_new(&client, "Propose only", "body\n").await;
     let refused =

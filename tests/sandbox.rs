@@ -29,6 +29,7 @@ const FILES: &[(&str, &str)] = &[
     ("z/日本語メモ.md", "メモ\n"),
     ("z/한국어 메모.md", "메모\n"),
     ("z/پایگاه\u{200C}ها.md", "zwnj in a Persian word\n"),
+    ("z/读书笔记：深度工作.md", "a fullwidth colon, common in Chinese titles\n"),
     ("z/with space.md", "space\n"),
     ("z/3-2-1 备份原则.md", "备份\n"),
     ("z/知识管理 MOC.md", "MOC\n"),
@@ -215,7 +216,7 @@ fn hostile_inputs_are_refused() {
         ("z/note\u{FF0E}md", PathDenied),
         ("z/note\u{2024}md", PathDenied),
         ("z/note\u{FE52}md", PathDenied),
-        ("z/note.md\u{FF1A}x", PathDenied),
+        ("z/note.md\u{2236}x", PathDenied),
         ("z/note\u{2236}md", PathDenied),
         ("z\u{29F8}note.md", PathDenied),
         ("z\u{29F9}note.md", PathDenied),
@@ -285,6 +286,7 @@ fn benign_inputs_are_accepted_unchanged() {
         "z/日本語メモ.md",
         "z/한국어 메모.md",
         "z/پایگاه\u{200C}ها.md",
+        "z/读书笔记：深度工作.md",
         "z/with space.md",
         "z/3-2-1 备份原则.md",
         "z/知识管理 MOC.md",
@@ -660,6 +662,7 @@ fn scan_lists_readable_markdown_and_attachments_only() {
         "z/中文笔记.md",
         "z/日本語メモ.md",
         "z/知识管理 MOC.md",
+        "z/读书笔记：深度工作.md",
         "z/한국어 메모.md",
     ];
     if cfg!(unix) {
@@ -865,36 +868,72 @@ fn no_accepted_path_leads_outside_the_vault() {
 #[test]
 fn reads_racing_a_symlink_swap_never_return_the_secret() {
     use std::os::unix::fs::symlink;
-    use std::sync::atomic::{AtomicBool, Ordering};
     let fx = fixture();
+    // The file itself flips between a regular file and a symlink to the secret.
     write(&fx.root.join("z/race.md"), "harmless\n");
-    let path = fx.sandbox.resolve_read("z/race.md").unwrap();
+    let (target, staging) = (fx.root.join("z/race.md"), fx.root.join("z/race.tmp"));
+    race(&fx, "z/race.md", || {
+        let _ = fs::remove_file(&staging);
+        symlink(fx.outside.join("secret.md"), &staging).unwrap();
+        fs::rename(&staging, &target).unwrap();
+        fs::write(&staging, "harmless\n").unwrap();
+        fs::rename(&staging, &target).unwrap();
+    });
+    // Its parent folder flips between a real folder and a symlink to the outside.
+    write(&fx.root.join("z/racedir/race.md"), "harmless\n");
+    write(&fx.outside.join("racedir/race.md"), SECRET);
+    let (folder, parked) = (fx.root.join("z/racedir"), fx.root.join("z/racedir-parked"));
+    race(&fx, "z/racedir/race.md", || {
+        fs::rename(&folder, &parked).unwrap();
+        symlink(fx.outside.join("racedir"), &folder).unwrap();
+        fs::remove_file(&folder).unwrap();
+        fs::rename(&parked, &folder).unwrap();
+    });
+}
+
+/// Reads `input` thousands of times while `swap` runs in a loop on another
+/// thread; every read must return the harmless bytes or be refused.
+#[cfg(unix)]
+fn race(fx: &Fixture, input: &str, swap: impl Fn() + Sync) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let path = fx.sandbox.resolve_read(input).unwrap();
     let stop = AtomicBool::new(false);
-    let (mut served, mut refused) = (0, 0);
+    let (mut leaks, mut odd_errors) = (Vec::new(), Vec::new());
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let (target, staging) = (fx.root.join("z/race.md"), fx.root.join("z/race.tmp"));
             while !stop.load(Ordering::Relaxed) {
-                let _ = fs::remove_file(&staging);
-                symlink(fx.outside.join("secret.md"), &staging).unwrap();
-                fs::rename(&staging, &target).unwrap();
-                fs::write(&staging, "harmless\n").unwrap();
-                fs::rename(&staging, &target).unwrap();
+                swap();
             }
         });
-        for _ in 0..3000 {
+        // No assertion in here: a panic would leave the swapping thread running.
+        for _ in 0..6000 {
             match fx.sandbox.read(&path, 1024) {
-                Ok(bytes) => {
-                    assert_eq!(bytes, b"harmless\n");
-                    served += 1;
+                Ok(bytes) if bytes != b"harmless\n" => {
+                    leaks.push(String::from_utf8_lossy(&bytes).into_owned())
                 }
-                Err(err) => {
-                    assert!(matches!(err.code, PathDenied | NotFound), "{err}");
-                    refused += 1;
-                }
+                Ok(_) => {}
+                Err(err) if matches!(err.code, PathDenied | NotFound) => {}
+                Err(err) => odd_errors.push(err.to_string()),
             }
         }
         stop.store(true, Ordering::Relaxed);
     });
-    assert!(served + refused == 3000);
+    assert!(leaks.is_empty(), "{input}: {} reads returned other bytes, e.g. {:?}", leaks.len(), leaks[0]);
+    assert!(odd_errors.is_empty(), "{input}: unexpected errors: {odd_errors:?}");
+}
+
+#[test]
+fn scan_reports_markdown_files_whose_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("z")).unwrap();
+    std::fs::write(root.join("z/ok.md"), "ok\n").unwrap();
+    std::fs::write(root.join("z/evil\u{202E}gnp.md"), "bidi\n").unwrap();
+    std::fs::write(root.join("z/picture\u{202E}.png"), "not markdown\n").unwrap();
+    let sandbox = kb_mcp::sandbox::Sandbox::open(root, kb_mcp::sandbox::Policy::default()).unwrap();
+    let scan = sandbox.scan().unwrap();
+    assert_eq!(scan.markdown.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["z/ok.md"]);
+    assert_eq!(scan.skipped.len(), 1, "{:?}", scan.skipped);
+    assert_eq!(scan.skipped[0].path, "z/evil\u{202E}gnp.md");
+    assert!(scan.skipped[0].reason.contains("U+202E"), "{}", scan.skipped[0].reason);
 }

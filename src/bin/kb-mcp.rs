@@ -1,35 +1,112 @@
-//! `kb-mcp`: the MCP server binary.
+//! `kb-mcp`: the MCP server binary, and the keeper of its HTTP tokens.
 //!
 //! Parses the command line, checks the vault exists (a clear message and exit
 //! code 2 otherwise, before any client is kept waiting), and serves MCP on
-//! stdio. Started on a terminal, it says how to connect a client instead of
-//! waiting silently. Stdout belongs to JSON-RPC: everything else goes to stderr.
+//! stdio, or over Streamable HTTP with `--http ADDR --tokens FILE`. HTTP is safe
+//! by default: it refuses to start without a token file, and refuses an address
+//! other machines can reach unless `--allow-remote` says so. `kb-mcp token
+//! add|list|revoke` manages the token file (salted hashes only; a new token is
+//! printed once, as the last line of stdout). Started on a terminal in stdio
+//! mode, it says how to connect a client instead of waiting silently. On stdio,
+//! stdout belongs to JSON-RPC: everything else goes to stderr.
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::Parser;
-use kb_mcp::server::{ServerOptions, serve_stdio};
+use clap::{Parser, Subcommand};
+use kb_mcp::error::ErrorCode;
+use kb_mcp::server::{
+    HttpOptions, ServerOptions, TokenFile, is_loopback, is_valid_origin_pattern, serve_http, serve_stdio,
+};
 use kb_mcp::tools::Access;
 
-/// Serve a Markdown vault to AI agents over MCP (stdio).
+/// Serve a Markdown vault to AI agents over MCP (stdio, or Streamable HTTP with --http).
 #[derive(Debug, Parser)]
-#[command(name = "kb-mcp", version, about)]
+#[command(name = "kb-mcp", version, about, args_conflicts_with_subcommands = true)]
 struct Cli {
     /// The vault folder (default: $KB_VAULT, else the current folder).
     #[arg(long, env = "KB_VAULT")]
     vault: Option<PathBuf>,
-    /// What agents may do: read (default), propose (stage proposals in the inbox), apply (also apply them).
-    #[arg(long, default_value = "read", value_parser = ["read", "propose", "apply"])]
-    access: String,
+    /// What stdio agents may do: read (default), propose (stage proposals in the inbox), apply (also apply them). Over HTTP each token's scope decides instead.
+    #[arg(long, value_parser = ["read", "propose", "apply"])]
+    access: Option<String>,
     /// Where the index lives (default: <vault>/.kb).
     #[arg(long)]
     index_dir: Option<PathBuf>,
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// The token file (required with --http; create tokens with `kb-mcp token add`). Keep it outside the vault.
+    #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
+    tokens: Option<PathBuf>,
+    /// Allow an --http address that other machines can reach (every request still needs a token).
+    #[arg(long)]
+    allow_remote: bool,
+    /// A browser origin allowed besides http://localhost and http://127.0.0.1 (e.g. https://chatgpt.com); repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// A Host header value allowed besides the loopback names: a tunnel's or reverse proxy's host name; repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_host: Vec<String>,
+    /// Requests per second allowed per token over HTTP, in bursts of up to twice that (0: no limit).
+    #[arg(long, default_value_t = 20.0, value_name = "N")]
+    rate: f64,
+    /// Seconds an idle HTTP session lives.
+    #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
+    session_idle: u64,
+    /// Seconds one HTTP request may run before it is cut off.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    request_timeout: u64,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Manage the bearer tokens of the HTTP transport.
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenAction {
+    /// Create a token; prints it once, as the last line of stdout, and stores only its salted hash.
+    Add {
+        /// A name for the token (letters, digits, `.`, `_`, `-`), e.g. the client or device using it.
+        name: String,
+        /// What the token may do: read, propose (stage proposals) or apply (also apply them).
+        #[arg(long, value_parser = ["read", "propose", "apply"])]
+        scope: String,
+        /// The token file (created with owner-only permissions when missing).
+        #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
+        tokens: PathBuf,
+    },
+    /// List the tokens: name, scope and creation time (never the tokens or their hashes).
+    List {
+        /// The token file.
+        #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
+        tokens: PathBuf,
+    },
+    /// Revoke a token by name; a running server stops admitting it within a second.
+    Revoke {
+        /// The token's name.
+        name: String,
+        /// The token file.
+        #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
+        tokens: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Token { action }) = cli.command {
+        return token_command(action);
+    }
     let vault = match cli.vault.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
         Ok(vault) => vault,
         Err(error) => {
@@ -44,8 +121,18 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let access = Access::parse(&cli.access).unwrap_or(Access::Read);
-    if std::io::stdin().is_terminal() {
+    let access = cli.access.as_deref().and_then(Access::parse).unwrap_or(Access::Read);
+    let http = match &cli.http {
+        Some(addr) => match http_options(&cli, addr, &vault) {
+            Ok(http) => Some(http),
+            Err(message) => {
+                eprintln!("kb-mcp: {message}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    if http.is_none() && std::io::stdin().is_terminal() {
         eprintln!(
             "kb-mcp {} serves {} over MCP on stdin/stdout (access: {}).\n\
              It is meant to be started by an MCP client, not typed at. For example, in Claude Desktop's\n\
@@ -65,11 +152,183 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(serve_stdio(options)) {
+    let served = match http {
+        Some(http) => runtime.block_on(serve_http(options, http)),
+        None => runtime.block_on(serve_stdio(options)),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("kb-mcp: {error:#}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// Checks the HTTP flags; the error is the message for a usage error (exit 2).
+fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, String> {
+    let addr = parse_addr(addr).ok_or_else(|| {
+        format!("`{addr}` is not an address to listen on\nhint: use IP:PORT, e.g. --http 127.0.0.1:8765")
+    })?;
+    if !is_loopback(addr.ip()) && !cli.allow_remote {
+        return Err(format!(
+            "{addr} can be reached from other machines, so kb-mcp will not listen there by default\n\
+             hint: listen on 127.0.0.1 (and reach it through a tunnel or a reverse proxy), or pass --allow-remote \
+             to accept connections from the network (every request still needs a token)"
+        ));
+    }
+    let Some(tokens) = cli.tokens.clone() else {
+        return Err("--http needs --tokens FILE: every HTTP request needs a token; create one with \
+                    `kb-mcp token add NAME --scope read --tokens FILE`"
+            .to_owned());
+    };
+    match TokenFile::load(&tokens) {
+        Ok(Some(file)) if file.tokens.is_empty() => eprintln!(
+            "kb-mcp: warning: {} holds no tokens, so every request will be refused until you add one with `kb-mcp token add`",
+            tokens.display()
+        ),
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            return Err(format!(
+                "there is no token file at {}: every HTTP request needs a token; create one with \
+                 `kb-mcp token add NAME --scope read --tokens {}`",
+                tokens.display(),
+                tokens.display()
+            ));
+        }
+        Err(error) => return Err(error.message),
+    }
+    if inside(&tokens, vault) {
+        eprintln!(
+            "kb-mcp: warning: the token file {} is inside the vault; keep it outside (e.g. ~/.config/kb-mcp/tokens.json) \
+             so that it is never synced, shared or indexed with your notes",
+            tokens.display()
+        );
+    }
+    if let Some(bad) = cli.allow_origin.iter().find(|o| !is_valid_origin_pattern(o)) {
+        return Err(format!(
+            "`{bad}` is not an origin\nhint: write scheme://host, scheme://host:port or scheme://host:* (any port), e.g. https://chatgpt.com"
+        ));
+    }
+    if !cli.rate.is_finite() || cli.rate < 0.0 {
+        return Err(format!("--rate must be a number of requests per second, 0 or more (got {})", cli.rate));
+    }
+    if cli.session_idle == 0 || cli.request_timeout == 0 {
+        return Err("--session-idle and --request-timeout must be at least 1 second".to_owned());
+    }
+    if cli.access.is_some() {
+        eprintln!("kb-mcp: warning: --access applies to stdio only; over HTTP each token's scope decides");
+    }
+    if addr.ip().is_unspecified() && cli.allowed_host.is_empty() {
+        eprintln!(
+            "kb-mcp: warning: listening on every interface, but only requests addressed to localhost or 127.0.0.1 \
+             pass the Host check; add --allowed-host NAME for each name clients use to reach this machine"
+        );
+    }
+    let mut http = HttpOptions::new(addr, tokens);
+    http.allowed_origins = cli.allow_origin.clone();
+    http.allowed_hosts = cli.allowed_host.clone();
+    http.rate = cli.rate;
+    http.session_idle = Duration::from_secs(cli.session_idle);
+    http.request_timeout = Duration::from_secs(cli.request_timeout);
+    Ok(http)
+}
+
+/// `IP:PORT`, `[IPv6]:PORT`, or `localhost:PORT`.
+fn parse_addr(text: &str) -> Option<SocketAddr> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Some(addr);
+    }
+    let port = text.strip_prefix("localhost:")?.parse::<u16>().ok()?;
+    Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
+}
+
+/// Whether `file` lies inside `folder` (comparing real paths where they exist).
+fn inside(file: &Path, folder: &Path) -> bool {
+    let folder = std::fs::canonicalize(folder).unwrap_or_else(|_| folder.to_owned());
+    let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+    let file = std::fs::canonicalize(&absolute)
+        .or_else(|_| {
+            let parent = absolute.parent().unwrap_or(Path::new("."));
+            std::fs::canonicalize(parent).map(|parent| parent.join(absolute.file_name().unwrap_or_default()))
+        })
+        .unwrap_or(absolute);
+    file.starts_with(&folder)
+}
+
+fn token_command(action: TokenAction) -> ExitCode {
+    let path = match &action {
+        TokenAction::Add { tokens, .. }
+        | TokenAction::List { tokens }
+        | TokenAction::Revoke { tokens, .. } => tokens.clone(),
+    };
+    let loaded = match TokenFile::load(&path) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("kb-mcp: {}", error.message);
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    match action {
+        TokenAction::Add { name, scope, .. } => {
+            let scope = Access::parse(&scope).unwrap_or(Access::Read);
+            let mut file = loaded.unwrap_or_default();
+            let token = match file.add(&name, scope) {
+                Ok(token) => token,
+                Err(error) => {
+                    let hint = error.hint.as_deref().map(|h| format!("\nhint: {h}")).unwrap_or_default();
+                    eprintln!("kb-mcp: {}{hint}", error.message);
+                    // A name already taken is a failed check (1); a malformed name is bad input (2).
+                    return ExitCode::from(if error.code == ErrorCode::TargetExists { 1 } else { 2 });
+                }
+            };
+            if let Err(error) = file.save(&path) {
+                eprintln!("kb-mcp: cannot write {}: {error}", path.display());
+                return ExitCode::from(1);
+            }
+            let _ = writeln!(
+                out,
+                "Created token `{name}` (scope: {}) in {}.\n\
+                 It is shown only this once: copy it now into your client's `Authorization: Bearer` setting.",
+                scope.as_str(),
+                path.display()
+            );
+            let _ = writeln!(out, "{token}");
+            ExitCode::SUCCESS
+        }
+        TokenAction::List { .. } => {
+            let Some(file) = loaded else {
+                eprintln!(
+                    "kb-mcp: there is no token file at {}\nhint: create a token with `kb-mcp token add NAME --scope read --tokens {}`",
+                    path.display(),
+                    path.display()
+                );
+                return ExitCode::from(1);
+            };
+            if file.tokens.is_empty() {
+                eprintln!("kb-mcp: {} holds no tokens", path.display());
+                return ExitCode::from(1);
+            }
+            let width = file.tokens.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+            let _ = writeln!(out, "{:<width$}  {:<7}  CREATED", "NAME", "SCOPE");
+            for token in &file.tokens {
+                let _ = writeln!(out, "{:<width$}  {:<7}  {}", token.name, token.scope, token.created);
+            }
+            ExitCode::SUCCESS
+        }
+        TokenAction::Revoke { name, .. } => {
+            let mut file = loaded.unwrap_or_default();
+            if !file.revoke(&name) {
+                eprintln!("kb-mcp: there is no token named `{name}` in {}", path.display());
+                return ExitCode::from(1);
+            }
+            if let Err(error) = file.save(&path) {
+                eprintln!("kb-mcp: cannot write {}: {error}", path.display());
+                return ExitCode::from(1);
+            }
+            let _ = writeln!(out, "Revoked token `{name}`; a running server refuses it from now on.");
+            ExitCode::SUCCESS
         }
     }
 }

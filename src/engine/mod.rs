@@ -9,10 +9,12 @@
 //! async callers run them on a blocking thread.
 
 mod read;
+mod recall;
 mod sync;
 pub mod types;
 mod write;
 
+pub use recall::estimate_tokens;
 pub use sync::SyncReport;
 
 use std::collections::HashMap;

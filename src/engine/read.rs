@@ -68,7 +68,13 @@ impl Engine {
                 .with_hint("search for the key words only"));
         }
         let folder = match args.folder.as_deref().map(|f| f.trim_end_matches('/')).filter(|f| !f.is_empty()) {
-            Some(folder) => Some(NotePath::parse(folder)?.as_str().len()).map(|_| folder),
+            Some(folder) => {
+                let checked = NotePath::parse(folder)?;
+                if self.policy().is_denied(checked.as_str()) {
+                    return Err(Error::denied(format!("the folder `{folder}` is denied")));
+                }
+                Some(folder)
+            }
             None => None,
         };
         self.reload_if_due()?;
@@ -397,7 +403,7 @@ impl Engine {
 
     /// `get_vault_overview`. `access` is the caller's level, for the report.
     pub fn overview(&self, access: &str, proposals_pending: u64) -> Result<Overview> {
-        let (added, changed, removed) = self.staleness()?;
+        let (added, changed, removed, skipped) = self.staleness()?;
         let catalog = self.catalog();
         let graph = catalog.graph();
         let records = catalog.records();
@@ -434,6 +440,7 @@ impl Engine {
                 updated_at: meta.updated_at,
                 fresh: added == 0 && changed == 0 && removed == 0,
                 stale: Stale { added, changed, removed },
+                skipped_files: skipped,
             },
             server: ServerIdentity {
                 name: "kb-mcp".to_owned(),
@@ -478,4 +485,19 @@ fn line_offset(text: &str, line: u32) -> Option<usize> {
         return Some(0);
     }
     text.match_indices('\n').nth(line as usize - 2).map(|(i, _)| i + 1)
+}
+
+impl Engine {
+    /// The yardstick ranking: every indexed file's whole text in a plain BM25
+    /// index with tantivy's default tokenizer (see `index::BaselineIndex`).
+    pub fn baseline_index(&self) -> Result<crate::index::BaselineIndex> {
+        let catalog = self.catalog();
+        let documents = catalog.records().iter().filter_map(|record| {
+            let path = NotePath::parse(&record.path).ok()?;
+            let bytes = self.sandbox.read(&path, READ_FILE_MAX).ok()?;
+            let text = decode_note(&bytes).ok()?.to_owned();
+            Some((record.path.clone(), text))
+        });
+        crate::index::BaselineIndex::build(documents)
+    }
 }

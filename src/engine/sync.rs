@@ -42,6 +42,8 @@ pub struct SyncReport {
     pub bytes_indexed: u64,
     /// Wall time in seconds.
     pub seconds: f64,
+    /// Markdown files left out because their names are refused (path, why).
+    pub skipped: Vec<(String, String)>,
 }
 
 /// Files on disk compared with the index.
@@ -52,6 +54,7 @@ pub(crate) struct Drift {
     pub(crate) removed: Vec<String>,
     pub(crate) unchanged: usize,
     pub(crate) attachments: Vec<String>,
+    pub(crate) skipped: Vec<(String, String)>,
 }
 
 pub(crate) fn nanos(time: SystemTime) -> i64 {
@@ -76,6 +79,7 @@ impl Engine {
         let catalog = self.catalog();
         let mut drift = Drift {
             attachments: scan.attachments.iter().map(|p| p.as_str().to_owned()).collect(),
+            skipped: scan.skipped.iter().map(|s| (s.path.clone(), s.reason.clone())).collect(),
             ..Drift::default()
         };
         let mut seen = HashSet::with_capacity(scan.markdown.len());
@@ -95,6 +99,11 @@ impl Engine {
         }
         drift.removed =
             catalog.records().iter().filter(|r| !seen.contains(&r.path)).map(|r| r.path.clone()).collect();
+        // Attachments are not in the index: every scan refreshes the catalog's list, so
+        // links to images resolve even in a process that has not synced yet.
+        if catalog.attachments != drift.attachments {
+            self.set_catalog(Catalog::new(catalog.records().to_vec(), drift.attachments.clone()));
+        }
         Ok(drift)
     }
 
@@ -172,7 +181,7 @@ impl Engine {
             .collect();
         records.extend(fresh_records.into_iter().map(Arc::new));
         let files = records.len();
-        self.set_catalog(Catalog::new(records, drift.attachments));
+        self.set_catalog(Catalog::new(records, drift.attachments.clone()));
         Ok(SyncReport {
             full,
             files,
@@ -182,6 +191,7 @@ impl Engine {
             unchanged: drift.unchanged,
             bytes_indexed: bytes,
             seconds: started.elapsed().as_secs_f64(),
+            skipped: drift.skipped,
         })
     }
 
@@ -222,7 +232,7 @@ impl Engine {
 
     /// Re-reads the files whose modification time moved and tells which really
     /// changed: (added, changed, removed) counts of files the index does not reflect.
-    pub(crate) fn staleness(&self) -> Result<(u64, u64, u64)> {
+    pub(crate) fn staleness(&self) -> Result<(u64, u64, u64, u64)> {
         let drift = self.drift()?;
         let catalog = self.catalog();
         let mut changed = 0u64;
@@ -238,7 +248,7 @@ impl Engine {
                 changed += 1;
             }
         }
-        Ok((drift.added.len() as u64, changed, drift.removed.len() as u64))
+        Ok((drift.added.len() as u64, changed, drift.removed.len() as u64, drift.skipped.len() as u64))
     }
 }
 

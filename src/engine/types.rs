@@ -393,6 +393,8 @@ pub struct IndexState {
     pub fresh: bool,
     /// What the index does not reflect yet.
     pub stale: Stale,
+    /// Markdown files never indexed because their names are refused (see `kb-index build`).
+    pub skipped_files: u64,
 }
 
 /// The server's name and version.
@@ -631,4 +633,50 @@ pub struct RejectResult {
     pub archive: String,
     /// The line appended to the audit log.
     pub audit: serde_json::Value,
+}
+
+/// `recall_context` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecallArgs {
+    /// What the context is for: a topic or a question, in any language.
+    pub topic: String,
+    /// The most tokens the pack may use (default 4000; 200 to 32000). Estimated
+    /// conservatively: one token per Chinese, Japanese or Korean character.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 200, max = 32000))]
+    pub budget_tokens: Option<u32>,
+    /// Only notes under this vault-relative folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
+}
+
+/// One piece of a context pack.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct RecallItem {
+    /// The note.
+    pub path: String,
+    /// Its title.
+    pub title: String,
+    /// The heading of the section, or null for the note's opening.
+    pub section: Option<String>,
+    /// The section's text (cut at a line to fit the budget when needed).
+    pub text: String,
+    /// Why it is here: `match`, `outlink of <path>` or `backlink of <path>`.
+    pub reason: String,
+    /// Relevance (matches: the search score; neighbours: their match's score, halved).
+    pub score: f32,
+}
+
+/// `recall_context` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct RecallPack {
+    /// The topic as given.
+    pub topic: String,
+    /// The budget in force.
+    pub budget_tokens: u32,
+    /// Tokens the items use (same estimate).
+    pub used_tokens: u32,
+    /// Matches first (best first), then their link neighbours.
+    pub items: Vec<RecallItem>,
 }

@@ -17,5 +17,5 @@ mod report;
 mod suite;
 
 pub use language::language_of;
-pub use report::{CaseReport, ForbiddenMatch, Metrics, Report, Score, run};
+pub use report::{CaseReport, ForbiddenMatch, Metrics, Report, Score, run, run_baseline};
 pub use suite::{Case, Expectation, LATEST_SCHEMA_VERSION, MAX_TOP_K, Suite, Tool};

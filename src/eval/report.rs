@@ -195,6 +195,24 @@ impl Report {
 /// or when the engine refuses a case's arguments. Forbidden notes need not
 /// exist: "this denied file never comes back" is a fair expectation.
 pub fn run(engine: &Engine, suite: &Suite) -> Result<Report> {
+    run_with(engine, suite, &mut |case, top_k| search(engine, case, top_k))
+}
+
+/// Runs every case against the yardstick ranking (plain BM25 over one body field,
+/// default tokenizer) instead of the tools' search: the same suite, the same
+/// metrics, for comparison. Both tools map to the one field; filters keep `folder`.
+pub fn run_baseline(engine: &Engine, suite: &Suite) -> Result<Report> {
+    let baseline = engine.baseline_index()?;
+    run_with(engine, suite, &mut |case, top_k| {
+        baseline.search(&case.query, case.folder.as_deref(), top_k as usize)
+    })
+}
+
+/// A ranking under evaluation: (case, top K) to (match count, ranked paths).
+type Ranker<'a> = dyn FnMut(&Case, u32) -> Result<(u64, Vec<String>)> + 'a;
+
+/// Checks the suite's paths, then runs each case through `search`.
+fn run_with(engine: &Engine, suite: &Suite, search: &mut Ranker<'_>) -> Result<Report> {
     let catalog = engine.catalog();
     for (i, case) in suite.cases.iter().enumerate() {
         for (j, path) in case.expectation.acceptable.iter().enumerate() {
@@ -216,7 +234,7 @@ pub fn run(engine: &Engine, suite: &Suite) -> Result<Report> {
     }
     let mut reports = Vec::with_capacity(suite.cases.len());
     for (i, case) in suite.cases.iter().enumerate() {
-        let (total, returned) = search(engine, case, suite.top_k).map_err(|err| Error {
+        let (total, returned) = search(case, suite.top_k).map_err(|err| Error {
             message: format!("cases[{i}] ({:?}): {}", case.id, err.message),
             ..err
         })?;

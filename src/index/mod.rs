@@ -8,11 +8,13 @@
 //! released right after the commit, after which the reader is reloaded by hand so
 //! the very next search sees the change.
 
+mod baseline;
 mod query;
 mod schema;
 mod snippet;
 mod tokenizer;
 
+pub use baseline::BaselineIndex;
 pub use snippet::Snippet;
 
 use std::collections::BTreeSet;
@@ -39,6 +41,20 @@ const WRITER_WAIT: Duration = Duration::from_secs(30);
 const BULK_MEMORY: usize = 192 * 1024 * 1024;
 /// Memory for a small update's single-threaded writer (tantivy's minimum is 15 MB).
 const SMALL_MEMORY: usize = 24 * 1024 * 1024;
+
+/// See [`SearchScope::min_share`]; chosen with `kb-index eval` (BENCHMARKS.md, "Search quality").
+const KNOWLEDGE_MIN_SHARE: f32 = 0.0;
+const CONTENT_MIN_SHARE: f32 = 0.6;
+
+/// Whether a character belongs to a script written without spaces (Han, kana, Hangul).
+pub fn is_cjk_char(c: char) -> bool {
+    tokenizer::is_cjk(c)
+}
+
+/// Loads what the first query would otherwise wait for (the Chinese segmenter).
+pub fn warm_up() {
+    query::warm_up();
+}
 
 /// What a commit records about the index as a whole.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -80,6 +96,16 @@ pub enum SearchScope {
 }
 
 impl SearchScope {
+    /// The share of query terms a note must match before the search relaxes to any one.
+    /// Titles and tags are short, so one matching word already says much; bodies are
+    /// long, so a note should hold most of the query's words.
+    fn min_share(self) -> f32 {
+        match self {
+            SearchScope::Knowledge => KNOWLEDGE_MIN_SHARE,
+            SearchScope::Content => CONTENT_MIN_SHARE,
+        }
+    }
+
     fn weights_key(self) -> &'static str {
         match self {
             SearchScope::Knowledge => "search_knowledge",
@@ -129,6 +155,8 @@ pub struct SearchOutcome {
     pub terms: BTreeSet<String>,
     /// Whether the search needed any one term only, because requiring more found nothing.
     pub relaxed: bool,
+    /// Whether only typo-tolerant matching found anything (snippets may then be empty).
+    pub fuzzy: bool,
 }
 
 /// The index of one vault.
@@ -356,11 +384,20 @@ impl SearchIndex {
         let searcher = self.reader.searcher();
         let limit = request.limit.max(1);
         let mut relaxed = false;
-        let mut built = query::build(&plan, fields, weights, &filters, false);
+        let min_share = request.scope.min_share();
+        let mut built = query::build(&plan, fields, weights, &filters, min_share, false);
         let (mut top, mut total) = self.run(&searcher, built.as_ref(), limit)?;
         if total == 0 && !plan.words.is_empty() {
             relaxed = true;
-            built = query::build(&plan, fields, weights, &filters, true);
+            built = query::build(&plan, fields, weights, &filters, min_share, true);
+            (top, total) = self.run(&searcher, built.as_ref(), limit)?;
+        }
+        let mut fuzzy = false;
+        if total == 0
+            && let Some(typo_tolerant) = query::build_fuzzy(&plan, fields, weights, &filters)
+        {
+            fuzzy = true;
+            built = typo_tolerant;
             (top, total) = self.run(&searcher, built.as_ref(), limit)?;
         }
         let terms = plan.positive_terms();
@@ -376,7 +413,7 @@ impl SearchIndex {
         }
         // Equal scores come out in path order, so results are identical run to run.
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.record.path.cmp(&b.record.path)));
-        Ok(SearchOutcome { total, hits, terms, relaxed })
+        Ok(SearchOutcome { total, hits, terms, relaxed, fuzzy })
     }
 
     /// Which fields and terms scored for one hit, each with its weighted BM25 share.

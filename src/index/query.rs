@@ -13,7 +13,9 @@
 use std::collections::BTreeSet;
 
 use tantivy::Term;
-use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::query::{
+    AllQuery, BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery,
+};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 
@@ -78,6 +80,8 @@ pub(crate) struct QueryPlan {
     pub(crate) excluded: Vec<QueryWord>,
     /// The whole query, lowercased, for exact name matches.
     pub(crate) name_key: String,
+    /// Unspaced runs that segmentation split into several words: a phrase boost.
+    pub(crate) runs: Vec<QueryWord>,
 }
 
 impl QueryPlan {
@@ -148,20 +152,55 @@ fn split_syntax(query: &str) -> (Vec<String>, Vec<String>, Vec<String>) {
     (words, phrases, excluded)
 }
 
-/// Splits runs of CJK text at Chinese question and function words.
-fn drop_chinese_stop_words(word: &str) -> Vec<String> {
-    if !word.chars().any(is_cjk) {
-        return vec![word.to_owned()];
+/// Single characters that, standing alone after segmentation, carry no topic.
+const CHINESE_STOP_CHARS: &[&str] = &[
+    "的", "了", "吗", "呢", "吧", "啊", "呀", "在", "从", "把", "被", "和", "与", "及", "或", "对", "给",
+    "向", "里", "是", "我", "你", "他", "她", "它", "也", "都", "就", "还", "又", "要", "会", "能", "用",
+    "去", "来", "到", "让", "这", "那", "个", "得", "地", "着", "过", "为", "以", "之",
+];
+
+/// The Chinese word segmenter (jieba's dictionary, about 100 ms to load once).
+fn segmenter() -> &'static jieba_rs::Jieba {
+    static JIEBA: std::sync::OnceLock<jieba_rs::Jieba> = std::sync::OnceLock::new();
+    JIEBA.get_or_init(jieba_rs::Jieba::new)
+}
+
+/// Loads the segmenter ahead of the first Chinese query.
+pub(crate) fn warm_up() {
+    let _ = segmenter();
+}
+
+fn is_chinese_stop(word: &str) -> bool {
+    CHINESE_STOP_WORDS.contains(&word) || CHINESE_STOP_CHARS.contains(&word)
+}
+
+fn has_kana_or_hangul(word: &str) -> bool {
+    word.chars().any(|c| matches!(c as u32, 0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F | 0xAC00..=0xD7AF | 0x1100..=0x11FF | 0x3130..=0x318F))
+}
+
+/// Splits a query word into content words. Chinese is segmented into dictionary
+/// words so that bigrams never straddle two words (`导入笔记` gives `导入`, `笔记`,
+/// not the junk `入笔`), and question and function words are dropped. Latin words,
+/// Japanese and Korean pass through whole. Returns the words and whether any
+/// stop word was dropped from inside the word.
+fn content_words(word: &str) -> (Vec<String>, bool) {
+    if !word.chars().any(is_cjk) || has_kana_or_hangul(word) {
+        return (vec![word.to_owned()], false);
     }
-    let mut parts = vec![word.to_owned()];
-    for stop in CHINESE_STOP_WORDS {
-        parts = parts
-            .into_iter()
-            .flat_map(|part| part.split(stop).map(str::to_owned).collect::<Vec<_>>())
-            .filter(|part| !part.trim().is_empty())
-            .collect();
+    let mut words = Vec::new();
+    let mut dropped = false;
+    for token in segmenter().cut(word, false) {
+        let piece = token.word.trim();
+        if piece.is_empty() {
+            continue;
+        }
+        if is_chinese_stop(piece) {
+            dropped = true;
+        } else {
+            words.push(piece.to_owned());
+        }
     }
-    parts
+    (words, dropped)
 }
 
 fn analyse_word(analyzer: &mut TextAnalyzer, raw: &str) -> QueryWord {
@@ -174,8 +213,14 @@ pub(crate) fn parse(query: &str) -> QueryPlan {
     let (raw_words, raw_phrases, raw_excluded) = split_syntax(query);
     let mut words = Vec::new();
     let mut stop_only = Vec::new();
+    let mut runs = Vec::new();
     for raw in &raw_words {
-        for part in drop_chinese_stop_words(raw) {
+        let (parts, dropped) = content_words(raw);
+        if parts.len() > 1 && !dropped {
+            // The whole unspaced run, as written, earns a phrase boost.
+            runs.push(analyse_word(&mut analyzer, raw));
+        }
+        for part in parts {
             let mut word = analyse_word(&mut analyzer, &part);
             let before = word.terms.len();
             word.terms.retain(|t| !ENGLISH_STOP_WORDS.contains(&t.text.as_str()));
@@ -208,7 +253,7 @@ pub(crate) fn parse(query: &str) -> QueryPlan {
         .filter(|w| !w.terms.is_empty())
         .collect();
     let name_key = query.trim().trim_matches('"').trim().to_lowercase();
-    QueryPlan { words, phrases, excluded, name_key }
+    QueryPlan { words, phrases, excluded, name_key, runs }
 }
 
 /// A term or phrase across weighted fields, as one should-clause.
@@ -258,6 +303,7 @@ pub(crate) fn build(
     fields: &Fields,
     weights: &[(Field, f32)],
     filters: &Filters,
+    min_share: f32,
     relaxed: bool,
 ) -> Box<dyn Query> {
     let text_weights: Vec<(Field, f32)> =
@@ -275,15 +321,15 @@ pub(crate) fn build(
             }
         }
         let n = clauses.len();
-        let required = if relaxed {
-            1
-        } else if n <= 2 {
-            n
-        } else {
-            (n * 3).div_ceil(5)
-        };
+        let required = if relaxed { 1 } else { ((n as f32 * min_share).ceil() as usize).clamp(1, n.max(1)) };
+        if n > 1 && required < n {
+            // Coordination: a note holding every term scores its terms twice.
+            let all: Vec<(Occur, Box<dyn Query>)> =
+                clauses.iter().map(|(_, q)| (Occur::Must, q.box_clone())).collect();
+            top.push((Occur::Should, Box::new(BooleanQuery::new(all))));
+        }
         top.push((Occur::Must, Box::new(BooleanQuery::with_minimum_required_clauses(clauses, required))));
-        for word in plan.words.iter().filter(|w| w.terms.len() > 1) {
+        for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
             let boosted: Vec<(Field, f32)> = text_weights.iter().map(|&(f, w)| (f, w * 1.5)).collect();
             if let Some(q) = across_fields(&word.terms, &boosted, true) {
                 top.push((Occur::Should, q));
@@ -319,6 +365,47 @@ pub(crate) fn build(
     Box::new(BooleanQuery::new(top))
 }
 
+/// The last resort when nothing matched: Latin words of four letters or more
+/// matched within one edit (two from eight letters), transpositions included, so
+/// `zettlekasten` still finds `Zettelkasten`. `None` when the query has no such word.
+pub(crate) fn build_fuzzy(
+    plan: &QueryPlan,
+    fields: &Fields,
+    weights: &[(Field, f32)],
+    filters: &Filters,
+) -> Option<Box<dyn Query>> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for unit in plan.units() {
+        let letters = unit.chars().count();
+        if letters < 4 || !unit.chars().all(|c| c.is_ascii_alphanumeric()) {
+            continue;
+        }
+        let distance = if letters >= 8 { 2 } else { 1 };
+        for &(field, weight) in weights.iter().filter(|(f, _)| *f != fields.name_key) {
+            let fuzzy = FuzzyTermQuery::new(Term::from_field_text(field, &unit), distance, true);
+            clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(fuzzy), weight))));
+        }
+    }
+    if clauses.is_empty() {
+        return None;
+    }
+    let mut top: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(clauses)))];
+    for tag in &filters.tags {
+        let term = Term::from_field_text(fields.tag_filter, tag);
+        top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
+    }
+    if let Some(folder) = &filters.folder {
+        let term = Term::from_field_text(fields.folder, folder);
+        top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
+    }
+    for word in &plan.excluded {
+        if let Some(q) = across_fields(&word.terms, weights, true) {
+            top.push((Occur::MustNot, q));
+        }
+    }
+    Some(Box::new(BooleanQuery::new(top)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,8 +425,12 @@ mod tests {
     #[test]
     fn question_words_are_dropped_in_both_languages() {
         assert_eq!(terms(&parse("how do I sync a remote").words), [vec!["sync"], vec!["remote"]]);
-        assert_eq!(terms(&parse("如何同步远程仓库").words), [vec!["同步", "步远", "远程", "程仓", "仓库"]]);
-        assert_eq!(terms(&parse("什么是卡片笔记法").words), [vec!["是卡", "卡片", "片笔", "笔记", "记法"]]);
+        let words = terms(&parse("如何同步远程仓库").words);
+        assert!(!words.concat().contains(&"步远".to_owned()), "no bigram across words: {words:?}");
+        assert!(words.concat().contains(&"远程".to_owned()) && words.concat().contains(&"仓库".to_owned()));
+        let words = terms(&parse("怎么从 Evernote 导入笔记").words).concat();
+        assert!(words.contains(&"evernote".to_owned()) && words.contains(&"导入".to_owned()));
+        assert!(!words.contains(&"从".to_owned()) && !words.contains(&"入笔".to_owned()), "{words:?}");
     }
 
     #[test]

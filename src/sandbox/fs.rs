@@ -54,6 +54,17 @@ pub struct Scan {
     pub markdown: Vec<ScannedFile>,
     /// Other files in readable areas (attachments links may point at), sorted.
     pub attachments: Vec<NotePath>,
+    /// Markdown files left out because their names are refused, sorted.
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// A Markdown file the walk found but cannot serve, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// Its path as found (lossy for names that are not UTF-8).
+    pub path: String,
+    /// Why its name is refused.
+    pub reason: String,
 }
 
 /// How [`Sandbox::write_atomic`] treats an existing target.
@@ -215,8 +226,23 @@ pub(super) fn scan(sandbox: &Sandbox) -> Result<Scan> {
         if file_type.is_dir() {
             continue;
         }
-        let Some(path) = relative(root, entry.path()).and_then(|rel| NotePath::parse(&rel).ok()) else {
-            continue;
+        let path = match relative(root, entry.path()).map(|rel| (NotePath::parse(&rel), rel)) {
+            Some((Ok(path), _)) => path,
+            Some((Err(err), rel)) => {
+                // A Markdown file whose name we refuse is reported, never silently lost.
+                if rel.to_lowercase().ends_with(".md") {
+                    scan.skipped.push(SkippedFile { path: rel, reason: err.message });
+                }
+                continue;
+            }
+            None => {
+                let shown = entry.path().to_string_lossy().into_owned();
+                if shown.to_lowercase().ends_with(".md") {
+                    scan.skipped
+                        .push(SkippedFile { path: shown, reason: "the name is not valid UTF-8".to_owned() });
+                }
+                continue;
+            }
         };
         let Some(area) = policy.area_of(&path).filter(|&area| is_readable(area)) else {
             continue;
@@ -239,6 +265,7 @@ pub(super) fn scan(sandbox: &Sandbox) -> Result<Scan> {
     }
     scan.markdown.sort_by(|a, b| a.path.cmp(&b.path));
     scan.attachments.sort();
+    scan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(scan)
 }
 
@@ -410,6 +437,7 @@ pub(super) fn walk_write_chain(sandbox: &Sandbox, path: &NotePath, create: bool)
     let segments: Vec<&str> = path.as_str().split('/').collect();
     let mut current = sandbox.root.clone();
     let mut deepest = sandbox.root.clone();
+    let mut deepest_rel = String::new();
     let mut exists = true;
     for (i, segment) in segments.iter().enumerate() {
         current.push(segment);
@@ -429,18 +457,23 @@ pub(super) fn walk_write_chain(sandbox: &Sandbox, path: &NotePath, create: bool)
         }
         if !is_last && (exists || create) {
             deepest.clone_from(&current);
+            deepest_rel = shown;
         }
     }
+    // No component is a symlink, so the deepest folder's real path must be the
+    // very folder named; anything else (a bind mount, a case-folding file system
+    // that resolved to another name) is refused rather than guessed about.
     let real = canonical(&deepest).map_err(|err| Error::io(path, &err))?;
     match relative(&sandbox.root, &real) {
-        Some(rel) if rel.is_empty() || !sandbox.policy.is_denied(&rel) => {}
-        Some(_) => return Err(Error::denied(format!("{path} resolves into a denied folder"))),
-        None => return Err(Error::denied(format!("{path} resolves outside the vault"))),
+        None => Err(Error::denied(format!("{path} resolves outside the vault"))),
+        Some(rel) if !rel.is_empty() && sandbox.policy.is_denied(&rel) => {
+            Err(Error::denied(format!("{path} resolves into a denied folder")))
+        }
+        Some(rel) if rel != deepest_rel => {
+            Err(Error::denied(format!("{path} does not lead through real folders of the vault")))
+        }
+        Some(_) => Ok(current),
     }
-    if create && real != deepest {
-        return Err(Error::denied(format!("{path} does not lead through real folders of the vault")));
-    }
-    Ok(current)
 }
 
 /// Checks one component on the way to a write target; `Ok(false)` when it is missing.

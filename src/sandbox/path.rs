@@ -134,7 +134,9 @@ fn forbidden_char(c: char) -> Option<&'static str> {
         '\u{2215}' | '\u{2044}' | '\u{FF0F}' | '\u{29F8}' | '\u{2571}' => "a look-alike of '/'",
         '\u{FF3C}' | '\u{29F9}' | '\u{2216}' | '\u{FE68}' | '\u{29F5}' | '\u{2572}' => "a look-alike of '\\'",
         '\u{FF0E}' | '\u{2024}' | '\u{2025}' | '\u{FE52}' => "a look-alike of '.'",
-        '\u{FF1A}' | '\u{2236}' | '\u{FE55}' | '\u{FE13}' | '\u{A789}' => "a look-alike of ':'",
+        // The fullwidth colon U+FF1A is allowed: Chinese titles use it all the time
+        // (`读书笔记：深度工作`), and nothing here maps it to ':' (no NFKC, wide APIs).
+        '\u{2236}' | '\u{FE55}' | '\u{FE13}' | '\u{A789}' => "a look-alike of ':'",
         // Invisible and text-direction characters make a path read differently
         // from what it is. The zero-width non-joiner and joiner (U+200C, U+200D)
         // are allowed: Persian, Indic scripts and emoji use them inside ordinary

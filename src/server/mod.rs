@@ -11,9 +11,14 @@
 //! stderr and never contain note text.
 
 mod confirm;
+mod http;
 mod prompts;
 mod resources;
+mod tokens;
 mod watch;
+
+pub use http::{HttpOptions, is_loopback, is_valid_origin_pattern, serve_http};
+pub use tokens::{TokenFile, TokenRecord};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -217,7 +222,7 @@ impl KbServer {
     fn access(&self, context: &RequestContext<RoleServer>) -> Access {
         context
             .extensions
-            .get::<http::request::Parts>()
+            .get::<::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Access>())
             .copied()
             .unwrap_or(self.access)

@@ -165,6 +165,15 @@ static TOOLS: &[ToolDef] = &[
         output: output::<Recent>,
     },
     ToolDef {
+        name: "recall_context",
+        title: "Recall context on a topic",
+        description: "One call instead of several searches and reads: a context pack for a topic or question within a token budget (default 4000). It holds the most relevant section of each of the best matching notes, then the opening of the notes they link to and that link to them, each item with its path, section heading, text and the reason it is there (match, outlink of …, backlink of …), deduplicated and in a fixed order. Tokens are estimated conservatively (one per Chinese, Japanese or Korean character). `folder` restricts the matches. Read a whole note with read_note when a piece is not enough.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<RecallArgs>,
+        output: output::<RecallPack>,
+    },
+    ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
         description: "Stage a new note for the person to approve; nothing in the vault changes. Before calling: search_knowledge for existing notes on the topic (do not duplicate one), and read the relevant standards (list_standards). Give the title (the file name is derived from it; Chinese is kept), the Markdown body without frontmatter (the server writes title, aliases, tags, description and created), the reason, and optionally a folder inside a notes root, tags (prefer registered ones: list_tags), aliases and a description. Writes only two files under the inbox. Returns the proposal_id, the target path it would create, the inbox files, a preview, and `similar`: existing notes it may duplicate. Fails with target_exists if that note already exists. Then stop and ask the person to review it; only they apply it.",
@@ -382,6 +391,10 @@ pub fn invoke(
         "list_recent_notes" => {
             let args: RecentArgs = parse(name, arguments)?;
             engine.list_recent_notes(&args).map(|v| (render::recent(&v), to_value(&v)))
+        }
+        "recall_context" => {
+            let args: RecallArgs = parse(name, arguments)?;
+            engine.recall_context(&args).map(|v| (render::recall(&v), to_value(&v)))
         }
         "propose_new_note" => {
             let args: ProposeNewArgs = parse(name, arguments)?;

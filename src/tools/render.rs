@@ -150,3 +150,25 @@ pub(super) fn proposals(r: &Proposals) -> String {
 pub(super) fn applied(r: &ApplyResult) -> String {
     format!("{} {}: {} is now {} (archived in {})", r.status, r.proposal_id, r.target, r.new_hash, r.archive)
 }
+
+pub(super) fn recall(r: &RecallPack) -> String {
+    let mut out = format!(
+        "context for `{}`: {} items, about {} of {} tokens",
+        r.topic,
+        r.items.len(),
+        r.used_tokens,
+        r.budget_tokens
+    );
+    for item in &r.items {
+        let _ = write!(
+            out,
+            "\n\n## {} — {}{} ({})\n{}",
+            item.path,
+            item.title,
+            item.section.as_deref().map(|s| format!(" § {s}")).unwrap_or_default(),
+            item.reason,
+            item.text
+        );
+    }
+    out
+}

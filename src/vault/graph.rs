@@ -289,9 +289,9 @@ pub struct Graph {
     pub orphans: Vec<usize>,
     /// Maps of content.
     pub mocs: Vec<usize>,
-    /// Number of links in all notes.
+    /// Number of links in notes (not standards or read_also files).
     pub link_count: usize,
-    /// Number of broken links in all notes.
+    /// Number of broken links in notes.
     pub broken_count: usize,
 }
 
@@ -307,14 +307,17 @@ impl Graph {
             let mut resolved = Vec::with_capacity(record.links.len());
             for (index, link) in record.links.iter().enumerate() {
                 let resolution = resolver.resolve_link(records, from, link);
-                link_count += 1;
+                // The counts describe the notes' graph; standards and read_also files may
+                // still link to notes (and show up as backlinks).
+                let counted = record.kind == NoteKind::Note;
+                link_count += usize::from(counted);
                 match &resolution {
                     Resolution::Note(to) if *to != from => {
                         backlinks[*to].push(Backlink { from, link: index });
                         linked[*to] = true;
                         linked[from] = true;
                     }
-                    Resolution::Broken(_) => broken_count += 1,
+                    Resolution::Broken(_) => broken_count += usize::from(counted),
                     _ => {}
                 }
                 resolved.push(ResolvedLink { link: index, resolution });

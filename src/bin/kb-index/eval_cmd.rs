@@ -11,7 +11,7 @@ use std::path::Path;
 
 use kb_mcp::engine::Engine;
 use kb_mcp::error::Error;
-use kb_mcp::eval::{Suite, run};
+use kb_mcp::eval::{Suite, run, run_baseline};
 
 /// Runs the suite at `suite_path` against `engine`, writes the text report to
 /// `out` (or, when `json_out` is `-`, the JSON report instead) and the JSON report
@@ -21,13 +21,15 @@ pub(crate) fn run_eval(
     engine: &Engine,
     suite_path: &Path,
     json_out: Option<&Path>,
+    baseline: bool,
     out: &mut dyn Write,
 ) -> Result<u8, String> {
     let text = std::fs::read_to_string(suite_path)
         .map_err(|err| format!("cannot read the suite {}: {err}", suite_path.display()))?;
     let suite = Suite::parse(&text).map_err(|err| describe(suite_path, &err))?;
     engine.sync(false, None).map_err(|err| describe(suite_path, &err))?;
-    let report = run(engine, &suite).map_err(|err| describe(suite_path, &err))?;
+    let report = if baseline { run_baseline(engine, &suite) } else { run(engine, &suite) }
+        .map_err(|err| describe(suite_path, &err))?;
     let json =
         serde_json::to_string_pretty(&report).map_err(|err| format!("cannot serialise the report: {err}"))?;
     let written = match json_out {

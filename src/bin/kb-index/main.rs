@@ -66,6 +66,9 @@ enum Command {
         /// Also write the JSON report here (`-` prints it instead of the text report).
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Score the yardstick instead: plain BM25 over one body field, default tokenizer.
+        #[arg(long)]
+        baseline: bool,
     },
     /// Review, apply or reject the proposals agents staged in the inbox.
     Inbox {
@@ -192,6 +195,12 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 bar.finish_and_clear();
             }
             let size = kb_mcp::index::folder_size(engine.index().dir());
+            for (path, reason) in report.skipped.iter().take(10) {
+                eprintln!("kb-index: skipped {path}: {reason}");
+            }
+            if report.skipped.len() > 10 {
+                eprintln!("kb-index: ... and {} more files skipped", report.skipped.len() - 10);
+            }
             writeln!(
                 out,
                 "{} {} files in {:.2} s ({} added, {} changed, {} removed, {} unchanged; {} read); index {} at {}",
@@ -209,8 +218,10 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Inbox { command } => inbox(&engine, command, &mut out),
-        Command::Eval { suite, json } => eval_cmd::run_eval(&engine, suite, json.as_deref(), &mut out)
-            .map_err(|message| Failure { code: 2, message }),
+        Command::Eval { suite, json, baseline } => {
+            eval_cmd::run_eval(&engine, suite, json.as_deref(), *baseline, &mut out)
+                .map_err(|message| Failure { code: 2, message })
+        }
         Command::Status { json } => {
             let overview = engine.overview("cli", engine.pending_proposals())?;
             if *json {

@@ -1,0 +1,338 @@
+//! Bearer tokens for the HTTP transport: the token file and checking a token.
+//!
+//! A token is 32 random bytes written `kb_` + 64 lowercase hex digits. It is
+//! shown once, when created; the token file keeps only a salted hash of it
+//! (`sha256:<hex>` of a random 16-byte salt followed by the token's text), with
+//! the token's name and scope (`read`, `propose` or `apply`, the access level an
+//! HTTP request carrying it gets). The file is JSON,
+//! `{"version": 1, "tokens": [{name, scope, salt, hash, created}]}`, kept outside
+//! the vault with owner-only permissions. A running server re-reads it when it
+//! changes (checked at most once a second), so `kb-mcp token revoke` takes effect
+//! without a restart; a file that becomes unreadable or invalid admits nobody
+//! until it is fixed. Hashes are compared in constant time. Only token names
+//! ever reach a log.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::log;
+use crate::error::{Error, Result};
+use crate::sandbox::{self, FileStamp};
+use crate::tools::Access;
+
+/// The token file format this code reads and writes.
+const TOKEN_FILE_VERSION: u32 = 1;
+/// What every token starts with, so that a leaked one is recognisable.
+const TOKEN_PREFIX: &str = "kb_";
+/// The largest token file read.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+/// How often a running server looks for a changed token file.
+const RELOAD_EVERY: Duration = Duration::from_secs(1);
+
+/// The token file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenFile {
+    /// Always [`TOKEN_FILE_VERSION`].
+    pub version: u32,
+    /// The tokens, in the order they were added.
+    pub tokens: Vec<TokenRecord>,
+}
+
+/// One token as stored: never the token itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// A name for people and logs (`[A-Za-z0-9._-]`, at most 64 characters).
+    pub name: String,
+    /// `read`, `propose` or `apply`.
+    pub scope: String,
+    /// 16 random bytes, hex.
+    pub salt: String,
+    /// `sha256:<hex>` of the salt's bytes followed by the token's text.
+    pub hash: String,
+    /// When the token was created (RFC 3339).
+    pub created: String,
+}
+
+impl Default for TokenFile {
+    fn default() -> Self {
+        TokenFile { version: TOKEN_FILE_VERSION, tokens: Vec::new() }
+    }
+}
+
+/// Checks a token name: 1 to 64 of `A-Z a-z 0-9 . _ -`.
+fn check_name(name: &str) -> Result<()> {
+    let fine = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
+    if fine {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "`{name}` is not a valid token name: use 1 to 64 letters, digits, `.`, `_` or `-`"
+        )))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    if text.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn random<const N: usize>() -> Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|err| Error::internal(format!("no randomness available: {err}")))?;
+    Ok(bytes)
+}
+
+fn digest(salt: &[u8], token: &str) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(salt);
+    hasher.update(token.as_bytes());
+    hasher.finalize().into()
+}
+
+impl TokenFile {
+    /// Parses and checks a token file's bytes; `path` names it in errors.
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<TokenFile> {
+        let shown = path.display();
+        let file: TokenFile = serde_json::from_slice(bytes)
+            .map_err(|err| Error::invalid(format!("{shown} is not a kb-mcp token file: {err}")))?;
+        if file.version != TOKEN_FILE_VERSION {
+            return Err(Error::invalid(format!(
+                "{shown} has token file version {}; this kb-mcp reads version {TOKEN_FILE_VERSION}",
+                file.version
+            )));
+        }
+        file.verifiers(path)?;
+        Ok(file)
+    }
+
+    /// Reads the file at `path`; `None` when it does not exist.
+    pub fn load(path: &Path) -> Result<Option<TokenFile>> {
+        match sandbox::read_private_file(path, MAX_FILE_BYTES)? {
+            Some(file) => TokenFile::parse(&file.bytes, path).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes the file atomically with owner-only permissions.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(self)
+            .map_err(|err| Error::internal(format!("serialising the token file: {err}")))?;
+        bytes.push(b'\n');
+        sandbox::write_private_file(path, &bytes)
+    }
+
+    /// Creates a token called `name` with `scope` and returns it: the only time
+    /// it exists outside the caller's memory. Refuses a name already in use.
+    pub fn add(&mut self, name: &str, scope: Access) -> Result<String> {
+        check_name(name)?;
+        if self.tokens.iter().any(|record| record.name == name) {
+            return Err(Error::new(
+                crate::error::ErrorCode::TargetExists,
+                format!("a token named `{name}` already exists"),
+            )
+            .with_hint("pick another name, or revoke the old token first"));
+        }
+        let token = format!("{TOKEN_PREFIX}{}", hex(&random::<32>()?));
+        let salt = random::<16>()?;
+        self.tokens.push(TokenRecord {
+            name: name.to_owned(),
+            scope: scope.as_str().to_owned(),
+            salt: hex(&salt),
+            hash: format!("sha256:{}", hex(&digest(&salt, &token))),
+            created: jiff::Zoned::now().strftime("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+        });
+        Ok(token)
+    }
+
+    /// Removes the token called `name`; false when there is none.
+    pub fn revoke(&mut self, name: &str) -> bool {
+        let before = self.tokens.len();
+        self.tokens.retain(|record| record.name != name);
+        self.tokens.len() != before
+    }
+
+    /// The decoded records, checking every field.
+    fn verifiers(&self, path: &Path) -> Result<Vec<Verifier>> {
+        let mut out: Vec<Verifier> = Vec::with_capacity(self.tokens.len());
+        for record in &self.tokens {
+            let bad = |what: &str| {
+                Error::invalid(format!("{}: token `{}` has {what}", path.display(), record.name))
+            };
+            check_name(&record.name).map_err(|_| bad("an invalid name"))?;
+            if out.iter().any(|other| *other.name == *record.name) {
+                return Err(bad("a duplicate name"));
+            }
+            let access = Access::parse(&record.scope).ok_or_else(|| bad("an unknown scope"))?;
+            let salt = unhex::<16>(&record.salt).ok_or_else(|| bad("a malformed salt"))?;
+            let hash = record
+                .hash
+                .strip_prefix("sha256:")
+                .and_then(unhex::<32>)
+                .ok_or_else(|| bad("a malformed hash"))?;
+            out.push(Verifier { name: Arc::from(record.name.as_str()), access, salt, hash });
+        }
+        Ok(out)
+    }
+}
+
+/// What a valid token grants: its name (for logs and rate limits) and level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Grant {
+    /// The token's name.
+    pub(super) name: Arc<str>,
+    /// Its scope.
+    pub(super) access: Access,
+}
+
+/// One stored token, decoded for checking.
+struct Verifier {
+    name: Arc<str>,
+    access: Access,
+    salt: [u8; 16],
+    hash: [u8; 32],
+}
+
+/// The tokens a server admits, re-read when the file changes.
+pub(super) struct TokenStore {
+    path: PathBuf,
+    state: Mutex<Loaded>,
+}
+
+struct Loaded {
+    verifiers: Arc<Vec<Verifier>>,
+    stamp: Option<FileStamp>,
+    checked: Instant,
+}
+
+impl TokenStore {
+    /// Reads the token file; an error when it is missing or invalid.
+    pub(super) fn open(path: &Path) -> Result<TokenStore> {
+        let stamp = sandbox::private_file_stamp(path);
+        let file = match sandbox::read_private_file(path, MAX_FILE_BYTES)? {
+            Some(file) => file,
+            None => {
+                return Err(Error::not_found(format!("no token file at {}", path.display()))
+                    .with_hint("create a token with `kb-mcp token add NAME --scope read --tokens FILE`"));
+            }
+        };
+        if file.readable_by_others {
+            log(serde_json::json!({
+                "event": "warning",
+                "message": format!("{} is readable by other users; run `chmod 600` on it", path.display()),
+            }));
+        }
+        let verifiers = TokenFile::parse(&file.bytes, path)?.verifiers(path)?;
+        Ok(TokenStore {
+            path: path.to_owned(),
+            state: Mutex::new(Loaded {
+                verifiers: Arc::new(verifiers),
+                stamp: stamp.or(Some(file.stamp)),
+                checked: Instant::now(),
+            }),
+        })
+    }
+
+    /// How many tokens are admitted now.
+    pub(super) fn len(&self) -> usize {
+        self.current().len()
+    }
+
+    fn current(&self) -> Arc<Vec<Verifier>> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.checked.elapsed() >= RELOAD_EVERY {
+            state.checked = Instant::now();
+            let stamp = sandbox::private_file_stamp(&self.path);
+            if stamp != state.stamp {
+                state.stamp = stamp;
+                let reloaded = TokenFile::load(&self.path).and_then(|file| match file {
+                    Some(file) => file.verifiers(&self.path),
+                    None => Ok(Vec::new()),
+                });
+                state.verifiers = Arc::new(match reloaded {
+                    Ok(verifiers) => {
+                        log(serde_json::json!({ "event": "tokens_reloaded", "tokens": verifiers.len() }));
+                        verifiers
+                    }
+                    Err(error) => {
+                        log(serde_json::json!({
+                            "event": "tokens_invalid",
+                            "error": error.to_string(),
+                            "effect": "no token is admitted until the file is fixed",
+                        }));
+                        Vec::new()
+                    }
+                });
+            }
+        }
+        state.verifiers.clone()
+    }
+
+    /// What `presented` grants, if it is one of the stored tokens. Every stored
+    /// hash is computed and compared in constant time.
+    pub(super) fn verify(&self, presented: &str) -> Option<Grant> {
+        if !presented.starts_with(TOKEN_PREFIX) || presented.len() > 256 {
+            return None;
+        }
+        let verifiers = self.current();
+        let mut found = None;
+        for verifier in verifiers.iter() {
+            let matched: bool = digest(&verifier.salt, presented).ct_eq(&verifier.hash).into();
+            if matched {
+                found = Some(Grant { name: verifier.name.clone(), access: verifier.access });
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_verifies_against_its_hash_only() {
+        let mut file = TokenFile::default();
+        let token = file.add("laptop", Access::Propose).unwrap();
+        assert!(token.starts_with(TOKEN_PREFIX) && token.len() == 3 + 64);
+        let record = &file.tokens[0];
+        assert!(!serde_json::to_string(&file).unwrap().contains(&token[3..]));
+        let salt = unhex::<16>(&record.salt).unwrap();
+        assert_eq!(record.hash, format!("sha256:{}", hex(&digest(&salt, &token))));
+        assert!(file.add("laptop", Access::Read).is_err(), "duplicate name");
+        assert!(file.add("no spaces", Access::Read).is_err(), "bad name");
+        let verifiers = file.verifiers(Path::new("t.json")).unwrap();
+        assert_eq!(verifiers[0].access, Access::Propose);
+        assert!(file.revoke("laptop") && !file.revoke("laptop"));
+    }
+
+    #[test]
+    fn malformed_files_are_refused() {
+        let path = Path::new("t.json");
+        for text in [
+            "{}",
+            r#"{"version":2,"tokens":[]}"#,
+            r#"{"version":1,"tokens":[{"name":"a","scope":"root","salt":"00000000000000000000000000000000","hash":"sha256:0000000000000000000000000000000000000000000000000000000000000000","created":"x"}]}"#,
+            r#"{"version":1,"tokens":[{"name":"a","scope":"read","salt":"00","hash":"sha256:00","created":"x"}]}"#,
+        ] {
+            assert!(TokenFile::parse(text.as_bytes(), path).is_err(), "{text}");
+        }
+        assert!(TokenFile::parse(br#"{"version":1,"tokens":[]}"#, path).is_ok());
+    }
+}
