@@ -649,3 +649,54 @@ async fn the_cli_and_mcp_paths_produce_the_same_archive_and_audit_shape() {
     assert_eq!(names.len(), 4, "two files per new-note proposal: {names:?}");
     assert!(names.iter().filter(|n| n.ends_with(".proposal.json")).count() == 2);
 }
+
+/// A client that counts progress notifications.
+struct ProgressCounter {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(f64, Option<f64>, Option<String>)>>>,
+}
+
+impl rmcp::ClientHandler for ProgressCounter {
+    fn get_info(&self) -> ClientConfig {
+        client_config(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.seen.lock().unwrap().push((params.progress, params.total, params.message));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_during_the_first_index_build_waits_and_reports_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("big");
+    std::fs::create_dir_all(vault.join("notes")).unwrap();
+    for i in 0..2000 {
+        let text = format!(
+            "# Note {i}\n\n关于第{i}号主题的笔记，链接到 [[Note {}]]。 lorem ipsum dolor {i}\n",
+            (i * 7) % 2000
+        );
+        std::fs::write(vault.join(format!("notes/note {i}.md")), text).unwrap();
+    }
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (transport, _stderr) =
+        TokioChildProcess::builder(command(&vault, "read")).stderr(Stdio::null()).spawn().unwrap();
+    let client = ProgressCounter { seen: seen.clone() }.serve(transport).await.unwrap();
+    // initialize answered at once; this call arrives while the first build runs.
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("search_note_content").with_arguments(args(json!({"query": "主题"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content.unwrap()["total"], 2000, "the call waited for the whole index");
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "no progress notification while waiting for the index");
+    assert!(seen.iter().any(|(_, _, message)| {
+        message.as_deref().is_some_and(|m| m.contains("index") || m.contains("opening"))
+    }));
+    client.cancel().await.unwrap();
+}

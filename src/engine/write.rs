@@ -178,8 +178,8 @@ impl Engine {
 }
 
 impl Engine {
-    /// A one-paragraph summary of a pending proposal for the person to confirm:
-    /// kind, target, reason and (for a patch) the size of its diff. `None` when
+    /// A short summary of a pending proposal for the person to confirm: what it
+    /// does to which note (for a patch, the size of its diff), then its reason. `None` when
     /// it is not pending (the apply itself then reports why).
     pub fn proposal_summary(&self, id: &str) -> Option<String> {
         let (view, diff) = write::describe(self.sandbox(), id).ok()?;
@@ -190,6 +190,6 @@ impl Engine {
             }
             (ProposalKind::Patch, None) => format!("change {}", view.target),
         };
-        Some(format!("Apply proposal {}: {change}.\nReason given: {}", view.proposal_id, view.reason))
+        Some(format!("{change}.\nReason given: {}", view.reason))
     }
 }

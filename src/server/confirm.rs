@@ -77,7 +77,7 @@ pub(super) async fn apply(
     };
     // Not pending (unknown, applied, tampered): let the apply report why.
     let Some(summary) = summary else { return Ok(Confirmation::Proceed) };
-    let request = ElicitRequest::new(params(&summary)?);
+    let request = ElicitRequest::new(params(&format!("Apply proposal {proposal_id}: {summary}"))?);
     let modern = context.protocol_version().is_some_and(|v| !v.has_initialize());
     if modern {
         let mut requests = InputRequests::new();
