@@ -83,11 +83,36 @@ struct ToolDef {
 
 fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     // Every argument type is a struct, so the schema root is an object.
-    schema_for_input::<T>().unwrap_or_default()
+    standard(schema_for_input::<T>().unwrap_or_default())
 }
 
 fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    schema_for_output::<T>()
+    standard(schema_for_output::<T>())
+}
+
+/// Drops schemars' Rust-specific `format` values (`uint32`, `int64`, `float`, …), which
+/// JSON Schema does not define and validators warn about; the numeric bounds stay.
+fn standard(schema: Arc<JsonObject>) -> Arc<JsonObject> {
+    const RUST_FORMATS: &[&str] =
+        &["uint", "uint8", "uint16", "uint32", "uint64", "int", "int8", "int16", "int32", "int64", "float", "double"];
+    fn walk(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                if map.get("format").and_then(Value::as_str).is_some_and(|f| RUST_FORMATS.contains(&f)) {
+                    map.remove("format");
+                }
+                map.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut value = Value::Object((*schema).clone());
+    walk(&mut value);
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => schema,
+    }
 }
 
 /// Every tool, in the order `tools/list` shows them.
