@@ -650,9 +650,12 @@ async fn the_cli_and_mcp_paths_produce_the_same_archive_and_audit_shape() {
     assert!(names.iter().filter(|n| n.ends_with(".proposal.json")).count() == 2);
 }
 
+/// One progress notification: progress, total, message.
+type Progress = (f64, Option<f64>, Option<String>);
+
 /// A client that counts progress notifications.
 struct ProgressCounter {
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(f64, Option<f64>, Option<String>)>>>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Progress>>>,
 }
 
 impl rmcp::ClientHandler for ProgressCounter {

@@ -351,6 +351,15 @@ pub(crate) fn build(
             top.push((Occur::MustNot, q));
         }
     }
+    push_filters(&mut top, fields, filters);
+    if !top.iter().any(|(occur, _)| *occur == Occur::Must) {
+        top.push((Occur::Must, Box::new(AllQuery)));
+    }
+    Box::new(BooleanQuery::new(top))
+}
+
+/// Adds the tag and folder filters as required clauses.
+fn push_filters(top: &mut Vec<(Occur, Box<dyn Query>)>, fields: &Fields, filters: &Filters) {
     for tag in &filters.tags {
         let term = Term::from_field_text(fields.tag_filter, tag);
         top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
@@ -359,10 +368,6 @@ pub(crate) fn build(
         let term = Term::from_field_text(fields.folder, folder);
         top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
     }
-    if !top.iter().any(|(occur, _)| *occur == Occur::Must) {
-        top.push((Occur::Must, Box::new(AllQuery)));
-    }
-    Box::new(BooleanQuery::new(top))
 }
 
 /// The last resort when nothing matched: Latin words of four letters or more
@@ -390,14 +395,7 @@ pub(crate) fn build_fuzzy(
         return None;
     }
     let mut top: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(clauses)))];
-    for tag in &filters.tags {
-        let term = Term::from_field_text(fields.tag_filter, tag);
-        top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
-    }
-    if let Some(folder) = &filters.folder {
-        let term = Term::from_field_text(fields.folder, folder);
-        top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
-    }
+    push_filters(&mut top, fields, filters);
     for word in &plan.excluded {
         if let Some(q) = across_fields(&word.terms, weights, true) {
             top.push((Occur::MustNot, q));

@@ -20,32 +20,14 @@ impl Sandbox {
     /// when the folder does not exist. Symlinks, folders and names that are not
     /// valid vault paths are left out.
     pub fn list_inbox(&self, folder: &NotePath) -> Result<Vec<NotePath>> {
-        require_inbox(self, folder)?;
-        let mut disk = self.root().to_path_buf();
-        for segment in folder.as_str().split('/') {
-            disk.push(segment);
-            match fs::symlink_metadata(&disk) {
-                Ok(meta) if meta.is_dir() => {}
-                Ok(_) => return Err(Error::denied(format!("{folder} is not a real folder of the inbox"))),
-                Err(err) if is_missing(&err) => return Ok(Vec::new()),
-                Err(err) => return Err(Error::io(folder, &err)),
-            }
-        }
-        let entries = fs::read_dir(&disk).map_err(|err| Error::io(folder, &err))?;
-        let mut files = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|err| Error::io(folder, &err))?;
-            let is_file = entry.file_type().is_ok_and(|file_type| file_type.is_file());
-            let name = entry.file_name();
-            let Some(name) = name.to_str().filter(|_| is_file) else { continue };
-            if let Ok(path) = NotePath::parse(&format!("{folder}/{name}"))
-                && self.area_of(&path) == Some(Area::Inbox)
-            {
-                files.push(path);
-            }
-        }
-        files.sort();
-        Ok(files)
+        list_entries(self, folder, Entries::Files)
+    }
+
+    /// The real folders directly inside an inbox folder (e.g. the date folders of
+    /// `inbox/applied`), sorted; empty when the folder does not exist. Symlinks and
+    /// names that are not valid vault paths are left out.
+    pub fn list_inbox_folders(&self, folder: &NotePath) -> Result<Vec<NotePath>> {
+        list_entries(self, folder, Entries::Folders)
     }
 
     /// Moves an inbox file to another inbox path (a proposal into
@@ -118,8 +100,49 @@ impl Sandbox {
     }
 }
 
+/// Which entries [`list_entries`] returns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Entries {
+    Files,
+    Folders,
+}
+
+/// The regular files or the real folders directly inside an inbox folder, sorted.
+fn list_entries(sandbox: &Sandbox, folder: &NotePath, wanted: Entries) -> Result<Vec<NotePath>> {
+    require_inbox(sandbox, folder)?;
+    let mut disk = sandbox.root().to_path_buf();
+    for segment in folder.as_str().split('/') {
+        disk.push(segment);
+        match fs::symlink_metadata(&disk) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(Error::denied(format!("{folder} is not a real folder of the inbox"))),
+            Err(err) if is_missing(&err) => return Ok(Vec::new()),
+            Err(err) => return Err(Error::io(folder, &err)),
+        }
+    }
+    let entries = fs::read_dir(&disk).map_err(|err| Error::io(folder, &err))?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|err| Error::io(folder, &err))?;
+        // `DirEntry::file_type` does not follow symlinks.
+        let kind_ok = entry.file_type().is_ok_and(|kind| match wanted {
+            Entries::Files => kind.is_file(),
+            Entries::Folders => kind.is_dir(),
+        });
+        let name = entry.file_name();
+        let Some(name) = name.to_str().filter(|_| kind_ok) else { continue };
+        if let Ok(path) = NotePath::parse(&format!("{folder}/{name}"))
+            && sandbox.area_of(&path) == Some(Area::Inbox)
+        {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
 /// Refuses anything outside the inbox.
-fn require_inbox(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
+pub(super) fn require_inbox(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
     if sandbox.area_of(path) == Some(Area::Inbox) {
         return Ok(());
     }

@@ -15,8 +15,8 @@ use std::io;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::fs::{is_missing, same_file, walk_write_chain};
-use super::{Area, NotePath, Sandbox};
+use super::fs::{same_file, walk_write_chain};
+use super::{NotePath, Sandbox};
 use crate::error::{Error, ErrorCode, Result};
 
 /// A held inbox lock; dropping it releases the lock.
@@ -30,7 +30,7 @@ impl Sandbox {
     /// Takes the exclusive lock on an inbox file (created when missing), waiting at
     /// most `wait` for another holder to let go: `conflict` after that.
     pub fn lock_inbox_file(&self, path: &NotePath, wait: Duration) -> Result<InboxLock> {
-        inbox_only(self, path)?;
+        super::inbox::require_inbox(self, path)?;
         let target = walk_write_chain(self, path, true)?;
         let file = OpenOptions::new()
             .read(true)
@@ -69,48 +69,4 @@ impl Sandbox {
             }
         }
     }
-
-    /// The real folders directly inside an inbox folder (e.g. the date folders of
-    /// `inbox/applied`), sorted; empty when the folder does not exist. Symlinks and
-    /// names that are not valid vault paths are left out.
-    pub fn list_inbox_folders(&self, folder: &NotePath) -> Result<Vec<NotePath>> {
-        inbox_only(self, folder)?;
-        let mut disk = self.root().to_path_buf();
-        for segment in folder.as_str().split('/') {
-            disk.push(segment);
-            match fs::symlink_metadata(&disk) {
-                Ok(meta) if meta.is_dir() => {}
-                Ok(_) => return Err(Error::denied(format!("{folder} is not a real folder of the inbox"))),
-                Err(err) if is_missing(&err) => return Ok(Vec::new()),
-                Err(err) => return Err(Error::io(folder, &err)),
-            }
-        }
-        let entries = fs::read_dir(&disk).map_err(|err| Error::io(folder, &err))?;
-        let mut folders = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|err| Error::io(folder, &err))?;
-            // `DirEntry::file_type` does not follow symlinks.
-            let is_dir = entry.file_type().is_ok_and(|file_type| file_type.is_dir());
-            let name = entry.file_name();
-            let Some(name) = name.to_str().filter(|_| is_dir) else { continue };
-            if let Ok(path) = NotePath::parse(&format!("{folder}/{name}"))
-                && self.area_of(&path) == Some(Area::Inbox)
-            {
-                folders.push(path);
-            }
-        }
-        folders.sort();
-        Ok(folders)
-    }
-}
-
-/// Refuses anything outside the inbox.
-fn inbox_only(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
-    if sandbox.area_of(path) == Some(Area::Inbox) {
-        return Ok(());
-    }
-    let inbox = &sandbox.policy().inbox;
-    Err(Error::denied(format!(
-        "{path} is not in the proposals inbox; only files under {inbox}/ are managed here"
-    )))
 }

@@ -138,13 +138,13 @@ fn forbidden_char(c: char) -> Option<&'static str> {
         // (`读书笔记：深度工作`), and nothing here maps it to ':' (no NFKC, wide APIs).
         '\u{2236}' | '\u{FE55}' | '\u{FE13}' | '\u{A789}' => "a look-alike of ':'",
         // Invisible and text-direction characters make a path read differently
-        // from what it is. The zero-width non-joiner and joiner (U+200C, U+200D)
-        // are allowed: Persian, Indic scripts and emoji use them inside ordinary
-        // words (the Persian half of obsidian-help has 120 such file names).
+        // from what it is. Zero-width space, non-joiner and joiner (U+200B..U+200D)
+        // are allowed: Khmer and Thai separate words with U+200B, Persian, Indic
+        // scripts and emoji join with U+200C/U+200D (obsidian-help has 122 such
+        // file names). None of them can act as a separator.
         '\u{00AD}'
         | '\u{061C}'
         | '\u{180E}'
-        | '\u{200B}'
         | '\u{200E}'..='\u{200F}'
         | '\u{2028}'..='\u{202E}'
         | '\u{2060}'..='\u{2064}'

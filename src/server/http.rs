@@ -12,16 +12,17 @@
 //! request rate (429 with `Retry-After`); the body itself, read within a time
 //! limit and the size cap (408, 413). The token's scope then rides in the
 //! request's extensions, where [`super::KbServer`] reads it for `tools/list` and
-//! for every `tools/call`. A request that runs past the request timeout gets 504
-//! (or, once its answer has begun streaming, has its stream cut). rmcp itself
-//! checks the `Host` header against the allowed hosts.
+//! for every `tools/call`. A request that runs past the request timeout gets 504,
+//! or, once its answer has begun streaming, a JSON-RPC timeout error (-32001)
+//! that ends the stream. rmcp itself checks the `Host` header against the
+//! allowed hosts. Headers must arrive within 10 s; sessions expire when idle.
 //!
 //! Shutdown (SIGINT, SIGTERM) stops accepting connections, answers new requests
-//! with 503, lets the requests in flight finish (for up to [`SHUTDOWN_GRACE`]),
-//! then ends the sessions and closes the connections. A tool call, apply
-//! included, runs on a blocking thread that always completes once started, and
-//! the process waits for it; an apply not yet started when the server drains
-//! never starts.
+//! with 503, lets the requests in flight finish (for up to [`SHUTDOWN_GRACE`],
+//! or until a second signal), then ends the sessions and closes the
+//! connections. A tool call, apply included, runs on a blocking thread that
+//! always completes once started, and the process waits for it; an apply not
+//! yet started when the server drains never starts.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -187,7 +188,14 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> anyhow::Re
     drop(listener);
     gate.drain.start();
     log(json!({ "event": "shutting_down", "signal": reason, "in_flight": gate.drain.in_flight() }));
-    let finished = gate.drain.wait_idle(SHUTDOWN_GRACE).await;
+    // A second signal stops waiting (a tool call already running still completes).
+    let finished = tokio::select! {
+        finished = gate.drain.wait_idle(SHUTDOWN_GRACE) => finished,
+        again = signals.next() => {
+            log(json!({ "event": "shutdown_forced", "signal": again, "in_flight": gate.drain.in_flight() }));
+            false
+        }
+    };
     sessions_stop.cancel();
     closing.cancel();
     connections.close();
@@ -306,6 +314,7 @@ async fn guard(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
     parts.extensions.insert(grant.access);
     let streams = parts.method == Method::GET;
     parts.extensions.insert(grant);
+    let timed_out = timeout_event(&bytes);
     let request = Request::from_parts(parts, Body::from(bytes));
     // The standalone GET stream lives as long as the session: neither counted nor timed.
     if streams {
@@ -314,13 +323,21 @@ async fn guard(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
     let in_flight = gate.drain.enter();
     let deadline = tokio::time::Instant::now() + gate.request_timeout;
     match tokio::time::timeout_at(deadline, next.run(request)).await {
-        Ok(response) => response.map(|body| {
-            Body::new(Watched {
-                inner: body,
-                deadline: Box::pin(tokio::time::sleep_until(deadline)),
-                _in_flight: in_flight,
+        Ok(response) => {
+            let is_stream = response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            response.map(|body| {
+                Body::new(Watched {
+                    inner: body,
+                    deadline: Box::pin(tokio::time::sleep_until(deadline)),
+                    last_event: if is_stream { timed_out } else { None },
+                    ended: false,
+                    _in_flight: in_flight,
+                })
             })
-        }),
+        }
         Err(_) => {
             log(json!({ "event": "http_timeout", "after_s": gate.request_timeout.as_secs() }));
             refuse(StatusCode::GATEWAY_TIMEOUT, "the request took too long", &[])
@@ -373,10 +390,29 @@ async fn read_capped(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
     Ok(Bytes::from(collected))
 }
 
-/// A response body that counts as in flight until it ends, and is cut at the deadline.
+/// For a JSON-RPC request, the server-sent event that ends its stream when it
+/// runs out of time: an error response with the request's id, so the client
+/// gets an answer instead of a broken stream (-32001, "request timed out", as
+/// MCP SDKs call it).
+fn timeout_event(body: &[u8]) -> Option<Bytes> {
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let id = message.get("id").filter(|_| message.get("method").is_some())?;
+    let error = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": -32001, "message": "the request timed out on the server; it may still complete" },
+    });
+    Some(Bytes::from(format!("event: message\ndata: {error}\n\n")))
+}
+
+/// A response body that counts as in flight until it ends, and ends at the
+/// deadline: with a timeout error event when it is a stream answering a request,
+/// else by breaking off.
 struct Watched {
     inner: Body,
     deadline: Pin<Box<tokio::time::Sleep>>,
+    last_event: Option<Bytes>,
+    ended: bool,
     _in_flight: InFlight,
 }
 
@@ -388,11 +424,18 @@ impl HttpBody for Watched {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Pending => {
                 if self.deadline.as_mut().poll(cx).is_ready() {
                     log(json!({ "event": "http_timeout", "while": "streaming" }));
-                    Poll::Ready(Some(Err(axum::Error::new("the request took too long"))))
+                    self.ended = true;
+                    match self.last_event.take() {
+                        Some(event) => Poll::Ready(Some(Ok(http_body::Frame::data(event)))),
+                        None => Poll::Ready(Some(Err(axum::Error::new("the request took too long")))),
+                    }
                 } else {
                     Poll::Pending
                 }
@@ -402,7 +445,7 @@ impl HttpBody for Watched {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.ended || self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {

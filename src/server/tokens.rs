@@ -37,7 +37,7 @@ const RELOAD_EVERY: Duration = Duration::from_secs(1);
 /// The token file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TokenFile {
-    /// Always [`TOKEN_FILE_VERSION`].
+    /// The format version: always 1.
     pub version: u32,
     /// The tokens, in the order they were added.
     pub tokens: Vec<TokenRecord>,

@@ -93,8 +93,10 @@ fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
 /// Drops schemars' Rust-specific `format` values (`uint32`, `int64`, `float`, …), which
 /// JSON Schema does not define and validators warn about; the numeric bounds stay.
 fn standard(schema: Arc<JsonObject>) -> Arc<JsonObject> {
-    const RUST_FORMATS: &[&str] =
-        &["uint", "uint8", "uint16", "uint32", "uint64", "int", "int8", "int16", "int32", "int64", "float", "double"];
+    const RUST_FORMATS: &[&str] = &[
+        "uint", "uint8", "uint16", "uint32", "uint64", "int", "int8", "int16", "int32", "int64", "float",
+        "double",
+    ];
     fn walk(value: &mut Value) {
         match value {
             Value::Object(map) => {

@@ -1,0 +1,595 @@
+//! The real `kb-mcp` binary over Streamable HTTP: the token commands, the safe
+//! start-up refusals, the gate in front of `/mcp` (401, 403, 413, 429, Host,
+//! live revocation), tools per token scope through rmcp's HTTP client, a
+//! propose → apply round trip, a graceful SIGTERM, and a bounded load test
+//! (32 readers and an applier; small by default, full with `KB_LOAD=1`).
+//! Every server listens on 127.0.0.1 with a port the kernel picks.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use kb_mcp::server::TokenFile;
+use kb_mcp::tools::Access;
+use rmcp::model::*;
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceError, ServiceExt};
+use serde_json::{Value, json};
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kb-mcp");
+
+fn kb_mcp(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(BIN).args(args).stdin(Stdio::null()).output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `kb-mcp token add`, returning the token (the last line of stdout).
+fn token_add(file: &Path, name: &str, scope: &str) -> String {
+    let (code, out, err) =
+        kb_mcp(&["token", "add", name, "--scope", scope, "--tokens", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    out.lines().last().unwrap().to_owned()
+}
+
+/// A running `kb-mcp --http` on a temp copy of the fixture vault.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    vault: PathBuf,
+    tokens: PathBuf,
+    log: Arc<Mutex<Vec<String>>>,
+    _tmp: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts a server; `tokens` are (name, scope) pairs created first.
+    fn start(tokens: &[(&str, Access)], extra: &[&str]) -> (Server, Vec<String>) {
+        let (tmp, vault) = common::temp_vault();
+        let file = tmp.path().join("tokens.json");
+        let mut stored = TokenFile::default();
+        let secrets: Vec<String> =
+            tokens.iter().map(|(name, scope)| stored.add(name, *scope).unwrap()).collect();
+        stored.save(&file).unwrap();
+        let mut child = Command::new(BIN)
+            .args(["--http", "127.0.0.1:0", "--tokens"])
+            .arg(&file)
+            .arg("--vault")
+            .arg(&vault)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (found, listening) = mpsc::channel();
+        let lines = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(event) = serde_json::from_str::<Value>(&line)
+                    && event["event"] == "listening"
+                {
+                    let _ = found.send(event["addr"].as_str().unwrap().parse::<SocketAddr>().unwrap());
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let addr =
+            listening.recv_timeout(Duration::from_secs(30)).expect("the server did not start listening");
+        (Server { child, addr, vault, tokens: file, log, _tmp: tmp }, secrets)
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    fn logged(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    async fn connect(&self, token: &str) -> Client {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.url()).auth_header(token.to_owned()),
+        );
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("kb-mcp-http-tests", "0"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .serve(transport)
+            .await
+            .unwrap()
+    }
+
+    /// Sends SIGTERM and waits for the exit code, failing after `limit`.
+    #[cfg(unix)]
+    fn terminate(&mut self, limit: Duration) -> i32 {
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(started.elapsed() < limit, "no exit within {limit:?} of SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw HTTP/1.1 response.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+/// One POST to `/mcp` over a fresh connection; `headers` come after the defaults
+/// (Host, Accept, Content-Type), `body` is sent as is unless `declared` overrides
+/// the Content-Length (and then no body is sent).
+fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &str, declared: Option<u64>) -> Reply {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nConnection: close\r\n",
+        addr.port()
+    );
+    let mut host_given = false;
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("host") {
+            host_given = true;
+        }
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if host_given {
+        let first = request.find("Host: ").unwrap();
+        let end = first + request[first..].find("\r\n").unwrap() + 2;
+        request.replace_range(first..end, "");
+    }
+    match declared {
+        Some(length) => request.push_str(&format!("Content-Length: {length}\r\n\r\n")),
+        None => request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len())),
+    }
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines.next().unwrap_or("").split(' ').nth(1).unwrap_or("0").parse().unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    Reply { status, headers, body: body.to_owned() }
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+fn args(value: Value) -> JsonObject {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+async fn call(client: &Client, name: &str, arguments: Value) -> Result<CallToolResult, ServiceError> {
+    client.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments))).await
+}
+
+fn error_code(result: &CallToolResult) -> Option<String> {
+    (result.is_error == Some(true))
+        .then(|| result.structured_content.as_ref().unwrap()["error"]["code"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn token_commands_keep_only_salted_hashes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("conf/tokens.json");
+    let path = file.to_str().unwrap();
+    let (code, out, _) = kb_mcp(&["token", "add", "laptop", "--scope", "read", "--tokens", path]);
+    assert_eq!(code, 0);
+    let token = out.lines().last().unwrap();
+    assert!(token.starts_with("kb_") && token.len() == 67, "{token}");
+    let phone = token_add(&file, "phone", "apply");
+    assert_ne!(token, phone);
+
+    let stored = std::fs::read_to_string(&file).unwrap();
+    assert!(!stored.contains(&token[3..]) && !stored.contains(&phone[3..]), "no plaintext token on disk");
+    let parsed: Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(parsed["version"], 1);
+    let record = &parsed["tokens"][0];
+    assert_eq!((record["name"].as_str(), record["scope"].as_str()), (Some("laptop"), Some("read")));
+    assert_eq!(record["salt"].as_str().unwrap().len(), 32);
+    assert!(record["hash"].as_str().unwrap().starts_with("sha256:"));
+    assert_ne!(parsed["tokens"][0]["salt"], parsed["tokens"][1]["salt"]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    let (code, _, err) = kb_mcp(&["token", "add", "laptop", "--scope", "apply", "--tokens", path]);
+    assert_eq!(code, 1, "a duplicate name is refused: {err}");
+    assert!(err.contains("already exists"));
+    let (code, _, _) = kb_mcp(&["token", "add", "bad name", "--scope", "read", "--tokens", path]);
+    assert_eq!(code, 2);
+
+    let (code, out, _) = kb_mcp(&["token", "list", "--tokens", path]);
+    assert_eq!(code, 0);
+    assert!(out.contains("laptop") && out.contains("phone") && out.contains("apply"), "{out}");
+    assert!(!out.contains("sha256") && !out.contains(&token[3..]), "list shows no hashes or tokens");
+
+    let (code, _, _) = kb_mcp(&["token", "revoke", "laptop", "--tokens", path]);
+    assert_eq!(code, 0);
+    let (code, _, err) = kb_mcp(&["token", "revoke", "laptop", "--tokens", path]);
+    assert_eq!(code, 1, "{err}");
+    let (_, out, _) = kb_mcp(&["token", "list", "--tokens", path]);
+    assert!(!out.contains("laptop") && out.contains("phone"));
+}
+
+#[test]
+fn http_refuses_to_start_unsafely() {
+    let (tmp, vault) = common::temp_vault();
+    let file = tmp.path().join("tokens.json");
+    let vault = vault.to_str().unwrap();
+    let (code, _, err) = kb_mcp(&["--http", "127.0.0.1:0", "--vault", vault]);
+    assert_eq!(code, 2);
+    assert!(err.contains("every HTTP request needs a token") && err.contains("kb-mcp token add"), "{err}");
+    let (code, _, err) =
+        kb_mcp(&["--http", "127.0.0.1:0", "--vault", vault, "--tokens", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "a missing token file: {err}");
+    token_add(&file, "t", "read");
+    let tokens = file.to_str().unwrap();
+    for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.1:8765"] {
+        let (code, _, err) = kb_mcp(&["--http", addr, "--vault", vault, "--tokens", tokens]);
+        assert_eq!(code, 2, "{addr}: {err}");
+        assert!(err.contains("--allow-remote"), "{err}");
+    }
+    let (code, _, err) = kb_mcp(&["--http", "nonsense", "--vault", vault, "--tokens", tokens]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) =
+        kb_mcp(&["--http", "127.0.0.1:0", "--vault", vault, "--tokens", tokens, "--allow-origin", "evil"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn the_gate_refuses_without_revealing_anything() {
+    let (server, secrets) = Server::start(
+        &[
+            ("rebind", Access::Read),
+            ("tunnel", Access::Read),
+            ("burst", Access::Read),
+            ("revoked", Access::Read),
+        ],
+        &["--rate", "0.5", "--allowed-host", "kb.example.com"],
+    );
+    let [rebind, tunnel, burst, revoked] = [&secrets[0], &secrets[1], &secrets[2], &secrets[3]];
+    let addr = server.addr;
+
+    for headers in [
+        vec![],
+        vec![("Authorization", bearer("kb_0123"))],
+        vec![("Authorization", "Basic a2I6eA==".to_owned())],
+    ] {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let reply = post(addr, &headers, INITIALIZE, None);
+        assert_eq!(reply.status, 401, "{headers:?}");
+        assert_eq!(reply.header("www-authenticate"), Some("Bearer realm=\"kb-mcp\""));
+        assert_eq!(reply.body, "a valid bearer token is required\n", "nothing about the vault");
+        assert!(reply.header("mcp-session-id").is_none());
+    }
+
+    let foreign = post(
+        addr,
+        &[("Origin", "https://evil.example"), ("Authorization", &bearer(rebind))],
+        INITIALIZE,
+        None,
+    );
+    assert_eq!(foreign.status, 403, "a foreign browser origin");
+    let local_page = post(addr, &[("Origin", "http://localhost:5173")], INITIALIZE, None);
+    assert_eq!(local_page.status, 401, "a loopback origin passes the origin check");
+
+    let big = post(addr, &[("Authorization", &bearer(rebind))], "", Some(5 << 20));
+    assert_eq!(big.status, 413, "a declared body over 4 MiB");
+
+    let rebinding =
+        post(addr, &[("Host", "evil.example:80"), ("Authorization", &bearer(rebind))], INITIALIZE, None);
+    assert_eq!(rebinding.status, 403, "a Host that is not allowed (DNS rebinding)");
+    let tunnel =
+        post(addr, &[("Host", "kb.example.com"), ("Authorization", &bearer(tunnel))], INITIALIZE, None);
+    assert_eq!(tunnel.status, 200, "an --allowed-host passes: {}", tunnel.body);
+    assert!(tunnel.body.contains("\"serverInfo\""));
+
+    // --rate 0.5 allows one request every two seconds (a burst of one), then asks to wait.
+    let statuses: Vec<u16> =
+        (0..2).map(|_| post(addr, &[("Authorization", &bearer(burst))], INITIALIZE, None).status).collect();
+    assert_eq!(statuses, [200, 429]);
+    let limited = post(addr, &[("Authorization", &bearer(burst))], INITIALIZE, None);
+    assert_eq!(limited.status, 429);
+    let wait: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=2).contains(&wait), "Retry-After {wait}");
+
+    // A revoked token stops working on the running server (the file is re-read within a second).
+    assert_eq!(post(addr, &[("Authorization", &bearer(revoked))], INITIALIZE, None).status, 200);
+    let (code, _, _) = kb_mcp(&["token", "revoke", "revoked", "--tokens", server.tokens.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(post(addr, &[("Authorization", &bearer(revoked))], INITIALIZE, None).status, 401);
+
+    let log = server.logged();
+    for secret in &secrets {
+        assert!(!log.contains(&secret[3..]), "tokens never reach the log");
+    }
+    assert!(log.contains("\"token\":\"burst\""), "the log names the rate-limited token");
+}
+
+#[test]
+fn idle_sessions_expire() {
+    let (server, secrets) = Server::start(&[("reader", Access::Read)], &["--session-idle", "1"]);
+    let auth = bearer(&secrets[0]);
+    let opened = post(server.addr, &[("Authorization", &auth)], INITIALIZE, None);
+    assert_eq!(opened.status, 200);
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let with_session = [("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
+    assert_eq!(post(server.addr, &with_session, initialized, None).status, 202);
+    let alive = post(server.addr, &with_session, ping, None);
+    assert_eq!(alive.status, 200, "{}", alive.body);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(post(server.addr, &with_session, ping, None).status, 404, "the idle session is gone");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_token_sees_and_may_call_only_what_its_scope_grants() {
+    let (server, secrets) = Server::start(
+        &[("reader", Access::Read), ("proposer", Access::Propose), ("applier", Access::Apply)],
+        &[],
+    );
+    let mut clients = Vec::new();
+    for (secret, level) in secrets.iter().zip([Access::Read, Access::Propose, Access::Apply]) {
+        let client = server.connect(secret).await;
+        let listed: Vec<String> =
+            client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect();
+        let expected: Vec<String> =
+            kb_mcp::tools::list(level).into_iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(listed, expected, "{level:?}: the same list as stdio at that level");
+        clients.push(client);
+    }
+    let counts: Vec<usize> = [Access::Read, Access::Propose, Access::Apply]
+        .iter()
+        .map(|level| kb_mcp::tools::list(*level).len())
+        .collect();
+    assert!(counts[0] >= 8 && counts[1] == counts[0] + 3 && counts[2] == counts[1] + 1, "{counts:?}");
+    let [reader, proposer, applier] = [&clients[0], &clients[1], &clients[2]];
+
+    let overview = call(reader, "get_vault_overview", json!({})).await.unwrap();
+    assert_eq!(overview.structured_content.unwrap()["access"], "read");
+    let found = call(reader, "search_knowledge", json!({"query": "备份"})).await.unwrap();
+    assert!(found.structured_content.unwrap()["total"].as_u64().unwrap() > 0);
+
+    // Refused when called anyway, whatever the list said.
+    let refused =
+        call(reader, "propose_new_note", json!({"title": "x", "body": "y", "reason": "z"})).await.unwrap();
+    assert_eq!(error_code(&refused).as_deref(), Some("permission_denied"));
+    let staged = call(
+        proposer,
+        "propose_new_note",
+        json!({"title": "Over HTTP", "body": "Written through the HTTP transport.\n", "reason": "test"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(error_code(&staged), None, "{staged:?}");
+    let id = staged.structured_content.unwrap()["proposal_id"].as_str().unwrap().to_owned();
+    for client in [reader, proposer] {
+        let refused = call(client, "apply_proposal", json!({"proposal_id": id})).await.unwrap();
+        assert_eq!(error_code(&refused).as_deref(), Some("permission_denied"));
+    }
+    assert!(!server.vault.join("z/Over HTTP.md").exists());
+
+    let applied = call(applier, "apply_proposal", json!({"proposal_id": id})).await.unwrap();
+    assert_eq!(error_code(&applied), None, "{applied:?}");
+    assert_eq!(applied.structured_content.unwrap()["status"], "applied");
+    let written = std::fs::read_to_string(server.vault.join("z/Over HTTP.md")).unwrap();
+    assert!(written.contains("Written through the HTTP transport."));
+    let again = call(applier, "apply_proposal", json!({"proposal_id": id})).await.unwrap();
+    assert_eq!(error_code(&again).as_deref(), Some("proposal_not_pending"));
+    let read = call(reader, "read_note", json!({"path": "z/Over HTTP.md"})).await.unwrap();
+    assert_eq!(error_code(&read), None, "the applied note is readable at once");
+
+    for client in clients {
+        client.cancel().await.unwrap();
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_lets_the_request_in_flight_finish_then_exits_0() {
+    // A fresh vault: the first call waits for the index build, so it is likely in flight at SIGTERM.
+    let (mut server, secrets) = Server::start(&[("reader", Access::Read)], &[]);
+    let client = server.connect(&secrets[0]).await;
+    let pending = tokio::spawn(async move {
+        let result = call(&client, "search_note_content", json!({"query": "远程仓库"})).await;
+        (client, result)
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    let code = tokio::task::block_in_place(|| server.terminate(Duration::from_secs(10)));
+    assert_eq!(code, 0, "{}", server.logged());
+    assert!(started.elapsed() < Duration::from_secs(5), "SIGTERM exits promptly");
+    let (_client, result) = pending.await.unwrap();
+    let result = result.expect("the request in flight finished");
+    assert_eq!(error_code(&result), None);
+    let log = server.logged();
+    assert!(log.contains("\"event\":\"shutting_down\"") && log.contains("\"drained\":true"), "{log}");
+    assert!(TcpStream::connect(server.addr).is_err(), "no longer listening");
+}
+
+/// Latency percentiles of a list of durations.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// 32 read clients search and read while one client proposes and applies, each
+/// apply raced by a second apply of the same proposal. No request may fail,
+/// every proposal is applied exactly once. `KB_LOAD=1` runs the full size
+/// (32 × 200 reads, 20 applies, at most 120 s) and prints the latencies that
+/// BENCHMARKS.md records; by default a small version keeps the suite fast.
+#[tokio::test(flavor = "multi_thread")]
+async fn load_32_readers_and_an_applier_lose_nothing() {
+    let full = std::env::var("KB_LOAD").is_ok_and(|v| v == "1");
+    let (readers, per_reader, proposals) = if full { (32, 200, 20) } else { (32, 5, 3) };
+    let deadline = Instant::now() + Duration::from_secs(if full { 120 } else { 60 });
+    let mut tokens: Vec<(String, Access)> =
+        (0..readers).map(|i| (format!("reader-{i}"), Access::Read)).collect();
+    tokens.push(("applier".to_owned(), Access::Apply));
+    let named: Vec<(&str, Access)> = tokens.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+    let (server, secrets) = Server::start(&named, &["--rate", "100000"]);
+    let server = Arc::new(server);
+    // Wait for the first index build, so that the latencies measure serving only.
+    let warm_up = server.connect(&secrets[0]).await;
+    assert_eq!(error_code(&call(&warm_up, "get_vault_overview", json!({})).await.unwrap()), None);
+    warm_up.cancel().await.unwrap();
+    let load_started = Instant::now();
+
+    let queries = ["备份", "远程仓库", "卡片笔记", "Zettelkasten", "sync", "链接", "restore", "永久笔记"];
+    let notes =
+        ["z/备份仓库.md", "z/卡片笔记法.md", "z/永久笔记.md", "z/Restore drills.md", "z/同步工具对比.md"];
+    let mut tasks = Vec::new();
+    for (i, secret) in secrets.iter().take(readers).enumerate() {
+        let server = server.clone();
+        let secret = secret.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = server.connect(&secret).await;
+            let mut latencies = Vec::with_capacity(per_reader);
+            let mut failures = Vec::new();
+            for n in 0..per_reader {
+                if Instant::now() > deadline {
+                    failures.push("deadline passed".to_owned());
+                    break;
+                }
+                let (tool, arguments) = match (i + n) % 3 {
+                    0 => ("search_knowledge", json!({"query": queries[(i + n) % queries.len()]})),
+                    1 => ("search_note_content", json!({"query": queries[(i * 7 + n) % queries.len()]})),
+                    _ => ("read_note", json!({"path": notes[(i + n) % notes.len()]})),
+                };
+                let started = Instant::now();
+                match call(&client, tool, arguments).await {
+                    Ok(result) if result.is_error != Some(true) => latencies.push(started.elapsed()),
+                    Ok(result) => failures.push(format!("{tool}: {:?}", result.structured_content)),
+                    Err(error) => failures.push(format!("{tool}: {error}")),
+                }
+            }
+            let _ = client.cancel().await;
+            (latencies, failures)
+        }));
+    }
+    let applier_secret = secrets[readers].clone();
+    let applier_server = server.clone();
+    let applier = tokio::spawn(async move {
+        let client = Arc::new(applier_server.connect(&applier_secret).await);
+        let mut latencies = Vec::new();
+        let mut outcomes = Vec::new();
+        for n in 0..proposals {
+            let staged = call(
+                &client,
+                "propose_new_note",
+                json!({"title": format!("Load note {n}"), "body": format!("Body {n}.\n"), "reason": "load test"}),
+            )
+            .await
+            .unwrap();
+            assert_eq!(error_code(&staged), None, "{staged:?}");
+            let id = staged.structured_content.unwrap()["proposal_id"].as_str().unwrap().to_owned();
+            let started = Instant::now();
+            let race = |client: Arc<Client>, id: String| async move {
+                call(&client, "apply_proposal", json!({"proposal_id": id})).await
+            };
+            let (first, second) =
+                tokio::join!(race(client.clone(), id.clone()), race(client.clone(), id.clone()));
+            latencies.push(started.elapsed());
+            let mut codes: Vec<Option<String>> =
+                [first, second].iter().map(|r| error_code(r.as_ref().unwrap())).collect();
+            codes.sort();
+            outcomes.push((id, codes));
+        }
+        (latencies, outcomes)
+    });
+
+    let mut latencies = Vec::new();
+    let mut failures = Vec::new();
+    for task in tasks {
+        let (mut l, mut f) = task.await.unwrap();
+        latencies.append(&mut l);
+        failures.append(&mut f);
+    }
+    let (mut apply_latencies, outcomes) = applier.await.unwrap();
+    let wall = load_started.elapsed();
+    assert!(
+        failures.is_empty(),
+        "{} failed requests, e.g. {:?}",
+        failures.len(),
+        &failures[..failures.len().min(3)]
+    );
+    assert_eq!(latencies.len(), readers * per_reader);
+    for (id, codes) in &outcomes {
+        assert_eq!(codes, &[None, Some("proposal_not_pending".to_owned())], "{id}: exactly one apply wins");
+    }
+
+    let audit = std::fs::read_to_string(server.vault.join("inbox/_applied.jsonl")).unwrap();
+    let lines: Vec<Value> = audit.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), proposals, "one audit line per apply");
+    for (id, _) in &outcomes {
+        assert_eq!(lines.iter().filter(|l| l["proposal_id"] == id.as_str()).count(), 1, "{id} audited once");
+    }
+    for n in 0..proposals {
+        let text = std::fs::read_to_string(server.vault.join(format!("z/Load note {n}.md"))).unwrap();
+        assert_eq!(text.matches(&format!("Body {n}.")).count(), 1, "note {n} written once");
+    }
+
+    latencies.sort();
+    apply_latencies.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    eprintln!(
+        "http load: {} reads by {readers} clients in {:.1} s ({:.0}/s), p50 {:.1} ms, p99 {:.1} ms, \
+         max {:.1} ms; {proposals} racing apply pairs, p50 {:.1} ms, p99 {:.1} ms",
+        latencies.len(),
+        wall.as_secs_f64(),
+        latencies.len() as f64 / wall.as_secs_f64(),
+        ms(percentile(&latencies, 50.0)),
+        ms(percentile(&latencies, 99.0)),
+        ms(*latencies.last().unwrap()),
+        ms(percentile(&apply_latencies, 50.0)),
+        ms(percentile(&apply_latencies, 99.0)),
+    );
+}
