@@ -35,9 +35,15 @@ server=$!
 python3 tests/clients/bearer_proxy.py --listen "$proxy_port" --upstream "127.0.0.1:$port" --token "$token" 2>/dev/null &
 proxy=$!
 trap 'kill $server $proxy 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  curl -s -o /dev/null "http://127.0.0.1:$port/mcp" && break || sleep 0.1
-done
+python3 - "$port" <<'PY'
+import socket, sys, time
+for _ in range(300):
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        break
+    except OSError:
+        time.sleep(0.1)
+PY
 
 passed=0; failed=0
 # Scenarios that apply to a server with kb-mcp's tools. The others exercise the reference
