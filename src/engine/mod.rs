@@ -85,6 +85,9 @@ pub struct Engine {
     syncing: Mutex<()>,
     /// When the reader last looked for other processes' commits.
     last_reload: Mutex<Instant>,
+    /// The index commit the catalog reflects; another value means another process
+    /// committed and the catalog must be re-read from the index.
+    catalog_opstamp: Mutex<u64>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -104,6 +107,7 @@ impl Engine {
         let sandbox = Sandbox::open(&options.vault, config.policy.clone())?;
         let index_dir = options.index_dir.clone().unwrap_or_else(|| sandbox.root().join(".kb"));
         let (index, _fresh) = SearchIndex::open(&index_dir)?;
+        let opstamp = index.committed_opstamp();
         let records = index.records()?.into_iter().map(Arc::new).collect();
         let catalog = Catalog::new(records, Vec::new());
         Ok(Engine {
@@ -113,6 +117,7 @@ impl Engine {
             catalog: RwLock::new(Arc::new(catalog)),
             syncing: Mutex::new(()),
             last_reload: Mutex::new(Instant::now()),
+            catalog_opstamp: Mutex::new(opstamp),
         })
     }
 
@@ -144,6 +149,11 @@ impl Engine {
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records that the catalog now reflects the index as committed.
+    fn catalog_matches_index(&self) {
+        *self.catalog_opstamp.lock().unwrap_or_else(|p| p.into_inner()) = self.index.committed_opstamp();
     }
 
     fn set_catalog(&self, catalog: Catalog) {

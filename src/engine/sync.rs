@@ -112,12 +112,20 @@ impl Engine {
     pub fn sync(&self, full: bool, progress: Option<&(dyn Fn(usize, usize) + Sync)>) -> Result<SyncReport> {
         let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
         let started = Instant::now();
-        // Another process may have committed since we loaded: start from the index's records.
+        // Another process may have committed since we loaded: then start from the
+        // index's records (reading them all costs ~100 ms per 10k notes, so only then).
         self.index.reload()?;
-        let stored: Vec<Arc<NoteRecord>> = self.index.records()?.into_iter().map(Arc::new).collect();
-        let full = full || stored.is_empty();
-        let previous = if full { Catalog::default() } else { Catalog::new(stored, Vec::new()) };
-        self.set_catalog(previous);
+        let committed = self.index.committed_opstamp();
+        let known = *self.catalog_opstamp.lock().unwrap_or_else(|p| p.into_inner());
+        if committed != known || full {
+            let stored: Vec<Arc<NoteRecord>> = self.index.records()?.into_iter().map(Arc::new).collect();
+            let attachments = self.catalog().attachments.clone();
+            self.set_catalog(Catalog::new(stored, attachments));
+        }
+        let full = full || self.catalog().records().is_empty();
+        if full {
+            self.set_catalog(Catalog::default());
+        }
         let drift = self.drift()?;
         let catalog = self.catalog();
         let mut work: Vec<&ScannedFile> = drift.added.iter().chain(&drift.changed).collect();
@@ -182,6 +190,7 @@ impl Engine {
         records.extend(fresh_records.into_iter().map(Arc::new));
         let files = records.len();
         self.set_catalog(Catalog::new(records, drift.attachments.clone()));
+        self.catalog_matches_index();
         Ok(SyncReport {
             full,
             files,
@@ -280,6 +289,7 @@ impl Engine {
             }
         }
         self.set_catalog(Catalog::new(records, catalog.attachments.clone()));
+        self.catalog_matches_index();
         Ok(())
     }
 }

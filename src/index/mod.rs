@@ -39,6 +39,8 @@ use schema::IndexSchema;
 const WRITER_WAIT: Duration = Duration::from_secs(30);
 /// Memory for a bulk build's writer (split across its threads).
 const BULK_MEMORY: usize = 192 * 1024 * 1024;
+/// Segments that small updates may leave before they are merged into one.
+const MAX_SEGMENTS: usize = 16;
 /// Memory for a small update's single-threaded writer (tantivy's minimum is 15 MB).
 const SMALL_MEMORY: usize = 24 * 1024 * 1024;
 
@@ -242,6 +244,12 @@ impl SearchIndex {
         &self.dir
     }
 
+    /// The opstamp of the last commit on disk (by any process): changes exactly
+    /// when the index does.
+    pub fn committed_opstamp(&self) -> u64 {
+        self.index.load_metas().map(|metas| metas.opstamp).unwrap_or(0)
+    }
+
     /// Makes commits by other processes (or this one) visible to searches.
     pub fn reload(&self) -> Result<()> {
         self.reader.reload().map_err(|e| tantivy_error("reloading the index reader", e))
@@ -308,7 +316,14 @@ impl SearchIndex {
                 self.index.writer_with_num_threads(1, SMALL_MEMORY)
             };
             match attempt {
-                Ok(writer) => return Ok(writer),
+                Ok(writer) => {
+                    if !bulk {
+                        // A small update must release the writer (and tantivy's cross-process
+                        // lock) as soon as it commits: no merges here, see `update`.
+                        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+                    }
+                    return Ok(writer);
+                }
                 Err(TantivyError::LockFailure(..)) if started.elapsed() < WRITER_WAIT => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
@@ -361,10 +376,21 @@ impl SearchIndex {
         prepared.set_payload(&serde_json::to_string(&payload).unwrap_or_default());
         prepared.commit().map_err(|e| tantivy_error("committing the index", e))?;
         self.reload()?;
-        // Merges finish in the background; the writer (and the lock) is released after them.
-        std::thread::spawn(move || {
-            let _ = writer.wait_merging_threads();
-        });
+        let segments = self.reader.searcher().segment_readers().len();
+        if reset || segments <= MAX_SEGMENTS {
+            // Bulk merges finish in the background; small updates have none pending.
+            std::thread::spawn(move || {
+                let _ = writer.wait_merging_threads();
+            });
+        } else {
+            // Small updates left many small segments: merge them all in the background,
+            // holding the writer meanwhile (other updates wait for it, searches do not).
+            let ids = self.index.searchable_segment_ids().unwrap_or_default();
+            std::thread::spawn(move || {
+                let _ = writer.merge(&ids).wait();
+                let _ = writer.wait_merging_threads();
+            });
+        }
         Ok(added)
     }
 
