@@ -178,18 +178,8 @@ impl Engine {
         if !vanished.is_empty() {
             self.index.update(false, &vanished, |_| Ok(()))?;
         }
-        // The new snapshot: unchanged records plus fresh ones, minus removed.
-        let gone: HashSet<&str> = removed.iter().map(String::as_str).collect();
-        let refreshed: HashSet<String> = fresh_records.iter().map(|r| r.path.clone()).collect();
-        let mut records: Vec<Arc<NoteRecord>> = catalog
-            .records()
-            .iter()
-            .filter(|r| !gone.contains(r.path.as_str()) && !refreshed.contains(&r.path))
-            .cloned()
-            .collect();
-        records.extend(fresh_records.into_iter().map(Arc::new));
-        let files = records.len();
-        self.set_catalog(Catalog::new(records, drift.attachments.clone()));
+        let gone: HashSet<String> = removed.iter().cloned().collect();
+        let files = self.apply_delta(&gone, fresh_records, Some(drift.attachments.clone()));
         self.catalog_matches_index();
         Ok(SyncReport {
             full,
@@ -264,8 +254,10 @@ impl Engine {
 impl Engine {
     /// Re-indexes one file right away (after an apply): delete, add, commit and
     /// reload, so the very next search sees it, then swaps it into the catalog.
+    /// Does not wait for a sync in progress (the file watcher's, say): index updates
+    /// are serialised by the index itself, and both apply their changes to the
+    /// current catalog as a delta, so neither undoes the other.
     pub fn refresh_note(&self, path: &crate::sandbox::NotePath) -> Result<()> {
-        let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
         let area = self.sandbox.area_of(path);
         let stat = self.sandbox.stat(path)?;
         let document = match (area, stat) {
@@ -276,20 +268,42 @@ impl Engine {
             }
             _ => None,
         };
-        let catalog = self.catalog();
-        let mut records: Vec<Arc<NoteRecord>> =
-            catalog.records().iter().filter(|r| r.path != path.as_str()).cloned().collect();
+        let gone: HashSet<String> = [path.as_str().to_owned()].into_iter().collect();
         match document {
             Some(document) => {
                 self.index.update(false, &[], |sink| sink.replace(&document))?;
-                records.push(Arc::new(document.record));
+                self.apply_delta(&gone, vec![document.record], None);
             }
             None => {
                 self.index.update(false, &[path.as_str().to_owned()], |_| Ok(()))?;
+                self.apply_delta(&gone, Vec::new(), None);
             }
         }
-        self.set_catalog(Catalog::new(records, catalog.attachments.clone()));
         self.catalog_matches_index();
         Ok(())
+    }
+
+    /// Swaps in a catalog made from the *current* one with `gone` paths removed and
+    /// `fresh` records put in (replacing any with the same path), so concurrent
+    /// updates compose. Returns the number of records.
+    fn apply_delta(
+        &self,
+        gone: &HashSet<String>,
+        fresh: Vec<NoteRecord>,
+        attachments: Option<Vec<String>>,
+    ) -> usize {
+        let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+        let replaced: HashSet<&str> = fresh.iter().map(|r| r.path.as_str()).collect();
+        let mut records: Vec<Arc<NoteRecord>> = current
+            .records()
+            .iter()
+            .filter(|r| !gone.contains(&r.path) && !replaced.contains(r.path.as_str()))
+            .cloned()
+            .collect();
+        records.extend(fresh.into_iter().map(Arc::new));
+        let count = records.len();
+        let attachments = attachments.unwrap_or_else(|| current.attachments.clone());
+        *current = Arc::new(Catalog::new(records, attachments));
+        count
     }
 }
