@@ -1,1 +1,379 @@
-fn main(){}
+//! Criterion benchmarks of kb-mcp's engine over generated vaults and the real
+//! obsidian-help corpus.
+//!
+//! For every vault of `KB_BENCH_SIZES` (default `1000,10000,100000,obsidian-help`):
+//! the note parser alone and a full index build (both as throughput of
+//! Markdown bytes), an incremental update after changing 1 and 100 notes
+//! (until a search finds the change), both searches with snippets for five
+//! kinds of query on a warm searcher, `read_note`, `get_related_notes` (a
+//! typical note and the most linked-to one), `list_tags` and
+//! `get_vault_overview`. Setup (generating vaults, changing files, emptying
+//! index folders) is never timed.
+//!
+//! Criterion reports means and medians; tail latency is not its business, so
+//! every warm-engine benchmark also times each call on its own and writes
+//! p50/p90/p99 to `target/kb-bench/latency/*.json` (read by
+//! `benches/scripts/plot.py --table`).
+//!
+//! Vaults, indexes and scratch copies live under `$KB_BENCH_DIR` (default
+//! `/tmp/kb-bench`); the corpus is only read (its incremental benchmark runs
+//! on a copy).
+//!
+//! ```text
+//! cargo bench -p kb-bench --bench vault                         # everything (~30 min)
+//! KB_BENCH_SIZES=1000 cargo bench -p kb-bench --bench vault     # a quick check
+//! cargo bench -p kb-bench --bench vault -- search_note_content  # one family
+//! ```
+
+use std::cell::RefCell;
+use std::fs;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
+use kb_bench::{Stats, VaultSpec, bench_dir, copy_tree, copy_vault, markdown_files, replace_file};
+use kb_mcp::engine::types::{ListTagsArgs, NoteRefArgs, ReadNoteArgs, SearchArgs};
+use kb_mcp::engine::{Engine, EngineOptions};
+use kb_mcp::sandbox::NotePath;
+use kb_mcp::vault::{NoteKind, parse_note};
+
+/// A vault of this run.
+struct Bench {
+    spec: VaultSpec,
+    label: String,
+    vault: PathBuf,
+    stats: Stats,
+}
+
+impl Bench {
+    /// Large vaults get fewer, flat samples so a full run fits in half an hour.
+    fn configure(&self, group: &mut BenchmarkGroup<'_, WallTime>, slow: bool) {
+        if slow {
+            group.sampling_mode(SamplingMode::Flat).sample_size(10);
+            group.warm_up_time(Duration::from_millis(500));
+            group.measurement_time(Duration::from_secs(if self.stats.files >= 50_000 { 20 } else { 5 }));
+        } else {
+            group.sample_size(if self.stats.files >= 50_000 { 30 } else { 50 });
+            group.warm_up_time(Duration::from_secs(1));
+            group.measurement_time(Duration::from_secs(3));
+        }
+    }
+
+    fn id(&self) -> BenchmarkId {
+        BenchmarkId::from_parameter(&self.label)
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    for spec in kb_bench::sizes_from_env() {
+        let (vault, stats) = match spec.vault() {
+            Ok(found) => found,
+            Err(error) => {
+                eprintln!("kb-bench: cannot prepare the {} vault: {error}", spec.label());
+                continue;
+            }
+        };
+        eprintln!(
+            "kb-bench: vault {}: {} notes, {:.1} MB at {}",
+            spec.label(),
+            stats.files,
+            stats.bytes as f64 / 1e6,
+            vault.display()
+        );
+        let bench = Bench { label: spec.label(), spec, vault, stats };
+        bench_parser(&mut criterion, &bench);
+        bench_full_build(&mut criterion, &bench);
+        let warm = warm_engine(&bench);
+        bench_incremental(&mut criterion, &bench);
+        bench_searches(&mut criterion, &bench, &warm);
+        bench_read_tools(&mut criterion, &bench, &warm);
+    }
+    criterion.final_summary();
+}
+
+/// The vault's engine on its cached index, brought up to date and warmed.
+fn warm_engine(bench: &Bench) -> Engine {
+    let options = EngineOptions { vault: bench.vault.clone(), index_dir: Some(bench.spec.index_dir()) };
+    kb_bench::check_writable(&bench.spec.index_dir()).expect("index folder outside the repository");
+    let started = Instant::now();
+    let engine = Engine::open(&options).expect("open the engine");
+    let report = engine.sync(false, None).expect("sync the cached index");
+    eprintln!(
+        "kb-bench: index of {} ready ({} files, {} re-indexed) in {:.1} s",
+        bench.label,
+        report.files,
+        report.added + report.changed,
+        started.elapsed().as_secs_f64()
+    );
+    engine
+}
+
+fn bench_parser(c: &mut Criterion, bench: &Bench) {
+    let notes: Vec<(NotePath, String)> = markdown_files(&bench.vault)
+        .expect("list the vault")
+        .into_iter()
+        .filter_map(|file| {
+            let relative = file.strip_prefix(&bench.vault).ok()?.to_str()?.to_owned();
+            Some((NotePath::parse(&relative).ok()?, fs::read_to_string(&file).ok()?))
+        })
+        .collect();
+    let bytes: u64 = notes.iter().map(|(_, text)| text.len() as u64).sum();
+    let mut group = c.benchmark_group("parse_note");
+    bench.configure(&mut group, bench.stats.files >= 10_000);
+    group.throughput(Throughput::Bytes(bytes));
+    group.bench_function(bench.id(), |b| {
+        b.iter(|| {
+            for (path, text) in &notes {
+                black_box(parse_note(path, text));
+            }
+        })
+    });
+    group.finish();
+}
+
+fn bench_full_build(c: &mut Criterion, bench: &Bench) {
+    let scratch = bench_dir().join(format!("build-{}", bench.label));
+    kb_bench::check_writable(&scratch).expect("scratch outside the repository");
+    let mut group = c.benchmark_group("full_build");
+    bench.configure(&mut group, true);
+    group.throughput(Throughput::Bytes(bench.stats.bytes));
+    group.bench_function(bench.id(), |b| {
+        b.iter_batched(
+            || {
+                empty_dir(&scratch);
+                EngineOptions { vault: bench.vault.clone(), index_dir: Some(scratch.clone()) }
+            },
+            |options| {
+                let engine = Engine::open(&options).expect("open");
+                let report = engine.sync(true, None).expect("full build");
+                // The corpus has a few files the sandbox refuses by name (reported as skipped).
+                assert_eq!((report.files + report.skipped.len()) as u64, bench.stats.files);
+                engine
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+    let _ = fs::remove_dir_all(&scratch);
+}
+
+fn empty_dir(dir: &Path) {
+    if dir.exists() {
+        fs::remove_dir_all(dir).expect("empty the scratch folder");
+    }
+    fs::create_dir_all(dir).expect("create the scratch folder");
+}
+
+/// A token no generated or real note contains: `kbmark` and letters.
+fn marker(mut n: u64) -> String {
+    let mut out = String::from("kbmark");
+    loop {
+        out.push(char::from(b'a' + (n % 26) as u8));
+        n /= 26;
+        if n == 0 {
+            return out;
+        }
+    }
+}
+
+fn bench_incremental(c: &mut Criterion, bench: &Bench) {
+    // On a copy: the cached vault stays as generated and the corpus untouched.
+    // Generated files are hard-linked (changes replace files, never write into
+    // them); the corpus, which is not ours, is copied.
+    let copy = bench_dir().join(format!("incremental-{}", bench.label));
+    let copy_index = bench_dir().join(format!("incremental-{}-index", bench.label));
+    let hard_link = matches!(bench.spec, VaultSpec::Generated(_));
+    copy_vault(&bench.vault, &copy, hard_link).expect("copy the vault");
+    copy_tree(&bench.spec.index_dir(), &copy_index).expect("copy the index");
+    let engine = Engine::open(&EngineOptions { vault: copy.clone(), index_dir: Some(copy_index.clone()) })
+        .expect("open the copy");
+    engine.sync(false, None).expect("sync the copy");
+    let files = markdown_files(&copy).expect("list the copy");
+    let mut counter = 0u64;
+    let mut group = c.benchmark_group("incremental");
+    bench.configure(&mut group, true);
+    for changed in [1usize, 100] {
+        // Evenly spread notes, their original bytes kept to rewrite from.
+        let originals: Vec<(PathBuf, Vec<u8>)> = (0..changed)
+            .map(|i| files[i * files.len() / changed].clone())
+            .map(|path| {
+                let bytes = fs::read(&path).expect("read a note");
+                (path, bytes)
+            })
+            .collect();
+        let name = if changed == 1 { "1_note" } else { "100_notes" };
+        group.bench_function(BenchmarkId::new(name, &bench.label), |b| {
+            b.iter_batched(
+                || {
+                    counter += 1;
+                    let token = marker(counter);
+                    for (path, original) in &originals {
+                        let mut bytes = original.clone();
+                        bytes.extend_from_slice(format!("\n\n{token}\n").as_bytes());
+                        replace_file(path, &bytes).expect("change a note");
+                    }
+                    SearchArgs { query: token, ..SearchArgs::default() }
+                },
+                |args| {
+                    let report = engine.sync(false, None).expect("incremental sync");
+                    let found = engine.search_note_content(&args).expect("search");
+                    assert_eq!(report.changed, changed);
+                    assert_eq!(found.total as usize, changed, "the change is visible to search");
+                    found
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+    drop(engine);
+    let _ = fs::remove_dir_all(&copy);
+    let _ = fs::remove_dir_all(&copy_index);
+}
+
+/// Per-call times of one benchmark, for percentiles.
+type Samples = RefCell<Vec<Duration>>;
+
+/// Benchmarks `call` and records each call's time.
+fn timed<T>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    key: &str,
+    mut call: impl FnMut() -> T,
+) {
+    // A warm searcher: the first calls load segments and fill caches.
+    for _ in 0..3 {
+        black_box(call());
+    }
+    let samples: Samples = RefCell::new(Vec::new());
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| {
+            let mut samples = samples.borrow_mut();
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let started = Instant::now();
+                black_box(call());
+                let took = started.elapsed();
+                total += took;
+                samples.push(took);
+            }
+            total
+        })
+    });
+    write_latency(key, samples.into_inner());
+}
+
+/// Writes p50/p90/p99 of a benchmark's calls (with enough of them: not in
+/// `--test` mode, nor when a filter skipped it; never under `--profile-time`,
+/// whose calls run under a profiler).
+fn write_latency(key: &str, mut samples: Vec<Duration>) {
+    if samples.len() < 20 || std::env::args().any(|a| a.starts_with("--profile-time")) {
+        return;
+    }
+    samples.sort_unstable();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize].as_nanos();
+    let (p50, p90, p99) = (at(0.50), at(0.90), at(0.99));
+    let max = samples[samples.len() - 1].as_nanos();
+    let mean = samples.iter().map(Duration::as_nanos).sum::<u128>() / samples.len() as u128;
+    eprintln!(
+        "latency {key}: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} calls)",
+        p50 as f64 / 1e6,
+        p90 as f64 / 1e6,
+        p99 as f64 / 1e6,
+        max as f64 / 1e6,
+        samples.len()
+    );
+    let dir = target_dir().join("kb-bench/latency");
+    let json = format!(
+        "{{\"id\": \"{key}\", \"calls\": {}, \"mean_ns\": {mean}, \"p50_ns\": {p50}, \"p90_ns\": {p90}, \"p99_ns\": {p99}, \"max_ns\": {max}}}\n",
+        samples.len()
+    );
+    let file = dir.join(format!("{}.json", key.replace('/', "__")));
+    if let Err(error) = fs::create_dir_all(&dir).and_then(|()| fs::write(&file, json)) {
+        eprintln!("kb-bench: cannot write {}: {error}", file.display());
+    }
+}
+
+/// Cargo's target folder (criterion writes beside it in `criterion/`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| kb_bench::repo_root().join("target"))
+}
+
+fn bench_searches(c: &mut Criterion, bench: &Bench, engine: &Engine) {
+    let queries = bench.spec.queries();
+    for tool in ["search_knowledge", "search_note_content"] {
+        let mut group = c.benchmark_group(tool);
+        bench.configure(&mut group, false);
+        for (kind, query) in queries.all() {
+            let args = SearchArgs { query: query.to_owned(), ..SearchArgs::default() };
+            let key = format!("{tool}/{kind}/{}", bench.label);
+            let id = BenchmarkId::new(kind, &bench.label);
+            if tool == "search_knowledge" {
+                timed(&mut group, id, &key, || engine.search_knowledge(&args).expect("search").total);
+            } else {
+                timed(&mut group, id, &key, || engine.search_note_content(&args).expect("search").total);
+            }
+        }
+        group.finish();
+    }
+}
+
+fn bench_read_tools(c: &mut Criterion, bench: &Bench, engine: &Engine) {
+    let catalog = engine.catalog();
+    let records = catalog.records();
+    let graph = catalog.graph();
+    // A typical note (median size) and the most linked-to one.
+    let mut notes: Vec<usize> = (0..records.len()).filter(|&i| records[i].kind == NoteKind::Note).collect();
+    notes.sort_by_key(|&i| (records[i].size, records[i].path.clone()));
+    let typical = records[notes[notes.len() / 2]].path.clone();
+    let hub =
+        notes.iter().copied().max_by_key(|&i| graph.backlinks[i].len()).map(|i| records[i].path.clone());
+    let hub = hub.unwrap_or_else(|| typical.clone());
+    eprintln!(
+        "kb-bench: typical note {typical:?} ({} bytes), hub {hub:?} ({} backlinks)",
+        catalog.get(&typical).map_or(0, |r| r.size),
+        catalog.position(&hub).map_or(0, |i| graph.backlinks[i].len())
+    );
+    let label = &bench.label;
+
+    let mut group = c.benchmark_group("read_note");
+    bench.configure(&mut group, false);
+    let args = ReadNoteArgs { path: Some(typical.clone()), ..ReadNoteArgs::default() };
+    timed(&mut group, bench.id(), &format!("read_note/{label}"), || {
+        engine.read_note(&args).expect("read_note").size
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("get_related_notes");
+    bench.configure(&mut group, false);
+    for (which, path) in [("typical", &typical), ("hub", &hub)] {
+        let args = NoteRefArgs { path: Some(path.clone()), reference: None };
+        timed(
+            &mut group,
+            BenchmarkId::new(which, label),
+            &format!("get_related_notes/{which}/{label}"),
+            || engine.get_related_notes(&args).expect("get_related_notes").backlinks.len(),
+        );
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("list_tags");
+    bench.configure(&mut group, false);
+    let args = ListTagsArgs::default();
+    timed(&mut group, bench.id(), &format!("list_tags/{label}"), || {
+        engine.list_tags(&args).expect("list_tags").tags.len()
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("get_vault_overview");
+    bench.configure(&mut group, bench.stats.files >= 50_000);
+    timed(&mut group, bench.id(), &format!("get_vault_overview/{label}"), || {
+        engine.overview("read", 0).expect("overview").counts.notes
+    });
+    group.finish();
+}

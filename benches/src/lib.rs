@@ -1,0 +1,389 @@
+//! kb-bench: what kb-mcp's benchmarks share.
+//!
+//! The vault generator ([`generate`]), the cache of generated vaults and their
+//! indexes under `$KB_BENCH_DIR` (default `/tmp/kb-bench`), the real
+//! `obsidian-help` corpus beside the checkout, the vault sizes a run covers
+//! (`KB_BENCH_SIZES`), and the queries every size is searched with. Nothing
+//! here ever writes inside the repository or the shared corpus: every path it
+//! writes is checked against both first ([`check_writable`]).
+
+mod generate;
+pub mod rng;
+pub mod words;
+
+pub use generate::{Stats, generate, note_text};
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The seed every benchmark uses unless told otherwise.
+pub const DEFAULT_SEED: u64 = 42;
+
+/// Bumped whenever the generator's output changes, so cached vaults of an
+/// older generator are not mistaken for the new ones.
+pub const GENERATOR_VERSION: u32 = 1;
+
+/// The label of the real corpus in `KB_BENCH_SIZES` and in benchmark ids.
+pub const CORPUS_LABEL: &str = "obsidian-help";
+
+/// The folder for generated vaults, indexes and scratch copies.
+pub fn bench_dir() -> PathBuf {
+    std::env::var_os("KB_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp/kb-bench"))
+}
+
+/// The repository checkout this crate lives in.
+pub fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// The real Obsidian Help vault at `../shared/corpora/obsidian-help` beside the
+/// checkout, when it is there. Read only: never write into it.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = repo_root().parent()?.join("shared/corpora/obsidian-help");
+    dir.is_dir().then_some(dir)
+}
+
+/// Refuses a path inside the repository or the shared corpora: generated
+/// vaults, indexes and copies go under [`bench_dir`] only.
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    let absolute = absolute(path)?;
+    let mut forbidden = vec![absolute_or(repo_root())];
+    if let Some(parent) = repo_root().parent() {
+        forbidden.push(absolute_or(parent.join("shared")));
+    }
+    for root in forbidden {
+        if absolute.starts_with(&root) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "refusing to write {} inside {}; use a folder under /tmp",
+                    path.display(),
+                    root.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The path made absolute, with symlinks in its existing part resolved.
+fn absolute(path: &Path) -> io::Result<PathBuf> {
+    let path = std::path::absolute(path)?;
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return Ok(path),
+        }
+    }
+    let mut resolved = existing.canonicalize()?;
+    resolved.extend(rest.iter().rev());
+    Ok(resolved)
+}
+
+fn absolute_or(path: PathBuf) -> PathBuf {
+    absolute(&path).unwrap_or(path)
+}
+
+/// A generated vault of `notes` notes from `seed`, made once and kept under
+/// [`bench_dir`]: `vault-v<generator>-n<notes>-s<seed>/`, with its [`Stats`]
+/// in a `.stats` file beside it, written last (a vault without it is
+/// incomplete and made again).
+pub fn cached_vault(notes: usize, seed: u64) -> io::Result<(PathBuf, Stats)> {
+    let name = format!("vault-v{GENERATOR_VERSION}-n{notes}-s{seed}");
+    let dir = bench_dir().join(&name);
+    let stats_file = bench_dir().join(format!("{name}.stats"));
+    check_writable(&dir)?;
+    if let Ok(text) = fs::read_to_string(&stats_file)
+        && let Some((files, bytes)) = text.trim().split_once(' ')
+        && let (Ok(files), Ok(bytes)) = (files.parse(), bytes.parse())
+        && dir.is_dir()
+    {
+        return Ok((dir, Stats { files, bytes }));
+    }
+    let partial = bench_dir().join(format!("{name}.partial"));
+    for stale in [&partial, &dir] {
+        if stale.exists() {
+            fs::remove_dir_all(stale)?;
+        }
+    }
+    let stats = generate(&partial, notes, seed)?;
+    fs::rename(&partial, &dir)?;
+    fs::write(&stats_file, format!("{} {}\n", stats.files, stats.bytes))?;
+    Ok((dir, stats))
+}
+
+/// Every Markdown file under `dir`, sorted, skipping dot-folders (`.kb`,
+/// `.obsidian`, `.git`) as the vault scan does.
+pub fn markdown_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in fs::read_dir(&folder)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() && entry.path().extension().is_some_and(|e| e == "md") {
+                out.push(entry.path());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// How many Markdown files are under `dir` and their total size.
+pub fn markdown_stats(dir: &Path) -> io::Result<Stats> {
+    let mut stats = Stats::default();
+    for file in markdown_files(dir)? {
+        stats.files += 1;
+        stats.bytes += fs::metadata(&file)?.len();
+    }
+    Ok(stats)
+}
+
+/// Total size of the files under `dir`.
+pub fn dir_size(dir: &Path) -> io::Result<u64> {
+    let mut total = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in fs::read_dir(&folder)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                total += entry.metadata()?.len();
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// Copies the Markdown files of `src` into a new `dst` (removed first if it
+/// exists). With `hard_link`, files are hard links (fast; the caller must
+/// replace files, never write into them, see [`replace_file`]); never use it
+/// on files we do not own, such as the shared corpus: a link count is
+/// metadata too.
+pub fn copy_vault(src: &Path, dst: &Path, hard_link: bool) -> io::Result<()> {
+    check_writable(dst)?;
+    if dst.exists() {
+        fs::remove_dir_all(dst)?;
+    }
+    for file in markdown_files(src)? {
+        let relative = file.strip_prefix(src).map_err(io::Error::other)?;
+        let target = dst.join(relative);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        if !(hard_link && fs::hard_link(&file, &target).is_ok()) {
+            fs::copy(&file, &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies every file of a folder tree (an index folder) into a new `dst`.
+pub fn copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
+    check_writable(dst)?;
+    if dst.exists() {
+        fs::remove_dir_all(dst)?;
+    }
+    fs::create_dir_all(dst)?;
+    for entry in fs::read_dir(src)? {
+        let entry = entry?;
+        let target = dst.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replaces a file's content by writing a temporary file beside it and
+/// renaming it over the old one, as editors do (and so a hard-linked original
+/// stays untouched).
+pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    check_writable(path)?;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".kb-bench-tmp");
+    fs::write(&temporary, bytes)?;
+    fs::rename(&temporary, path)
+}
+
+/// One vault a benchmark run covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VaultSpec {
+    /// A generated vault of this many notes.
+    Generated(usize),
+    /// The real obsidian-help corpus.
+    Corpus,
+}
+
+impl VaultSpec {
+    /// The label in benchmark ids: the number of notes, or `obsidian-help`.
+    pub fn label(&self) -> String {
+        match self {
+            VaultSpec::Generated(notes) => notes.to_string(),
+            VaultSpec::Corpus => CORPUS_LABEL.to_owned(),
+        }
+    }
+}
+
+/// The vaults named by `KB_BENCH_SIZES` (comma-separated note counts such as
+/// `1000` or `10k`, and `obsidian-help`); by default 1k, 10k, 100k and the
+/// corpus. The corpus is left out, with a message, when it is not there.
+pub fn sizes_from_env() -> Vec<VaultSpec> {
+    let raw = std::env::var("KB_BENCH_SIZES").unwrap_or_else(|_| format!("1000,10000,100000,{CORPUS_LABEL}"));
+    parse_sizes(&raw)
+        .into_iter()
+        .filter(|spec| {
+            if *spec == VaultSpec::Corpus && corpus_dir().is_none() {
+                eprintln!("kb-bench: no {CORPUS_LABEL} corpus beside the checkout; skipping it");
+                return false;
+            }
+            true
+        })
+        .collect()
+}
+
+/// Parses a `KB_BENCH_SIZES` value; unknown items are reported and skipped.
+pub fn parse_sizes(raw: &str) -> Vec<VaultSpec> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .filter_map(|item| {
+            if item == CORPUS_LABEL {
+                return Some(VaultSpec::Corpus);
+            }
+            let (digits, factor) = match item.strip_suffix(['k', 'K']) {
+                Some(digits) => (digits, 1000),
+                None => (item, 1),
+            };
+            match digits.parse::<usize>() {
+                Ok(n) if n > 0 => Some(VaultSpec::Generated(n * factor)),
+                _ => {
+                    eprintln!(
+                        "kb-bench: KB_BENCH_SIZES item {item:?} is neither a note count nor {CORPUS_LABEL}"
+                    );
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// The queries of the search benchmarks, one per kind.
+#[derive(Debug, Clone, Copy)]
+pub struct Queries {
+    /// One common word.
+    pub one_word: &'static str,
+    /// Three words, not a phrase.
+    pub multi_word: &'static str,
+    /// A quoted phrase.
+    pub phrase: &'static str,
+    /// Chinese, unspaced.
+    pub chinese: &'static str,
+    /// A word no note has.
+    pub no_hit: &'static str,
+}
+
+impl Queries {
+    /// `(kind, query)` pairs in a fixed order; kinds name the benchmarks.
+    pub fn all(&self) -> [(&'static str, &'static str); 5] {
+        [
+            ("one_word", self.one_word),
+            ("multi_word", self.multi_word),
+            ("phrase", self.phrase),
+            ("chinese", self.chinese),
+            ("no_hit", self.no_hit),
+        ]
+    }
+}
+
+/// Queries for generated vaults (words from [`words`]).
+pub const GENERATED_QUERIES: Queries = Queries {
+    one_word: "backup",
+    multi_word: "sync conflict resolution",
+    phrase: "\"version control\"",
+    chinese: "备份仓库",
+    no_hit: "xylophonist",
+};
+
+/// Queries for the obsidian-help corpus.
+pub const CORPUS_QUERIES: Queries = Queries {
+    one_word: "canvas",
+    multi_word: "sync vault settings",
+    phrase: "\"command palette\"",
+    chinese: "核心插件",
+    no_hit: "xylophonist",
+};
+
+impl VaultSpec {
+    /// The queries this vault is searched with.
+    pub fn queries(&self) -> Queries {
+        match self {
+            VaultSpec::Generated(_) => GENERATED_QUERIES,
+            VaultSpec::Corpus => CORPUS_QUERIES,
+        }
+    }
+
+    /// The vault folder and its size, generating it on first use.
+    pub fn vault(&self) -> io::Result<(PathBuf, Stats)> {
+        match self {
+            VaultSpec::Generated(notes) => cached_vault(*notes, DEFAULT_SEED),
+            VaultSpec::Corpus => {
+                let dir = corpus_dir().ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("no {CORPUS_LABEL} corpus beside the checkout"),
+                    )
+                })?;
+                let stats = markdown_stats(&dir)?;
+                Ok((dir, stats))
+            }
+        }
+    }
+
+    /// The cached index folder of this vault (under [`bench_dir`]).
+    pub fn index_dir(&self) -> PathBuf {
+        match self {
+            VaultSpec::Generated(notes) => {
+                bench_dir().join(format!("index-v{GENERATOR_VERSION}-n{notes}-s{DEFAULT_SEED}"))
+            }
+            VaultSpec::Corpus => bench_dir().join(format!("index-{CORPUS_LABEL}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(
+            parse_sizes("1000, 10k,obsidian-help,,x"),
+            vec![VaultSpec::Generated(1000), VaultSpec::Generated(10_000), VaultSpec::Corpus]
+        );
+    }
+
+    #[test]
+    fn the_repository_is_not_writable() {
+        assert!(check_writable(&repo_root().join("benches/vault-1000")).is_err());
+        assert!(check_writable(Path::new("/tmp/kb-bench/vault-1000")).is_ok());
+    }
+}
