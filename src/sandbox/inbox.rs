@@ -68,20 +68,9 @@ impl Sandbox {
     /// Appends bytes to an inbox file (the audit log), creating it and its folders,
     /// in one write, then flushes it to disk.
     pub fn append_inbox(&self, path: &NotePath, bytes: &[u8]) -> Result<()> {
-        require_inbox(self, path)?;
-        let target = walk_write_chain(self, path, true)?;
-        let mut file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&target)
-            .map_err(|err| Error::io(path, &err))?;
-        let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
-        let on_path = fs::symlink_metadata(&target).map_err(|err| Error::io(path, &err))?;
-        if !opened.is_file() || !on_path.is_file() || !same_file(&opened, &on_path) {
-            return Err(Error::denied(format!(
-                "{path} changed while it was being opened; nothing was written"
-            )));
-        }
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        let mut file = open_verified(self, path, &options, "nothing was written")?;
         file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|err| Error::io(path, &err))
     }
 
@@ -139,6 +128,26 @@ fn list_entries(sandbox: &Sandbox, folder: &NotePath, wanted: Entries) -> Result
     }
     found.sort();
     Ok(found)
+}
+
+/// Opens (creating its folders) an inbox file with `options`, then checks that the
+/// handle is the regular file on the path, so a symlink swapped in meanwhile is
+/// refused; `consequence` says what was not done, for the error.
+pub(super) fn open_verified(
+    sandbox: &Sandbox,
+    path: &NotePath,
+    options: &OpenOptions,
+    consequence: &str,
+) -> Result<fs::File> {
+    require_inbox(sandbox, path)?;
+    let target = walk_write_chain(sandbox, path, true)?;
+    let file = options.open(&target).map_err(|err| Error::io(path, &err))?;
+    let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
+    let on_path = fs::symlink_metadata(&target).map_err(|err| Error::io(path, &err))?;
+    if !opened.is_file() || !on_path.is_file() || !same_file(&opened, &on_path) {
+        return Err(Error::denied(format!("{path} changed while it was being opened; {consequence}")));
+    }
+    Ok(file)
 }
 
 /// Refuses anything outside the inbox.

@@ -15,7 +15,6 @@ use std::io;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::fs::{same_file, walk_write_chain};
 use super::{NotePath, Sandbox};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -30,22 +29,9 @@ impl Sandbox {
     /// Takes the exclusive lock on an inbox file (created when missing), waiting at
     /// most `wait` for another holder to let go: `conflict` after that.
     pub fn lock_inbox_file(&self, path: &NotePath, wait: Duration) -> Result<InboxLock> {
-        super::inbox::require_inbox(self, path)?;
-        let target = walk_write_chain(self, path, true)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&target)
-            .map_err(|err| Error::io(path, &err))?;
-        let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
-        let on_path = fs::symlink_metadata(&target).map_err(|err| Error::io(path, &err))?;
-        if !opened.is_file() || !on_path.is_file() || !same_file(&opened, &on_path) {
-            return Err(Error::denied(format!(
-                "{path} changed while it was being opened; it was not locked"
-            )));
-        }
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        let file = super::inbox::open_verified(self, path, &options, "it was not locked")?;
         let deadline = Instant::now() + wait;
         let mut pause = Duration::from_millis(2);
         loop {
