@@ -158,8 +158,27 @@ impl Error {
             std::io::ErrorKind::PermissionDenied => {
                 Error::internal(format!("{path}: the operating system refused access ({err})"))
             }
+            _ if is_link_loop(err) => Error::denied(format!(
+                "{path} is a symbolic link loop: it leads to no file, so it cannot be read or written"
+            )),
             _ => Error::internal(format!("{path}: {err}")),
         }
+    }
+}
+
+/// `ELOOP` (or Windows' "the name of the file cannot be resolved"): symbolic
+/// links that lead back to themselves. Its `ErrorKind` is not stable yet, so the
+/// raw code is compared.
+fn is_link_loop(err: &std::io::Error) -> bool {
+    let code = err.raw_os_error();
+    if cfg!(target_os = "linux") || cfg!(target_os = "android") {
+        code == Some(40)
+    } else if cfg!(windows) {
+        code == Some(1921)
+    } else if cfg!(unix) {
+        code == Some(62)
+    } else {
+        false
     }
 }
 

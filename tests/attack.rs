@@ -1139,10 +1139,7 @@ fn table(fx: &Fixture) -> Vec<Row> {
             .except(RelatedPath, Want::Accept, "a standard is readable")
             .except(NoteResource, Want::Accept, "a standard is readable")
             .except(ReadRef, Want::Accept, "a standard is indexed and named by its path")
-            .except(RelatedRef, Want::Accept, "a standard is indexed and named by its path")
-            .except(KnowledgeFolder, Want::Accept, "searching inside a standard's path finds nothing")
-            .except(ContentFolder, Want::Accept, "searching inside a standard's path finds nothing")
-            .except(RecallFolder, Want::Accept, "searching inside a standard's path finds nothing"),
+            .except(RelatedRef, Want::Accept, "a standard is indexed and named by its path"),
         // Well-formed and absent.
         missing("z/missing.md"),
         missing("z/tech/no such folder/x.md"),
@@ -1192,50 +1189,7 @@ struct OpenFinding {
     now: fn(&Got) -> bool,
 }
 
-const OPEN_FINDINGS: &[OpenFinding] = &[
-    OpenFinding {
-        id: "F1",
-        summary: "search_knowledge, search_note_content and recall_context check `folder` by its text \
-                  and the deny list only (Engine::search_request, src/engine/read.rs; recall_context \
-                  searches through it), not against the allow-list or its real path: a folder outside the \
-                  notes, standards and read_also folders, the inbox, a file, or a symlink leading out of \
-                  the vault gives an empty result instead of path_denied",
-        applies: |target, _| {
-            matches!(target, Target::KnowledgeFolder | Target::ContentFolder | Target::RecallFolder)
-        },
-        now: |got| {
-            matches!(got, Got::Ok(found)
-                if (found["total"] == 0 && found["results"] == json!([])) || found["items"] == json!([]))
-        },
-    },
-    OpenFinding {
-        id: "F2",
-        summary: "a symlink loop in the vault is `internal` (\"Too many levels of symbolic links\") instead \
-                  of path_denied: Error::io maps ELOOP to internal (src/sandbox/fs.rs real_file, src/error.rs)",
-        applies: |target, input| {
-            input == "z/link-loop.md"
-                && matches!(target, Target::ReadPath | Target::RelatedPath | Target::NoteResource)
-        },
-        now: |got| matches!(got, Got::Code(code) | Got::Rpc(_, Some(code)) if code == "internal"),
-    },
-    OpenFinding {
-        id: "F3",
-        summary: "a `folder` of `/` is read as no folder (search_* trim trailing slashes, propose_new_note \
-                  blanks and slashes, before checking), so an absolute path is accepted as the whole vault \
-                  or the first notes root instead of path_denied",
-        applies: |target, input| {
-            input == "/"
-                && matches!(
-                    target,
-                    Target::KnowledgeFolder
-                        | Target::ContentFolder
-                        | Target::RecallFolder
-                        | Target::NewFolder
-                )
-        },
-        now: |got| matches!(got, Got::Ok(_)),
-    },
-];
+const OPEN_FINDINGS: &[OpenFinding] = &[];
 
 // ------------------------------------------------------------------ the suite
 

@@ -507,6 +507,52 @@ fn symlinks_cannot_lead_reads_astray() {
     assert_eq!(err.code, PathDenied);
 }
 
+#[test]
+fn search_folders_must_be_readable_folders() {
+    let fx = fixture();
+    let folder = |input: &str| fx.sandbox.resolve_folder(input).map(|f| f.map(|f| f.as_str().to_owned()));
+    // Accepted: readable folders (one trailing slash allowed), a folder that does
+    // not exist (it holds nothing), and no folder at all.
+    assert_eq!(folder("").unwrap(), None);
+    for (input, want) in [
+        ("z", "z"),
+        ("z/", "z"),
+        ("z/sub/deep", "z/sub/deep"),
+        ("docs", "docs"),
+        ("refs", "refs"),
+        ("z/no such folder", "z/no such folder"),
+    ] {
+        assert_eq!(folder(input).unwrap().as_deref(), Some(want), "{input}");
+    }
+    // Refused: absolute (`/` is not "no folder"), outside the areas, the inbox,
+    // denied, a file, blank.
+    for input in
+        ["/", "//", "/z", "..", "z/../..", "inbox", "inbox/new", "templates", ".git", "z/private", " "]
+    {
+        let err = folder(input).unwrap_err();
+        assert_eq!(err.code, PathDenied, "{input}: {err}");
+    }
+    let err = folder("z/note.md").unwrap_err();
+    assert_eq!(err.code, PathDenied);
+    assert!(err.message.contains("is a file"), "{err}");
+    #[cfg(unix)]
+    {
+        // Symlinks are judged by where they lead.
+        assert_eq!(folder("z/link_dir").unwrap().as_deref(), Some("z/link_dir"));
+        for input in ["z/out_dir", "z/git_dir"] {
+            assert_eq!(folder(input).unwrap_err().code, PathDenied, "{input}");
+        }
+        std::os::unix::fs::symlink("loop_b", fx.root.join("z/loop_a")).unwrap();
+        std::os::unix::fs::symlink("loop_a", fx.root.join("z/loop_b")).unwrap();
+        let err = folder("z/loop_a").unwrap_err();
+        assert_eq!(err.code, PathDenied, "a symlink loop: {err}");
+        std::os::unix::fs::symlink("self.md", fx.root.join("z/self.md")).unwrap();
+        let err = fx.sandbox.resolve_read("z/self.md").unwrap_err();
+        assert_eq!(err.code, PathDenied, "a symlink loop: {err}");
+        assert!(err.message.contains("loop"), "{err}");
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn a_symlink_swapped_in_after_resolving_is_caught() {

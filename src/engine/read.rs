@@ -47,11 +47,20 @@ fn heading_key(text: &str) -> String {
 }
 
 impl Engine {
+    /// The `folder` argument of a search, checked by the sandbox.
+    fn search_folder(&self, args: &SearchArgs) -> Result<Option<NotePath>> {
+        match args.folder.as_deref() {
+            Some(folder) => self.sandbox().resolve_folder(folder),
+            None => Ok(None),
+        }
+    }
+
     fn search_request<'a>(
         &self,
         args: &'a SearchArgs,
         scope: SearchScope,
         tags: &'a [String],
+        folder: Option<&'a NotePath>,
     ) -> Result<SearchRequest<'a>> {
         let limit = args.limit.unwrap_or(SEARCH_LIMIT.0);
         if !(1..=SEARCH_LIMIT.1).contains(&limit) {
@@ -67,16 +76,6 @@ impl Engine {
             return Err(Error::invalid("`query` is longer than 1000 bytes")
                 .with_hint("search for the key words only"));
         }
-        let folder = match args.folder.as_deref().map(|f| f.trim_end_matches('/')).filter(|f| !f.is_empty()) {
-            Some(folder) => {
-                let checked = NotePath::parse(folder)?;
-                if self.policy().is_denied(checked.as_str()) {
-                    return Err(Error::denied(format!("the folder `{folder}` is denied")));
-                }
-                Some(folder)
-            }
-            None => None,
-        };
         self.reload_if_due()?;
         Ok(SearchRequest {
             query: &args.query,
@@ -91,7 +90,8 @@ impl Engine {
     /// `search_knowledge`: titles, aliases, descriptions and tags.
     pub fn search_knowledge(&self, args: &SearchArgs) -> Result<KnowledgeResults> {
         let tags = args.tags.clone().unwrap_or_default();
-        let request = self.search_request(args, SearchScope::Knowledge, &tags)?;
+        let folder = self.search_folder(args)?;
+        let request = self.search_request(args, SearchScope::Knowledge, &tags, folder.as_ref())?;
         let outcome = self.index.search(&request)?;
         let results = outcome
             .hits
@@ -113,7 +113,8 @@ impl Engine {
     /// `search_note_content`: headings and bodies, with snippets cut from the files.
     pub fn search_note_content(&self, args: &SearchArgs) -> Result<ContentResults> {
         let tags = args.tags.clone().unwrap_or_default();
-        let request = self.search_request(args, SearchScope::Content, &tags)?;
+        let folder = self.search_folder(args)?;
+        let request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref())?;
         let outcome = self.index.search(&request)?;
         let mut results = Vec::with_capacity(outcome.hits.len());
         for hit in outcome.hits {

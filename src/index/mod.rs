@@ -31,7 +31,7 @@ use tantivy::{
 };
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox;
+use crate::sandbox::{self, NotePath};
 use crate::vault::{Heading, NoteRecord};
 use schema::IndexSchema;
 
@@ -125,8 +125,8 @@ pub struct SearchRequest<'a> {
     pub scope: SearchScope,
     /// Tags the note must carry (a parent tag matches its children).
     pub tags: &'a [String],
-    /// A folder the note must lie under.
-    pub folder: Option<&'a str>,
+    /// A folder the note must lie under, checked by the sandbox.
+    pub folder: Option<&'a NotePath>,
     /// How many hits to return.
     pub limit: usize,
     /// Whether to explain each hit's score.
@@ -405,7 +405,7 @@ impl SearchIndex {
         let weights = &self.schema.weights[request.scope.weights_key()];
         let filters = query::Filters {
             tags: request.tags.iter().map(|t| t.trim().trim_start_matches('#').to_lowercase()).collect(),
-            folder: request.folder.map(|f| f.trim_end_matches('/').to_owned()).filter(|f| !f.is_empty()),
+            folder: request.folder.map(|folder| folder.as_str().to_owned()),
         };
         let searcher = self.reader.searcher();
         let limit = request.limit.max(1);

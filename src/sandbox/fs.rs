@@ -193,6 +193,51 @@ pub(super) fn read(sandbox: &Sandbox, path: &NotePath, max_bytes: u64) -> Result
     Ok(bytes)
 }
 
+pub(super) fn resolve_folder(sandbox: &Sandbox, input: &str) -> Result<Option<NotePath>> {
+    let Some(folder) = NotePath::parse_folder(input)? else { return Ok(None) };
+    check_folder_area(sandbox, &folder, &folder)?;
+    let canonical = match canonical(&on_disk(&sandbox.root, folder.as_str())) {
+        Ok(canonical) => canonical,
+        Err(err) if is_missing(&err) => return Ok(Some(folder)),
+        Err(err) => return Err(Error::io(&folder, &err)),
+    };
+    let real = relative(&sandbox.root, &canonical)
+        .filter(|rel| !rel.is_empty())
+        .and_then(|rel| NotePath::parse(&rel).ok())
+        .ok_or_else(|| Error::denied(format!("the folder {folder} resolves outside the vault's folders")))?;
+    check_folder_area(sandbox, &folder, &real)?;
+    let meta = fs::metadata(&canonical).map_err(|err| Error::io(&folder, &err))?;
+    if !meta.is_dir() {
+        return Err(Error::denied(format!("`folder` {folder} is a file, not a folder")).with_hint(format!(
+            "pass the folder that holds it (`{}`), or read the file with read_note",
+            folder.parent()
+        )));
+    }
+    Ok(Some(folder))
+}
+
+/// A folder may be searched when it lies in a readable area or holds one
+/// (`z` when notes are `z/notes`); `shown` names it in the error, `path` is the
+/// text or the real path being checked.
+fn check_folder_area(sandbox: &Sandbox, shown: &NotePath, path: &NotePath) -> Result<()> {
+    let policy = &sandbox.policy;
+    let what = if shown == path { String::new() } else { format!(" (it resolves to {path})") };
+    match policy.area_of(path) {
+        Some(area) if is_readable(area) => Ok(()),
+        Some(_) => Err(Error::denied(format!(
+            "the folder {shown} is the proposals inbox{what}, which is not readable as notes"
+        ))),
+        None if !policy.is_denied(path.as_str()) && policy.has_readable_below(path.as_str()) => Ok(()),
+        None if policy.is_denied(path.as_str()) => {
+            Err(Error::denied(format!("the folder {shown} is denied{what}")))
+        }
+        None => Err(Error::denied(format!(
+            "the folder {shown}{what} is outside the notes, standards and read_also folders"
+        ))
+        .with_hint("search without `folder`, or name a folder inside the notes")),
+    }
+}
+
 pub(super) fn resolve_note_target(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
     let path = NotePath::parse(input)?;
     check_note_target(sandbox, &path)?;

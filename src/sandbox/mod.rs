@@ -72,6 +72,16 @@ impl Sandbox {
         fs::read(self, path, max_bytes)
     }
 
+    /// The folder resolver for `folder` arguments of reads: `None` (the whole
+    /// vault) for an empty one; otherwise a folder that is, or holds, a readable
+    /// area (notes, standards, read_also), both by its text and by its real path,
+    /// and is not a file. `path_denied` for the inbox, denied or outside folders,
+    /// files and symlinks leading out; a folder that does not exist is accepted (it
+    /// holds nothing).
+    pub fn resolve_folder(&self, input: &str) -> Result<Option<NotePath>> {
+        fs::resolve_folder(self, input)
+    }
+
     /// The approved-note-target resolver: a `.md` path inside a notes root (not a
     /// standard, not the inbox), whose parent's real path lies inside the vault, with
     /// no symlink on the way. The file itself may or may not exist.

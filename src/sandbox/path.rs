@@ -42,6 +42,21 @@ impl NotePath {
         Ok(NotePath(input.to_owned()))
     }
 
+    /// Validates a `folder` argument: `None` for an empty one, which means the
+    /// whole vault; one trailing slash is allowed (`z/tech/`). Every
+    /// other form goes through [`NotePath::parse`], so `/` is refused as absolute
+    /// rather than read as "no folder".
+    pub fn parse_folder(input: &str) -> Result<Option<NotePath>> {
+        if input.is_empty() {
+            return Ok(None);
+        }
+        let text = match input.strip_suffix('/') {
+            Some(rest) if !rest.is_empty() => rest,
+            _ => input,
+        };
+        NotePath::parse(text).map(Some)
+    }
+
     /// The path as text, e.g. `z/备份仓库.md`.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -46,9 +46,15 @@ pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Time
         ));
     }
     let slug = slug::slug(title);
-    let folder = match note.folder.as_deref().map(|folder| folder.trim().trim_end_matches('/')) {
-        Some(folder) if !folder.is_empty() => folder.to_owned(),
-        _ => sandbox.policy().notes.first().cloned().unwrap_or_default(),
+    let folder = match note
+        .folder
+        .as_deref()
+        .map(|folder| NotePath::parse_folder(folder.trim()))
+        .transpose()?
+        .flatten()
+    {
+        Some(folder) => folder.as_str().to_owned(),
+        None => sandbox.policy().notes.first().cloned().unwrap_or_default(),
     };
     let target_text = if folder.is_empty() { format!("{slug}.md") } else { format!("{folder}/{slug}.md") };
     let target = sandbox.resolve_note_target(&target_text)?;
