@@ -343,6 +343,52 @@ fn incremental_sync_reindexes_only_what_changed() {
 }
 
 #[test]
+fn the_watchers_sync_reads_only_the_reported_paths() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let disk = |rel: &str| engine.root().join(rel);
+    std::fs::write(vault.join("z/新笔记.md"), "# 新笔记\n\n关于蜂鸟的观察。![[新图.png]]\n").unwrap();
+    std::fs::write(vault.join("z/attachments/新图.png"), b"png").unwrap();
+    std::fs::write(vault.join("z/设计.md"), "# 设计\n\n重写后的内容提到鹦鹉。\n").unwrap();
+    std::fs::remove_file(vault.join("z/reading/孤立的想法.md")).unwrap();
+    // Changed too, but not reported: a targeted sync must not see it.
+    std::fs::write(vault.join("z/未报告.md"), "# 未报告\n\n信天翁。\n").unwrap();
+    // Reported, but not the index's business.
+    std::fs::create_dir_all(vault.join("inbox/new")).unwrap();
+    std::fs::write(vault.join("inbox/new/x.md"), "# staged\n").unwrap();
+
+    let reported =
+        ["z/新笔记.md", "z/attachments/新图.png", "z/设计.md", "z/reading/孤立的想法.md", "inbox/new/x.md"]
+            .map(disk);
+    let report = engine.sync_changed(&reported).unwrap();
+    assert!(!report.full);
+    assert_eq!((report.added, report.changed, report.removed), (1, 1, 1), "{report:?}");
+    assert_eq!(report.files, 45);
+    assert_eq!(content_paths(&engine, "蜂鸟"), ["z/新笔记.md"]);
+    assert_eq!(content_paths(&engine, "鹦鹉"), ["z/设计.md"]);
+    assert!(content_paths(&engine, "信天翁").is_empty(), "an unreported file was indexed: the sync walked");
+    assert!(!knowledge_paths(&engine, "孤立的想法").contains(&"z/reading/孤立的想法.md".to_owned()));
+    let related = engine
+        .get_related_notes(&NoteRefArgs { path: Some("z/新笔记.md".into()), ..Default::default() })
+        .unwrap();
+    assert_eq!(related.outlinks[0].resolved.as_deref(), Some("z/attachments/新图.png"), "the new attachment");
+
+    // Reporting the same paths again changes nothing.
+    let again = engine.sync_changed(&reported).unwrap();
+    assert_eq!((again.added, again.changed, again.removed, again.unchanged), (0, 0, 0, 2));
+
+    // A renamed folder cannot be judged from its two names: the sync walks
+    // (and so also finds the unreported note).
+    std::fs::rename(vault.join("z/daily"), vault.join("z/journal")).unwrap();
+    let walked = engine.sync_changed(&["z/daily", "z/journal"].map(disk)).unwrap();
+    assert_eq!((walked.added, walked.removed), (5, 4), "{walked:?}");
+    assert_eq!(content_paths(&engine, "信天翁"), ["z/未报告.md"]);
+    assert!(engine.catalog().get("z/journal/2026-01-20.md").is_some());
+    assert!(engine.catalog().get("z/daily/2026-01-20.md").is_none());
+    assert!(engine.overview("read", 0).unwrap().index.fresh);
+}
+
+#[test]
 fn a_non_utf8_note_is_reported_not_indexed_as_garbage() {
     let (_tmp, vault) = common::temp_vault();
     std::fs::write(vault.join("z/latin1.md"), b"caf\xe9 cr\xe8me br\xfbl\xe9e\n").unwrap();

@@ -19,6 +19,7 @@ pub use sync::SyncReport;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
@@ -88,6 +89,9 @@ pub struct Engine {
     /// The index commit the catalog reflects; another value means another process
     /// committed and the catalog must be re-read from the index.
     catalog_opstamp: Mutex<u64>,
+    /// Whether the last walk met notes reached through symlinks (then a changed
+    /// path alone cannot say which notes changed).
+    linked_notes: AtomicBool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -118,6 +122,7 @@ impl Engine {
             syncing: Mutex::new(()),
             last_reload: Mutex::new(Instant::now()),
             catalog_opstamp: Mutex::new(opstamp),
+            linked_notes: AtomicBool::new(false),
         })
     }
 

@@ -4,10 +4,13 @@
 //! (size and modification time first; the content hash decides when only the
 //! time moved). Only new and changed files are read and parsed, in parallel with
 //! rayon, and handed to one index writer; records of deleted files are removed.
-//! A full sync empties the index first. The same code serves `kb-index build`,
-//! the server's start-up and its file watcher.
+//! A full sync empties the index first. The same code serves `kb-index build`
+//! and the server's start-up; the file watcher's [`Engine::sync_changed`] looks
+//! only at the paths it was told about, and walks only when those cannot be
+//! judged alone.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -17,7 +20,7 @@ use rayon::prelude::*;
 use super::{Catalog, Engine};
 use crate::error::{ErrorCode, Result};
 use crate::index::IndexDocument;
-use crate::sandbox::{Area, ScannedFile};
+use crate::sandbox::{Area, NotePath, ScannedFile};
 use crate::vault::{Diagnostic, NoteKind, NoteRecord, content_hash, decode_note, parse_note};
 
 /// Files above this size are recorded but not indexed as text.
@@ -44,6 +47,17 @@ pub struct SyncReport {
     pub seconds: f64,
     /// Markdown files left out because their names are refused (path, why).
     pub skipped: Vec<(String, String)>,
+}
+
+/// What [`Engine::write_files`] indexed.
+#[derive(Debug, Default)]
+struct Written {
+    /// The records of the files indexed.
+    records: Vec<NoteRecord>,
+    /// Bytes of Markdown indexed.
+    bytes: u64,
+    /// Files that vanished before they could be read (removed from the index).
+    vanished: Vec<String>,
 }
 
 /// Files on disk compared with the index.
@@ -76,6 +90,7 @@ impl Engine {
     /// Compares the files on disk with the catalog, by size and modification time.
     pub(crate) fn drift(&self) -> Result<Drift> {
         let scan = self.sandbox.scan()?;
+        self.linked_notes.store(scan.linked > 0, Ordering::Relaxed);
         let catalog = self.catalog();
         let mut drift = Drift {
             attachments: scan.attachments.iter().map(|p| p.as_str().to_owned()).collect(),
@@ -111,9 +126,111 @@ impl Engine {
     /// `progress` is told (done, total) as files are indexed.
     pub fn sync(&self, full: bool, progress: Option<&(dyn Fn(usize, usize) + Sync)>) -> Result<SyncReport> {
         let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+        self.sync_locked(full, progress)
+    }
+
+    /// Brings the index up to date after a file watcher reported `changed` paths
+    /// (on disk, inside the vault): only those are looked at, so one changed note
+    /// costs one read and one commit, whatever the size of the vault. Falls back
+    /// to a walk ([`Engine::sync`]) when a report cannot be judged alone: a
+    /// folder, a file under a folder that was renamed or deleted, a name the
+    /// walk would report as skipped, or a vault where notes are reached through
+    /// symlinks (their targets change under another name).
+    pub fn sync_changed(&self, changed: &[PathBuf]) -> Result<SyncReport> {
+        let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
         let started = Instant::now();
-        // Another process may have committed since we loaded: then start from the
-        // index's records (reading them all costs ~100 ms per 10k notes, so only then).
+        self.catch_up_with_index(false)?;
+        let Some(plan) = self.plan_changed(changed) else { return self.sync_locked(false, None) };
+        let work: Vec<&ScannedFile> = plan.added.iter().chain(&plan.changed).collect();
+        let written = if work.is_empty() && plan.removed.is_empty() {
+            Written::default()
+        } else {
+            self.write_files(false, &work, &plan.removed, None)?
+        };
+        let mut removed = plan.removed.clone();
+        removed.extend(written.vanished.iter().cloned());
+        let gone: HashSet<String> = removed.iter().cloned().collect();
+        let attachments = (plan.attachments != self.catalog().attachments).then_some(plan.attachments);
+        let files = if written.records.is_empty() && gone.is_empty() && attachments.is_none() {
+            self.catalog().records().len()
+        } else {
+            self.apply_delta(&gone, written.records, attachments)
+        };
+        self.catalog_matches_index();
+        Ok(SyncReport {
+            full: false,
+            files,
+            added: plan.added.len(),
+            changed: plan.changed.len(),
+            removed: removed.len(),
+            unchanged: plan.unchanged,
+            bytes_indexed: written.bytes,
+            seconds: started.elapsed().as_secs_f64(),
+            skipped: Vec::new(),
+        })
+    }
+
+    /// What the reported paths mean for the index, or `None` when only a walk can tell.
+    fn plan_changed(&self, changed: &[PathBuf]) -> Option<Drift> {
+        let catalog = self.catalog();
+        if catalog.records().is_empty() || self.linked_notes.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut drift = Drift { attachments: catalog.attachments.clone(), ..Drift::default() };
+        let reported: BTreeSet<String> =
+            changed.iter().filter_map(|disk| self.sandbox.vault_path(disk)).collect();
+        for rel in reported {
+            if rel.is_empty() {
+                return None;
+            }
+            let path = match NotePath::parse(&rel) {
+                Ok(path) => path,
+                // The walk lists refused Markdown names as skipped; other files do not matter.
+                Err(_) if rel.to_lowercase().ends_with(".md") => return None,
+                Err(_) => continue,
+            };
+            let folder_prefix = format!("{rel}/");
+            let below = catalog.records().partition_point(|r| r.path.as_str() < folder_prefix.as_str());
+            let holds_notes =
+                catalog.records().get(below).is_some_and(|r| r.path.starts_with(&folder_prefix));
+            if self.sandbox.is_folder(&path) || holds_notes {
+                return None;
+            }
+            let Some(area) = self.sandbox.area_of(&path).filter(|&area| area != Area::Inbox) else {
+                continue;
+            };
+            if !path.is_markdown() {
+                let listed = drift.attachments.binary_search_by(|a| a.as_str().cmp(path.as_str()));
+                match (self.sandbox.is_attachment(&path), listed) {
+                    (true, Err(at)) => drift.attachments.insert(at, rel),
+                    (false, Ok(at)) => {
+                        drift.attachments.remove(at);
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            match (self.sandbox.stat(&path).ok().flatten(), catalog.get(path.as_str())) {
+                (None, Some(_)) => drift.removed.push(rel),
+                (None, None) => {}
+                (Some(stat), None) => drift.added.push(ScannedFile { path, area, stat }),
+                (Some(stat), Some(record))
+                    if record.size == stat.size
+                        && record.modified_ns == nanos(stat.modified)
+                        && record.kind == kind_of(area) =>
+                {
+                    drift.unchanged += 1;
+                }
+                (Some(stat), Some(_)) => drift.changed.push(ScannedFile { path, area, stat }),
+            }
+        }
+        Some(drift)
+    }
+
+    /// When another process committed since the catalog was loaded (or `full`),
+    /// starts again from the index's records (reading them all costs ~100 ms per
+    /// 10k notes, so only then).
+    fn catch_up_with_index(&self, full: bool) -> Result<()> {
         self.index.reload()?;
         let committed = self.index.committed_opstamp();
         let known = *self.catalog_opstamp.lock().unwrap_or_else(|p| p.into_inner());
@@ -122,19 +239,60 @@ impl Engine {
             let attachments = self.catalog().attachments.clone();
             self.set_catalog(Catalog::new(stored, attachments));
         }
+        Ok(())
+    }
+
+    fn sync_locked(
+        &self,
+        full: bool,
+        progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    ) -> Result<SyncReport> {
+        let started = Instant::now();
+        self.catch_up_with_index(full)?;
         let full = full || self.catalog().records().is_empty();
         if full {
             self.set_catalog(Catalog::default());
         }
         let drift = self.drift()?;
-        let catalog = self.catalog();
         let mut work: Vec<&ScannedFile> = drift.added.iter().chain(&drift.changed).collect();
         work.sort_by(|a, b| a.path.cmp(&b.path));
+        let written = if !work.is_empty() || !drift.removed.is_empty() || full {
+            self.write_files(full, &work, &drift.removed, progress)?
+        } else {
+            Written::default()
+        };
+        let mut removed = drift.removed.clone();
+        removed.extend(written.vanished.iter().cloned());
+        let gone: HashSet<String> = removed.iter().cloned().collect();
+        let files = self.apply_delta(&gone, written.records, Some(drift.attachments.clone()));
+        self.catalog_matches_index();
+        Ok(SyncReport {
+            full,
+            files,
+            added: drift.added.len(),
+            changed: drift.changed.len(),
+            removed: removed.len(),
+            unchanged: drift.unchanged,
+            bytes_indexed: written.bytes,
+            seconds: started.elapsed().as_secs_f64(),
+            skipped: drift.skipped,
+        })
+    }
+
+    /// Reads, parses and indexes `work` (in parallel, one writer) and removes
+    /// `removed`, in one commit; files that vanished meanwhile are removed in a
+    /// second one.
+    fn write_files(
+        &self,
+        full: bool,
+        work: &[&ScannedFile],
+        removed: &[String],
+        progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    ) -> Result<Written> {
+        let catalog = self.catalog();
         let total = work.len();
         let done = AtomicUsize::new(0);
-        let mut fresh_records: Vec<NoteRecord> = Vec::new();
-        let mut bytes = 0u64;
-        let mut vanished: Vec<String> = Vec::new();
+        let mut written = Written::default();
         let produce = |sink: &crate::index::DocumentSink<'_>| -> Result<()> {
             let results: Vec<Result<Option<(NoteRecord, u64)>>> = work
                 .par_iter()
@@ -162,36 +320,19 @@ impl Engine {
             for (file, result) in work.iter().zip(results) {
                 match result? {
                     Some((record, size)) => {
-                        bytes += size;
-                        fresh_records.push(record);
+                        written.bytes += size;
+                        written.records.push(record);
                     }
-                    None => vanished.push(file.path.as_str().to_owned()),
+                    None => written.vanished.push(file.path.as_str().to_owned()),
                 }
             }
             Ok(())
         };
-        let mut removed = drift.removed.clone();
-        if total > 0 || !removed.is_empty() || full {
-            self.index.update(full, &removed, produce)?;
+        self.index.update(full, removed, produce)?;
+        if !written.vanished.is_empty() {
+            self.index.update(false, &written.vanished, |_| Ok(()))?;
         }
-        removed.extend(vanished.iter().cloned());
-        if !vanished.is_empty() {
-            self.index.update(false, &vanished, |_| Ok(()))?;
-        }
-        let gone: HashSet<String> = removed.iter().cloned().collect();
-        let files = self.apply_delta(&gone, fresh_records, Some(drift.attachments.clone()));
-        self.catalog_matches_index();
-        Ok(SyncReport {
-            full,
-            files,
-            added: drift.added.len(),
-            changed: drift.changed.len(),
-            removed: removed.len(),
-            unchanged: drift.unchanged,
-            bytes_indexed: bytes,
-            seconds: started.elapsed().as_secs_f64(),
-            skipped: drift.skipped,
-        })
+        Ok(written)
     }
 
     /// Reads and parses one file into an index document. `None` when it vanished.

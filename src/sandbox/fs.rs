@@ -56,6 +56,9 @@ pub struct Scan {
     pub attachments: Vec<NotePath>,
     /// Markdown files left out because their names are refused, sorted.
     pub skipped: Vec<SkippedFile>,
+    /// How many Markdown files were reached through a symlink: such a note
+    /// changes when its target does, under another name.
+    pub linked: usize,
 }
 
 /// A Markdown file the walk found but cannot serve, and why.
@@ -193,6 +196,20 @@ pub(super) fn read(sandbox: &Sandbox, path: &NotePath, max_bytes: u64) -> Result
     Ok(bytes)
 }
 
+pub(super) fn vault_path(sandbox: &Sandbox, disk: &Path) -> Option<String> {
+    relative(&sandbox.root, disk)
+}
+
+pub(super) fn is_attachment(sandbox: &Sandbox, path: &NotePath) -> bool {
+    !path.is_markdown()
+        && sandbox.policy.area_of(path).is_some_and(is_readable)
+        && symlink_target(sandbox, &on_disk(&sandbox.root, path.as_str())).is_some()
+}
+
+pub(super) fn is_folder(sandbox: &Sandbox, path: &NotePath) -> bool {
+    fs::symlink_metadata(on_disk(&sandbox.root, path.as_str())).is_ok_and(|meta| meta.is_dir())
+}
+
 pub(super) fn resolve_folder(sandbox: &Sandbox, input: &str) -> Result<Option<NotePath>> {
     let Some(folder) = NotePath::parse_folder(input)? else { return Ok(None) };
     check_folder_area(sandbox, &folder, &folder)?;
@@ -305,6 +322,7 @@ pub(super) fn scan(sandbox: &Sandbox) -> Result<Scan> {
                 scan.attachments.push(path);
             } else if target.is_markdown() {
                 scan.markdown.push(ScannedFile { path, area, stat: file_stat(&meta) });
+                scan.linked += 1;
             }
         }
     }
@@ -611,8 +629,8 @@ fn enters(policy: &Policy, root: &Path, dir: &Path) -> bool {
     }
 }
 
-/// Where a symlink met by the walk leads, if that is a regular file in a readable
-/// area of the vault.
+/// Where a symlink met by the walk (or any path) leads, if that is a regular file
+/// in a readable area of the vault.
 fn symlink_target(sandbox: &Sandbox, link: &Path) -> Option<(NotePath, Metadata)> {
     let target = canonical(link).ok()?;
     let target_path = NotePath::parse(&relative(&sandbox.root, &target)?).ok()?;

@@ -72,6 +72,25 @@ impl Sandbox {
         fs::read(self, path, max_bytes)
     }
 
+    /// The vault-relative text of a path on disk (as a file watcher reports it),
+    /// `""` for the root; `None` when it lies outside the vault or is not UTF-8.
+    /// The text is not checked: parse it as a [`NotePath`] before using it.
+    pub fn vault_path(&self, disk: &Path) -> Option<String> {
+        fs::vault_path(self, disk)
+    }
+
+    /// Whether a path is an attachment the walk would list: a file that is not
+    /// Markdown, in a readable area, leading (through symlinks) to a regular file
+    /// in a readable area.
+    pub fn is_attachment(&self, path: &NotePath) -> bool {
+        fs::is_attachment(self, path)
+    }
+
+    /// Whether a vault path is a folder on disk (not following a final symlink).
+    pub fn is_folder(&self, path: &NotePath) -> bool {
+        fs::is_folder(self, path)
+    }
+
     /// The folder resolver for `folder` arguments of reads: `None` (the whole
     /// vault) for an empty one; otherwise a folder that is, or holds, a readable
     /// area (notes, standards, read_also), both by its text and by its real path,

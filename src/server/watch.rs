@@ -2,7 +2,8 @@
 //!
 //! Events are debounced (300 ms), events inside the index folder are ignored
 //! (the index's own commits would otherwise trigger endless syncs), and each
-//! batch runs one incremental sync, which only re-reads what changed.
+//! batch runs one targeted sync of the reported paths
+//! ([`Engine::sync_changed`]), which walks the vault only when it must.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,14 +24,22 @@ pub(super) fn spawn(engine: Arc<Engine>) -> bool {
     let handler_engine = engine.clone();
     let handler = move |result: DebounceEventResult| {
         let Ok(events) = result else { return };
-        let relevant = events
+        let changed: Vec<PathBuf> = events
             .iter()
             .flat_map(|e| e.paths.iter())
-            .any(|p| !p.starts_with(&index_dir) && !p.starts_with(&inbox));
-        if !relevant {
+            .filter(|p| !p.starts_with(&index_dir) && !p.starts_with(&inbox))
+            .cloned()
+            .collect();
+        if changed.is_empty() {
             return;
         }
-        match handler_engine.sync(false, None) {
+        // A rescan request (events were lost) needs a walk.
+        let synced = if events.iter().any(|e| e.need_rescan()) {
+            handler_engine.sync(false, None)
+        } else {
+            handler_engine.sync_changed(&changed)
+        };
+        match synced {
             Ok(report) if report.added + report.changed + report.removed > 0 => log(json!({
                 "event": "index_updated", "added": report.added, "changed": report.changed,
                 "removed": report.removed, "ms": report.seconds * 1000.0,
