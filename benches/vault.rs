@@ -4,7 +4,9 @@
 //! For every vault of `KB_BENCH_SIZES` (default `1000,10000,100000,obsidian-help`):
 //! the note parser alone and a full index build (both as throughput of
 //! Markdown bytes), an incremental update after changing 1 and 100 notes
-//! (until a search finds the change), both searches with snippets for five
+//! (until a search finds the change; through the watcher's targeted sync and
+//! through a walk), `apply_proposal` end to end (until a search finds the
+//! applied note), both searches with snippets for five
 //! kinds of query on a warm searcher, `read_note`, `get_related_notes` (a
 //! typical note and the most linked-to one), `list_tags` and
 //! `get_vault_overview`. Setup (generating vaults, changing files, emptying
@@ -34,10 +36,11 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use kb_bench::{Stats, VaultSpec, bench_dir, copy_tree, copy_vault, markdown_files, replace_file};
-use kb_mcp::engine::types::{ListTagsArgs, NoteRefArgs, ReadNoteArgs, SearchArgs};
+use kb_mcp::engine::types::{ApplyArgs, ListTagsArgs, NoteRefArgs, ProposeNewArgs, ReadNoteArgs, SearchArgs};
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::sandbox::NotePath;
 use kb_mcp::vault::{NoteKind, parse_note};
+use kb_mcp::write::Actor;
 
 /// A vault of this run.
 struct Bench {
@@ -88,6 +91,7 @@ fn main() {
         bench_full_build(&mut criterion, &bench);
         let warm = warm_engine(&bench);
         bench_incremental(&mut criterion, &bench);
+        bench_apply(&mut criterion, &bench);
         bench_searches(&mut criterion, &bench, &warm);
         bench_read_tools(&mut criterion, &bench, &warm);
     }
@@ -180,14 +184,7 @@ fn marker(mut n: u64) -> String {
 }
 
 fn bench_incremental(c: &mut Criterion, bench: &Bench) {
-    // On a copy: the cached vault stays as generated and the corpus untouched.
-    // Generated files are hard-linked (changes replace files, never write into
-    // them); the corpus, which is not ours, is copied.
-    let copy = bench_dir().join(format!("incremental-{}", bench.label));
-    let copy_index = bench_dir().join(format!("incremental-{}-index", bench.label));
-    let hard_link = matches!(bench.spec, VaultSpec::Generated(_));
-    copy_vault(&bench.vault, &copy, hard_link).expect("copy the vault");
-    copy_tree(&bench.spec.index_dir(), &copy_index).expect("copy the index");
+    let (copy, copy_index) = scratch_copy(bench, "incremental");
     let engine = Engine::open(&EngineOptions { vault: copy.clone(), index_dir: Some(copy_index.clone()) })
         .expect("open the copy");
     engine.sync(false, None).expect("sync the copy");
@@ -195,7 +192,10 @@ fn bench_incremental(c: &mut Criterion, bench: &Bench) {
     let mut counter = 0u64;
     let mut group = c.benchmark_group("incremental");
     bench.configure(&mut group, true);
-    for changed in [1usize, 100] {
+    // `watched`: what the server does when its file watcher reports the changed
+    // files (`sync_changed`); `walk`: what `kb-index build` and a server without a
+    // watcher do (`sync`, a walk of every file).
+    for (mode, changed) in [("watched", 1usize), ("watched", 100), ("walk", 1), ("walk", 100)] {
         // Evenly spread notes, their original bytes kept to rewrite from.
         let originals: Vec<(PathBuf, Vec<u8>)> = (0..changed)
             .map(|i| files[i * files.len() / changed].clone())
@@ -204,7 +204,8 @@ fn bench_incremental(c: &mut Criterion, bench: &Bench) {
                 (path, bytes)
             })
             .collect();
-        let name = if changed == 1 { "1_note" } else { "100_notes" };
+        let reported: Vec<PathBuf> = originals.iter().map(|(path, _)| path.clone()).collect();
+        let name = if changed == 1 { format!("{mode}_1_note") } else { format!("{mode}_100_notes") };
         group.bench_function(BenchmarkId::new(name, &bench.label), |b| {
             b.iter_batched(
                 || {
@@ -218,7 +219,11 @@ fn bench_incremental(c: &mut Criterion, bench: &Bench) {
                     SearchArgs { query: token, ..SearchArgs::default() }
                 },
                 |args| {
-                    let report = engine.sync(false, None).expect("incremental sync");
+                    let report = if mode == "watched" {
+                        engine.sync_changed(&reported).expect("targeted sync")
+                    } else {
+                        engine.sync(false, None).expect("incremental sync")
+                    };
                     let found = engine.search_note_content(&args).expect("search");
                     assert_eq!(report.changed, changed);
                     assert_eq!(found.total as usize, changed, "the change is visible to search");
@@ -228,6 +233,67 @@ fn bench_incremental(c: &mut Criterion, bench: &Bench) {
             )
         });
     }
+    group.finish();
+    drop(engine);
+    let _ = fs::remove_dir_all(&copy);
+    let _ = fs::remove_dir_all(&copy_index);
+}
+
+/// A scratch copy of the vault and its cached index, for benchmarks that write:
+/// the cached vault stays as generated and the corpus untouched. Generated
+/// files are hard-linked (benchmarks replace files or create new ones, never
+/// write into them); the corpus, which is not ours, is copied.
+fn scratch_copy(bench: &Bench, purpose: &str) -> (PathBuf, PathBuf) {
+    let copy = bench_dir().join(format!("{purpose}-{}", bench.label));
+    let copy_index = bench_dir().join(format!("{purpose}-{}-index", bench.label));
+    let hard_link = matches!(bench.spec, VaultSpec::Generated(_));
+    copy_vault(&bench.vault, &copy, hard_link).expect("copy the vault");
+    copy_tree(&bench.spec.index_dir(), &copy_index).expect("copy the index");
+    (copy, copy_index)
+}
+
+/// `apply_proposal` end to end: the checks, the atomic write, the archive, the
+/// audit line and the index update, until a search finds the new note. Staging
+/// the proposal (`propose_new_note`) is setup.
+fn bench_apply(c: &mut Criterion, bench: &Bench) {
+    let (copy, copy_index) = scratch_copy(bench, "apply");
+    let engine = Engine::open(&EngineOptions { vault: copy.clone(), index_dir: Some(copy_index.clone()) })
+        .expect("open the copy");
+    engine.sync(false, None).expect("sync the copy");
+    let mut counter = 0u64;
+    let mut group = c.benchmark_group("apply_proposal");
+    bench.configure(&mut group, true);
+    group.bench_function(bench.id(), |b| {
+        b.iter_batched(
+            || {
+                counter += 1;
+                let token = marker(counter);
+                let staged = engine
+                    .propose_new_note(&ProposeNewArgs {
+                        title: format!("Bench apply {token}"),
+                        body: format!("A note about {token}.\n"),
+                        reason: "benchmark".to_owned(),
+                        folder: None,
+                        tags: None,
+                        aliases: None,
+                        description: None,
+                    })
+                    .expect("stage a new note");
+                (
+                    ApplyArgs { proposal_id: staged.proposal_id },
+                    SearchArgs { query: token, ..SearchArgs::default() },
+                )
+            },
+            |(apply, search)| {
+                let applied = engine.apply_proposal(&apply, Actor::Cli).expect("apply");
+                assert_eq!(applied.status, "applied");
+                let found = engine.search_note_content(&search).expect("search");
+                assert_eq!(found.total, 1, "the applied note is visible to search");
+                found
+            },
+            BatchSize::PerIteration,
+        )
+    });
     group.finish();
     drop(engine);
     let _ = fs::remove_dir_all(&copy);

@@ -31,7 +31,7 @@ CORPUS = REPO.parent / "shared" / "corpora" / "obsidian-help"
 CORPUS_LABEL = "obsidian-help"
 
 PANELS = [
-    ("Index builds", ["parse_note", "full_build", "incremental"]),
+    ("Index builds and writes", ["parse_note", "full_build", "incremental", "apply_proposal"]),
     ("Searches (warm, 10 hits, snippets for content)", ["search_knowledge", "search_note_content"]),
     ("Other tools (warm)", ["read_note", "get_related_notes", "list_tags", "get_vault_overview"]),
 ]
