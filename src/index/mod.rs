@@ -9,6 +9,7 @@
 //! the very next search sees the change.
 
 mod baseline;
+mod fuzzy;
 mod query;
 mod schema;
 mod snippet;

@@ -13,12 +13,11 @@
 use std::collections::BTreeSet;
 
 use tantivy::Term;
-use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, TermQuery,
-};
+use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 
+use super::fuzzy::PrefixedFuzzyQuery;
 use super::schema::Fields;
 use super::tokenizer::{Analysed, analyse, is_cjk, query_analyzer};
 
@@ -387,7 +386,7 @@ pub(crate) fn build_fuzzy(
         }
         let distance = if letters >= 8 { 2 } else { 1 };
         for &(field, weight) in weights.iter().filter(|(f, _)| *f != fields.name_key) {
-            let fuzzy = FuzzyTermQuery::new(Term::from_field_text(field, &unit), distance, true);
+            let Some(fuzzy) = PrefixedFuzzyQuery::new(field, &unit, distance) else { continue };
             clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(fuzzy), weight))));
         }
     }
