@@ -279,6 +279,7 @@ fn body_positions() {
         |text: &str| {
             let note = parse(text);
             assert_eq!(note.body(text).len(), text.len() - note.body_offset);
+            assert_eq!(kb_mcp::vault::body_offset(text), note.body_offset, "the cheap body_offset");
             (note.body_offset, note.body_line)
         },
     );
@@ -645,6 +646,7 @@ proptest! {
         let text = parts.concat();
         let note = parse(&text);
         prop_assert!(note.body_offset <= text.len());
+        prop_assert_eq!(kb_mcp::vault::body_offset(&text), note.body_offset);
         prop_assert!(text.is_char_boundary(note.body_offset));
         let lines = u32::try_from(text.split('\n').count()).unwrap_or(u32::MAX);
         for heading in &note.headings {

@@ -7,13 +7,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::types::*;
 use super::{Engine, NoteName, one_of, rfc3339};
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::{SearchRequest, SearchScope};
 use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
-use crate::vault::{LinkKind, NoteKind, NoteRecord, content_hash, decode_note, parse_note};
+use crate::vault::{LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, parse_note};
 
 /// Default and largest `limit` of the searches.
 const SEARCH_LIMIT: (u32, u32) = (10, 50);
@@ -116,17 +118,18 @@ impl Engine {
         let folder = self.search_folder(args)?;
         let request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref())?;
         let outcome = self.index.search(&request)?;
-        let mut results = Vec::with_capacity(outcome.hits.len());
-        for hit in outcome.hits {
-            let snippets = self.snippets_of(&hit.record, &outcome.terms);
-            results.push(ContentHit {
+        // Cutting snippets reads and analyses each hit's file: the hits are independent.
+        let results = outcome
+            .hits
+            .into_par_iter()
+            .map(|hit| ContentHit {
+                snippets: self.snippets_of(&hit.record, &outcome.terms),
                 path: hit.record.path.clone(),
                 title: hit.record.title.clone(),
                 score: hit.score,
-                snippets,
                 explain: hit.explanation,
-            });
-        }
+            })
+            .collect();
         Ok(ContentResults { query: args.query.clone(), total: outcome.total as u64, results })
     }
 
@@ -134,9 +137,16 @@ impl Engine {
         let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
         let Ok(bytes) = self.sandbox.read(&path, READ_FILE_MAX) else { return Vec::new() };
         let Ok(text) = decode_note(&bytes) else { return Vec::new() };
-        // The file may have changed since it was indexed: cut from what is there now.
-        let note = parse_note(&path, text);
-        crate::index::snippets(text, note.body_offset, terms, &note.headings, SNIPPETS_PER_HIT)
+        // The file may have changed since it was indexed: cut from what is there now,
+        // parsing it again only when its bytes are not the ones the record describes.
+        let parsed;
+        let (offset, headings) = if content_hash(&bytes) == record.hash {
+            (body_offset(text), &record.headings)
+        } else {
+            parsed = parse_note(&path, text);
+            (parsed.body_offset, &parsed.headings)
+        };
+        crate::index::snippets(text, offset, terms, headings, SNIPPETS_PER_HIT)
             .into_iter()
             .map(|s| SnippetOut { text: s.text, heading: s.heading, line: s.line })
             .collect()

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::tokenizer::{analyse, index_analyzer};
+use super::tokenizer::{Analysed, analyse, index_analyzer};
 use crate::vault::Heading;
 
 /// Characters kept before the first match of a long line.
@@ -44,11 +44,10 @@ pub(crate) fn snippets(
     }
     let body_offset = body_offset.min(text.len());
     let body = &text[body_offset..];
-    let mut analyzer = index_analyzer();
-    let tokens = analyse(&mut analyzer, body);
     // Where each body line starts, to place a match on its line by binary search.
     let line_starts: Vec<usize> =
         std::iter::once(0).chain(body.match_indices('\n').map(|(at, _)| at + 1)).collect();
+    let tokens = candidate_tokens(body, &line_starts, terms);
     let line_of = |offset: usize| line_starts.partition_point(|&start| start <= offset) - 1;
     let mut lines: BTreeMap<usize, LineMatches<'_>> = BTreeMap::new();
     for token in &tokens {
@@ -75,6 +74,45 @@ pub(crate) fn snippets(
             Snippet { text: render(body, start, end, &matches.spans), heading, line }
         })
         .collect()
+}
+
+/// The analysed tokens of the lines that may hold a query term, with offsets
+/// into `body`. Analysing is most of a snippet's cost, so an ASCII line is
+/// skipped when no term occurs in it as a substring, case folded: the analyzer
+/// only lowercases ASCII text, so a term it would produce there is a substring
+/// of the lowercased line. Lines with other characters (CJK bigrams, folded
+/// accents) are always analysed. Runs of candidate lines are analysed together.
+fn candidate_tokens(body: &str, line_starts: &[usize], terms: &BTreeSet<String>) -> Vec<Analysed> {
+    let mut analyzer = index_analyzer();
+    let mut tokens = Vec::new();
+    let mut run: Option<usize> = None;
+    let mut flush = |from: usize, to: usize, tokens: &mut Vec<Analysed>| {
+        for mut token in analyse(&mut analyzer, &body[from..to]) {
+            token.from += from;
+            token.to += from;
+            tokens.push(token);
+        }
+    };
+    for (index, &start) in line_starts.iter().enumerate() {
+        let end = line_starts.get(index + 1).copied().unwrap_or(body.len());
+        let line = &body[start..end];
+        let candidate = !line.is_ascii() || {
+            let lower = line.to_ascii_lowercase();
+            terms.iter().any(|term| lower.contains(term.as_str()))
+        };
+        match (candidate, run) {
+            (true, None) => run = Some(start),
+            (false, Some(from)) => {
+                flush(from, start, &mut tokens);
+                run = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = run {
+        flush(from, body.len(), &mut tokens);
+    }
+    tokens
 }
 
 /// A byte range of the body.
@@ -139,6 +177,28 @@ mod tests {
 
     fn terms(list: &[&str]) -> BTreeSet<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn skipping_lines_without_a_term_finds_the_same_matches_as_analysing_everything() {
+        let body = "Intro line\nGIT Remote and git-remote\nnothing here\r\nCafé au lait, CAFE\n\
+                    同步远程仓库\nremote\n\nlast GIT";
+        let line_starts: Vec<usize> =
+            std::iter::once(0).chain(body.match_indices('\n').map(|(at, _)| at + 1)).collect();
+        for list in [&["git", "remote"][..], &["cafe"], &["远程", "程仓"], &["intro", "last"], &["absent"]]
+        {
+            let terms = terms(list);
+            let matched = |tokens: Vec<Analysed>| -> Vec<(String, usize, usize)> {
+                tokens
+                    .into_iter()
+                    .filter(|t| terms.contains(&t.text))
+                    .map(|t| (t.text, t.from, t.to))
+                    .collect()
+            };
+            let everything = matched(analyse(&mut index_analyzer(), body));
+            assert_eq!(everything.is_empty(), list == ["absent"], "{list:?}: {everything:?}");
+            assert_eq!(matched(candidate_tokens(body, &line_starts, &terms)), everything, "{list:?}");
+        }
     }
 
     #[test]

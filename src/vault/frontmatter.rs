@@ -49,6 +49,12 @@ pub(super) enum Scan {
     Found { frontmatter: Frontmatter, error_line: Option<u32> },
 }
 
+/// Where the body starts, as [`parse_note`](super::parse_note) finds it, without
+/// parsing the YAML: after the closing fence, else after a BOM.
+pub(super) fn body_offset(text: &str) -> usize {
+    find_fences(text).map_or_else(|| bom_len(text), |(_, end, _)| end)
+}
+
 /// Finds the fences and parses the YAML between them.
 pub(super) fn scan(text: &str) -> Scan {
     let Some((yaml, end, body_line)) = find_fences(text) else {

@@ -170,6 +170,12 @@ fn line_at(bytes: &[u8], offset: usize) -> u32 {
     u32::try_from(newlines).unwrap_or(u32::MAX).saturating_add(1)
 }
 
+/// The byte offset where a note's body starts (after the frontmatter), the
+/// same as [`parse_note`]'s `body_offset` at a fraction of its cost.
+pub fn body_offset(text: &str) -> usize {
+    frontmatter::body_offset(text)
+}
+
 /// Parses a note's text. Total: never fails, never panics.
 pub fn parse_note(path: &NotePath, text: &str) -> Note {
     let mut diagnostics = Vec::new();
