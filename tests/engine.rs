@@ -239,6 +239,22 @@ fn the_link_graph_matches_the_inventory() {
         .unwrap();
     let from_321 = backup.backlinks.iter().find(|b| b.path == "z/3-2-1 备份原则.md" && b.line == 31).unwrap();
     assert!(from_321.context.contains("[[备份仓库#同步不等于备份]]"));
+    // Every backlink's context is the one the parser gives that link (the catalog
+    // drops contexts; they are cut again from the file).
+    let mut checked = 0;
+    for record in engine.catalog().records() {
+        let related =
+            engine.get_related_notes(&NoteRefArgs { path: Some(record.path.clone()), ..Default::default() });
+        for backlink in related.map(|r| r.backlinks).unwrap_or_default() {
+            let text = std::fs::read_to_string(vault.join(&backlink.path)).unwrap();
+            let source = kb_mcp::sandbox::NotePath::parse(&backlink.path).unwrap();
+            let parsed = kb_mcp::vault::parse_note(&source, &text);
+            let link = parsed.links.iter().find(|l| l.line == backlink.line).unwrap();
+            assert_eq!(backlink.context, link.context, "{} line {}", backlink.path, backlink.line);
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} backlinks checked");
     let zettel = engine
         .get_related_notes(&NoteRefArgs { path: Some("z/卡片笔记法.md".into()), ..Default::default() })
         .unwrap();

@@ -76,6 +76,12 @@ impl Catalog {
     }
 }
 
+/// A record as the catalog keeps it: shared, without link contexts (see
+/// [`NoteRecord::without_link_contexts`]).
+pub(crate) fn catalog_record(record: NoteRecord) -> Arc<NoteRecord> {
+    Arc::new(record.without_link_contexts())
+}
+
 /// One vault, opened.
 pub struct Engine {
     sandbox: Sandbox,
@@ -112,7 +118,7 @@ impl Engine {
         let index_dir = options.index_dir.clone().unwrap_or_else(|| sandbox.root().join(".kb"));
         let (index, _fresh) = SearchIndex::open(&index_dir)?;
         let opstamp = index.committed_opstamp();
-        let records = index.records()?.into_iter().map(Arc::new).collect();
+        let records = index.records()?.into_iter().map(catalog_record).collect();
         let catalog = Catalog::new(records, Vec::new());
         Ok(Engine {
             sandbox,

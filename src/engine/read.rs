@@ -15,7 +15,9 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::{SearchRequest, SearchScope};
 use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
-use crate::vault::{LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, parse_note};
+use crate::vault::{
+    LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, link_context, parse_note,
+};
 
 /// Default and largest `limit` of the searches.
 const SEARCH_LIMIT: (u32, u32) = (10, 50);
@@ -131,6 +133,23 @@ impl Engine {
             })
             .collect();
         Ok(ContentResults { query: args.query.clone(), total: outcome.total as u64, results })
+    }
+
+    /// Fills each backlink's context from its note's current text (the catalog
+    /// does not keep context lines; see `NoteRecord::without_link_contexts`).
+    /// Each linking note is read once, the notes in parallel.
+    fn cut_backlink_contexts(&self, backlinks: &mut [BacklinkOut]) {
+        backlinks.par_chunk_by_mut(|a, b| a.path == b.path).for_each(|group| {
+            let Ok(path) = NotePath::parse(&group[0].path) else { return };
+            let Ok(bytes) = self.sandbox.read(&path, READ_FILE_MAX) else { return };
+            let Ok(text) = decode_note(&bytes) else { return };
+            let lines: Vec<&str> = text.split('\n').collect();
+            for backlink in group {
+                if let Some(line) = (backlink.line as usize).checked_sub(1).and_then(|at| lines.get(at)) {
+                    backlink.context = link_context(line);
+                }
+            }
+        });
     }
 
     fn snippets_of(&self, record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
@@ -354,7 +373,7 @@ impl Engine {
                     path: source.path.clone(),
                     title: source.title.clone(),
                     line: link.line,
-                    context: link.context.clone(),
+                    context: String::new(),
                 }
             })
             .collect();
@@ -363,6 +382,7 @@ impl Engine {
             backlinks.truncate(RELATED_CAP);
             truncated = true;
         }
+        self.cut_backlink_contexts(&mut backlinks);
         let mocs = graph
             .mocs_linking(index)
             .into_iter()

@@ -17,7 +17,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
-use super::{Catalog, Engine};
+use super::{Catalog, Engine, catalog_record};
 use crate::error::{ErrorCode, Result};
 use crate::index::IndexDocument;
 use crate::sandbox::{Area, NotePath, ScannedFile};
@@ -235,7 +235,8 @@ impl Engine {
         let committed = self.index.committed_opstamp();
         let known = *self.catalog_opstamp.lock().unwrap_or_else(|p| p.into_inner());
         if committed != known || full {
-            let stored: Vec<Arc<NoteRecord>> = self.index.records()?.into_iter().map(Arc::new).collect();
+            let stored: Vec<Arc<NoteRecord>> =
+                self.index.records()?.into_iter().map(catalog_record).collect();
             let attachments = self.catalog().attachments.clone();
             self.set_catalog(Catalog::new(stored, attachments));
         }
@@ -441,7 +442,7 @@ impl Engine {
             .filter(|r| !gone.contains(&r.path) && !replaced.contains(r.path.as_str()))
             .cloned()
             .collect();
-        records.extend(fresh.into_iter().map(Arc::new));
+        records.extend(fresh.into_iter().map(catalog_record));
         let count = records.len();
         let attachments = attachments.unwrap_or_else(|| current.attachments.clone());
         *current = Arc::new(Catalog::new(records, attachments));

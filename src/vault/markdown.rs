@@ -716,7 +716,7 @@ fn resolve_relative(path: &str, folder: &str) -> Option<String> {
 }
 
 /// The trimmed line, cut to at most [`MAX_CONTEXT_CHARS`] characters.
-fn make_context(line: &str) -> String {
+pub(super) fn make_context(line: &str) -> String {
     let trimmed = line.trim();
     match trimmed.char_indices().nth(MAX_CONTEXT_CHARS) {
         None => trimmed.to_owned(),

@@ -15,5 +15,7 @@ mod record;
 
 pub use config::{Limits, VaultConfig};
 pub use frontmatter::{Frontmatter, parse_frontmatter};
-pub use note::{Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, parse_note};
+pub use note::{
+    Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, link_context, parse_note,
+};
 pub use record::{NoteKind, NoteRecord, content_hash};

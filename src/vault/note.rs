@@ -63,6 +63,9 @@ pub struct Link {
     /// 1-based line in the file as on disk.
     pub line: u32,
     /// The line around the link, trimmed and cut to at most 160 characters.
+    /// Not stored in the index (records are decoded by the thousand and never
+    /// need it): a backlink list cuts it again from the file.
+    #[serde(skip)]
     pub context: String,
 }
 
@@ -168,6 +171,12 @@ pub fn decode_note(bytes: &[u8]) -> Result<&str, Diagnostic> {
 fn line_at(bytes: &[u8], offset: usize) -> u32 {
     let newlines = bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count();
     u32::try_from(newlines).unwrap_or(u32::MAX).saturating_add(1)
+}
+
+/// A link's context as the parser records it: the line that holds it, trimmed
+/// and cut to at most 160 characters.
+pub fn link_context(line: &str) -> String {
+    markdown::make_context(line)
 }
 
 /// The byte offset where a note's body starts (after the frontmatter), the

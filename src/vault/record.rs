@@ -61,6 +61,16 @@ pub struct NoteRecord {
 }
 
 impl NoteRecord {
+    /// The record without its links' context lines, as a long-lived in-memory
+    /// catalog keeps it: they are about a third of a record's memory, and only
+    /// a backlink list shows them (cut again from the file, see `link_context`).
+    pub fn without_link_contexts(mut self) -> Self {
+        for link in &mut self.links {
+            link.context = String::new();
+        }
+        self
+    }
+
     /// Builds a record from a parsed note and the file's facts.
     pub fn from_note(
         note: Note,
