@@ -15,7 +15,9 @@ beside the checkout when it is there) this script:
 5. warm round trips: once the server reports its start-up sync done, sends
    100 `tools/call search_note_content` requests as raw JSON-RPC lines on the
    pipes, one at a time, cycling over five kinds of query; median and p99;
-6. peak RSS of the serving process (VmHWM in /proc/PID/status after the calls);
+6. peak RSS of the serving process (VmHWM in /proc/PID/status after the calls),
+   then again after `get_related_notes`, `list_tags` and `get_vault_overview`
+   (the link graph and a walk of the vault, which searches never build);
 7. index size on disk against the Markdown size.
 
 Prints a Markdown table and writes the figures to target/kb-bench/process.json.
@@ -177,6 +179,12 @@ class Server:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return result
 
+    def tool(self, name, arguments):
+        result = self.request("tools/call", {"name": name, "arguments": arguments})
+        if result.get("isError"):
+            raise RuntimeError(f"{name} failed: {result}")
+        return result
+
     def search(self, query):
         result = self.request("tools/call", {"name": "search_note_content", "arguments": {"query": query}})
         if result.get("isError"):
@@ -259,6 +267,14 @@ def measure(label, runs, calls):
         round_trips.append(took)
         by_query[query].append(took)
     memory = server.memory()
+    # Then the tools that need the link graph and a walk of the vault, which the
+    # searches above never build: peak RSS with every structure in memory.
+    hit = server.search(queries[0])["structuredContent"]["results"]
+    if hit:
+        server.tool("get_related_notes", {"path": hit[0]["path"]})
+    server.tool("list_tags", {})
+    server.tool("get_vault_overview", {})
+    memory_all = server.memory()
     server.close()
     figures = {
         "label": label,
@@ -282,6 +298,9 @@ def measure(label, runs, calls):
         "serving_rss": memory["VmRSS"],
         "serving_rss_anon": memory.get("RssAnon"),
         "serving_rss_file": memory.get("RssFile"),
+        "all_tools_peak_rss": memory_all["VmHWM"],
+        "all_tools_rss_anon": memory_all.get("RssAnon"),
+        "all_tools_rss_file": memory_all.get("RssFile"),
     }
     log(f"{label}: {json.dumps(figures)}")
     return figures
@@ -292,8 +311,8 @@ def table(rows):
     lines = [
         "| vault | notes | Markdown | index (ratio) | `kb-index build --full` | build peak RSS "
         "| cold start → `initialize` | cold start → first search | warm `search_note_content` round trip "
-        "median / p99 | serving peak RSS (now: anon + file) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "median / p99 | serving peak RSS (now: anon + file) | peak RSS after graph, tags, overview |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
@@ -303,7 +322,9 @@ def table(rows):
             f"| {r['cold_initialize_ms']:.1f} ms | {r['cold_first_search_ms']:.1f} ms "
             f"| {r['warm_median_ms']:.2f} / {r['warm_p99_ms']:.2f} ms ({r['warm_calls']} calls) "
             f"| {r['serving_peak_rss'] / mib:.0f} MiB ({(r['serving_rss_anon'] or 0) / mib:.0f} + "
-            f"{(r['serving_rss_file'] or 0) / mib:.0f} MiB) |"
+            f"{(r['serving_rss_file'] or 0) / mib:.0f} MiB) "
+            f"| {r['all_tools_peak_rss'] / mib:.0f} MiB ({(r['all_tools_rss_anon'] or 0) / mib:.0f} + "
+            f"{(r['all_tools_rss_file'] or 0) / mib:.0f} MiB) |"
         )
     return "\n".join(lines)
 

@@ -17,7 +17,6 @@ mod write;
 pub use recall::estimate_tokens;
 pub use sync::SyncReport;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -38,21 +37,22 @@ pub struct EngineOptions {
     pub index_dir: Option<PathBuf>,
 }
 
-/// An immutable snapshot of every indexed file's record, with the link graph
-/// computed on first use.
+/// An immutable snapshot of every indexed file's record, sorted by path (a
+/// path is found by binary search: no second copy of every path), with the
+/// link graph computed on first use.
 #[derive(Debug, Default)]
 pub struct Catalog {
     records: Vec<Arc<NoteRecord>>,
-    by_path: HashMap<String, usize>,
     attachments: Vec<String>,
     graph: OnceLock<Graph>,
 }
 
 impl Catalog {
     fn new(mut records: Vec<Arc<NoteRecord>>, attachments: Vec<String>) -> Catalog {
+        // Already sorted after a delta or a stored read: then this is one pass.
         records.sort_by(|a, b| a.path.cmp(&b.path));
-        let by_path = records.iter().enumerate().map(|(i, r)| (r.path.clone(), i)).collect();
-        Catalog { records, by_path, attachments, graph: OnceLock::new() }
+        records.dedup_by(|a, b| a.path == b.path);
+        Catalog { records, attachments, graph: OnceLock::new() }
     }
 
     /// Every record, sorted by path.
@@ -62,12 +62,12 @@ impl Catalog {
 
     /// The record of a path.
     pub fn get(&self, path: &str) -> Option<&Arc<NoteRecord>> {
-        self.by_path.get(path).map(|&i| &self.records[i])
+        self.position(path).map(|i| &self.records[i])
     }
 
     /// The index of a path in [`Catalog::records`].
     pub fn position(&self, path: &str) -> Option<usize> {
-        self.by_path.get(path).copied()
+        self.records.binary_search_by(|record| record.path.as_str().cmp(path)).ok()
     }
 
     /// The link graph (computed once per snapshot).
