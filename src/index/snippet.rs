@@ -47,7 +47,7 @@ pub(crate) fn snippets(
     // Where each body line starts, to place a match on its line by binary search.
     let line_starts: Vec<usize> =
         std::iter::once(0).chain(body.match_indices('\n').map(|(at, _)| at + 1)).collect();
-    let tokens = candidate_tokens(body, &line_starts, terms);
+    let tokens = candidate_tokens(body, &line_starts, terms, max);
     let line_of = |offset: usize| line_starts.partition_point(|&start| start <= offset) - 1;
     let mut lines: BTreeMap<usize, LineMatches<'_>> = BTreeMap::new();
     for token in &tokens {
@@ -83,18 +83,16 @@ pub(crate) fn snippets(
 /// letter or digit in it is ASCII (the analyzer only lowercases those) or CJK
 /// (its n-grams are substrings of the text as written). Lines with other
 /// letters (accents the analyzer folds, Cyrillic it lowercases) are always
-/// analysed. Runs of candidate lines are analysed together.
-fn candidate_tokens(body: &str, line_starts: &[usize], terms: &BTreeSet<String>) -> Vec<Analysed> {
+/// analysed. The scan stops once `stop_after` lines hold every term.
+fn candidate_tokens(
+    body: &str,
+    line_starts: &[usize],
+    terms: &BTreeSet<String>,
+    stop_after: usize,
+) -> Vec<Analysed> {
     let mut analyzer = index_analyzer();
     let mut tokens = Vec::new();
-    let mut run: Option<usize> = None;
-    let mut flush = |from: usize, to: usize, tokens: &mut Vec<Analysed>| {
-        for mut token in analyse(&mut analyzer, &body[from..to]) {
-            token.from += from;
-            token.to += from;
-            tokens.push(token);
-        }
-    };
+    let mut complete = 0;
     for (index, &start) in line_starts.iter().enumerate() {
         let end = line_starts.get(index + 1).copied().unwrap_or(body.len());
         let line = &body[start..end];
@@ -103,17 +101,26 @@ fn candidate_tokens(body: &str, line_starts: &[usize], terms: &BTreeSet<String>)
             let lower = line.to_ascii_lowercase();
             terms.iter().any(|term| lower.contains(term.as_str()))
         };
-        match (candidate, run) {
-            (true, None) => run = Some(start),
-            (false, Some(from)) => {
-                flush(from, start, &mut tokens);
-                run = None;
-            }
-            _ => {}
+        if !candidate {
+            continue;
         }
-    }
-    if let Some(from) = run {
-        flush(from, body.len(), &mut tokens);
+        let mut found: BTreeSet<&str> = BTreeSet::new();
+        for mut token in analyse(&mut analyzer, line) {
+            if let Some(term) = terms.get(&token.text) {
+                found.insert(term.as_str());
+            }
+            token.from += start;
+            token.to += start;
+            tokens.push(token);
+        }
+        // Lines rank by distinct terms, then by file order: once `stop_after`
+        // lines hold every term, no later line can take their place.
+        if found.len() == terms.len() {
+            complete += 1;
+            if complete >= stop_after {
+                break;
+            }
+        }
     }
     tokens
 }
@@ -206,7 +213,11 @@ mod tests {
             };
             let everything = matched(analyse(&mut index_analyzer(), body));
             assert_eq!(everything.is_empty(), list == ["absent"], "{list:?}: {everything:?}");
-            assert_eq!(matched(candidate_tokens(body, &line_starts, &terms)), everything, "{list:?}");
+            assert_eq!(
+                matched(candidate_tokens(body, &line_starts, &terms, usize::MAX)),
+                everything,
+                "{list:?}"
+            );
         }
     }
 
@@ -225,6 +236,19 @@ mod tests {
                 heading: Some("同步不等于备份".into()),
                 line: 7
             }]
+        );
+    }
+
+    #[test]
+    fn the_scan_stops_once_enough_lines_hold_every_term() {
+        let text = "git\ngit remote\nremote\ngit remote again\ngit remote third\n同步\n";
+        let got = snippets(text, 0, &terms(&["git", "remote"]), &[], 2);
+        assert_eq!(got.iter().map(|s| s.line).collect::<Vec<_>>(), [2, 4]);
+        let got = snippets(text, 0, &terms(&["git", "remote"]), &[], 4);
+        assert_eq!(
+            got.iter().map(|s| s.line).collect::<Vec<_>>(),
+            [2, 4, 5, 1],
+            "partial lines after complete ones"
         );
     }
 
