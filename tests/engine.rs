@@ -405,6 +405,36 @@ fn the_watchers_sync_reads_only_the_reported_paths() {
 }
 
 #[test]
+fn many_small_updates_are_merged_in_the_background_and_lose_nothing() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let bulk = engine.index().segment_count();
+    let updates = 40;
+    for n in 0..updates {
+        let path = vault.join(format!("z/更新{n}.md"));
+        std::fs::write(&path, format!("# 更新 {n}\n\nmergetoken{n} appears here.\n")).unwrap();
+        engine.sync_changed(&[engine.root().join(format!("z/更新{n}.md"))]).unwrap();
+    }
+    // Each update committed a one-note segment; past 16, the small ones are merged
+    // (in the background, so wait for the reader to see it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while engine.index().segment_count() > 17 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        engine.index().reload().unwrap();
+    }
+    let segments = engine.index().segment_count();
+    assert!(segments <= 17, "{segments} segments after {updates} updates (bulk build: {bulk})");
+    for n in 0..updates {
+        assert_eq!(
+            content_paths(&engine, &format!("mergetoken{n}")),
+            [format!("z/更新{n}.md")],
+            "update {n}"
+        );
+    }
+    assert_eq!(engine.index().meta().documents, 45 + updates as u64);
+}
+
+#[test]
 fn a_non_utf8_note_is_reported_not_indexed_as_garbage() {
     let (_tmp, vault) = common::temp_vault();
     std::fs::write(vault.join("z/latin1.md"), b"caf\xe9 cr\xe8me br\xfbl\xe9e\n").unwrap();

@@ -42,6 +42,9 @@ const WRITER_WAIT: Duration = Duration::from_secs(30);
 const BULK_MEMORY: usize = 192 * 1024 * 1024;
 /// Segments that small updates may leave before they are merged into one.
 const MAX_SEGMENTS: usize = 16;
+/// Segments above this share of all documents are left alone by the merges
+/// that follow small updates.
+const SMALL_SEGMENT_SHARE: f64 = 0.01;
 /// Memory for a small update's single-threaded writer (tantivy's minimum is 15 MB).
 const SMALL_MEMORY: usize = 24 * 1024 * 1024;
 
@@ -251,6 +254,11 @@ impl SearchIndex {
         self.index.load_metas().map(|metas| metas.opstamp).unwrap_or(0)
     }
 
+    /// Segments the reader sees (small updates add one each until they are merged).
+    pub fn segment_count(&self) -> usize {
+        self.reader.searcher().segment_readers().len()
+    }
+
     /// Makes commits by other processes (or this one) visible to searches.
     pub fn reload(&self) -> Result<()> {
         self.reader.reload().map_err(|e| tantivy_error("reloading the index reader", e))
@@ -377,16 +385,19 @@ impl SearchIndex {
         prepared.set_payload(&serde_json::to_string(&payload).unwrap_or_default());
         prepared.commit().map_err(|e| tantivy_error("committing the index", e))?;
         self.reload()?;
-        let segments = self.reader.searcher().segment_readers().len();
+        let searcher = self.reader.searcher();
+        let segments = searcher.segment_readers().len();
         if reset || segments <= MAX_SEGMENTS {
             // Bulk merges finish in the background; small updates have none pending.
             std::thread::spawn(move || {
                 let _ = writer.wait_merging_threads();
             });
         } else {
-            // Small updates left many small segments: merge them all in the background,
-            // holding the writer meanwhile (other updates wait for it, searches do not).
-            let ids = self.index.searchable_segment_ids().unwrap_or_default();
+            // Small updates left many small segments: merge them in the background,
+            // holding the writer meanwhile (other updates wait for it, searches do
+            // not). Only the small ones: rewriting the bulk build's segments too
+            // would hold the writer for seconds at 100k notes.
+            let ids = small_segments(&searcher);
             std::thread::spawn(move || {
                 let _ = writer.merge(&ids).wait();
                 let _ = writer.wait_merging_threads();
@@ -605,6 +616,30 @@ fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<Tant
         serde_json::to_string(record).map_err(|e| Error::internal(format!("serialising a record: {e}")))?;
     text(&mut doc, fields.record, &json);
     Ok(doc)
+}
+
+/// The segments to merge after many small updates: all but those holding more
+/// than [`SMALL_SEGMENT_SHARE`] of the documents (the bulk build's), at least
+/// two; all of them when too many large ones have piled up.
+fn small_segments(searcher: &tantivy::Searcher) -> Vec<tantivy::index::SegmentId> {
+    let readers = searcher.segment_readers();
+    let total: u64 = readers.iter().map(|r| u64::from(r.max_doc())).sum();
+    let limit = (total as f64 * SMALL_SEGMENT_SHARE) as u64;
+    let mut small: Vec<(u32, tantivy::index::SegmentId)> = readers
+        .iter()
+        .filter(|r| u64::from(r.max_doc()) <= limit.max(1))
+        .map(|r| (r.max_doc(), r.segment_id()))
+        .collect();
+    if readers.len() - small.len() > MAX_SEGMENTS {
+        // Merged small segments grew past the share: once in a long while, all of them.
+        return readers.iter().map(|r| r.segment_id()).collect();
+    }
+    if small.len() < 2 {
+        small = readers.iter().map(|r| (r.max_doc(), r.segment_id())).collect();
+        small.sort_unstable();
+        small.truncate(2);
+    }
+    small.into_iter().map(|(_, id)| id).collect()
 }
 
 /// Cuts highlighted snippets from a note's current text (see [`Snippet`]).
