@@ -233,26 +233,26 @@ pub(super) fn resolve_folder(sandbox: &Sandbox, input: &str) -> Result<Option<No
     Ok(Some(folder))
 }
 
-/// A folder may be searched when it lies in a readable area or holds one
-/// (`z` when notes are `z/notes`); `shown` names it in the error, `path` is the
-/// text or the real path being checked.
+/// A folder may be searched when the walk would enter it ([`holds_readable`]);
+/// `shown` names it in the error, `path` is the text or the real path being checked.
 fn check_folder_area(sandbox: &Sandbox, shown: &NotePath, path: &NotePath) -> Result<()> {
     let policy = &sandbox.policy;
+    if holds_readable(policy, path) {
+        return Ok(());
+    }
     let what = if shown == path { String::new() } else { format!(" (it resolves to {path})") };
-    match policy.area_of(path) {
-        Some(area) if is_readable(area) => Ok(()),
-        Some(_) => Err(Error::denied(format!(
+    Err(match policy.area_of(path) {
+        Some(_) => Error::denied(format!(
             "the folder {shown} is the proposals inbox{what}, which is not readable as notes"
-        ))),
-        None if !policy.is_denied(path.as_str()) && policy.has_readable_below(path.as_str()) => Ok(()),
+        )),
         None if policy.is_denied(path.as_str()) => {
-            Err(Error::denied(format!("the folder {shown} is denied{what}")))
+            Error::denied(format!("the folder {shown} is denied{what}"))
         }
-        None => Err(Error::denied(format!(
+        None => Error::denied(format!(
             "the folder {shown}{what} is outside the notes, standards and read_also folders"
         ))
-        .with_hint("search without `folder`, or name a folder inside the notes")),
-    }
+        .with_hint("search without `folder`, or name a folder inside the notes"),
+    })
 }
 
 pub(super) fn resolve_note_target(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
@@ -622,10 +622,15 @@ pub(super) fn sync_dir(dir: &Path) {
 /// above a readable folder.
 fn enters(policy: &Policy, root: &Path, dir: &Path) -> bool {
     let Some(rel) = relative(root, dir) else { return false };
-    let Ok(path) = NotePath::parse(&rel) else { return false };
-    match policy.area_of(&path) {
+    NotePath::parse(&rel).is_ok_and(|path| holds_readable(policy, &path))
+}
+
+/// Whether a folder lies in a readable area or holds one (`z` when notes are
+/// `z/notes`): the folders the walk enters and a search may be limited to.
+fn holds_readable(policy: &Policy, folder: &NotePath) -> bool {
+    match policy.area_of(folder) {
         Some(area) => is_readable(area),
-        None => !policy.is_denied(&rel) && policy.has_readable_below(&rel),
+        None => !policy.is_denied(folder.as_str()) && policy.has_readable_below(folder.as_str()),
     }
 }
 
