@@ -140,34 +140,12 @@ impl Engine {
         let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
         let started = Instant::now();
         self.catch_up_with_index(false)?;
-        let Some(plan) = self.plan_changed(changed) else { return self.sync_locked(false, None) };
+        let Some(mut plan) = self.plan_changed(changed) else { return self.sync_locked(false, None) };
         let work: Vec<&ScannedFile> = plan.added.iter().chain(&plan.changed).collect();
-        let written = if work.is_empty() && plan.removed.is_empty() {
-            Written::default()
-        } else {
-            self.write_files(false, &work, &plan.removed, None)?
-        };
-        let mut removed = plan.removed.clone();
-        removed.extend(written.vanished.iter().cloned());
-        let gone: HashSet<String> = removed.iter().cloned().collect();
-        let attachments = (plan.attachments != self.catalog().attachments).then_some(plan.attachments);
-        let files = if written.records.is_empty() && gone.is_empty() && attachments.is_none() {
-            self.catalog().records().len()
-        } else {
-            self.apply_delta(&gone, written.records, attachments)
-        };
-        self.catalog_matches_index();
-        Ok(SyncReport {
-            full: false,
-            files,
-            added: plan.added.len(),
-            changed: plan.changed.len(),
-            removed: removed.len(),
-            unchanged: plan.unchanged,
-            bytes_indexed: written.bytes,
-            seconds: started.elapsed().as_secs_f64(),
-            skipped: Vec::new(),
-        })
+        let written = self.write_files(false, &work, &plan.removed, None)?;
+        let attachments = std::mem::take(&mut plan.attachments);
+        let attachments = (attachments != self.catalog().attachments).then_some(attachments);
+        Ok(self.conclude(false, plan, written, attachments, started))
     }
 
     /// What the reported paths mean for the index, or `None` when only a walk can tell.
@@ -257,17 +235,31 @@ impl Engine {
         let drift = self.drift()?;
         let mut work: Vec<&ScannedFile> = drift.added.iter().chain(&drift.changed).collect();
         work.sort_by(|a, b| a.path.cmp(&b.path));
-        let written = if !work.is_empty() || !drift.removed.is_empty() || full {
-            self.write_files(full, &work, &drift.removed, progress)?
-        } else {
-            Written::default()
-        };
-        let mut removed = drift.removed.clone();
-        removed.extend(written.vanished.iter().cloned());
+        let written = self.write_files(full, &work, &drift.removed, progress)?;
+        let attachments = Some(drift.attachments.clone());
+        Ok(self.conclude(full, drift, written, attachments, started))
+    }
+
+    /// After the index was written: swaps the new records (and `attachments`,
+    /// when given) into the catalog, unless nothing changed, and reports.
+    fn conclude(
+        &self,
+        full: bool,
+        drift: Drift,
+        written: Written,
+        attachments: Option<Vec<String>>,
+        started: Instant,
+    ) -> SyncReport {
+        let mut removed = drift.removed;
+        removed.extend(written.vanished);
         let gone: HashSet<String> = removed.iter().cloned().collect();
-        let files = self.apply_delta(&gone, written.records, Some(drift.attachments.clone()));
+        let files = if written.records.is_empty() && gone.is_empty() && attachments.is_none() {
+            self.catalog().records().len()
+        } else {
+            self.apply_delta(&gone, written.records, attachments)
+        };
         self.catalog_matches_index();
-        Ok(SyncReport {
+        SyncReport {
             full,
             files,
             added: drift.added.len(),
@@ -277,12 +269,12 @@ impl Engine {
             bytes_indexed: written.bytes,
             seconds: started.elapsed().as_secs_f64(),
             skipped: drift.skipped,
-        })
+        }
     }
 
     /// Reads, parses and indexes `work` (in parallel, one writer) and removes
     /// `removed`, in one commit; files that vanished meanwhile are removed in a
-    /// second one.
+    /// second one. Writes nothing when there is nothing to write (and not `full`).
     fn write_files(
         &self,
         full: bool,
@@ -290,6 +282,9 @@ impl Engine {
         removed: &[String],
         progress: Option<&(dyn Fn(usize, usize) + Sync)>,
     ) -> Result<Written> {
+        if work.is_empty() && removed.is_empty() && !full {
+            return Ok(Written::default());
+        }
         let catalog = self.catalog();
         let total = work.len();
         let done = AtomicUsize::new(0);
