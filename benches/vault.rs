@@ -184,10 +184,7 @@ fn marker(mut n: u64) -> String {
 }
 
 fn bench_incremental(c: &mut Criterion, bench: &Bench) {
-    let (copy, copy_index) = scratch_copy(bench, "incremental");
-    let engine = Engine::open(&EngineOptions { vault: copy.clone(), index_dir: Some(copy_index.clone()) })
-        .expect("open the copy");
-    engine.sync(false, None).expect("sync the copy");
+    let (engine, copy, copy_index) = scratch_engine(bench, "incremental");
     let files = markdown_files(&copy).expect("list the copy");
     let mut counter = 0u64;
     let mut group = c.benchmark_group("incremental");
@@ -234,32 +231,38 @@ fn bench_incremental(c: &mut Criterion, bench: &Bench) {
         });
     }
     group.finish();
-    drop(engine);
-    let _ = fs::remove_dir_all(&copy);
-    let _ = fs::remove_dir_all(&copy_index);
+    remove_scratch(engine, &copy, &copy_index);
 }
 
 /// A scratch copy of the vault and its cached index, for benchmarks that write:
 /// the cached vault stays as generated and the corpus untouched. Generated
 /// files are hard-linked (benchmarks replace files or create new ones, never
 /// write into them); the corpus, which is not ours, is copied.
-fn scratch_copy(bench: &Bench, purpose: &str) -> (PathBuf, PathBuf) {
+/// Returns an engine on the copy, synced, with the copy's vault and index folders.
+fn scratch_engine(bench: &Bench, purpose: &str) -> (Engine, PathBuf, PathBuf) {
     let copy = bench_dir().join(format!("{purpose}-{}", bench.label));
     let copy_index = bench_dir().join(format!("{purpose}-{}-index", bench.label));
     let hard_link = matches!(bench.spec, VaultSpec::Generated(_));
     copy_vault(&bench.vault, &copy, hard_link).expect("copy the vault");
     copy_tree(&bench.spec.index_dir(), &copy_index).expect("copy the index");
-    (copy, copy_index)
+    let engine = Engine::open(&EngineOptions { vault: copy.clone(), index_dir: Some(copy_index.clone()) })
+        .expect("open the copy");
+    engine.sync(false, None).expect("sync the copy");
+    (engine, copy, copy_index)
+}
+
+/// Closes a scratch engine and removes its copy.
+fn remove_scratch(engine: Engine, copy: &Path, copy_index: &Path) {
+    drop(engine);
+    let _ = fs::remove_dir_all(copy);
+    let _ = fs::remove_dir_all(copy_index);
 }
 
 /// `apply_proposal` end to end: the checks, the atomic write, the archive, the
 /// audit line and the index update, until a search finds the new note. Staging
 /// the proposal (`propose_new_note`) is setup.
 fn bench_apply(c: &mut Criterion, bench: &Bench) {
-    let (copy, copy_index) = scratch_copy(bench, "apply");
-    let engine = Engine::open(&EngineOptions { vault: copy.clone(), index_dir: Some(copy_index.clone()) })
-        .expect("open the copy");
-    engine.sync(false, None).expect("sync the copy");
+    let (engine, copy, copy_index) = scratch_engine(bench, "apply");
     let mut counter = 0u64;
     let mut group = c.benchmark_group("apply_proposal");
     bench.configure(&mut group, true);
@@ -295,9 +298,7 @@ fn bench_apply(c: &mut Criterion, bench: &Bench) {
         )
     });
     group.finish();
-    drop(engine);
-    let _ = fs::remove_dir_all(&copy);
-    let _ = fs::remove_dir_all(&copy_index);
+    remove_scratch(engine, &copy, &copy_index);
 }
 
 /// Per-call times of one benchmark, for percentiles.
