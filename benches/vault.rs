@@ -399,12 +399,12 @@ fn bench_read_tools(c: &mut Criterion, bench: &Bench, engine: &Engine) {
     notes.sort_by_key(|&i| (records[i].size, records[i].path.clone()));
     let typical = records[notes[notes.len() / 2]].path.clone();
     let hub =
-        notes.iter().copied().max_by_key(|&i| graph.backlinks[i].len()).map(|i| records[i].path.clone());
+        notes.iter().copied().max_by_key(|&i| graph.backlinks(i).len()).map(|i| records[i].path.clone());
     let hub = hub.unwrap_or_else(|| typical.clone());
     eprintln!(
         "kb-bench: typical note {typical:?} ({} bytes), hub {hub:?} ({} backlinks)",
         catalog.get(&typical).map_or(0, |r| r.size),
-        catalog.position(&hub).map_or(0, |i| graph.backlinks[i].len())
+        catalog.position(&hub).map_or(0, |i| graph.backlinks(i).len())
     );
     let label = &bench.label;
 

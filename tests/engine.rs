@@ -239,8 +239,8 @@ fn the_link_graph_matches_the_inventory() {
         .unwrap();
     let from_321 = backup.backlinks.iter().find(|b| b.path == "z/3-2-1 备份原则.md" && b.line == 31).unwrap();
     assert!(from_321.context.contains("[[备份仓库#同步不等于备份]]"));
-    // Every backlink's context is the one the parser gives that link (the catalog
-    // drops contexts; they are cut again from the file).
+    // Every backlink's context is its link's line in the linking file, trimmed and
+    // cut (the catalog keeps only the line number).
     let mut checked = 0;
     for record in engine.catalog().records() {
         let related =
@@ -249,8 +249,11 @@ fn the_link_graph_matches_the_inventory() {
             let text = std::fs::read_to_string(vault.join(&backlink.path)).unwrap();
             let source = kb_mcp::sandbox::NotePath::parse(&backlink.path).unwrap();
             let parsed = kb_mcp::vault::parse_note(&source, &text);
-            let link = parsed.links.iter().find(|l| l.line == backlink.line).unwrap();
-            assert_eq!(backlink.context, link.context, "{} line {}", backlink.path, backlink.line);
+            assert!(parsed.links.iter().any(|l| l.line == backlink.line));
+            let line = text.split('\n').nth(backlink.line as usize - 1).unwrap();
+            let expected = kb_mcp::vault::link_context(line);
+            assert_eq!(backlink.context, expected, "{} line {}", backlink.path, backlink.line);
+            assert!(backlink.context.chars().count() <= 160);
             checked += 1;
         }
     }

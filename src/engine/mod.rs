@@ -48,10 +48,12 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    fn new(mut records: Vec<Arc<NoteRecord>>, attachments: Vec<String>) -> Catalog {
+    fn new(mut records: Vec<Arc<NoteRecord>>, mut attachments: Vec<String>) -> Catalog {
         // Already sorted after a delta or a stored read: then this is one pass.
         records.sort_by(|a, b| a.path.cmp(&b.path));
         records.dedup_by(|a, b| a.path == b.path);
+        attachments.sort();
+        attachments.dedup();
         Catalog { records, attachments, graph: OnceLock::new() }
     }
 
@@ -65,6 +67,11 @@ impl Catalog {
         self.position(path).map(|i| &self.records[i])
     }
 
+    /// Every non-Markdown file of the readable areas, sorted by path.
+    pub fn attachments(&self) -> &[String] {
+        &self.attachments
+    }
+
     /// The index of a path in [`Catalog::records`].
     pub fn position(&self, path: &str) -> Option<usize> {
         self.records.binary_search_by(|record| record.path.as_str().cmp(path)).ok()
@@ -76,10 +83,13 @@ impl Catalog {
     }
 }
 
-/// A record as the catalog keeps it: shared, without link contexts (see
-/// [`NoteRecord::without_link_contexts`]).
-pub(crate) fn catalog_record(record: NoteRecord) -> Arc<NoteRecord> {
-    Arc::new(record.without_link_contexts())
+/// Records as the catalog keeps them: shared and compact (see
+/// [`NoteRecord::compact`]), in a list of their own. (Collecting in place would
+/// keep the decoded records' whole allocation, 40 times the list's size.)
+pub(crate) fn catalog_records(records: Vec<NoteRecord>) -> Vec<Arc<NoteRecord>> {
+    let mut shared = Vec::with_capacity(records.len());
+    shared.extend(records.into_iter().map(|record| Arc::new(record.compact())));
+    shared
 }
 
 /// One vault, opened.
@@ -118,7 +128,7 @@ impl Engine {
         let index_dir = options.index_dir.clone().unwrap_or_else(|| sandbox.root().join(".kb"));
         let (index, _fresh) = SearchIndex::open(&index_dir)?;
         let opstamp = index.committed_opstamp();
-        let records = index.records()?.into_iter().map(catalog_record).collect();
+        let records = catalog_records(index.records()?);
         let catalog = Catalog::new(records, Vec::new());
         Ok(Engine {
             sandbox,

@@ -136,7 +136,7 @@ impl Engine {
     }
 
     /// Fills each backlink's context from its note's current text (the catalog
-    /// does not keep context lines; see `NoteRecord::without_link_contexts`).
+    /// keeps only each link's line).
     /// Each linking note is read once, the notes in parallel.
     fn cut_backlink_contexts(&self, backlinks: &mut [BacklinkOut]) {
         backlinks.par_chunk_by_mut(|a, b| a.path == b.path).for_each(|group| {
@@ -177,7 +177,11 @@ impl Engine {
             NoteName::Path(path) => Ok((self.sandbox.resolve_read(path)?, None)),
             NoteName::Ref(reference) => {
                 let catalog = self.catalog();
-                let (index, anchor) = catalog.graph().resolver.resolve_ref(catalog.records(), reference)?;
+                let (index, anchor) = catalog.graph().resolver.resolve_ref(
+                    catalog.records(),
+                    catalog.attachments(),
+                    reference,
+                )?;
                 let path = self.sandbox.resolve_read(&catalog.records()[index].path)?;
                 Ok((path, anchor.map(str::to_owned)))
             }
@@ -325,19 +329,18 @@ impl Engine {
         let mut truncated = false;
         let mut outlinks = Vec::new();
         let mut broken = Vec::new();
-        for resolved in &graph.outlinks[index] {
-            let link = &record.links[resolved.link];
+        for (link, resolution) in record.links.iter().zip(graph.outlinks(index)) {
             let written = match &link.anchor {
                 None => link.target.clone(),
                 Some(crate::vault::Anchor::Heading(h)) => format!("{}#{h}", link.target),
                 Some(crate::vault::Anchor::Block(b)) => format!("{}#^{b}", link.target),
             };
-            let target_path = match &resolved.resolution {
-                Resolution::Note(i) => Some(records[*i].path.clone()),
-                Resolution::Attachment(p) => Some(p.clone()),
+            let target_path = match *resolution {
+                Resolution::Note(i) => Some(records[i as usize].path.clone()),
+                Resolution::Attachment(i) => Some(catalog.attachments()[i as usize].clone()),
                 Resolution::Broken(_) => None,
             };
-            if let Resolution::Broken(why) = &resolved.resolution {
+            if let Resolution::Broken(why) = resolution {
                 let reason = match why {
                     Broken::MissingNote => "missing_note",
                     Broken::MissingHeading(_) => "missing_heading",
@@ -364,11 +367,12 @@ impl Engine {
                 truncated = true;
             }
         }
-        let mut backlinks: Vec<BacklinkOut> = graph.backlinks[index]
+        let mut backlinks: Vec<BacklinkOut> = graph
+            .backlinks(index)
             .iter()
             .map(|b| {
-                let source = &records[b.from];
-                let link = &source.links[b.link];
+                let source = &records[b.from as usize];
+                let link = &source.links[b.link as usize];
                 BacklinkOut {
                     path: source.path.clone(),
                     title: source.title.clone(),

@@ -203,15 +203,15 @@ impl Engine {
         'expand: for (path, score, _) in fused.iter().take(EXPANDED) {
             let Some(index) = catalog.position(path) else { continue };
             let mut neighbours: Vec<(usize, &str)> = Vec::new();
-            for resolved in &graph.outlinks[index] {
-                if let Resolution::Note(to) = resolved.resolution
-                    && to != index
+            for resolution in graph.outlinks(index) {
+                if let Resolution::Note(to) = *resolution
+                    && to as usize != index
                 {
-                    neighbours.push((to, "outlink"));
+                    neighbours.push((to as usize, "outlink"));
                 }
             }
-            for backlink in &graph.backlinks[index] {
-                neighbours.push((backlink.from, "backlink"));
+            for backlink in graph.backlinks(index) {
+                neighbours.push((backlink.from as usize, "backlink"));
             }
             let mut seen_here = BTreeSet::new();
             neighbours.retain(|(i, _)| {

@@ -17,7 +17,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
-use super::{Catalog, Engine, catalog_record};
+use super::{Catalog, Engine, catalog_records};
 use crate::error::{ErrorCode, Result};
 use crate::index::IndexDocument;
 use crate::sandbox::{Area, NotePath, ScannedFile};
@@ -213,8 +213,7 @@ impl Engine {
         let committed = self.index.committed_opstamp();
         let known = *self.catalog_opstamp.lock().unwrap_or_else(|p| p.into_inner());
         if committed != known || full {
-            let stored: Vec<Arc<NoteRecord>> =
-                self.index.records()?.into_iter().map(catalog_record).collect();
+            let stored = catalog_records(self.index.records()?);
             let attachments = self.catalog().attachments.clone();
             self.set_catalog(Catalog::new(stored, attachments));
         }
@@ -430,7 +429,7 @@ impl Engine {
         fresh: Vec<NoteRecord>,
         attachments: Option<Vec<String>>,
     ) -> usize {
-        let mut fresh: Vec<Arc<NoteRecord>> = fresh.into_iter().map(catalog_record).collect();
+        let mut fresh = catalog_records(fresh);
         fresh.sort_by(|a, b| a.path.cmp(&b.path));
         let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
         let mut records = Vec::with_capacity(current.records().len() + fresh.len());

@@ -164,7 +164,6 @@ impl Scanner<'_> {
         let mut budget = b.len().saturating_mul(8).saturating_add(4 * MAX_LINK_SPAN);
         // Set when no `[[` / `]]` exists at or after this offset.
         let mut no_brackets_from = usize::MAX;
-        let mut context: Option<String> = None;
         while i < b.len() {
             match b[i..].iter().position(|&c| SPECIAL[usize::from(c)]) {
                 Some(skip) => i += skip,
@@ -197,14 +196,12 @@ impl Scanner<'_> {
                             Some((close, true)) => {
                                 if let Some((target, anchor, display)) = parse_wikilink(&line[i + 2..close]) {
                                     let kind = if embed { LinkKind::Embed } else { LinkKind::Wikilink };
-                                    let context = context.get_or_insert_with(|| make_context(line)).clone();
                                     self.out.links.push(Link {
                                         target,
                                         anchor,
                                         display,
                                         kind,
                                         line: line_no,
-                                        context,
                                     });
                                     i = close + 2;
                                     continue;
@@ -218,15 +215,7 @@ impl Scanner<'_> {
                         if let Some((target, anchor)) = markdown_target(&link.destination, self.folder) {
                             let display = Some(link.text.trim()).filter(|s| !s.is_empty()).map(str::to_owned);
                             let kind = if embed { LinkKind::Embed } else { LinkKind::Markdown };
-                            let context = context.get_or_insert_with(|| make_context(line)).clone();
-                            self.out.links.push(Link {
-                                target,
-                                anchor,
-                                display,
-                                kind,
-                                line: line_no,
-                                context,
-                            });
+                            self.out.links.push(Link { target, anchor, display, kind, line: line_no });
                         }
                         i = link.end;
                         continue;

@@ -60,13 +60,9 @@ pub struct Link {
     pub display: Option<String>,
     /// How it was written.
     pub kind: LinkKind,
-    /// 1-based line in the file as on disk.
+    /// 1-based line in the file as on disk. A backlink's context is cut from
+    /// that line when it is shown ([`link_context`]); no note keeps it.
     pub line: u32,
-    /// The line around the link, trimmed and cut to at most 160 characters.
-    /// Not stored in the index (records are decoded by the thousand and never
-    /// need it): a backlink list cuts it again from the file.
-    #[serde(skip)]
-    pub context: String,
 }
 
 /// Something odd found while parsing, reported rather than failed on.
@@ -173,8 +169,8 @@ fn line_at(bytes: &[u8], offset: usize) -> u32 {
     u32::try_from(newlines).unwrap_or(u32::MAX).saturating_add(1)
 }
 
-/// A link's context as the parser records it: the line that holds it, trimmed
-/// and cut to at most 160 characters.
+/// A link's context: the line that holds it, trimmed and cut to at most 160
+/// characters.
 pub fn link_context(line: &str) -> String {
     markdown::make_context(line)
 }

@@ -61,13 +61,16 @@ pub struct NoteRecord {
 }
 
 impl NoteRecord {
-    /// The record without its links' context lines, as a long-lived in-memory
-    /// catalog keeps it: they are about a third of a record's memory, and only
-    /// a backlink list shows them (cut again from the file, see `link_context`).
-    pub fn without_link_contexts(mut self) -> Self {
-        for link in &mut self.links {
-            link.context = String::new();
-        }
+    /// The record as a long-lived in-memory catalog keeps it: every list cut
+    /// to its length. A record decoded from the index grows its lists as it
+    /// reads them, and their spare room was a sixth of a large catalog.
+    pub fn compact(mut self) -> Self {
+        self.aliases.shrink_to_fit();
+        self.tags.shrink_to_fit();
+        self.headings.shrink_to_fit();
+        self.links.shrink_to_fit();
+        self.block_ids.shrink_to_fit();
+        self.diagnostics.shrink_to_fit();
         self
     }
 

@@ -159,11 +159,9 @@ pub(crate) fn note_parser(data: &[u8]) {
         }
         for link in &note.links {
             assert!(link.line >= note.body_line && link.line <= lines, "link line {}", link.line);
-            assert!(
-                link.context.chars().count() <= 160,
-                "a link context of {} characters",
-                link.context.len()
-            );
+            let line = text.split('\n').nth(link.line as usize - 1).unwrap_or_default();
+            let context = kb_mcp::vault::link_context(line);
+            assert!(context.chars().count() <= 160, "a link context of {} characters", context.len());
         }
         assert!(note.tags.windows(2).all(|pair| pair[0] < pair[1]), "tags not sorted: {:?}", note.tags);
         if let Some(frontmatter) = parse_frontmatter(text) {
