@@ -271,7 +271,7 @@ fn the_link_graph_matches_the_inventory() {
     assert!(remote.mocs.iter().any(|m| m.path == "z/tech/Tech index.md"), "MOC by tag: {:?}", remote.mocs);
     // Links in code blocks and inline code are not links.
     let all_targets: Vec<String> =
-        engine.catalog().records().iter().flat_map(|r| r.links.iter().map(|l| l.target.clone())).collect();
+        engine.catalog().records().iter().flat_map(|r| r.links.iter().map(|l| l.target.to_owned())).collect();
     assert!(!all_targets.iter().any(|t| t == "inside code" || t == "nope"), "{all_targets:?}");
 
     let overview = engine.overview("read", 0).unwrap();

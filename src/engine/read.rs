@@ -16,7 +16,8 @@ use crate::index::{SearchRequest, SearchScope};
 use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
 use crate::vault::{
-    LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, link_context, parse_note,
+    AnchorRef, LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, link_context,
+    parse_note,
 };
 
 /// Default and largest `limit` of the searches.
@@ -158,14 +159,13 @@ impl Engine {
         let Ok(text) = decode_note(&bytes) else { return Vec::new() };
         // The file may have changed since it was indexed: cut from what is there now,
         // parsing it again only when its bytes are not the ones the record describes.
-        let parsed;
         let (offset, headings) = if content_hash(&bytes) == record.hash {
-            (body_offset(text), &record.headings)
+            (body_offset(text), record.headings.to_vec())
         } else {
-            parsed = parse_note(&path, text);
-            (parsed.body_offset, &parsed.headings)
+            let parsed = parse_note(&path, text);
+            (parsed.body_offset, parsed.headings)
         };
-        crate::index::snippets(text, offset, terms, headings, SNIPPETS_PER_HIT)
+        crate::index::snippets(text, offset, terms, &headings, SNIPPETS_PER_HIT)
             .into_iter()
             .map(|s| SnippetOut { text: s.text, heading: s.heading, line: s.line })
             .collect()
@@ -330,10 +330,10 @@ impl Engine {
         let mut outlinks = Vec::new();
         let mut broken = Vec::new();
         for (link, resolution) in record.links.iter().zip(graph.outlinks(index)) {
-            let written = match &link.anchor {
-                None => link.target.clone(),
-                Some(crate::vault::Anchor::Heading(h)) => format!("{}#{h}", link.target),
-                Some(crate::vault::Anchor::Block(b)) => format!("{}#^{b}", link.target),
+            let written = match link.anchor {
+                None => link.target.to_owned(),
+                Some(AnchorRef::Heading(h)) => format!("{}#{h}", link.target),
+                Some(AnchorRef::Block(b)) => format!("{}#^{b}", link.target),
             };
             let target_path = match *resolution {
                 Resolution::Note(i) => Some(records[i as usize].path.clone()),
@@ -372,11 +372,11 @@ impl Engine {
             .iter()
             .map(|b| {
                 let source = &records[b.from as usize];
-                let link = &source.links[b.link as usize];
+                let line = source.links.get(b.link as usize).map_or(0, |link| link.line);
                 BacklinkOut {
                     path: source.path.clone(),
                     title: source.title.clone(),
-                    line: link.line,
+                    line,
                     context: String::new(),
                 }
             })

@@ -532,7 +532,7 @@ fn matched_fields(record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<String> 
     if record.tags.iter().any(|t| hits(&t.replace('/', " "))) {
         matched.push("tags".to_owned());
     }
-    if record.headings.iter().any(|h| hits(&h.text)) {
+    if record.headings.iter().any(|h| hits(h.text)) {
         matched.push("headings".to_owned());
     }
     matched
@@ -587,8 +587,8 @@ fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<Tant
     for key in tag_keys {
         text(&mut doc, fields.tag_filter, &key);
     }
-    for Heading { text: heading, .. } in &record.headings {
-        text(&mut doc, fields.headings, heading);
+    for heading in record.headings.iter() {
+        text(&mut doc, fields.headings, heading.text);
     }
     text(&mut doc, fields.body, &document.body);
     let mut names = BTreeSet::new();

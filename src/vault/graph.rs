@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{Anchor, LinkKind, NoteKind, NoteRecord};
+use super::{AnchorRef, LinkKind, LinkRef, NoteKind, NoteRecord};
 use crate::error::{Error, ErrorCode, Result};
 
 /// Where a link leads. Indexes are `u32` (a vault has far fewer than 4 billion
@@ -236,7 +236,7 @@ impl Resolver {
         records: &[Arc<NoteRecord>],
         attachments: &[String],
         from: usize,
-        link: &super::Link,
+        link: LinkRef<'_>,
     ) -> Resolution {
         let files = Files { records, attachments };
         let target = if link.target.trim().is_empty() { Ok(from) } else { self.target(files, link) };
@@ -246,23 +246,23 @@ impl Resolver {
     /// Where a link's non-empty target leads, its anchor aside: a note, or else
     /// the attachment or broken link it is. The same for every link written
     /// with the same kind and target, whichever note holds it.
-    fn target(&self, files: Files<'_>, link: &super::Link) -> Target {
+    fn target(&self, files: Files<'_>, link: LinkRef<'_>) -> Target {
         let target_index = if link.kind == LinkKind::Markdown {
             // Markdown links are already vault-relative: exact path, then any case.
-            self.exact(files, &link.target)
+            self.exact(files, link.target)
                 .filter(|&i| files.records[i].path == link.target)
-                .or_else(|| self.by_path(files, &lower(strip_md(&link.target))).first().copied())
-                .or_else(|| self.candidates(files, &link.target).first().copied())
+                .or_else(|| self.by_path(files, &lower(strip_md(link.target))).first().copied())
+                .or_else(|| self.candidates(files, link.target).first().copied())
         } else {
             // By name; failing that, by an alias only one note carries (the contract's `ref` order).
-            self.candidates(files, &link.target).first().copied().or_else(|| {
+            self.candidates(files, link.target).first().copied().or_else(|| {
                 match self.aliased(files, &lower(link.target.trim())).as_slice() {
                     [only] => Some(*only),
                     _ => None,
                 }
             })
         };
-        target_index.ok_or_else(|| self.resolve_attachment(files, &link.target))
+        target_index.ok_or_else(|| self.resolve_attachment(files, link.target))
     }
 
     fn resolve_attachment(&self, files: Files<'_>, target: &str) -> Resolution {
@@ -335,24 +335,24 @@ type Target = std::result::Result<usize, Resolution>;
 
 /// A link's resolution once its target is known: a heading or block anchor
 /// must exist in the note.
-fn anchored(records: &[Arc<NoteRecord>], target: Target, link: &super::Link) -> Resolution {
+fn anchored(records: &[Arc<NoteRecord>], target: Target, link: LinkRef<'_>) -> Resolution {
     let index = match target {
         Ok(index) => index,
         Err(elsewhere) => return elsewhere,
     };
     let note = id(index);
-    match &link.anchor {
+    match link.anchor {
         None => Resolution::Note(note),
-        Some(Anchor::Heading(heading)) => {
+        Some(AnchorRef::Heading(heading)) => {
             // `[[note#A#B]]` names a nested heading; the last one must exist.
             let wanted = heading_key(heading.rsplit('#').next().unwrap_or(heading));
-            if wanted.is_empty() || records[index].headings.iter().any(|h| heading_key(&h.text) == wanted) {
+            if wanted.is_empty() || records[index].headings.iter().any(|h| heading_key(h.text) == wanted) {
                 Resolution::Note(note)
             } else {
                 Resolution::Broken(Broken::MissingHeading(note))
             }
         }
-        Some(Anchor::Block(block)) => {
+        Some(AnchorRef::Block(block)) => {
             if records[index].block_ids.iter().any(|b| b.eq_ignore_ascii_case(block)) {
                 Resolution::Note(note)
             } else {
@@ -425,12 +425,12 @@ impl Graph {
             // The counts describe the notes' graph; standards and read_also files may
             // still link to notes (and show up as backlinks).
             let counted = record.kind == NoteKind::Note;
-            for link in &record.links {
+            for link in record.links.iter() {
                 let resolution = if link.target.trim().is_empty() {
                     anchored(records, Ok(from), link)
                 } else {
                     // Popular targets are written thousands of times: resolve each once.
-                    let key = (link.kind == LinkKind::Markdown, link.target.as_str());
+                    let key = (link.kind == LinkKind::Markdown, link.target);
                     let target = *targets.entry(key).or_insert_with(|| resolver.target(files, link));
                     anchored(records, target, link)
                 };

@@ -11,6 +11,7 @@ mod frontmatter;
 pub mod graph;
 mod markdown;
 mod note;
+mod packed;
 mod record;
 
 pub use config::{Limits, VaultConfig};
@@ -18,4 +19,5 @@ pub use frontmatter::{Frontmatter, parse_frontmatter};
 pub use note::{
     Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, link_context, parse_note,
 };
+pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 pub use record::{NoteKind, NoteRecord, content_hash};

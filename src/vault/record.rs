@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{Diagnostic, Heading, Link, Note};
+use super::{Diagnostic, Headings, Links, Note};
 
 /// Which readable area a file belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -48,10 +48,10 @@ pub struct NoteRecord {
     pub description: String,
     /// Frontmatter `created`/`date` as RFC 3339.
     pub created: Option<String>,
-    /// Headings.
-    pub headings: Vec<Heading>,
-    /// Links as written.
-    pub links: Vec<Link>,
+    /// Headings, packed.
+    pub headings: Headings,
+    /// Links as written, packed.
+    pub links: Links,
     /// Block ids.
     pub block_ids: Vec<String>,
     /// 1-based line where the body starts.
@@ -62,13 +62,11 @@ pub struct NoteRecord {
 
 impl NoteRecord {
     /// The record as a long-lived in-memory catalog keeps it: every list cut
-    /// to its length. A record decoded from the index grows its lists as it
-    /// reads them, and their spare room was a sixth of a large catalog.
+    /// to its length (a record decoded from the index grows its lists as it
+    /// reads them). Links and headings are packed already.
     pub fn compact(mut self) -> Self {
         self.aliases.shrink_to_fit();
         self.tags.shrink_to_fit();
-        self.headings.shrink_to_fit();
-        self.links.shrink_to_fit();
         self.block_ids.shrink_to_fit();
         self.diagnostics.shrink_to_fit();
         self
@@ -95,8 +93,8 @@ impl NoteRecord {
             tags: note.tags,
             description: note.description,
             created: note.created,
-            headings: note.headings,
-            links: note.links,
+            headings: Headings::from(note.headings),
+            links: Links::from(note.links),
             block_ids: note.block_ids,
             body_line: note.body_line,
             diagnostics: note.diagnostics,
