@@ -47,6 +47,10 @@ const MAX_SEGMENTS: usize = 16;
 const SMALL_SEGMENT_SHARE: f64 = 0.01;
 /// Memory for a small update's single-threaded writer (tantivy's minimum is 15 MB).
 const SMALL_MEMORY: usize = 24 * 1024 * 1024;
+/// Decompressed blocks of stored records the searcher keeps, per segment.
+/// tantivy keeps 100 (each about 16 KiB): up to 25 MiB for a 16-segment
+/// index that a search (ten hits) hardly ever reads twice.
+const DOC_STORE_CACHE_BLOCKS: usize = 8;
 
 /// See [`SearchScope::min_share`]; chosen with `kb-index eval` (BENCHMARKS.md, "Search quality").
 const KNOWLEDGE_MIN_SHARE: f32 = 0.0;
@@ -223,6 +227,7 @@ impl SearchIndex {
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
+            .doc_store_cache_num_blocks(DOC_STORE_CACHE_BLOCKS)
             .try_into()
             .map_err(|e| tantivy_error("opening an index reader", e))?;
         let this = SearchIndex { index, reader, schema, dir: dir.to_owned(), writing: Mutex::new(()) };
