@@ -51,6 +51,8 @@ const SMALL_MEMORY: usize = 24 * 1024 * 1024;
 /// tantivy keeps 100 (each about 16 KiB): up to 25 MiB for a 16-segment
 /// index that a search (ten hits) hardly ever reads twice.
 const DOC_STORE_CACHE_BLOCKS: usize = 8;
+/// The most threads one search uses (one per core up to this).
+const SEARCH_THREADS: usize = 4;
 
 /// See [`SearchScope::min_share`]; chosen with `kb-index eval` (BENCHMARKS.md, "Search quality").
 const KNOWLEDGE_MIN_SHARE: f32 = 0.0;
@@ -223,7 +225,16 @@ impl SearchIndex {
                 Self::create(dir, &schema)?
             }
         };
+        let mut index = index;
         index.tokenizers().register(tokenizer::ANALYZER, tokenizer::index_analyzer());
+        // A search visits the segments on every core: a costly query (a phrase or
+        // several common words over 100k notes) answers in about half the time.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(SEARCH_THREADS);
+        if cores > 1 {
+            index
+                .set_multithread_executor(cores)
+                .map_err(|e| tantivy_error("starting the search threads", e))?;
+        }
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
