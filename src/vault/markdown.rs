@@ -28,7 +28,7 @@ pub(super) struct Scanned {
 
 /// Longest link text or destination tried, in bytes: longer `[…](…)` runs are text.
 const MAX_LINK_SPAN: usize = 2048;
-/// Longest context kept for a link, in characters (the ellipsis included).
+/// Longest context a backlink shows for a link, in characters (the ellipsis included).
 const MAX_CONTEXT_CHARS: usize = 160;
 
 /// Scans a body that starts on file line `first_line`. `folder` is the note's folder
