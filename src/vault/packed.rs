@@ -8,6 +8,10 @@
 //! [`HeadingRef`]). They serialise exactly as the lists of structs they
 //! replace, so the records stored in the index keep their format.
 
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{Anchor, Heading, Link, LinkKind};
@@ -111,30 +115,48 @@ impl Links {
     }
 }
 
+/// Appends one link to a list being packed.
+fn push_link(
+    text: &mut String,
+    entries: &mut Vec<PackedLink>,
+    target: &str,
+    anchor: Option<AnchorRef<'_>>,
+    display: Option<&str>,
+    (kind, line): (LinkKind, u32),
+) {
+    let (anchor, anchor_text) = match anchor {
+        None => (AnchorKind::None, ""),
+        Some(AnchorRef::Heading(heading)) => (AnchorKind::Heading, heading),
+        Some(AnchorRef::Block(block)) => (AnchorKind::Block, block),
+    };
+    text.push_str(target);
+    text.push_str(anchor_text);
+    text.push_str(display.unwrap_or(""));
+    entries.push(PackedLink {
+        end: offset(text.len()),
+        target_len: offset(target.len()),
+        anchor_len: offset(anchor_text.len()),
+        line,
+        kind,
+        anchor,
+        has_display: display.is_some(),
+    });
+}
+
 impl From<Vec<Link>> for Links {
     fn from(links: Vec<Link>) -> Links {
         let mut text = String::with_capacity(
             links.iter().map(|l| l.target.len() + l.display.as_ref().map_or(0, String::len) + 8).sum(),
         );
         let mut entries = Vec::with_capacity(links.len());
-        for link in links {
-            let (anchor, anchor_text) = match &link.anchor {
-                None => (AnchorKind::None, ""),
-                Some(Anchor::Heading(heading)) => (AnchorKind::Heading, heading.as_str()),
-                Some(Anchor::Block(block)) => (AnchorKind::Block, block.as_str()),
+        for link in &links {
+            let anchor = match &link.anchor {
+                None => None,
+                Some(Anchor::Heading(heading)) => Some(AnchorRef::Heading(heading)),
+                Some(Anchor::Block(block)) => Some(AnchorRef::Block(block)),
             };
-            text.push_str(&link.target);
-            text.push_str(anchor_text);
-            text.push_str(link.display.as_deref().unwrap_or(""));
-            entries.push(PackedLink {
-                end: offset(text.len()),
-                target_len: offset(link.target.len()),
-                anchor_len: offset(anchor_text.len()),
-                line: link.line,
-                kind: link.kind,
-                anchor,
-                has_display: link.display.is_some(),
-            });
+            let display = link.display.as_deref();
+            push_link(&mut text, &mut entries, &link.target, anchor, display, (link.kind, link.line));
         }
         Links { text: text.into_boxed_str(), entries: entries.into_boxed_slice() }
     }
@@ -146,9 +168,82 @@ impl Serialize for Links {
     }
 }
 
+/// A stored link as read: its text borrowed from the JSON where it can be.
+#[derive(Deserialize)]
+struct StoredLink<'a> {
+    #[serde(borrow)]
+    target: Cow<'a, str>,
+    #[serde(borrow)]
+    anchor: Option<StoredAnchor<'a>>,
+    #[serde(borrow)]
+    display: Option<Cow<'a, str>>,
+    kind: LinkKind,
+    line: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StoredAnchor<'a> {
+    Heading(#[serde(borrow)] Cow<'a, str>),
+    Block(#[serde(borrow)] Cow<'a, str>),
+}
+
+/// A stored heading as read.
+#[derive(Deserialize)]
+struct StoredHeading<'a> {
+    level: u8,
+    #[serde(borrow)]
+    text: Cow<'a, str>,
+    line: u32,
+}
+
+/// Reads a stored list straight into its packed form: decoding a catalog of
+/// 100,000 records makes no short-lived string per link or heading (their
+/// freed holes were left scattered among the records kept).
+struct PackingVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de> Visitor<'de> for PackingVisitor<Links> {
+    type Value = Links;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of links")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Links, A::Error> {
+        let (mut text, mut entries) = (String::new(), Vec::with_capacity(seq.size_hint().unwrap_or(0)));
+        while let Some(link) = seq.next_element::<StoredLink<'_>>()? {
+            let anchor = match &link.anchor {
+                None => None,
+                Some(StoredAnchor::Heading(heading)) => Some(AnchorRef::Heading(heading)),
+                Some(StoredAnchor::Block(block)) => Some(AnchorRef::Block(block)),
+            };
+            let display = link.display.as_deref();
+            push_link(&mut text, &mut entries, &link.target, anchor, display, (link.kind, link.line));
+        }
+        Ok(Links { text: text.into_boxed_str(), entries: entries.into_boxed_slice() })
+    }
+}
+
+impl<'de> Visitor<'de> for PackingVisitor<Headings> {
+    type Value = Headings;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of headings")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Headings, A::Error> {
+        let (mut text, mut entries) = (String::new(), Vec::with_capacity(seq.size_hint().unwrap_or(0)));
+        while let Some(heading) = seq.next_element::<StoredHeading<'_>>()? {
+            text.push_str(&heading.text);
+            entries.push(PackedHeading { end: offset(text.len()), line: heading.line, level: heading.level });
+        }
+        Ok(Headings { text: text.into_boxed_str(), entries: entries.into_boxed_slice() })
+    }
+}
+
 impl<'de> Deserialize<'de> for Links {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Links, D::Error> {
-        Vec::<Link>::deserialize(deserializer).map(Links::from)
+        deserializer.deserialize_seq(PackingVisitor::<Links>(std::marker::PhantomData))
     }
 }
 
@@ -238,7 +333,7 @@ impl Serialize for Headings {
 
 impl<'de> Deserialize<'de> for Headings {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Headings, D::Error> {
-        Vec::<Heading>::deserialize(deserializer).map(Headings::from)
+        deserializer.deserialize_seq(PackingVisitor::<Headings>(std::marker::PhantomData))
     }
 }
 
@@ -263,16 +358,18 @@ mod tests {
             link("", Some(Anchor::Block("abc".into())), None, 4),
             link("a/b", None, Some(""), 9),
             link("x", None, None, 10),
+            link("a \"quoted\" \\ name", Some(Anchor::Heading("tab\there".into())), Some("é\u{1F600}"), 11),
         ];
         let packed = Links::from(written.clone());
-        assert_eq!(packed.len(), 4);
+        assert_eq!(packed.len(), 5);
         assert_eq!(packed.get(0).unwrap().anchor, Some(AnchorRef::Heading("同步不等于备份")));
         assert_eq!(packed.get(0).unwrap().display, Some("备份"));
         assert_eq!(packed.get(1).unwrap().target, "");
         assert_eq!(packed.get(1).unwrap().anchor, Some(AnchorRef::Block("abc")));
         assert_eq!(packed.get(2).unwrap().display, Some(""), "an empty display is not no display");
         assert_eq!((packed.get(3).unwrap().target, packed.get(3).unwrap().line), ("x", 10));
-        assert!(packed.get(4).is_none());
+        assert_eq!(packed.get(4).unwrap().target, "a \"quoted\" \\ name", "escaped JSON reads back");
+        assert!(packed.get(5).is_none());
         let as_structs = serde_json::to_string(&written).unwrap();
         assert_eq!(serde_json::to_string(&packed).unwrap(), as_structs);
         assert_eq!(serde_json::from_str::<Links>(&as_structs).unwrap(), packed);
