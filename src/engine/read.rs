@@ -4,7 +4,8 @@
 //! Every result is bounded so that it fits an agent's context: searches return
 //! snippets and never whole notes, `read_note` pages by bytes, lists are capped.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -367,9 +368,13 @@ impl Engine {
                 truncated = true;
             }
         }
-        let mut backlinks: Vec<BacklinkOut> = graph
-            .backlinks(index)
+        // The graph lists backlinks by linking path, then in link (line) order: the
+        // first RELATED_CAP are the ones to show, and only they are built.
+        let all_backlinks = graph.backlinks(index);
+        truncated |= all_backlinks.len() > RELATED_CAP;
+        let mut backlinks: Vec<BacklinkOut> = all_backlinks
             .iter()
+            .take(RELATED_CAP)
             .map(|b| {
                 let source = &records[b.from as usize];
                 let line = source.links.get(b.link as usize).map_or(0, |link| link.line);
@@ -382,10 +387,6 @@ impl Engine {
             })
             .collect();
         backlinks.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
-        if backlinks.len() > RELATED_CAP {
-            backlinks.truncate(RELATED_CAP);
-            truncated = true;
-        }
         self.cut_backlink_contexts(&mut backlinks);
         let mocs = graph
             .mocs_linking(index)
@@ -444,11 +445,15 @@ impl Engine {
         let records = catalog.records();
         let notes = records.iter().filter(|r| r.kind == NoteKind::Note).count() as u64;
         let standards = records.iter().filter(|r| r.kind == NoteKind::Standard).count() as u64;
-        let tags: BTreeSet<String> = records
-            .iter()
-            .filter(|r| r.kind == NoteKind::Note)
-            .flat_map(|r| r.tags.iter().map(|t| t.to_lowercase()))
-            .collect();
+        // Distinct tags in any case; most are written in lowercase and are not copied.
+        let mut tags: HashSet<Cow<'_, str>> = HashSet::new();
+        for tag in records.iter().filter(|r| r.kind == NoteKind::Note).flat_map(|r| r.tags.iter()) {
+            if tag.chars().all(|c| c.to_lowercase().eq([c])) {
+                tags.insert(Cow::Borrowed(tag.as_str()));
+            } else {
+                tags.insert(Cow::Owned(tag.to_lowercase()));
+            }
+        }
         let meta = self.index.meta();
         let policy = self.policy();
         Ok(Overview {

@@ -97,10 +97,14 @@ impl Engine {
             skipped: scan.skipped.iter().map(|s| (s.path.clone(), s.reason.clone())).collect(),
             ..Drift::default()
         };
-        let mut seen = HashSet::with_capacity(scan.markdown.len());
+        // Which catalog records a file still stands for, by position in the catalog.
+        let mut seen = vec![false; catalog.records().len()];
         for file in scan.markdown {
-            seen.insert(file.path.as_str().to_owned());
-            match catalog.get(file.path.as_str()) {
+            let position = catalog.position(file.path.as_str());
+            if let Some(at) = position {
+                seen[at] = true;
+            }
+            match position.map(|at| &catalog.records()[at]) {
                 None => drift.added.push(file),
                 Some(record)
                     if record.size == file.stat.size
@@ -112,8 +116,13 @@ impl Engine {
                 Some(_) => drift.changed.push(file),
             }
         }
-        drift.removed =
-            catalog.records().iter().filter(|r| !seen.contains(&r.path)).map(|r| r.path.clone()).collect();
+        drift.removed = catalog
+            .records()
+            .iter()
+            .zip(&seen)
+            .filter(|(_, seen)| !**seen)
+            .map(|(r, _)| r.path.clone())
+            .collect();
         // Attachments are not in the index: every scan refreshes the catalog's list, so
         // links to images resolve even in a process that has not synced yet.
         if catalog.attachments != drift.attachments {

@@ -13,7 +13,7 @@
 //! The [`Graph`] is computed from all records at once and is immutable; the
 //! engine rebuilds it lazily after the vault changes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -499,10 +499,15 @@ impl Graph {
         &self.backlinks[start..end]
     }
 
-    /// The maps of content that link to a note.
+    /// The maps of content that link to a note (backlinks are ordered by the
+    /// linking note, so each map is one binary search).
     pub fn mocs_linking(&self, target: usize) -> Vec<usize> {
-        let sources: BTreeSet<usize> = self.backlinks(target).iter().map(|b| b.from as usize).collect();
-        self.mocs.iter().copied().filter(|m| sources.contains(m)).collect()
+        let backlinks = self.backlinks(target);
+        self.mocs
+            .iter()
+            .copied()
+            .filter(|&m| backlinks.binary_search_by_key(&id(m), |b| b.from).is_ok())
+            .collect()
     }
 }
 
@@ -548,6 +553,7 @@ mod tests {
             record("b.md", "# Top\n[[a]]"),
             record("c.md", "[[b#Top]] ![[pic.png]]"),
             record("d.md", "alone"),
+            record("moc.md", "---\ntags: [MOC]\n---\n[[b]]"),
         ];
         let attachments = vec!["img/pic.png".to_owned()];
         let graph = Graph::build(&records, &attachments);
@@ -562,11 +568,17 @@ mod tests {
         );
         assert_eq!(graph.outlinks(2), &[Resolution::Note(1), Resolution::Attachment(0)]);
         assert!(graph.outlinks(3).is_empty());
-        // Backlinks of `b`: from `a` (its first link), then from `c`; `a#Nope` is broken.
-        assert_eq!(graph.backlinks(1), &[Backlink { from: 0, link: 0 }, Backlink { from: 2, link: 0 }]);
+        // Backlinks of `b`: from `a` (its first link), then `c`, then the map; `a#Nope` is broken.
+        assert_eq!(
+            graph.backlinks(1),
+            &[Backlink { from: 0, link: 0 }, Backlink { from: 2, link: 0 }, Backlink { from: 4, link: 0 }]
+        );
         assert_eq!(graph.backlinks(0), &[Backlink { from: 1, link: 0 }]);
         assert!(graph.backlinks(3).is_empty());
         assert_eq!(graph.orphans, vec![3]);
-        assert_eq!((graph.link_count, graph.broken_count), (7, 2));
+        assert_eq!((graph.link_count, graph.broken_count), (8, 2));
+        assert_eq!(graph.mocs, vec![4]);
+        assert_eq!(graph.mocs_linking(1), vec![4]);
+        assert!(graph.mocs_linking(0).is_empty());
     }
 }
