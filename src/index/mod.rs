@@ -25,10 +25,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::Query;
+use tantivy::query::{EnableScoring, Query};
 use tantivy::schema::{Field, Value};
 use tantivy::{
-    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, TantivyError, Term,
+    DocAddress, Executor, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
+    TantivyError, Term,
 };
 
 use crate::error::{Error, ErrorCode, Result};
@@ -53,6 +54,12 @@ const SMALL_MEMORY: usize = 24 * 1024 * 1024;
 const DOC_STORE_CACHE_BLOCKS: usize = 8;
 /// The most threads one search uses (one per core up to this).
 const SEARCH_THREADS: usize = 4;
+/// Postings (documents holding a query's terms, summed over its terms) from
+/// which a search visits the segments on several threads. Below it the hand-off
+/// costs more than it saves: a cheap search takes 0.1–0.3 ms alone and about
+/// 0.1 ms more spread; a phrase or several common words over 100k notes
+/// (100,000+ postings) answers in about half the time.
+const PARALLEL_POSTINGS: u64 = 20_000;
 
 /// See [`SearchScope::min_share`]; chosen with `kb-index eval` (BENCHMARKS.md, "Search quality").
 const KNOWLEDGE_MIN_SHARE: f32 = 0.0;
@@ -179,6 +186,8 @@ pub struct SearchIndex {
     dir: PathBuf,
     /// Serialises this process's writers (other processes are kept out by tantivy's lock).
     writing: Mutex<()>,
+    /// Threads a costly search spreads its segments over (`None` on one core).
+    parallel: Option<Executor>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -225,23 +234,24 @@ impl SearchIndex {
                 Self::create(dir, &schema)?
             }
         };
-        let mut index = index;
         index.tokenizers().register(tokenizer::ANALYZER, tokenizer::index_analyzer());
-        // A search visits the segments on every core: a costly query (a phrase or
-        // several common words over 100k notes) answers in about half the time.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(SEARCH_THREADS);
-        if cores > 1 {
-            index
-                .set_multithread_executor(cores)
-                .map_err(|e| tantivy_error("starting the search threads", e))?;
-        }
+        let parallel = if cores > 1 {
+            Some(
+                Executor::multi_thread(cores, "kb-search-")
+                    .map_err(|e| tantivy_error("starting the search threads", e))?,
+            )
+        } else {
+            None
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .doc_store_cache_num_blocks(DOC_STORE_CACHE_BLOCKS)
             .try_into()
             .map_err(|e| tantivy_error("opening an index reader", e))?;
-        let this = SearchIndex { index, reader, schema, dir: dir.to_owned(), writing: Mutex::new(()) };
+        let this =
+            SearchIndex { index, reader, schema, dir: dir.to_owned(), writing: Mutex::new(()), parallel };
         Ok((this, fresh))
     }
 
@@ -440,11 +450,12 @@ impl SearchIndex {
         let mut relaxed = false;
         let min_share = request.scope.min_share();
         let mut built = query::build(&plan, fields, weights, &filters, min_share, false);
-        let (mut top, mut total) = self.run(&searcher, built.as_ref(), limit)?;
+        let executor = self.executor_for(&searcher, &plan);
+        let (mut top, mut total) = self.run(&searcher, built.as_ref(), limit, executor)?;
         if total == 0 && !plan.words.is_empty() {
             relaxed = true;
             built = query::build(&plan, fields, weights, &filters, min_share, true);
-            (top, total) = self.run(&searcher, built.as_ref(), limit)?;
+            (top, total) = self.run(&searcher, built.as_ref(), limit, executor)?;
         }
         let mut fuzzy = false;
         if total == 0
@@ -452,7 +463,7 @@ impl SearchIndex {
         {
             fuzzy = true;
             built = typo_tolerant;
-            (top, total) = self.run(&searcher, built.as_ref(), limit)?;
+            (top, total) = self.run(&searcher, built.as_ref(), limit, executor)?;
         }
         let terms = plan.positive_terms();
         let mut hits = Vec::with_capacity(top.len());
@@ -522,11 +533,33 @@ impl SearchIndex {
         searcher: &Searcher,
         query: &dyn Query,
         limit: usize,
+        executor: &Executor,
     ) -> Result<(Vec<(f32, DocAddress)>, usize)> {
-        // Fetch a few extra so that ties at the cut-off can be ordered by path.
+        let collector = (TopDocs::with_limit(limit).order_by_score(), Count);
+        let scoring = EnableScoring::enabled_from_searcher(searcher);
         searcher
-            .search(query, &(TopDocs::with_limit(limit).order_by_score(), Count))
+            .search_with_executor(query, &collector, executor, scoring)
             .map_err(|e| tantivy_error("searching", e))
+    }
+
+    /// Where a search runs: on several threads when its terms' postings in the
+    /// note bodies (what a search mostly walks) reach [`PARALLEL_POSTINGS`] and
+    /// the index has several segments; on the calling thread otherwise.
+    fn executor_for(&self, searcher: &Searcher, plan: &query::QueryPlan) -> &Executor {
+        const HERE: &Executor = &Executor::SingleThread;
+        let Some(parallel) = &self.parallel else { return HERE };
+        if searcher.segment_readers().len() < 2 {
+            return HERE;
+        }
+        let body = self.schema.fields.body;
+        let mut postings = 0;
+        for term in plan.positive_terms() {
+            postings += searcher.doc_freq(&Term::from_field_text(body, &term)).unwrap_or(0);
+            if postings >= PARALLEL_POSTINGS {
+                return parallel;
+            }
+        }
+        HERE
     }
 }
 
