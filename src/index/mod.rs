@@ -54,12 +54,12 @@ const SMALL_MEMORY: usize = 24 * 1024 * 1024;
 const DOC_STORE_CACHE_BLOCKS: usize = 8;
 /// The most threads one search uses (one per core up to this).
 const SEARCH_THREADS: usize = 4;
-/// Postings (documents holding a query's terms, summed over its terms) from
-/// which a search visits the segments on several threads. Below it the hand-off
-/// costs more than it saves: a cheap search takes 0.1–0.3 ms alone and about
-/// 0.1 ms more spread; a phrase or several common words over 100k notes
-/// (100,000+ postings) answers in about half the time.
-const PARALLEL_POSTINGS: u64 = 20_000;
+/// Postings (notes whose body holds a query's terms, summed over its terms)
+/// from which a content search visits the segments on several threads. Below
+/// it the hand-off costs more than it saves (a no-hit search takes 0.15 ms
+/// alone, 0.3 ms spread); above it a one-word search at 10k notes already
+/// gains a sixth, three common words at 100k notes a third.
+const PARALLEL_POSTINGS: u64 = 2_000;
 
 /// See [`SearchScope::min_share`]; chosen with `kb-index eval` (BENCHMARKS.md, "Search quality").
 const KNOWLEDGE_MIN_SHARE: f32 = 0.0;
@@ -450,7 +450,11 @@ impl SearchIndex {
         let mut relaxed = false;
         let min_share = request.scope.min_share();
         let mut built = query::build(&plan, fields, weights, &filters, min_share, false);
-        let executor = self.executor_for(&searcher, &plan);
+        let executor = match request.scope {
+            SearchScope::Content => self.executor_for(&searcher, &plan),
+            // Titles, aliases and tags are short: these searches stay well under a millisecond.
+            SearchScope::Knowledge => &Executor::SingleThread,
+        };
         let (mut top, mut total) = self.run(&searcher, built.as_ref(), limit, executor)?;
         if total == 0 && !plan.words.is_empty() {
             relaxed = true;
@@ -542,8 +546,8 @@ impl SearchIndex {
             .map_err(|e| tantivy_error("searching", e))
     }
 
-    /// Where a search runs: on several threads when its terms' postings in the
-    /// note bodies (what a search mostly walks) reach [`PARALLEL_POSTINGS`] and
+    /// Where a content search runs: on several threads when its terms' postings
+    /// in the note bodies (what it mostly walks) reach [`PARALLEL_POSTINGS`] and
     /// the index has several segments; on the calling thread otherwise.
     fn executor_for(&self, searcher: &Searcher, plan: &query::QueryPlan) -> &Executor {
         const HERE: &Executor = &Executor::SingleThread;
