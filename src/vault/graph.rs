@@ -106,14 +106,10 @@ fn lower(text: &str) -> String {
     text.to_lowercase()
 }
 
-/// Whether `text` lowercased is `key` (already lowercased): byte by byte when
-/// both are ASCII, as most names are, without building the lowercase copy.
+/// Whether `text` lowercased is `key` (already lowercased): without building
+/// the lowercase copy when both are ASCII, as most names are.
 fn lowers_to(text: &str, key: &str) -> bool {
-    if text.is_ascii() && key.is_ascii() {
-        text.len() == key.len() && text.bytes().zip(key.bytes()).all(|(t, k)| t.to_ascii_lowercase() == k)
-    } else {
-        lower(text) == key
-    }
+    if text.is_ascii() && key.is_ascii() { text.eq_ignore_ascii_case(key) } else { lower(text) == key }
 }
 
 fn strip_md(text: &str) -> &str {
@@ -228,19 +224,6 @@ impl Resolver {
                 .collect();
         }
         self.by_stem_lower.run(&key).filter(|&i| files.has_stem(i, &key)).collect()
-    }
-
-    /// Resolves a link written in `from` (an index into `records`).
-    pub fn resolve_link(
-        &self,
-        records: &[Arc<NoteRecord>],
-        attachments: &[String],
-        from: usize,
-        link: LinkRef<'_>,
-    ) -> Resolution {
-        let files = Files { records, attachments };
-        let target = if link.target.trim().is_empty() { Ok(from) } else { self.target(files, link) };
-        anchored(records, target, link)
     }
 
     /// Where a link's non-empty target leads, its anchor aside: a note, or else
@@ -427,6 +410,7 @@ impl Graph {
             let counted = record.kind == NoteKind::Note;
             for link in record.links.iter() {
                 let resolution = if link.target.trim().is_empty() {
+                    // `[[#heading]]`: a link within the note itself.
                     anchored(records, Ok(from), link)
                 } else {
                     // Popular targets are written thousands of times: resolve each once.
