@@ -450,8 +450,9 @@ impl SearchIndex {
         let mut relaxed = false;
         let min_share = request.scope.min_share();
         let mut built = query::build(&plan, fields, weights, &filters, min_share, false);
+        let terms = plan.positive_terms();
         let executor = match request.scope {
-            SearchScope::Content => self.executor_for(&searcher, &plan),
+            SearchScope::Content => self.executor_for(&searcher, &terms),
             // Titles, aliases and tags are short: these searches stay well under a millisecond.
             SearchScope::Knowledge => &Executor::SingleThread,
         };
@@ -469,7 +470,6 @@ impl SearchIndex {
             built = typo_tolerant;
             (top, total) = self.run(&searcher, built.as_ref(), limit, executor)?;
         }
-        let terms = plan.positive_terms();
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument =
@@ -549,7 +549,7 @@ impl SearchIndex {
     /// Where a content search runs: on several threads when its terms' postings
     /// in the note bodies (what it mostly walks) reach [`PARALLEL_POSTINGS`] and
     /// the index has several segments; on the calling thread otherwise.
-    fn executor_for(&self, searcher: &Searcher, plan: &query::QueryPlan) -> &Executor {
+    fn executor_for(&self, searcher: &Searcher, terms: &BTreeSet<String>) -> &Executor {
         const HERE: &Executor = &Executor::SingleThread;
         let Some(parallel) = &self.parallel else { return HERE };
         if searcher.segment_readers().len() < 2 {
@@ -557,8 +557,8 @@ impl SearchIndex {
         }
         let body = self.schema.fields.body;
         let mut postings = 0;
-        for term in plan.positive_terms() {
-            postings += searcher.doc_freq(&Term::from_field_text(body, &term)).unwrap_or(0);
+        for term in terms {
+            postings += searcher.doc_freq(&Term::from_field_text(body, term)).unwrap_or(0);
             if postings >= PARALLEL_POSTINGS {
                 return parallel;
             }
