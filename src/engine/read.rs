@@ -386,7 +386,10 @@ impl Engine {
                 }
             })
             .collect();
-        backlinks.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
+        debug_assert!(
+            backlinks.is_sorted_by(|a, b| (a.path.as_str(), a.line) <= (b.path.as_str(), b.line)),
+            "the graph lists backlinks by path, then line"
+        );
         self.cut_backlink_contexts(&mut backlinks);
         let mocs = graph
             .mocs_linking(index)
