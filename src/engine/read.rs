@@ -17,8 +17,8 @@ use crate::index::{SearchRequest, SearchScope};
 use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
 use crate::vault::{
-    AnchorRef, LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, link_context,
-    parse_note,
+    AnchorRef, LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, heading_key,
+    link_context, parse_note,
 };
 
 /// Default and largest `limit` of the searches.
@@ -45,11 +45,6 @@ fn kind_name(kind: LinkKind) -> &'static str {
         LinkKind::Embed => "embed",
         LinkKind::Markdown => "markdown",
     }
-}
-
-/// Normalises a heading for comparison: case-insensitive, whitespace collapsed.
-fn heading_key(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 impl Engine {

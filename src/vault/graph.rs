@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{AnchorRef, LinkKind, LinkRef, NoteKind, NoteRecord};
+use super::{AnchorRef, LinkKind, LinkRef, NoteKind, NoteRecord, heading_key};
 use crate::error::{Error, ErrorCode, Result};
 
 /// Where a link leads. Indexes are `u32` (a vault has far fewer than 4 billion
@@ -121,11 +121,6 @@ fn strip_md(text: &str) -> &str {
 
 fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
-}
-
-/// Normalises a heading for anchor comparison: case-insensitive, whitespace collapsed.
-fn heading_key(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 /// What the resolver looks in: the records (sorted by path) and the attachment

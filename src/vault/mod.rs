@@ -17,7 +17,8 @@ mod record;
 pub use config::{Limits, VaultConfig};
 pub use frontmatter::{Frontmatter, parse_frontmatter};
 pub use note::{
-    Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, link_context, parse_note,
+    Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, heading_key, link_context,
+    parse_note,
 };
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 pub use record::{NoteKind, NoteRecord, content_hash};

@@ -169,6 +169,12 @@ fn line_at(bytes: &[u8], offset: usize) -> u32 {
     u32::try_from(newlines).unwrap_or(u32::MAX).saturating_add(1)
 }
 
+/// A heading's comparison key: case-insensitive, whitespace collapsed. Link
+/// anchors, `read_note` sections and patch section edits all find a heading by it.
+pub fn heading_key(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
 /// A link's context: the line that holds it, trimmed and cut to at most 160
 /// characters.
 pub fn link_context(line: &str) -> String {

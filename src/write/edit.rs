@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::yaml;
 use crate::error::{Error, Result};
-use crate::vault::parse_frontmatter;
+use crate::vault::{heading_key, parse_frontmatter};
 
 /// One change to a note. Edits apply in order, each to the result of the one before.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -337,11 +337,6 @@ fn headings(text: &str) -> Vec<Heading> {
         }
     }
     out
-}
-
-/// Case-insensitive, whitespace-insensitive comparison key of a heading's text.
-fn heading_key(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 fn replace_section(text: &str, heading: &str, content: &str, eol: &str) -> Result<String> {
