@@ -516,3 +516,38 @@ fn typos_fall_back_to_fuzzy_matching_and_explain_says_why_a_note_ranked() {
     assert!(terms.iter().any(|t| t["field"] == "title" && t["term"] == "仓库"), "{why}");
     assert!(engine.search_knowledge(&search("备份仓库")).unwrap().results[0].explain.is_none());
 }
+
+#[test]
+fn a_hub_shows_its_first_500_backlinks_in_order_and_says_it_cut_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    std::fs::write(vault.join("hub.md"), "# Hub\n").unwrap();
+    // l000 links twice (lines 1 and 3), then 504 notes once each: 506 backlinks.
+    std::fs::write(vault.join("l000.md"), "first [[hub]]\n\nagain [[hub]] here\n").unwrap();
+    for i in 1..505 {
+        std::fs::write(vault.join(format!("l{i:03}.md")), format!("note {i} links [[hub]]\n")).unwrap();
+    }
+    let engine = open(vault);
+    let related =
+        engine.get_related_notes(&NoteRefArgs { path: Some("hub.md".into()), ..Default::default() }).unwrap();
+    assert!(related.truncated);
+    let shown: Vec<(&str, u32)> = related.backlinks.iter().map(|b| (b.path.as_str(), b.line)).collect();
+    assert_eq!(shown.len(), 500);
+    assert_eq!(&shown[..3], &[("l000.md", 1), ("l000.md", 3), ("l001.md", 1)]);
+    assert_eq!(shown[499], ("l498.md", 1), "the first 500 by path, then line");
+    assert!(shown.windows(2).all(|pair| pair[0] <= pair[1]));
+    assert_eq!(related.backlinks[1].context, "again [[hub]] here");
+    assert_eq!(related.backlinks[499].context, "note 498 links [[hub]]");
+}
+
+#[test]
+fn the_overview_counts_a_tag_once_in_any_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    std::fs::write(vault.join("a.md"), "---\ntags: [Tag, ÄRGER, area/Work]\n---\nbody\n").unwrap();
+    std::fs::write(vault.join("b.md"), "---\ntags: [tag, ärger, area/work, 备份]\n---\nbody\n").unwrap();
+    let engine = open(vault);
+    let overview = engine.overview("read", 0).unwrap();
+    // tag, ärger, area/work, 备份
+    assert_eq!(overview.counts.tags, 4);
+}
