@@ -636,6 +636,132 @@ fn diff_marks_a_missing_final_newline() {
     assert_eq!((staged.added, staged.removed), (1, 1));
 }
 
+/// Applies a proposal's diff with `git apply` to a copy of the note as it was: the
+/// diff a person reviews must be one `patch` and `git apply` accept, and must
+/// produce exactly the staged note.
+fn assert_diff_applies(before: &str, staged: &Staged, after: &str) {
+    let diff = staged.diff.as_deref().expect("a patch has a diff");
+    let dir = TempDir::new().unwrap();
+    let file = dir.path().join("z/diffed.md");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, before).unwrap();
+    fs::write(dir.path().join("p.diff"), diff).unwrap();
+    for check in [true, false] {
+        let mut git = std::process::Command::new("git");
+        git.current_dir(dir.path()).arg("apply");
+        if check {
+            git.arg("--check");
+        }
+        let output = git.arg("p.diff").output().expect("git runs");
+        assert!(
+            output.status.success(),
+            "git apply{} refused the diff: {}\n{diff}",
+            if check { " --check" } else { "" },
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    assert_eq!(fs::read_to_string(&file).unwrap(), after, "{diff}");
+    // `git apply` and `patch` forgive a hunk that names the wrong line (they
+    // search nearby): check each header against the lines it shows.
+    let old_lines: Vec<&str> = before.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = after.split_inclusive('\n').collect();
+    let mut hunk: Option<(usize, usize)> = None;
+    for line in diff.lines().skip(2) {
+        if let Some(header) = line.strip_prefix("@@ -") {
+            let numbers: Vec<usize> = header
+                .trim_end_matches(" @@")
+                .split([' ', ',', '+'])
+                .filter(|n| !n.is_empty())
+                .map(|n| n.parse().unwrap())
+                .collect();
+            assert_eq!(numbers.len(), 4, "{line}");
+            let start = |at: usize, len: usize| if len == 0 { at } else { at - 1 };
+            hunk = Some((start(numbers[0], numbers[1]), start(numbers[2], numbers[3])));
+            continue;
+        }
+        let Some((old_at, new_at)) = hunk.as_mut() else { panic!("a line before any hunk: {line}\n{diff}") };
+        let (mark, content) = line.split_at(1);
+        let strip = |l: &str| l.trim_end_matches('\n').to_owned();
+        if matches!(mark, " " | "-") {
+            assert_eq!(
+                old_lines.get(*old_at).map(|l| strip(l)),
+                Some(content.to_owned()),
+                "old side\n{diff}"
+            );
+            *old_at += 1;
+        }
+        if matches!(mark, " " | "+") {
+            assert_eq!(
+                new_lines.get(*new_at).map(|l| strip(l)),
+                Some(content.to_owned()),
+                "new side\n{diff}"
+            );
+            *new_at += 1;
+        }
+    }
+}
+
+/// Issue 12 item 18: a `set_frontmatter` diff named the wrong first line
+/// (`@@ -2,9 +2,9 @@` over a context starting at line 1). Every edit kind's diff
+/// must apply with `git apply`.
+#[test]
+fn issue_12_every_edit_kinds_diff_applies_with_git() {
+    let head = "---\ntitle: Diffed\ntags: [a, b]\ncreated: 2026-01-02\nstatus: draft\n---\n# Diffed\n\nIntro line.\n\n";
+    let mut long = String::from(head);
+    for section in 1..=4 {
+        long.push_str(&format!("## Part {section}\n\n"));
+        for line in 1..=5 {
+            long.push_str(&format!("Line {line} of part {section}.\n"));
+        }
+        long.push('\n');
+    }
+    long.push_str("Last line.\n");
+    let short = "---\ntitle: Short\n---\nOne.\nTwo.";
+    let mut fields = Map::new();
+    fields.insert("status".into(), json!("done"));
+    let mut several = Map::new();
+    several.insert("status".into(), Value::Null);
+    several.insert("aliases".into(), json!(["d"]));
+    let cases: Vec<(&str, Vec<Edit>)> = vec![
+        ("set_frontmatter", vec![Edit::SetFrontmatter { fields: fields.clone() }]),
+        ("set_frontmatter (remove, add)", vec![Edit::SetFrontmatter { fields: several }]),
+        ("replace_all", vec![Edit::ReplaceAll { content: "Only this.\n".into() }]),
+        ("append", vec![Edit::Append { content: "Appended.".into() }]),
+        ("prepend", vec![Edit::Prepend { content: "Prepended.".into() }]),
+        (
+            "find_replace",
+            vec![Edit::FindReplace { find: "Line 3 of part 2".into(), replace: "Changed".into() }],
+        ),
+        (
+            "replace_section",
+            vec![Edit::ReplaceSection { heading: "Part 3".into(), content: "New part three.\n".into() }],
+        ),
+        (
+            "far apart",
+            vec![
+                Edit::SetFrontmatter { fields: fields.clone() },
+                Edit::FindReplace { find: "Line 4 of part 4".into(), replace: "Far".into() },
+            ],
+        ),
+    ];
+    let vault = vault();
+    for (text, label) in [(long.as_str(), "long"), (short, "short")] {
+        for (kind, edits) in &cases {
+            if text == short
+                && matches!(edits[..], [Edit::FindReplace { .. }] | [Edit::ReplaceSection { .. }] | [_, _])
+            {
+                continue;
+            }
+            vault.write("z/diffed.md", text);
+            let staged = vault
+                .patch("z/diffed.md", edits.clone())
+                .unwrap_or_else(|err| panic!("{label} {kind}: {err}"));
+            let after = vault.staged_text(&staged);
+            assert_diff_applies(text, &staged, &after);
+        }
+    }
+}
+
 #[test]
 fn edits_deserialize_strictly() {
     let edit: Edit =

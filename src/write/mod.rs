@@ -39,6 +39,7 @@
 //! a person looking at the inbox expects.
 
 mod apply;
+mod diff;
 mod edit;
 mod proposal;
 mod propose;

@@ -6,11 +6,10 @@
 //! last the metadata file, each create-new under a fresh name: a proposal becomes
 //! visible only once it is complete, and a failure removes what was written.
 
-use imara_diff::{Algorithm, Diff, InternedInput, Interner, Token, UnifiedDiffConfig, UnifiedDiffPrinter};
 use jiff::Timestamp;
 use serde_json::{Value, json};
-use std::fmt;
 
+use super::diff::unified_diff;
 use super::edit::apply_edits;
 use super::proposal::{self, Inbox, META_SUFFIX, Metadata, SCHEMA, content_name, diff_name};
 use super::{NewNote, PatchRequest, ProposalKind, Staged, slug, yaml};
@@ -285,65 +284,4 @@ fn preview(text: &str) -> String {
 
 fn count_lines(text: &str) -> u32 {
     u32::try_from(text.lines().count()).unwrap_or(u32::MAX)
-}
-
-/// A unified diff with `--- a/<path>` / `+++ b/<path>` headers, and the numbers of
-/// lines added and removed.
-pub(super) fn unified_diff(path: &str, before: &str, after: &str) -> (String, u32, u32) {
-    let input = InternedInput::new(before, after);
-    let mut diff = Diff::compute(Algorithm::Histogram, &input);
-    diff.postprocess_lines(&input);
-    let hunks =
-        diff.unified_diff(&Printer(&input.interner), UnifiedDiffConfig::default(), &input).to_string();
-    let text = format!("--- a/{path}\n+++ b/{path}\n{hunks}");
-    (text, diff.count_additions(), diff.count_removals())
-}
-
-/// Prints hunks like `diff -u`, marking a last line without a line ending with
-/// `\ No newline at end of file`.
-struct Printer<'a>(&'a Interner<&'a str>);
-
-impl Printer<'_> {
-    fn line(&self, mut f: impl fmt::Write, prefix: char, token: Token) -> fmt::Result {
-        let line = self.0[token];
-        write!(f, "{prefix}{line}")?;
-        if !line.ends_with('\n') {
-            write!(f, "\n\\ No newline at end of file\n")?;
-        }
-        Ok(())
-    }
-}
-
-impl UnifiedDiffPrinter for Printer<'_> {
-    fn display_header(
-        &self,
-        mut f: impl fmt::Write,
-        start_before: u32,
-        start_after: u32,
-        len_before: u32,
-        len_after: u32,
-    ) -> fmt::Result {
-        // An empty side names the line before it, as `diff -u` does.
-        let first = |start: u32, len: u32| if len == 0 { start } else { start + 1 };
-        writeln!(
-            f,
-            "@@ -{},{len_before} +{},{len_after} @@",
-            first(start_before, len_before),
-            first(start_after, len_after)
-        )
-    }
-
-    fn display_context_token(&self, f: impl fmt::Write, token: Token) -> fmt::Result {
-        self.line(f, ' ', token)
-    }
-
-    fn display_hunk(&self, mut f: impl fmt::Write, before: &[Token], after: &[Token]) -> fmt::Result {
-        for &token in before {
-            self.line(&mut f, '-', token)?;
-        }
-        for &token in after {
-            self.line(&mut f, '+', token)?;
-        }
-        Ok(())
-    }
 }

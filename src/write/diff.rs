@@ -1,0 +1,93 @@
+//! The unified diff a person reviews before applying a patch: `diff -u`'s format,
+//! which `patch` and `git apply` accept.
+//!
+//! imara-diff finds the changed lines; the hunks are grouped and printed here
+//! because its own printer (0.2.0) names the wrong first line when the first change
+//! lies within twice the context of the top of the file (`@@ -2,9 …` over context
+//! that starts at line 1). Each header is computed from the same ranges as the
+//! lines printed under it.
+
+use std::fmt::Write as _;
+use std::ops::Range;
+
+use imara_diff::{Algorithm, Diff, Hunk, InternedInput, Interner, Token};
+
+/// Unchanged lines shown around each change, as `diff -u`.
+const CONTEXT: u32 = 3;
+
+/// A unified diff with `--- a/<path>` / `+++ b/<path>` headers, and the numbers of
+/// lines added and removed.
+pub(super) fn unified_diff(path: &str, before: &str, after: &str) -> (String, u32, u32) {
+    let input = InternedInput::new(before, after);
+    let mut diff = Diff::compute(Algorithm::Histogram, &input);
+    diff.postprocess_lines(&input);
+    let mut text = format!("--- a/{path}\n+++ b/{path}\n");
+    let hunks: Vec<Hunk> = diff.hunks().collect();
+    let lines = Lines { interner: &input.interner, before: &input.before, after: &input.after };
+    for group in groups(&hunks) {
+        lines.write_group(&mut text, group);
+    }
+    (text, diff.count_additions(), diff.count_removals())
+}
+
+/// Splits the changes into runs whose gaps are at most twice the context: each
+/// run is printed as one hunk.
+fn groups(hunks: &[Hunk]) -> impl Iterator<Item = &[Hunk]> {
+    hunks.chunk_by(|a, b| b.before.start - a.before.end <= 2 * CONTEXT)
+}
+
+struct Lines<'a> {
+    interner: &'a Interner<&'a str>,
+    before: &'a [Token],
+    after: &'a [Token],
+}
+
+impl Lines<'_> {
+    fn write_group(&self, out: &mut String, group: &[Hunk]) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else { return };
+        // Unchanged lines pair one to one between changes, so the context before
+        // and after a run has the same length on both sides.
+        let lead = first.before.start.min(CONTEXT);
+        let trail = (u32_len(self.before) - last.before.end).min(CONTEXT);
+        let old = first.before.start - lead..last.before.end + trail;
+        let new = first.after.start - lead..last.after.end + trail;
+        let _ = writeln!(out, "@@ -{} +{} @@", range(&old), range(&new));
+        let mut at = old.start;
+        for hunk in group {
+            self.write(out, ' ', &self.before[span(at..hunk.before.start)]);
+            self.write(out, '-', &self.before[span(hunk.before.clone())]);
+            self.write(out, '+', &self.after[span(hunk.after.clone())]);
+            at = hunk.before.end;
+        }
+        self.write(out, ' ', &self.before[span(at..old.end)]);
+    }
+
+    /// Prints lines with a prefix, marking a last line without a line ending with
+    /// `\ No newline at end of file`.
+    fn write(&self, out: &mut String, prefix: char, tokens: &[Token]) {
+        for &token in tokens {
+            let line = self.interner[token];
+            out.push(prefix);
+            out.push_str(line);
+            if !line.ends_with('\n') {
+                out.push_str("\n\\ No newline at end of file\n");
+            }
+        }
+    }
+}
+
+/// A hunk header's `start,length`: 1-based, and an empty side names the line
+/// before it, as `diff -u` does.
+fn range(lines: &Range<u32>) -> String {
+    let len = lines.end - lines.start;
+    let start = if len == 0 { lines.start } else { lines.start + 1 };
+    format!("{start},{len}")
+}
+
+fn span(lines: Range<u32>) -> Range<usize> {
+    lines.start as usize..lines.end as usize
+}
+
+fn u32_len(tokens: &[Token]) -> u32 {
+    u32::try_from(tokens.len()).unwrap_or(u32::MAX)
+}
