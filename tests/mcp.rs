@@ -703,3 +703,107 @@ async fn a_call_during_the_first_index_build_waits_and_reports_progress() {
     }));
     client.cancel().await.unwrap();
 }
+
+/// Every read call that could reveal `z/Secrets/passwords.md`, with what it answered
+/// (`isError` results as their error text).
+async fn secret_views(client: &Client) -> Vec<(&'static str, String)> {
+    let calls = [
+        ("read_note", json!({"path": "z/Secrets/passwords.md"})),
+        ("search_note_content", json!({"query": "zebracorn"})),
+        ("search_knowledge", json!({"query": "zebracorn passwords"})),
+        ("list_recent_notes", json!({"days": 3650, "limit": 100})),
+        ("list_tags", json!({"limit": 1000})),
+        ("get_related_notes", json!({"path": "z/备份仓库.md"})),
+        ("recall_context", json!({"topic": "router password zebracorn"})),
+    ];
+    let mut out = Vec::new();
+    for (name, arguments) in calls {
+        let result = call(client, name, arguments).await.unwrap();
+        out.push((name, serde_json::to_string(&result).unwrap()));
+    }
+    out
+}
+
+const SECRET_KB_TOML: &str = "[vault]\nnotes = [\"z\"]\nstandards = [\"docs\"]\ninbox = \"inbox\"\n\
+                              read_also = [\"refs\"]\ndeny = [\"z/private\", \"z/Secrets\"]\n\
+                              [tags]\nregistry = \"docs/tags.md\"\n";
+
+/// Issue 12, item 4: a `deny` added to `kb.toml` while the server runs hides the
+/// notes from the very next call; an invalid `kb.toml` makes every call fail with
+/// its line and column until it is fixed; removing the rule shows them again.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue12_a_deny_rule_added_while_running_hides_notes_at_once() {
+    let (_tmp, vault) = common::temp_vault();
+    std::fs::create_dir_all(vault.join("z/Secrets")).unwrap();
+    std::fs::write(
+        vault.join("z/Secrets/passwords.md"),
+        "# passwords\n\nzebracorn is the router password. #vaultsecret\n\nSee [[备份仓库]].\n",
+    )
+    .unwrap();
+    let original = std::fs::read_to_string(vault.join("kb.toml")).unwrap();
+    let client = connect(&vault, "read").await;
+    for (name, text) in secret_views(&client).await {
+        assert!(
+            text.contains("Secrets/passwords") || text.contains("\"tag\":\"vaultsecret\""),
+            "{name} did not show the note before the rule: {text}"
+        );
+    }
+    std::fs::write(vault.join("kb.toml"), SECRET_KB_TOML).unwrap();
+    // No waiting: the very next call must see the rule.
+    for (name, text) in secret_views(&client).await.into_iter().filter(|(name, _)| *name != "read_note") {
+        assert!(
+            !text.contains("Secrets/passwords") && !text.contains("vaultsecret"),
+            "{name} still showed the denied note: {text}"
+        );
+    }
+    let read = call(&client, "read_note", json!({"path": "z/Secrets/passwords.md"})).await.unwrap();
+    assert_eq!(error_code(&read), "path_denied");
+
+    // An invalid kb.toml: every call fails, naming the line and column.
+    std::fs::write(vault.join("kb.toml"), "[vault]\nnotes = [\"z\"\ndeny = 3\n").unwrap();
+    for (name, arguments) in [
+        ("get_vault_overview", json!({})),
+        ("read_note", json!({"path": "z/备份仓库.md"})),
+        ("search_note_content", json!({"query": "备份"})),
+    ] {
+        let result = call(&client, name, arguments).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{name} answered with an invalid kb.toml: {result:?}");
+        let text = serde_json::to_string(&result).unwrap();
+        assert!(text.contains("kb.toml") && text.contains("line 3, column"), "{name}: {text}");
+    }
+    let resource = client.read_resource(ReadResourceRequestParams::new("kb://tags")).await;
+    assert!(resource.is_err(), "a resource was served with an invalid kb.toml");
+
+    // Fixed (and the rule gone): the note is back.
+    std::fs::write(vault.join("kb.toml"), &original).unwrap();
+    let read = call(&client, "read_note", json!({"path": "z/Secrets/passwords.md"})).await.unwrap();
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    let found = call(&client, "search_note_content", json!({"query": "zebracorn"})).await.unwrap();
+    assert_eq!(found.structured_content.unwrap()["total"], 1);
+    client.cancel().await.unwrap();
+}
+
+/// Issue 12, item 4: a server started with an invalid `kb.toml` says why on every
+/// call and serves within two seconds of the file being fixed, without a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue12_a_server_started_with_an_invalid_kb_toml_recovers_when_it_is_fixed() {
+    let (_tmp, vault) = common::temp_vault();
+    let original = std::fs::read_to_string(vault.join("kb.toml")).unwrap();
+    std::fs::write(vault.join("kb.toml"), "[vault]\nnotes = \"z\n").unwrap();
+    let client = connect(&vault, "read").await;
+    let result = call(&client, "get_vault_overview", json!({})).await.unwrap();
+    let text = serde_json::to_string(&result).unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text.contains("kb.toml") && text.contains("line 2, column"), "{text}");
+    std::fs::write(vault.join("kb.toml"), &original).unwrap();
+    let fixed = Instant::now();
+    loop {
+        let result = call(&client, "read_note", json!({"path": "z/备份仓库.md"})).await.unwrap();
+        if result.is_error != Some(true) {
+            break;
+        }
+        assert!(fixed.elapsed() < Duration::from_secs(2), "still failing after the fix: {result:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.cancel().await.unwrap();
+}

@@ -92,10 +92,31 @@ pub(crate) fn catalog_records(records: Vec<NoteRecord>) -> Vec<Arc<NoteRecord>> 
     shared
 }
 
+/// The configuration in force and the sandbox built from its policy, swapped
+/// together when `kb.toml` changes (see [`Engine::refresh_config`]).
+#[derive(Debug, Clone)]
+struct Settings {
+    sandbox: Arc<Sandbox>,
+    config: Arc<VaultConfig>,
+}
+
+/// What `kb.toml` held when it was last looked at.
+#[derive(Debug)]
+struct ConfigSeen {
+    /// The text last read (`None`: no file); `Err(())` when it must be read and
+    /// applied again (a change could not be completed).
+    text: std::result::Result<Option<String>, ()>,
+    /// Why calls must fail now (an invalid `kb.toml`), if they must.
+    error: Option<Error>,
+}
+
 /// One vault, opened.
 pub struct Engine {
-    sandbox: Sandbox,
-    config: VaultConfig,
+    /// The canonical vault root (it never changes).
+    root: PathBuf,
+    settings: RwLock<Settings>,
+    /// Serialises configuration changes; held while one is brought into force.
+    config_seen: Mutex<ConfigSeen>,
     index: SearchIndex,
     catalog: RwLock<Arc<Catalog>>,
     /// Serialises syncs within this process.
@@ -112,7 +133,7 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("vault", &self.sandbox.root()).finish_non_exhaustive()
+        f.debug_struct("Engine").field("vault", &self.root()).finish_non_exhaustive()
     }
 }
 
@@ -123,7 +144,8 @@ impl Engine {
     /// Opens a vault: reads `kb.toml`, opens the sandbox and the index, and loads
     /// the records the index holds. Does not read the notes (see [`Engine::sync`]).
     pub fn open(options: &EngineOptions) -> Result<Engine> {
-        let config = VaultConfig::parse(read_vault_config(&options.vault)?.as_deref())?;
+        let text = read_vault_config(&options.vault)?;
+        let config = VaultConfig::parse(text.as_deref())?;
         let sandbox = Sandbox::open(&options.vault, config.policy.clone())?;
         let index_dir = options.index_dir.clone().unwrap_or_else(|| sandbox.root().join(".kb"));
         let (index, _fresh) = SearchIndex::open(&index_dir)?;
@@ -131,8 +153,9 @@ impl Engine {
         let records = catalog_records(index.records()?);
         let catalog = Catalog::new(records, Vec::new());
         Ok(Engine {
-            sandbox,
-            config,
+            root: sandbox.root().to_owned(),
+            settings: RwLock::new(Settings { sandbox: Arc::new(sandbox), config: Arc::new(config) }),
+            config_seen: Mutex::new(ConfigSeen { text: Ok(text), error: None }),
             index,
             catalog: RwLock::new(Arc::new(catalog)),
             syncing: Mutex::new(()),
@@ -144,22 +167,91 @@ impl Engine {
 
     /// The vault root.
     pub fn root(&self) -> &Path {
-        self.sandbox.root()
+        &self.root
     }
 
-    /// The sandbox (for the write layer and resources).
-    pub fn sandbox(&self) -> &Sandbox {
-        &self.sandbox
+    fn settings(&self) -> Settings {
+        self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The sandbox in force (for the write layer and resources). A configuration
+    /// change swaps in a new one; callers keep the one they got for one operation.
+    pub fn sandbox(&self) -> Arc<Sandbox> {
+        self.settings().sandbox
     }
 
     /// The configuration in force.
-    pub fn config(&self) -> &VaultConfig {
-        &self.config
+    pub fn config(&self) -> Arc<VaultConfig> {
+        self.settings().config
     }
 
     /// The policy in force.
-    pub fn policy(&self) -> &Policy {
-        self.sandbox.policy()
+    pub fn policy(&self) -> Policy {
+        self.sandbox().policy().clone()
+    }
+
+    /// Puts the `kb.toml` on disk in force before a call is answered, so that a
+    /// call is never served with a weaker configuration than the one on disk.
+    /// Reading the file (a few hundred bytes) is cheap; when its text is what was
+    /// last applied, nothing else happens. When it changed: an invalid file makes
+    /// this and every later call fail with its error (naming the line and column)
+    /// until it is fixed; a valid one is swapped in and, when it changed what may
+    /// be read, the index is brought in line (notes now denied are dropped, notes
+    /// now allowed are added) before any call goes on. Calls arriving meanwhile
+    /// wait. Returns whether a new configuration came into force.
+    pub fn refresh_config(&self) -> Result<bool> {
+        let mut seen = self.config_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let text = match read_vault_config(&self.root) {
+            Ok(text) => text,
+            Err(error) => {
+                // Unreadable now: refuse rather than serve what may be outdated, and
+                // read it again next time.
+                seen.text = Err(());
+                return Err(error.with_hint("fix kb.toml; calls are refused until it can be read"));
+            }
+        };
+        if seen.text.as_ref() == Ok(&text) {
+            return seen.error.clone().map_or(Ok(false), Err);
+        }
+        seen.text = Ok(text.clone());
+        let config = match VaultConfig::parse(text.as_deref()) {
+            Ok(config) => config,
+            Err(error) => {
+                seen.error = Some(error.clone());
+                return Err(error);
+            }
+        };
+        let current = self.settings();
+        seen.error = None;
+        if current.config.policy == config.policy {
+            let mut settings = self.settings.write().unwrap_or_else(|p| p.into_inner());
+            settings.config = Arc::new(config);
+            return Ok(true);
+        }
+        let sandbox = Sandbox::open(&self.root, config.policy.clone());
+        let sandbox = match sandbox {
+            Ok(sandbox) => sandbox,
+            Err(error) => {
+                seen.text = Err(());
+                return Err(error);
+            }
+        };
+        *self.settings.write().unwrap_or_else(|p| p.into_inner()) =
+            Settings { sandbox: Arc::new(sandbox), config: Arc::new(config) };
+        if let Err(error) = self.sync(false, None) {
+            // The index may still list notes the new rules deny: refuse until a
+            // later call completes the change.
+            seen.text = Err(());
+            return Err(Error::new(
+                error.code,
+                format!(
+                    "kb.toml changed, and the index could not be brought in line with it: {}",
+                    error.message
+                ),
+            )
+            .with_hint("retry; calls are refused until the new configuration is fully in force"));
+        }
+        Ok(true)
     }
 
     /// The index.

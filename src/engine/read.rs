@@ -138,7 +138,7 @@ impl Engine {
     fn cut_backlink_contexts(&self, backlinks: &mut [BacklinkOut]) {
         backlinks.par_chunk_by_mut(|a, b| a.path == b.path).for_each(|group| {
             let Ok(path) = NotePath::parse(&group[0].path) else { return };
-            let Ok(bytes) = self.sandbox.read(&path, READ_FILE_MAX) else { return };
+            let Ok(bytes) = self.sandbox().read(&path, READ_FILE_MAX) else { return };
             let Ok(text) = decode_note(&bytes) else { return };
             let lines: Vec<&str> = text.split('\n').collect();
             for backlink in group {
@@ -151,7 +151,7 @@ impl Engine {
 
     fn snippets_of(&self, record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
         let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
-        let Ok(bytes) = self.sandbox.read(&path, READ_FILE_MAX) else { return Vec::new() };
+        let Ok(bytes) = self.sandbox().read(&path, READ_FILE_MAX) else { return Vec::new() };
         let Ok(text) = decode_note(&bytes) else { return Vec::new() };
         // The file may have changed since it was indexed: cut from what is there now,
         // parsing it again only when its bytes are not the ones the record describes.
@@ -170,7 +170,7 @@ impl Engine {
     /// Resolves `path` or `ref` to a readable note path (and a `#heading` from the ref).
     pub(crate) fn locate(&self, name: &NoteName) -> Result<(NotePath, Option<String>)> {
         match name {
-            NoteName::Path(path) => Ok((self.sandbox.resolve_read(path)?, None)),
+            NoteName::Path(path) => Ok((self.sandbox().resolve_read(path)?, None)),
             NoteName::Ref(reference) => {
                 let catalog = self.catalog();
                 let (index, anchor) = catalog.graph().resolver.resolve_ref(
@@ -178,7 +178,7 @@ impl Engine {
                     catalog.attachments(),
                     reference,
                 )?;
-                let path = self.sandbox.resolve_read(&catalog.records()[index].path)?;
+                let path = self.sandbox().resolve_read(&catalog.records()[index].path)?;
                 Ok((path, anchor.map(str::to_owned)))
             }
         }
@@ -188,13 +188,13 @@ impl Engine {
     pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
         let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
         let (path, anchor) = self.locate(&name)?;
-        let bytes = self.sandbox.read(&path, READ_FILE_MAX)?;
+        let bytes = self.sandbox().read(&path, READ_FILE_MAX)?;
         let text = decode_note(&bytes).map_err(|d| {
             Error::invalid(format!("{path} is not UTF-8 text: {}", d.message))
                 .with_hint("only UTF-8 Markdown notes can be read")
         })?;
         let note = parse_note(&path, text);
-        let stat = self.sandbox.stat(&path)?;
+        let stat = self.sandbox().stat(&path)?;
         let section = args.section.clone().or(anchor);
         let content = match section.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             None => text,
@@ -204,7 +204,7 @@ impl Engine {
                     .with_hint(format!("headings of this note: {}", available.join(" | ")))
             })?,
         };
-        let page_max = self.config.limits.read_max_bytes;
+        let page_max = self.config().limits.read_max_bytes;
         let max = args.max_bytes.unwrap_or(page_max).clamp(1, page_max) as usize;
         let offset = args.offset.unwrap_or(0) as usize;
         if offset > content.len() {
@@ -267,7 +267,7 @@ impl Engine {
 
     /// The tags listed by the tag registry note, lowercased.
     fn registered_tags(&self) -> (Option<String>, BTreeMap<String, String>) {
-        let Some(registry) = self.config.tag_registry.clone() else { return (None, BTreeMap::new()) };
+        let Some(registry) = self.config().tag_registry.clone() else { return (None, BTreeMap::new()) };
         let catalog = self.catalog();
         let tags = catalog
             .get(&registry)
@@ -532,7 +532,7 @@ impl Engine {
         let catalog = self.catalog();
         let documents = catalog.records().iter().filter_map(|record| {
             let path = NotePath::parse(&record.path).ok()?;
-            let bytes = self.sandbox.read(&path, READ_FILE_MAX).ok()?;
+            let bytes = self.sandbox().read(&path, READ_FILE_MAX).ok()?;
             let text = decode_note(&bytes).ok()?.to_owned();
             Some((record.path.clone(), text))
         });

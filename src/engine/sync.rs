@@ -89,7 +89,7 @@ fn kind_of(area: Area) -> NoteKind {
 impl Engine {
     /// Compares the files on disk with the catalog, by size and modification time.
     pub(crate) fn drift(&self) -> Result<Drift> {
-        let scan = self.sandbox.scan()?;
+        let scan = self.sandbox().scan()?;
         self.linked_notes.store(scan.linked > 0, Ordering::Relaxed);
         let catalog = self.catalog();
         let mut drift = Drift {
@@ -165,7 +165,7 @@ impl Engine {
         }
         let mut drift = Drift { attachments: catalog.attachments.clone(), ..Drift::default() };
         let reported: BTreeSet<String> =
-            changed.iter().filter_map(|disk| self.sandbox.vault_path(disk)).collect();
+            changed.iter().filter_map(|disk| self.sandbox().vault_path(disk)).collect();
         for rel in reported {
             if rel.is_empty() {
                 return None;
@@ -180,15 +180,15 @@ impl Engine {
             let below = catalog.records().partition_point(|r| r.path.as_str() < folder_prefix.as_str());
             let holds_notes =
                 catalog.records().get(below).is_some_and(|r| r.path.starts_with(&folder_prefix));
-            if self.sandbox.is_folder(&path) || holds_notes {
+            if self.sandbox().is_folder(&path) || holds_notes {
                 return None;
             }
-            let Some(area) = self.sandbox.area_of(&path).filter(|&area| area != Area::Inbox) else {
+            let Some(area) = self.sandbox().area_of(&path).filter(|&area| area != Area::Inbox) else {
                 continue;
             };
             if !path.is_markdown() {
                 let listed = drift.attachments.binary_search_by(|a| a.as_str().cmp(path.as_str()));
-                match (self.sandbox.is_attachment(&path), listed) {
+                match (self.sandbox().is_attachment(&path), listed) {
                     (true, Err(at)) => drift.attachments.insert(at, rel),
                     (false, Ok(at)) => {
                         drift.attachments.remove(at);
@@ -197,7 +197,7 @@ impl Engine {
                 }
                 continue;
             }
-            match (self.sandbox.stat(&path).ok().flatten(), catalog.get(path.as_str())) {
+            match (self.sandbox().stat(&path).ok().flatten(), catalog.get(path.as_str())) {
                 (None, Some(_)) => drift.removed.push(rel),
                 (None, None) => {}
                 (Some(stat), None) => drift.added.push(ScannedFile { path, area, stat }),
@@ -344,7 +344,7 @@ impl Engine {
         let modified_ns = nanos(file.stat.modified);
         let born_ns = file.stat.created.map(nanos);
         let kind = kind_of(file.area);
-        let bytes = match self.sandbox.read(&file.path, INDEX_MAX_BYTES) {
+        let bytes = match self.sandbox().read(&file.path, INDEX_MAX_BYTES) {
             Ok(bytes) => bytes,
             Err(err) if err.code == ErrorCode::NotFound => return Ok(None),
             Err(err) => {
@@ -381,13 +381,13 @@ impl Engine {
         let catalog = self.catalog();
         let mut changed = 0u64;
         for file in &drift.changed {
-            let same = match (catalog.get(file.path.as_str()), self.sandbox.read(&file.path, INDEX_MAX_BYTES))
-            {
-                (Some(record), Ok(bytes)) => {
-                    record.hash == content_hash(&bytes) && record.size == bytes.len() as u64
-                }
-                _ => false,
-            };
+            let same =
+                match (catalog.get(file.path.as_str()), self.sandbox().read(&file.path, INDEX_MAX_BYTES)) {
+                    (Some(record), Ok(bytes)) => {
+                        record.hash == content_hash(&bytes) && record.size == bytes.len() as u64
+                    }
+                    _ => false,
+                };
             if !same {
                 changed += 1;
             }
@@ -403,8 +403,8 @@ impl Engine {
     /// are serialised by the index itself, and both apply their changes to the
     /// current catalog as a delta, so neither undoes the other.
     pub fn refresh_note(&self, path: &crate::sandbox::NotePath) -> Result<()> {
-        let area = self.sandbox.area_of(path);
-        let stat = self.sandbox.stat(path)?;
+        let area = self.sandbox().area_of(path);
+        let stat = self.sandbox().stat(path)?;
         let document = match (area, stat) {
             (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
                 if path.is_markdown() =>

@@ -36,7 +36,7 @@ impl Engine {
             description: args.description.clone(),
         };
         let staged =
-            write::propose_new(self.sandbox(), &self.config().limits, &note, jiff::Timestamp::now())?;
+            write::propose_new(&self.sandbox(), &self.config().limits, &note, jiff::Timestamp::now())?;
         let similar = self.similar_notes(&args.title, &args.aliases.clone().unwrap_or_default());
         Ok(ProposeNewResult {
             proposal_id: staged.proposal_id,
@@ -81,7 +81,7 @@ impl Engine {
             edits: args.edits.clone(),
         };
         let staged =
-            write::propose_patch(self.sandbox(), &self.config().limits, &request, jiff::Timestamp::now())?;
+            write::propose_patch(&self.sandbox(), &self.config().limits, &request, jiff::Timestamp::now())?;
         Ok(ProposePatchResult {
             proposal_id: staged.proposal_id,
             kind: kind_name(staged.kind).to_owned(),
@@ -107,7 +107,7 @@ impl Engine {
             ProposalStatusFilter::Applied => StatusFilter::Applied,
             ProposalStatusFilter::All => StatusFilter::All,
         };
-        let proposals = write::list(self.sandbox(), filter, limit as usize)?
+        let proposals = write::list(&self.sandbox(), filter, limit as usize)?
             .into_iter()
             .map(|view| ProposalEntry {
                 proposal_id: view.proposal_id,
@@ -133,18 +133,18 @@ impl Engine {
 
     /// Proposals waiting for approval.
     pub fn pending_proposals(&self) -> u64 {
-        write::pending_count(self.sandbox())
+        write::pending_count(&self.sandbox())
     }
 
     /// Resolves an id or a slug (the CLI's `--only`) to the proposal's id.
     pub fn resolve_proposal(&self, id_or_slug: &str) -> Result<String> {
-        write::resolve_id(self.sandbox(), id_or_slug)
+        write::resolve_id(&self.sandbox(), id_or_slug)
     }
 
     /// `apply_proposal`: the write layer's checked apply, with this engine's index update.
     pub fn apply_proposal(&self, args: &ApplyArgs, actor: Actor) -> Result<ApplyResult> {
         let mut index = |path: &crate::sandbox::NotePath| self.refresh_note(path);
-        let applied = write::apply(self.sandbox(), &args.proposal_id, actor, &mut index)?;
+        let applied = write::apply(&self.sandbox(), &args.proposal_id, actor, &mut index)?;
         Ok(ApplyResult {
             proposal_id: applied.proposal_id,
             status: match applied.status {
@@ -163,12 +163,12 @@ impl Engine {
     /// Completes applies a crash interrupted (see `write::recover`); returns their ids.
     pub fn recover_proposals(&self, actor: Actor) -> Result<Vec<String>> {
         let mut index = |path: &crate::sandbox::NotePath| self.refresh_note(path);
-        Ok(write::recover(self.sandbox(), actor, &mut index)?.completed)
+        Ok(write::recover(&self.sandbox(), actor, &mut index)?.completed)
     }
 
     /// `kb-index inbox reject`.
     pub fn reject_proposal(&self, id: &str, reason: &str, actor: Actor) -> Result<RejectResult> {
-        let rejected = write::reject(self.sandbox(), id, reason, actor)?;
+        let rejected = write::reject(&self.sandbox(), id, reason, actor)?;
         Ok(RejectResult {
             proposal_id: rejected.proposal_id,
             archive: rejected.archive,
@@ -182,7 +182,7 @@ impl Engine {
     /// does to which note (for a patch, the size of its diff), then its reason. `None` when
     /// it is not pending (the apply itself then reports why).
     pub fn proposal_summary(&self, id: &str) -> Option<String> {
-        let (view, diff) = write::describe(self.sandbox(), id).ok()?;
+        let (view, diff) = write::describe(&self.sandbox(), id).ok()?;
         let change = match (view.kind, diff) {
             (ProposalKind::New, _) => format!("create the new note {}", view.target),
             (ProposalKind::Patch, Some((added, removed))) => {

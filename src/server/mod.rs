@@ -100,13 +100,19 @@ impl Shared {
     }
 
     fn bring_up(self: &Arc<Self>, options: &EngineOptions, sender: channel::Sender<Readiness>) {
-        let started = Instant::now();
-        let engine = match Engine::open(options) {
-            Ok(engine) => Arc::new(engine),
-            Err(error) => {
-                log(json!({ "event": "open_failed", "error": error.to_string() }));
-                let _ = sender.send(Readiness::Failed(error));
-                return;
+        let mut started = Instant::now();
+        let engine = loop {
+            match Engine::open(options) {
+                Ok(engine) => break Arc::new(engine),
+                Err(error) => {
+                    log(json!({ "event": "open_failed", "error": error.to_string() }));
+                    let _ = sender.send(Readiness::Failed(error));
+                    // An invalid kb.toml is the usual cause: try again once it changed.
+                    wait_for_config_change(&options.vault);
+                    log(json!({ "event": "config_changed", "action": "opening the vault again" }));
+                    let _ = sender.send(Readiness::Starting(0, 0));
+                    started = Instant::now();
+                }
             }
         };
         // An existing index is served at once while it catches up.
@@ -196,6 +202,15 @@ impl Shared {
                 log(json!({ "event": "sync_failed", "error": error.to_string() }));
             }
         }
+    }
+}
+
+/// Blocks until `kb.toml` in `vault` reads differently (checked twice a second).
+fn wait_for_config_change(vault: &std::path::Path) {
+    let read = || crate::sandbox::read_vault_config(vault).map_err(|error| error.to_string());
+    let before = read();
+    while read() == before {
+        std::thread::sleep(Duration::from_millis(500));
     }
 }
 
@@ -312,6 +327,10 @@ impl ServerHandler for KbServer {
         let call_context = CallContext { access };
         let tool = name.clone();
         let result = tokio::task::spawn_blocking(move || {
+            // The kb.toml on disk is in force before anything is answered.
+            if let Err(error) = engine.refresh_config() {
+                return Ok(tools::error_result(&error));
+            }
             shared.check_files(&engine);
             tools::invoke(&engine, call_context, &tool, arguments)
         })
@@ -356,9 +375,12 @@ impl ServerHandler for KbServer {
     ) -> Result<ReadResourceResponse, McpError> {
         let engine = self.engine_or_error(&context).await?;
         let uri = request.uri.clone();
-        let result = tokio::task::spawn_blocking(move || resources::read(&engine, &uri))
-            .await
-            .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
+        let result = tokio::task::spawn_blocking(move || {
+            engine.refresh_config()?;
+            resources::read(&engine, &uri)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
         result.map(Into::into).map_err(|e| rpc_error(&e))
     }
 

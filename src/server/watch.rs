@@ -3,7 +3,9 @@
 //! Events are debounced (300 ms), events inside the index folder are ignored
 //! (the index's own commits would otherwise trigger endless syncs), and each
 //! batch runs one targeted sync of the reported paths
-//! ([`Engine::sync_changed`]), which walks the vault only when it must.
+//! ([`Engine::sync_changed`]), which walks the vault only when it must. A
+//! change to `kb.toml` puts the new configuration in force first
+//! ([`Engine::refresh_config`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,10 +22,20 @@ use crate::engine::Engine;
 pub(super) fn spawn(engine: Arc<Engine>) -> bool {
     let root = engine.root().to_owned();
     let index_dir: PathBuf = crate::sandbox::canonical_or_same(engine.index().dir());
-    let inbox = root.join(&engine.policy().inbox);
+    let config_file = root.join("kb.toml");
     let handler_engine = engine.clone();
     let handler = move |result: DebounceEventResult| {
         let Ok(events) = result else { return };
+        if events.iter().flat_map(|e| e.paths.iter()).any(|p| *p == config_file) {
+            // A new kb.toml is put in force (and the index brought in line) at once,
+            // not only when the next call checks it.
+            match handler_engine.refresh_config() {
+                Ok(true) => log(json!({ "event": "config_reloaded" })),
+                Ok(false) => {}
+                Err(error) => log(json!({ "event": "config_invalid", "error": error.to_string() })),
+            }
+        }
+        let inbox = handler_engine.root().join(handler_engine.policy().inbox);
         let changed: Vec<PathBuf> = events
             .iter()
             .flat_map(|e| e.paths.iter())
