@@ -551,3 +551,56 @@ fn the_overview_counts_a_tag_once_in_any_case() {
     // tag, ärger, area/work, 备份
     assert_eq!(overview.counts.tags, 4);
 }
+
+/// Issue 12 item 19: `read_note` served a setext section (`Setup` underlined by
+/// `=====`) that `replace_section` then called "no heading": both use the vault's
+/// one heading model, so the section an agent reads is the section it replaces.
+#[test]
+fn issue_12_a_setext_section_read_is_a_section_replaced() {
+    let (_tmp, vault) = common::temp_vault();
+    let text = "---\ntitle: Setext\n---\nIntro.\n\nSetup\n=====\n\nInstall it.\n\nDetails\n-------\n\nMore.\n\nUsage\n=====\n\nRun it.\n";
+    std::fs::write(vault.join("z/setext.md"), text).unwrap();
+    let engine = open(&vault);
+    let read = |section: &str| {
+        engine
+            .read_note(&ReadNoteArgs {
+                path: Some("z/setext.md".into()),
+                section: Some(section.into()),
+                ..Default::default()
+            })
+            .unwrap()
+    };
+    let setup = read("Setup");
+    assert_eq!(setup.content, "Setup\n=====\n\nInstall it.\n\nDetails\n-------\n\nMore.\n\n");
+    assert_eq!(read("Details").content, "Details\n-------\n\nMore.\n\n");
+    let propose = |heading: &str, content: &str| {
+        engine.propose_note_patch(&ProposePatchArgs {
+            path: "z/setext.md".into(),
+            base_hash: setup.hash.clone(),
+            reason: "test".into(),
+            edits: vec![kb_mcp::write::Edit::ReplaceSection {
+                heading: heading.into(),
+                content: content.into(),
+            }],
+        })
+    };
+    let staged = |result: ProposePatchResult| std::fs::read_to_string(vault.join(&result.files[0])).unwrap();
+    // The heading lines (text and underline) are kept; the section's lines go.
+    let patched = staged(propose("Setup", "Set it up.\n").unwrap());
+    assert_eq!(
+        patched,
+        "---\ntitle: Setext\n---\nIntro.\n\nSetup\n=====\nSet it up.\nUsage\n=====\n\nRun it.\n"
+    );
+    // `## Details` names the level-2 setext heading; a same-level heading in the
+    // content replaces both its lines.
+    let patched = staged(propose("## Details", "## Particulars\nFew.\n").unwrap());
+    assert_eq!(
+        patched,
+        "---\ntitle: Setext\n---\nIntro.\n\nSetup\n=====\n\nInstall it.\n\n## Particulars\nFew.\nUsage\n=====\n\nRun it.\n"
+    );
+    // A level that does not match is still no heading, and the error lists the
+    // setext headings with their levels.
+    let err = propose("### Setup", "x").unwrap_err();
+    assert_eq!(err.code, ErrorCode::NotFound);
+    assert!(err.message.contains("# Setup, ## Details, # Usage"), "{}", err.message);
+}

@@ -18,7 +18,7 @@ use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
 use crate::vault::{
     AnchorRef, LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, heading_key,
-    link_context, parse_note,
+    link_context, parse_note, section_range,
 };
 
 /// Default and largest `limit` of the searches.
@@ -505,24 +505,12 @@ fn created_rfc3339(record: &NoteRecord) -> String {
     }
 }
 
-/// The text of a section: its heading line and everything up to the next heading
-/// of the same or a higher level.
+/// The text of a section: its heading and everything up to the next heading of
+/// the same or a higher level (the vault's section rule, which patches follow too).
 fn section_text<'a>(text: &'a str, headings: &[crate::vault::Heading], wanted: &str) -> Option<&'a str> {
     let key = heading_key(wanted.trim_start_matches('#'));
     let position = headings.iter().position(|h| heading_key(&h.text) == key)?;
-    let heading = &headings[position];
-    let end_line = headings[position + 1..].iter().find(|h| h.level <= heading.level).map(|h| h.line);
-    let start = line_offset(text, heading.line)?;
-    let end = end_line.and_then(|line| line_offset(text, line)).unwrap_or(text.len());
-    text.get(start..end)
-}
-
-/// Byte offset of the start of a 1-based line.
-fn line_offset(text: &str, line: u32) -> Option<usize> {
-    if line <= 1 {
-        return Some(0);
-    }
-    text.match_indices('\n').nth(line as usize - 2).map(|(i, _)| i + 1)
+    text.get(section_range(text, headings, position))
 }
 
 impl Engine {

@@ -15,7 +15,7 @@ use super::{Engine, rfc3339};
 use crate::error::{Error, Result};
 use crate::sandbox::NotePath;
 use crate::vault::graph::Resolution;
-use crate::vault::{Heading, NoteKind, decode_note, parse_note};
+use crate::vault::{Heading, NoteKind, decode_note, line_start, parse_note, section_range};
 
 /// Default and bounds of `budget_tokens`.
 const BUDGET: (u32, u32, u32) = (4000, 200, 32000);
@@ -80,22 +80,13 @@ fn section_around<'t>(
     headings: &[Heading],
     line: u32,
 ) -> (Option<String>, &'t str) {
-    let offset_of = |line: u32| -> usize {
-        if line <= 1 {
-            return 0;
-        }
-        text.match_indices('\n').nth(line as usize - 2).map_or(text.len(), |(at, _)| at + 1)
-    };
     match headings.iter().rposition(|h| h.line <= line) {
         Some(index) => {
-            let heading = &headings[index];
-            let end_line = headings[index + 1..].iter().find(|h| h.level <= heading.level).map(|h| h.line);
-            let start = offset_of(heading.line);
-            let end = end_line.map_or(text.len(), offset_of);
-            (Some(heading.text.clone()), &text[start..end.max(start)])
+            let range = section_range(text, headings, index);
+            (Some(headings[index].text.clone()), &text[range])
         }
         None => {
-            let end = headings.first().map_or(text.len(), |h| offset_of(h.line));
+            let end = headings.first().map_or(text.len(), |h| line_start(text, h.line));
             let start = body_offset.min(end);
             (None, &text[start..end])
         }

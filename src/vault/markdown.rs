@@ -16,6 +16,9 @@ use super::note::{Anchor, Diagnostic, Heading, Link, LinkKind};
 pub(super) struct Scanned {
     /// Headings in order.
     pub(super) headings: Vec<Heading>,
+    /// The file line each heading ends on, parallel to `headings`: its own line
+    /// for `# Heading`, the underline's for a setext heading.
+    pub(super) heading_ends: Vec<u32>,
     /// Links in order.
     pub(super) links: Vec<Link>,
     /// Inline tags without `#`, in order of appearance, possibly repeated.
@@ -124,6 +127,7 @@ impl Scanner<'_> {
             if let Some((level, content)) = atx_heading(text) {
                 let text_start = line.len() - content.len();
                 self.out.headings.push(Heading { level, text: heading_text(content), line: line_no });
+                self.out.heading_ends.push(line_no);
                 self.para = None;
                 self.inline(line, text_start, line_no);
                 return;
@@ -134,6 +138,7 @@ impl Scanner<'_> {
             {
                 let lines = body.get(para.start..self.prev_end).unwrap_or("");
                 self.out.headings.push(Heading { level, text: join_lines(lines), line: para.line });
+                self.out.heading_ends.push(line_no);
                 self.para = None;
                 return;
             }
@@ -292,6 +297,16 @@ fn closes_fence(text: &[u8], fence: Fence) -> bool {
     let text = &text[start..];
     let len = text.iter().take_while(|&&c| c == fence.marker).count();
     len >= fence.len && text[len..].iter().all(|&c| matches!(c, b' ' | b'\t'))
+}
+
+/// A line that is an ATX heading on its own (at most three columns of indent, as
+/// the scanner reads one at the top level): its level and text.
+pub(super) fn atx_heading_line(line: &str) -> Option<(u8, String)> {
+    let ws = line.bytes().take_while(|b| matches!(b, b' ' | b'\t')).count();
+    if indent_columns(&line.as_bytes()[..ws]) > 3 {
+        return None;
+    }
+    atx_heading(&line[ws..]).map(|(level, content)| (level, heading_text(content)))
 }
 
 /// An ATX heading: level and the text after the marker (still untrimmed).

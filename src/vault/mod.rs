@@ -13,6 +13,7 @@ mod markdown;
 mod note;
 mod packed;
 mod record;
+mod section;
 
 pub use config::{Limits, VaultConfig};
 pub use frontmatter::{Frontmatter, parse_frontmatter};
@@ -22,3 +23,4 @@ pub use note::{
 };
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 pub use record::{NoteKind, NoteRecord, content_hash};
+pub use section::{HeadingBlock, atx_heading_line, heading_blocks, line_start, section_range};

@@ -14,7 +14,9 @@ use serde_json::{Map, Value, json};
 
 use super::yaml;
 use crate::error::{Error, Result};
-use crate::vault::{heading_key, parse_frontmatter};
+use crate::vault::{
+    Heading, atx_heading_line, heading_blocks, heading_key, line_start, parse_frontmatter, section_range,
+};
 
 /// One change to a note. Edits apply in order, each to the result of the one before.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -268,97 +270,32 @@ fn lines(text: &str, from: usize, to: usize) -> Vec<Line> {
     out
 }
 
-/// An ATX heading line: its level and text (without `#` marks or a closing sequence).
-fn atx_heading(line: &str) -> Option<(usize, &str)> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    if indent > 3 {
-        return None;
-    }
-    let rest = &line[indent..];
-    let level = rest.len() - rest.trim_start_matches('#').len();
-    let after = &rest[level..];
-    if !(1..=6).contains(&level) || !(after.is_empty() || after.starts_with([' ', '\t'])) {
-        return None;
-    }
-    let mut text = after.trim_matches([' ', '\t']);
-    // A closing sequence: trailing `#`s preceded by a space (or the whole text).
-    let without = text.trim_end_matches('#');
-    if without.is_empty() || without.ends_with([' ', '\t']) {
-        text = without.trim_end_matches([' ', '\t']);
-    }
-    Some((level, text))
-}
-
-/// A code fence opener or closer: the fence character and the run length.
-fn fence(line: &str) -> Option<(char, usize, &str)> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    if indent > 3 {
-        return None;
-    }
-    let rest = &line[indent..];
-    let marker = rest.chars().next().filter(|&c| c == '`' || c == '~')?;
-    let run = rest.len() - rest.trim_start_matches(marker).len();
-    (run >= 3).then(|| (marker, run, &rest[run..]))
-}
-
-/// A heading found in the body, outside code fences.
-#[derive(Debug, Clone)]
-struct Heading {
-    level: usize,
-    text: String,
-    line: Line,
-    number: usize,
-}
-
-/// The ATX headings of the body, skipping fenced code.
-fn headings(text: &str) -> Vec<Heading> {
-    let start = body_start(text);
-    let first_line = text[..start].matches('\n').count() + 1;
-    let mut out = Vec::new();
-    let mut open: Option<(char, usize)> = None;
-    for (index, line) in lines(text, start, text.len()).into_iter().enumerate() {
-        let content = &text[line.start..line.content_end];
-        match (open, fence(content)) {
-            (Some((marker, run)), Some((close, close_run, rest)))
-                if close == marker && close_run >= run && rest.trim().is_empty() =>
-            {
-                open = None;
-                continue;
-            }
-            (Some(_), _) => continue,
-            (None, Some((marker, run, info))) if marker == '~' || !info.contains('`') => {
-                open = Some((marker, run));
-                continue;
-            }
-            _ => {}
-        }
-        if let Some((level, heading)) = atx_heading(content) {
-            out.push(Heading { level, text: heading.to_owned(), line, number: first_line + index });
-        }
-    }
-    out
-}
-
+/// Replaces the lines under a heading. Headings are the vault's (`heading_blocks`:
+/// ATX and setext, outside code fences), the same `read_note` serves sections by.
 fn replace_section(text: &str, heading: &str, content: &str, eol: &str) -> Result<String> {
     let wanted = heading.trim();
-    let (level, name) = match atx_heading(wanted) {
+    let (level, name) = match atx_heading_line(wanted) {
         Some((level, name)) if wanted.starts_with('#') => (Some(level), name),
-        _ => (None, wanted),
+        _ => (None, wanted.to_owned()),
     };
     if name.is_empty() {
         return Err(Error::invalid("`heading` is empty; give the text of a heading in the note"));
     }
-    let key = heading_key(name);
-    let all = headings(text);
-    let found: Vec<&Heading> = all
-        .iter()
-        .filter(|h| heading_key(&h.text) == key && level.is_none_or(|level| level == h.level))
+    let key = heading_key(&name);
+    let blocks = heading_blocks(text);
+    let found: Vec<usize> = (0..blocks.len())
+        .filter(|&i| {
+            let h = &blocks[i].heading;
+            heading_key(&h.text) == key && level.is_none_or(|level| level == h.level)
+        })
         .collect();
-    let target = match found.as_slice() {
+    let index = match found.as_slice() {
         [one] => *one,
         [] => {
-            let listed: Vec<String> =
-                all.iter().map(|h| format!("{} {}", "#".repeat(h.level), h.text)).collect();
+            let listed: Vec<String> = blocks
+                .iter()
+                .map(|b| format!("{} {}", "#".repeat(usize::from(b.heading.level)), b.heading.text))
+                .collect();
             let shown = if listed.is_empty() { "none".to_owned() } else { listed.join(", ") };
             return Err(Error::not_found(format!(
                 "no heading {wanted:?} in the note; its headings are: {shown}"
@@ -367,7 +304,7 @@ fn replace_section(text: &str, heading: &str, content: &str, eol: &str) -> Resul
             .with_details(json!({ "headings": listed })));
         }
         several => {
-            let numbers: Vec<String> = several.iter().map(|h| h.number.to_string()).collect();
+            let numbers: Vec<String> = several.iter().map(|&i| blocks[i].heading.line.to_string()).collect();
             return Err(Error::invalid(format!(
                 "heading {wanted:?} occurs {} times (lines {}); a section must be named unambiguously",
                 several.len(),
@@ -377,19 +314,19 @@ fn replace_section(text: &str, heading: &str, content: &str, eol: &str) -> Resul
             .with_details(json!({ "lines": numbers })));
         }
     };
-    let end = all
-        .iter()
-        .find(|h| h.line.start > target.line.start && h.level <= target.level)
-        .map_or(text.len(), |h| h.line.start);
+    let target = &blocks[index];
+    let headings: Vec<Heading> = blocks.iter().map(|b| b.heading.clone()).collect();
+    let section = section_range(text, &headings, index);
+    let heading_end = line_start(text, target.last_line.saturating_add(1)).clamp(section.start, section.end);
     let mut content = normalize(content, eol);
-    let first_line = content.split('\n').next().unwrap_or("").trim_end_matches('\r');
-    let replaces_heading = atx_heading(first_line).is_some_and(|(level, _)| level == target.level);
-    let mut head = if replaces_heading {
-        text[..target.line.start].to_owned()
-    } else {
-        text[..target.line.end].to_owned()
-    };
-    let rest = &text[end..];
+    // Content that opens with a heading of the same level replaces the heading's
+    // lines too.
+    let replaces_heading = heading_blocks(&content)
+        .first()
+        .is_some_and(|b| b.heading.line == 1 && b.heading.level == target.heading.level);
+    let mut head =
+        if replaces_heading { text[..section.start].to_owned() } else { text[..heading_end].to_owned() };
+    let rest = &text[section.end..];
     if !content.is_empty() && !head.is_empty() && !head.ends_with('\n') {
         head.push_str(eol);
     }

@@ -1,0 +1,87 @@
+//! Sections: the lines under one heading, up to the next heading of the same or
+//! a higher level.
+//!
+//! `read_note` serves a section, recall quotes the section around a hit, and a
+//! patch's `replace_section` rewrites one. All three find headings with the
+//! scanner [`parse_note`](super::parse_note) uses (ATX and setext headings, code
+//! fences skipped) and cut sections here, so the section an agent reads is the
+//! section it can replace.
+
+use std::ops::Range;
+
+use super::frontmatter;
+use super::markdown;
+use super::note::Heading;
+
+/// A heading and the file lines it spans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadingBlock {
+    /// The heading as [`parse_note`](super::parse_note) gives it (`line` is its
+    /// first line).
+    pub heading: Heading,
+    /// Its last line: the same line for `# Heading`, the underline for a setext
+    /// heading (`Setup` over `=====`).
+    pub last_line: u32,
+}
+
+/// The headings of a note's text, frontmatter skipped, with the lines each spans.
+pub fn heading_blocks(text: &str) -> Vec<HeadingBlock> {
+    let offset = frontmatter::body_offset(text);
+    let first_line = u32::try_from(text[..offset].matches('\n').count() + 1).unwrap_or(u32::MAX);
+    let scanned = markdown::scan(&text[offset..], first_line, "");
+    scanned
+        .headings
+        .into_iter()
+        .zip(scanned.heading_ends)
+        .map(|(heading, last_line)| HeadingBlock { heading, last_line })
+        .collect()
+}
+
+/// A line read as an ATX heading (`## Setup`): its level and text, as the
+/// scanner reads headings.
+pub fn atx_heading_line(line: &str) -> Option<(u8, String)> {
+    markdown::atx_heading_line(line)
+}
+
+/// The byte offset where 1-based `line` starts; `text.len()` past the end.
+pub fn line_start(text: &str, line: u32) -> usize {
+    match (line as usize).checked_sub(2) {
+        None => 0,
+        Some(newlines) => text.match_indices('\n').nth(newlines).map_or(text.len(), |(at, _)| at + 1),
+    }
+}
+
+/// The bytes of the section under `headings[index]`: from its heading's first
+/// line to the next heading of the same or a higher level, or the end.
+pub fn section_range(text: &str, headings: &[Heading], index: usize) -> Range<usize> {
+    let Some(heading) = headings.get(index) else { return text.len()..text.len() };
+    let start = line_start(text, heading.line);
+    let end = headings[index + 1..]
+        .iter()
+        .find(|h| h.level <= heading.level)
+        .map_or(text.len(), |h| line_start(text, h.line));
+    start..end.max(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_and_ranges() {
+        let text = "---\na: 1\n---\nSetup\n=====\nx\n## Sub\ny\n\nNext\n===\n";
+        let blocks = heading_blocks(text);
+        let lines: Vec<(u8, &str, u32, u32)> = blocks
+            .iter()
+            .map(|b| (b.heading.level, b.heading.text.as_str(), b.heading.line, b.last_line))
+            .collect();
+        assert_eq!(lines, [(1, "Setup", 4, 5), (2, "Sub", 7, 7), (1, "Next", 10, 11)]);
+        let headings: Vec<Heading> = blocks.into_iter().map(|b| b.heading).collect();
+        assert_eq!(&text[section_range(text, &headings, 0)], "Setup\n=====\nx\n## Sub\ny\n\n");
+        assert_eq!(&text[section_range(text, &headings, 2)], "Next\n===\n");
+        assert_eq!(line_start(text, 1), 0);
+        assert_eq!(line_start(text, 99), text.len());
+        assert_eq!(atx_heading_line("  ## Setup ##"), Some((2, "Setup".to_owned())));
+        assert_eq!(atx_heading_line("#Setup"), None);
+    }
+}
