@@ -604,3 +604,26 @@ fn issue_12_a_setext_section_read_is_a_section_replaced() {
     assert_eq!(err.code, ErrorCode::NotFound);
     assert!(err.message.contains("# Setup, ## Details, # Usage"), "{}", err.message);
 }
+
+/// Issue 12 item 20: `[[Alpha]]` to `z/sub/Alpha.Md` was reported broken while
+/// search found the note: the graph's stem kept `.Md`. One stem rule (`.md` in any
+/// case) serves paths, records and links.
+#[test]
+fn issue_12_a_link_finds_a_note_whose_extension_is_in_mixed_case() {
+    let (_tmp, vault) = common::temp_vault();
+    std::fs::create_dir_all(vault.join("z/sub")).unwrap();
+    std::fs::write(vault.join("z/sub/Alpha.Md"), "Alpha body, quokkaword.\n").unwrap();
+    std::fs::write(vault.join("z/links-alpha.md"), "See [[Alpha]] and [[z/sub/Alpha]].\n").unwrap();
+    let engine = open(&vault);
+    assert_eq!(content_paths(&engine, "quokkaword"), ["z/sub/Alpha.Md"]);
+    let related = engine
+        .get_related_notes(&NoteRefArgs { path: Some("z/links-alpha.md".into()), reference: None })
+        .unwrap();
+    assert_eq!(related.broken, []);
+    let resolved: Vec<Option<&str>> = related.outlinks.iter().map(|l| l.resolved.as_deref()).collect();
+    assert_eq!(resolved, [Some("z/sub/Alpha.Md"), Some("z/sub/Alpha.Md")]);
+    let alpha =
+        engine.get_related_notes(&NoteRefArgs { path: None, reference: Some("Alpha".into()) }).unwrap();
+    assert_eq!(alpha.path, "z/sub/Alpha.Md");
+    assert_eq!(alpha.backlinks.len(), 2);
+}

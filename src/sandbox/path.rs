@@ -69,13 +69,7 @@ impl NotePath {
 
     /// The file name without its `.md` extension (any case), e.g. `备份仓库`.
     pub fn stem(&self) -> &str {
-        let name = self.file_name();
-        match name.len().checked_sub(3) {
-            Some(cut) if name.is_char_boundary(cut) && name[cut..].eq_ignore_ascii_case(".md") => {
-                &name[..cut]
-            }
-            _ => name,
-        }
+        strip_md(self.file_name())
     }
 
     /// The parent folder, `""` at the top level.
@@ -86,6 +80,15 @@ impl NotePath {
     /// Whether the file name ends in `.md` (any case).
     pub fn is_markdown(&self) -> bool {
         self.stem().len() != self.file_name().len()
+    }
+}
+
+/// `text` without a final `.md` in any case (`Alpha.Md` → `Alpha`), else `text`:
+/// the one rule for a note's stem, used by paths, records, link resolution and slugs.
+pub fn strip_md(text: &str) -> &str {
+    match text.len().checked_sub(3) {
+        Some(cut) if text.is_char_boundary(cut) && text[cut..].eq_ignore_ascii_case(".md") => &text[..cut],
+        _ => text,
     }
 }
 

@@ -21,6 +21,7 @@ use serde_json::json;
 
 use super::{AnchorRef, LinkKind, LinkRef, NoteKind, NoteRecord, heading_key};
 use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::strip_md;
 
 /// Where a link leads. Indexes are `u32` (a vault has far fewer than 4 billion
 /// files) so that a resolution takes 8 bytes: a 100,000-note vault has about
@@ -112,13 +113,6 @@ fn lowers_to(text: &str, key: &str) -> bool {
     if text.is_ascii() && key.is_ascii() { text.eq_ignore_ascii_case(key) } else { lower(text) == key }
 }
 
-fn strip_md(text: &str) -> &str {
-    match text.len().checked_sub(3) {
-        Some(cut) if text.is_char_boundary(cut) && text[cut..].eq_ignore_ascii_case(".md") => &text[..cut],
-        _ => text,
-    }
-}
-
 fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
@@ -183,7 +177,10 @@ impl Resolver {
     fn exact(&self, files: Files<'_>, target: &str) -> Option<usize> {
         let path_of = |i: usize| files.records[i].path.as_str();
         self.by_path_lower.run(&lower(strip_md(target))).find(|&i| path_of(i) == target).or_else(|| {
-            self.by_path_lower.run(&lower(target)).find(|&i| path_of(i).strip_suffix(".md") == Some(target))
+            self.by_path_lower.run(&lower(target)).find(|&i| {
+                let path = path_of(i);
+                path.len() > target.len() && strip_md(path) == target
+            })
         })
     }
 

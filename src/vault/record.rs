@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{Diagnostic, Headings, Links, Note};
+use crate::sandbox::strip_md;
 
 /// Which readable area a file belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -101,10 +102,9 @@ impl NoteRecord {
         }
     }
 
-    /// The file name without `.md`.
+    /// The file name without `.md` (any case, as [`NotePath::stem`](crate::sandbox::NotePath::stem)).
     pub fn stem(&self) -> &str {
-        let name = self.path.rsplit('/').next().unwrap_or(&self.path);
-        name.strip_suffix(".md").or_else(|| name.strip_suffix(".MD")).unwrap_or(name)
+        strip_md(self.path.rsplit('/').next().unwrap_or(&self.path))
     }
 
     /// The parent folder, `""` at the top level.

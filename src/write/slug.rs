@@ -7,7 +7,7 @@
 //! characters are dropped, reserved Windows device names get a `-note` suffix,
 //! and the result is at most [`MAX_SLUG_BYTES`] long.
 
-use crate::sandbox::NotePath;
+use crate::sandbox::{NotePath, strip_md};
 
 /// Longest slug, in bytes (cut on a character boundary).
 pub(super) const MAX_SLUG_BYTES: usize = 80;
@@ -43,14 +43,8 @@ pub(super) fn slug(title: &str) -> String {
 
 /// Trims, bounds the length, avoids device names; `untitled` when nothing is left.
 fn finish(text: &str) -> String {
-    let mut trimmed = trim(text);
     // A title like `notes.md` should not give `notes.md.md`.
-    if let Some(cut) = trimmed.len().checked_sub(3)
-        && trimmed.is_char_boundary(cut)
-        && trimmed[cut..].eq_ignore_ascii_case(".md")
-    {
-        trimmed = trim(&trimmed[..cut]);
-    }
+    let trimmed = trim(strip_md(trim(text)));
     let mut cut = trimmed.len().min(MAX_SLUG_BYTES);
     while !trimmed.is_char_boundary(cut) {
         cut -= 1;
