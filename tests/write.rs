@@ -309,7 +309,7 @@ fn propose_new_slug_edge_cases() {
         ("lpt1.txt", "z/lpt1-note.txt.md".to_owned()),
         ("..", "z/untitled.md".to_owned()),
         ("../../etc/passwd", "z/etc-passwd.md".to_owned()),
-        ("x／y：z\u{200B}!", "z/x-y-z!.md".to_owned()),
+        ("x／y：z\u{200B}!", "z/x-y：z\u{200B}!.md".to_owned()),
         ("Rust~1", "z/Rust-1.md".to_owned()),
         (long.as_str(), format!("z/{}.md", "长".repeat(26))),
     ] {
@@ -318,6 +318,27 @@ fn propose_new_slug_edge_cases() {
         let name = staged.target.rsplit('/').next().unwrap();
         assert!(name.len() <= 80 + 3, "{name} is too long");
         assert!(NotePath::parse(&staged.files[1]).is_ok());
+    }
+}
+
+/// Issue 12 item 21: the path layer allows the fullwidth colon (Chinese titles use
+/// it all the time) but a new note's slug turned it into `-`. The slug and the path
+/// checks share one table of forbidden characters, so a character the path layer
+/// accepts stays in the file name, and one it refuses never reaches it.
+#[test]
+fn issue_12_a_new_notes_file_name_keeps_what_paths_allow() {
+    let vault = vault();
+    for (title, target) in [
+        ("读书笔记：深度工作", "z/读书笔记：深度工作.md"),
+        // Joiners that emoji and Persian need, allowed in paths, stay too.
+        ("family 👨\u{200D}👩\u{200D}👧", "z/family 👨\u{200D}👩\u{200D}👧.md"),
+        ("می\u{200C}خواهم", "z/می\u{200C}خواهم.md"),
+        // Look-alikes of ':' and '/' the path layer refuses still become `-`.
+        ("a\u{2236}b\u{2215}c", "z/a-b-c.md"),
+    ] {
+        let staged = vault.propose(&note(title)).unwrap();
+        assert_eq!(staged.target, target, "title {title:?}");
+        assert!(NotePath::parse(&staged.target).is_ok());
     }
 }
 

@@ -20,7 +20,7 @@ mod secrets;
 pub use fs::{FileStat, Scan, ScannedFile, SkippedFile, WriteMode, clear_dir, ensure_dir, read_vault_config};
 pub use index_dir::{canonical_or_same, folder_size};
 pub use lock::InboxLock;
-pub use path::{NotePath, strip_md};
+pub use path::{NotePath, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};
 

@@ -139,8 +139,9 @@ fn absolute(input: &str) -> Option<&'static str> {
     None
 }
 
-/// Characters never accepted anywhere in a path, with the reason.
-fn forbidden_char(c: char) -> Option<&'static str> {
+/// Characters never accepted anywhere in a path, with the reason: the one table
+/// of forbidden characters (new notes' file names are made from it too).
+pub fn forbidden_char(c: char) -> Option<&'static str> {
     Some(match c {
         '\0' => "a NUL byte",
         '\\' => "a backslash; use forward slashes",
@@ -155,22 +156,32 @@ fn forbidden_char(c: char) -> Option<&'static str> {
         // The fullwidth colon U+FF1A is allowed: Chinese titles use it all the time
         // (`读书笔记：深度工作`), and nothing here maps it to ':' (no NFKC, wide APIs).
         '\u{2236}' | '\u{FE55}' | '\u{FE13}' | '\u{A789}' => "a look-alike of ':'",
-        // Invisible and text-direction characters make a path read differently
-        // from what it is. Zero-width space, non-joiner and joiner (U+200B..U+200D)
-        // are allowed: Khmer and Thai separate words with U+200B, Persian, Indic
-        // scripts and emoji join with U+200C/U+200D (obsidian-help has 122 such
-        // file names). None of them can act as a separator.
-        '\u{00AD}'
-        | '\u{061C}'
-        | '\u{180E}'
-        | '\u{200E}'..='\u{200F}'
-        | '\u{2028}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{206F}'
-        | '\u{FEFF}'
-        | '\u{FFF9}'..='\u{FFFB}' => "an invisible or text-direction character",
+        c if is_invisible(c) => INVISIBLE,
         _ => return None,
     })
+}
+
+/// Why an invisible character is refused.
+const INVISIBLE: &str = "an invisible or text-direction character";
+
+/// Invisible and text-direction characters: they make a path read differently
+/// from what it is. Zero-width space, non-joiner and joiner (U+200B..U+200D) are
+/// not among them: Khmer and Thai separate words with U+200B, Persian, Indic
+/// scripts and emoji join with U+200C/U+200D (obsidian-help has 122 such file
+/// names), and none of them can act as a separator.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200E}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
 }
 
 /// Why one `/`-separated segment is refused.
@@ -199,7 +210,7 @@ fn bad_segment(segment: &str) -> Option<String> {
 
 /// `CON`, `nul.md`, `COM1 .txt`, `conout$`: Windows opens the device whatever the
 /// extension, ignoring case and trailing spaces before the first dot.
-fn is_device_name(segment: &str) -> bool {
+pub fn is_device_name(segment: &str) -> bool {
     const DEVICES: [&str; 5] = ["CON", "PRN", "AUX", "NUL", "CLOCK$"];
     const CONSOLES: [&str; 2] = ["CONIN$", "CONOUT$"];
     let stem = segment.split('.').next().unwrap_or(segment).trim_end_matches(' ');
@@ -292,7 +303,7 @@ fn quote(text: &str) -> String {
 
 /// `U+2215 '∕'` for a message.
 fn describe_char(c: char) -> String {
-    if c.is_control() || forbidden_char(c) == Some("an invisible or text-direction character") {
+    if c.is_control() || is_invisible(c) {
         format!("U+{:04X}", u32::from(c))
     } else {
         format!("U+{:04X} {c:?}", u32::from(c))

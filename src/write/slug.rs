@@ -2,12 +2,15 @@
 //!
 //! A proposed note's file name comes from its title, so the name must be valid
 //! on every platform a vault is synced to and must pass [`NotePath::parse`]:
-//! letters of every script are kept (Chinese titles stay Chinese), characters
-//! that Windows, macOS, Linux or Obsidian links forbid become `-`, invisible
-//! characters are dropped, reserved Windows device names get a `-note` suffix,
-//! and the result is at most [`MAX_SLUG_BYTES`] long.
+//! letters of every script are kept (Chinese titles stay Chinese, `：` included),
+//! characters that Windows, macOS, Linux or Obsidian links forbid become `-`,
+//! invisible characters are dropped, reserved Windows device names get a `-note`
+//! suffix, and the result is at most [`MAX_SLUG_BYTES`] long. Which characters
+//! and names are forbidden or invisible is the path layer's one table
+//! (`sandbox::forbidden_char`, `is_invisible`, `is_device_name`), so a slug never
+//! refuses what a path accepts.
 
-use crate::sandbox::{NotePath, strip_md};
+use crate::sandbox::{NotePath, forbidden_char, is_device_name, is_invisible, strip_md};
 
 /// Longest slug, in bytes (cut on a character boundary).
 pub(super) const MAX_SLUG_BYTES: usize = 80;
@@ -54,7 +57,7 @@ fn finish(text: &str) -> String {
         return UNTITLED.to_owned();
     }
     let stem_len = bounded.find('.').unwrap_or(bounded.len());
-    if is_device_name(&bounded[..stem_len]) {
+    if is_device_name(bounded) {
         format!("{}-note{}", &bounded[..stem_len], &bounded[stem_len..])
     } else {
         bounded.to_owned()
@@ -86,65 +89,11 @@ fn sanitize(text: &str) -> String {
     out
 }
 
-/// Characters no file name may hold on some platform, or that break Obsidian
-/// links, and look-alikes of separators that the path checks refuse.
+/// Characters a file name may not hold: those the path checks refuse (the one
+/// table, [`forbidden_char`]), the separator `/`, and those that break Obsidian
+/// links.
 fn is_forbidden(c: char) -> bool {
-    matches!(c, '<' | '>' | ':' | '"' | '/' | '\\' | '|' | '?' | '*' | '#' | '^' | '[' | ']')
-        || c.is_control()
-        || matches!(
-            c,
-            '\u{2215}'
-                | '\u{2044}'
-                | '\u{FF0F}'
-                | '\u{29F8}'
-                | '\u{2571}'
-                | '\u{FF3C}'
-                | '\u{29F9}'
-                | '\u{2216}'
-                | '\u{FE68}'
-                | '\u{29F5}'
-                | '\u{2572}'
-                | '\u{FF0E}'
-                | '\u{2024}'
-                | '\u{2025}'
-                | '\u{FE52}'
-                | '\u{FF1A}'
-                | '\u{2236}'
-                | '\u{FE55}'
-                | '\u{FE13}'
-                | '\u{A789}'
-        )
-}
-
-/// Invisible and text-direction characters: dropped, since they only make a
-/// name read differently from what it is.
-fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{061C}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206F}'
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}'
-    )
-}
-
-/// `CON`, `nul`, `COM1`, `LPT¹`, ...: names Windows opens as devices whatever
-/// the extension.
-fn is_device_name(stem: &str) -> bool {
-    let upper = stem.trim_end_matches(' ').to_ascii_uppercase();
-    if ["CON", "PRN", "AUX", "NUL", "CLOCK$", "CONIN$", "CONOUT$"].contains(&upper.as_str()) {
-        return true;
-    }
-    let Some(number) = upper.strip_prefix("COM").or_else(|| upper.strip_prefix("LPT")) else {
-        return false;
-    };
-    let mut chars = number.chars();
-    matches!((chars.next(), chars.next()), (Some('0'..='9' | '¹' | '²' | '³'), None))
+    forbidden_char(c).is_some() || matches!(c, '/' | '#' | '^' | '[' | ']')
 }
 
 #[cfg(test)]
@@ -164,8 +113,9 @@ mod tests {
             ("", "untitled"),
             ("  .hidden note.  ", "hidden note"),
             ("Rust~1 notes", "Rust-1 notes"),
-            ("a\u{200B}b", "ab"),
-            ("x／y：z", "x-y-z"),
+            ("a\u{AD}b\u{202E}c", "abc"),
+            ("a\u{200B}b", "a\u{200B}b"),
+            ("x／y：z", "x-y：z"),
             ("%2e%2e", "2e-2e"),
             ("tabs\tand\nlines", "tabs and lines"),
             ("[[link]] #tag ^id", "-link- -tag -id".trim_matches('-')),
