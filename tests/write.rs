@@ -1588,3 +1588,228 @@ fn staging_then_applying_reproduces_the_staged_text() {
         )
         .unwrap();
 }
+
+// ---------------------------------------------------------------- racing saves (issue 12, item 2)
+
+/// The text of the racing editor's save `i`.
+fn save_text(i: u64) -> String {
+    format!("# Race\n\nsave {i}\n")
+}
+
+/// A note's text without the lines applies added (`apply <k>`): the save it was made over.
+fn without_applies(text: &str) -> String {
+    let lines: Vec<&str> =
+        text.lines().filter(|line| !line.starts_with("apply ") && !line.is_empty()).collect();
+    lines.join("\n")
+}
+
+/// Conflict copies beside a note (`<stem>.conflict-…`), with their text.
+fn conflict_copies(vault: &Vault, folder: &str, stem: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(vault.path(folder)).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.starts_with(&format!("{stem}.conflict-")) {
+            let rel = format!("{folder}/{name}");
+            out.push((rel.clone(), vault.text(&rel)));
+        }
+    }
+    out
+}
+
+/// What a racing run saw.
+#[derive(Debug, Default)]
+struct RaceFigures {
+    saves: u64,
+    applies: u64,
+    applied: u64,
+    conflicts: u64,
+    stale: u64,
+    lost: Vec<String>,
+}
+
+/// How the racing editor times its saves.
+#[derive(Debug, Clone, Copy)]
+enum Saves {
+    /// One save every so often, whatever the applies do.
+    Steady(std::time::Duration),
+    /// One save per apply, at a random moment within this long after the apply
+    /// starts (so that saves land in every part of it), and none in between.
+    Aimed(std::time::Duration),
+}
+
+/// An editor saves the note (alternately in place and by writing a temporary
+/// file and renaming it over the note, as editors do) while `applies` patches are
+/// proposed and applied to it. A save is lost when the next thing the editor
+/// finds in the note is neither that save nor an apply made over that save, and
+/// no conflict copy holds it.
+fn race(applies: u64, saves: Saves) -> RaceFigures {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+    let vault = vault();
+    let rel = "z/race.md";
+    vault.write(rel, save_text(0));
+    let path = vault.path(rel);
+    let swap = vault.path("z/.race.md.editor-swp");
+    let stop = AtomicBool::new(false);
+    // Aimed saves: the delay in microseconds plus one; 0 when no save is due.
+    let aim = AtomicU64::new(0);
+    // (save i, what the editor found in the note right before save i + 1).
+    let found: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+    let mut figures = RaceFigures::default();
+    let mut seed = u64::from(std::process::id()) | 1;
+    let mut random = move |below: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % below.max(1)
+    };
+    let last_save = std::thread::scope(|scope| {
+        let editor = scope.spawn(|| {
+            let mut i = 0;
+            let mut last = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                match saves {
+                    Saves::Steady(every) => {
+                        let wait = every.saturating_sub(last.elapsed());
+                        std::thread::sleep(wait);
+                    }
+                    Saves::Aimed(_) => {
+                        let due = aim.swap(0, Ordering::AcqRel);
+                        if due == 0 {
+                            std::thread::sleep(Duration::from_micros(200));
+                            continue;
+                        }
+                        std::thread::sleep(Duration::from_micros(due - 1));
+                    }
+                }
+                last = Instant::now();
+                let before = fs::read_to_string(&path).unwrap();
+                found.lock().unwrap().push((i, before));
+                i += 1;
+                if i % 2 == 0 {
+                    fs::write(&path, save_text(i)).unwrap();
+                } else {
+                    fs::write(&swap, save_text(i)).unwrap();
+                    fs::rename(&swap, &path).unwrap();
+                }
+            }
+            i
+        });
+        for k in 0..applies {
+            figures.applies += 1;
+            let base = vault.read(rel);
+            let request = PatchRequest {
+                path: rel.to_owned(),
+                base_hash: content_hash(&base),
+                reason: "race".to_owned(),
+                edits: vec![Edit::Append { content: format!("apply {k}") }],
+            };
+            let Ok(staged) = write::propose_patch(&vault.sandbox, &vault.limits, &request, now()) else {
+                continue;
+            };
+            if let Saves::Aimed(within) = saves {
+                aim.store(random(within.as_micros() as u64) + 1, Ordering::Release);
+            }
+            match write::apply(&vault.sandbox, &staged.proposal_id, Actor::Mcp, &mut no_index) {
+                Ok(_) => figures.applied += 1,
+                Err(err) if err.code == ErrorCode::StaleBase => figures.stale += 1,
+                Err(err) if err.code == ErrorCode::Conflict => {
+                    figures.conflicts += 1;
+                    let details = err.details.clone().unwrap_or_default();
+                    assert_eq!(details["target"], rel, "{err}");
+                    assert!(details.get("conflict_copy").is_some(), "{err}");
+                    let pending = write::list(&vault.sandbox, StatusFilter::Pending, 500).unwrap();
+                    assert!(
+                        pending.iter().any(|view| view.proposal_id == staged.proposal_id),
+                        "a conflicting proposal stays pending"
+                    );
+                }
+                Err(err) => panic!("apply {k}: {err}"),
+            }
+            // Let the aimed save land before the next proposal reads the note.
+            while aim.load(Ordering::Acquire) != 0 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stop.store(true, Ordering::Relaxed);
+        editor.join().unwrap()
+    });
+    figures.saves = last_save;
+    let copies = conflict_copies(&vault, "z", "race");
+    let kept = |i: u64| copies.iter().any(|(_, text)| text == &save_text(i));
+    let mut found = found.into_inner().unwrap();
+    found.push((last_save, vault.text(rel)));
+    for (i, text) in found {
+        if without_applies(&text) != without_applies(&save_text(i)) && !kept(i) {
+            figures.lost.push(format!("save {i}: the editor next found {text:?}"));
+        }
+    }
+    figures
+}
+
+#[test]
+fn a_save_racing_an_apply_is_never_lost() {
+    // tests/stress/racing-saves.sh runs this long: KB_RACE_APPLIES=300, steady saves.
+    let env = |name: &str| std::env::var(name).ok().and_then(|n| n.parse::<u64>().ok());
+    let applies = env("KB_RACE_APPLIES").unwrap_or(30);
+    let saves = match env("KB_RACE_SAVE_MS") {
+        Some(ms) => Saves::Steady(std::time::Duration::from_millis(ms)),
+        None => Saves::Aimed(std::time::Duration::from_millis(env("KB_RACE_AIM_MS").unwrap_or(60))),
+    };
+    let figures = race(applies, saves);
+    eprintln!(
+        "racing saves ({saves:?}): {} applies: {} applied, {} conflict, {} stale_base; {} saves, {} lost",
+        figures.applies,
+        figures.applied,
+        figures.conflicts,
+        figures.stale,
+        figures.saves,
+        figures.lost.len()
+    );
+    assert!(figures.lost.is_empty(), "{} saves lost: {:#?}", figures.lost.len(), figures.lost);
+    assert!(figures.saves > 0 && figures.applies == applies);
+}
+
+// ---------------------------------------------------------------- permissions (issue 12, item 3)
+
+#[cfg(unix)]
+fn mode_of(vault: &Vault, rel: &str) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(vault.path(rel)).unwrap().permissions().mode() & 0o7777
+}
+
+#[cfg(unix)]
+#[test]
+fn applying_and_staging_never_widen_a_notes_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    for mode in [0o600, 0o640, 0o400] {
+        let vault = vault();
+        let rel = "z/设计.md";
+        fs::set_permissions(vault.path(rel), fs::Permissions::from_mode(mode)).unwrap();
+        let staged = vault.patch(rel, vec![Edit::Append { content: "private".to_owned() }]).unwrap();
+        for file in &staged.files {
+            let staged_mode = mode_of(&vault, file);
+            assert_eq!(staged_mode & !mode & 0o777, 0, "{file} is {staged_mode:o}, the note {mode:o}");
+        }
+        apply(&vault, &staged.proposal_id).unwrap();
+        assert_eq!(mode_of(&vault, rel), mode, "the applied note keeps its mode");
+        assert_eq!(vault.hash(rel), staged.content_hash);
+        // Archived copies stay as they were staged.
+        for file in vault.files_under("inbox/applied") {
+            assert_eq!(mode_of(&vault, &file) & !mode & 0o777, 0, "{file}");
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_new_note_gets_the_default_mode() {
+    let vault = vault();
+    let staged = vault.propose(&note("default mode")).unwrap();
+    apply(&vault, &staged.proposal_id).unwrap();
+    // What this process creates by default (its umask decides).
+    vault.write("z/probe.md", "probe");
+    assert_eq!(mode_of(&vault, &staged.target), mode_of(&vault, "z/probe.md"));
+}

@@ -332,7 +332,13 @@ pub(super) fn scan(sandbox: &Sandbox) -> Result<Scan> {
     Ok(scan)
 }
 
-pub(super) fn write_atomic(sandbox: &Sandbox, path: &NotePath, bytes: &[u8], mode: WriteMode) -> Result<()> {
+pub(super) fn write_atomic(
+    sandbox: &Sandbox,
+    path: &NotePath,
+    bytes: &[u8],
+    mode: WriteMode,
+    like: Option<&NotePath>,
+) -> Result<()> {
     match sandbox.policy.area_of(path) {
         Some(Area::Inbox) => {}
         Some(Area::Note) => check_note_target(sandbox, path)?,
@@ -343,8 +349,16 @@ pub(super) fn write_atomic(sandbox: &Sandbox, path: &NotePath, bytes: &[u8], mod
     if mode == WriteMode::CreateNew && fs::symlink_metadata(&target).is_ok() {
         return Err(target_exists(path));
     }
+    let source = match like {
+        Some(like) => {
+            let disk = walk_write_chain(sandbox, like, false)?;
+            Some(fs::metadata(&disk).map_err(|err| Error::io(like, &err))?)
+        }
+        None => None,
+    };
+    let access = source.as_ref().map_or(Access::Default, Access::AtMost);
     let temp = TempFile::create(parent, path.file_name()).map_err(|err| Error::io(path, &err))?;
-    temp.fill(bytes).map_err(|err| Error::io(path, &err))?;
+    temp.fill(bytes, access).map_err(|err| Error::io(path, &err))?;
     match mode {
         WriteMode::Replace => fs::rename(&temp.path, &target).map_err(|err| Error::io(path, &err))?,
         WriteMode::CreateNew => match fs::hard_link(&temp.path, &target) {
@@ -482,7 +496,7 @@ pub(super) fn same_file(a: &Metadata, b: &Metadata) -> bool {
 }
 
 /// A note target must be a `.md` file in a notes folder.
-fn check_note_target(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
+pub(super) fn check_note_target(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
     if !path.is_markdown() {
         return Err(Error::denied(format!("{path}: only Markdown notes (.md) can be written")));
     }
@@ -573,14 +587,30 @@ fn create_new_direct(path: &NotePath, target: &Path, bytes: &[u8]) -> Result<()>
 }
 
 /// A temporary file beside the target, removed when dropped unless renamed away.
-struct TempFile {
-    path: PathBuf,
+pub(super) struct TempFile {
+    pub(super) path: PathBuf,
+    file: File,
+}
+
+/// Whose permissions a file written by [`TempFile::fill`] takes.
+#[derive(Clone, Copy)]
+pub(super) enum Access<'a> {
+    /// The default for a new file (the process's umask decides).
+    Default,
+    /// Exactly those of the file it replaces: mode, and owner where the process may.
+    Same(&'a Metadata),
+    /// No more than those of the file it comes from (a staged copy of a note):
+    /// the default mode with the source's missing permission bits taken away.
+    AtMost(&'a Metadata),
 }
 
 impl TempFile {
+    /// What every temporary file name holds: `.<name>.kb-tmp-<16 hex digits>`.
+    pub(super) const MARK: &'static str = ".kb-tmp-";
+
     /// Creates `.<name>.kb-tmp-<random>` in `dir`, exclusively. The leading dot
     /// keeps it out of every walk.
-    fn create(dir: &Path, name: &str) -> io::Result<TempFile> {
+    pub(super) fn create(dir: &Path, name: &str) -> io::Result<TempFile> {
         let mut cut = name.len().min(200);
         while !name.is_char_boundary(cut) {
             cut -= 1;
@@ -588,16 +618,24 @@ impl TempFile {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(|err| io::Error::other(err.to_string()))?;
         let suffix: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
-        let path = dir.join(format!(".{}.kb-tmp-{suffix}", &name[..cut]));
-        OpenOptions::new().write(true).create_new(true).open(&path)?;
-        Ok(TempFile { path })
+        let path = dir.join(format!(".{}{}{suffix}", &name[..cut], TempFile::MARK));
+        let file = OpenOptions::new().write(true).create_new(true).open(&path)?;
+        Ok(TempFile { path, file })
     }
 
-    /// Writes the bytes and flushes them to disk.
-    fn fill(&self, bytes: &[u8]) -> io::Result<()> {
-        let mut file = OpenOptions::new().write(true).open(&self.path)?;
-        file.write_all(bytes)?;
-        file.sync_all()
+    /// Writes the bytes, gives the file its permissions (after writing, so a
+    /// read-only mode does not stop the write) and flushes it to disk.
+    pub(super) fn fill(&self, bytes: &[u8], access: Access<'_>) -> io::Result<()> {
+        (&self.file).write_all(bytes)?;
+        set_access(&self.file, access)?;
+        self.file.sync_all()
+    }
+
+    /// Leaves the file on disk (its bytes may be a person's) and returns its path.
+    pub(super) fn keep(self) -> PathBuf {
+        let path = self.path.clone();
+        std::mem::forget(self);
+        path
     }
 }
 
@@ -606,6 +644,41 @@ impl Drop for TempFile {
         // After a successful rename the name is gone and this fails harmlessly.
         let _ = fs::remove_file(&self.path);
     }
+}
+
+/// Gives an open file the permissions [`Access`] asks for. Changing the owner
+/// needs privileges most processes lack: then the file stays ours, with the mode.
+#[cfg(unix)]
+fn set_access(file: &File, access: Access<'_>) -> io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let own = file.metadata()?;
+    let mode = match access {
+        Access::Default => return Ok(()),
+        Access::Same(like) => like.mode() & 0o7777,
+        Access::AtMost(like) => own.mode() & like.mode() & 0o777,
+    };
+    if own.mode() & 0o7777 != mode {
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+    }
+    if let Access::Same(like) = access
+        && (like.uid() != own.uid() || like.gid() != own.gid())
+    {
+        // Without the privilege to give the file away, at least keep its group.
+        if std::os::unix::fs::fchown(file, Some(like.uid()), Some(like.gid())).is_err() {
+            let _ = std::os::unix::fs::fchown(file, None, Some(like.gid()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn set_access(file: &File, access: Access<'_>) -> io::Result<()> {
+    if let Access::Same(like) | Access::AtMost(like) = access
+        && like.permissions().readonly()
+    {
+        file.set_permissions(like.permissions())?;
+    }
+    Ok(())
 }
 
 /// Flushes a folder's entries (the rename or link) to disk, where the platform can.

@@ -16,6 +16,7 @@ mod lock;
 mod path;
 mod policy;
 mod secrets;
+mod swap;
 
 pub use fs::{FileStat, Scan, ScannedFile, SkippedFile, WriteMode, clear_dir, ensure_dir, read_vault_config};
 pub use index_dir::{canonical_or_same, folder_size};
@@ -23,6 +24,7 @@ pub use lock::InboxLock;
 pub use path::{NotePath, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};
+pub use swap::Replaced;
 
 use std::path::{Path, PathBuf};
 
@@ -125,6 +127,34 @@ impl Sandbox {
     /// exists), then fsync of the folder. Only notes-root targets and inbox files
     /// may be written; the caller resolves the path first.
     pub fn write_atomic(&self, path: &NotePath, bytes: &[u8], mode: WriteMode) -> Result<()> {
-        fs::write_atomic(self, path, bytes, mode)
+        fs::write_atomic(self, path, bytes, mode, None)
+    }
+
+    /// [`Sandbox::write_atomic`] for a file made from a note (a staged copy of it
+    /// in the inbox): it is never more readable than that note, whose missing
+    /// permission bits it takes away from the default mode.
+    pub fn write_atomic_from(
+        &self,
+        path: &NotePath,
+        bytes: &[u8],
+        mode: WriteMode,
+        note: &NotePath,
+    ) -> Result<()> {
+        fs::write_atomic(self, path, bytes, mode, Some(note))
+    }
+
+    /// Replaces a note with `bytes` provided it still holds exactly `base`,
+    /// without ever losing a save a person makes meanwhile; see [`Replaced`].
+    /// The new file keeps the note's mode (and owner, where the process may).
+    /// `conflict_name` is the file name, in the note's folder, under which a save
+    /// caught in the swap is kept.
+    pub fn replace_note(
+        &self,
+        path: &NotePath,
+        bytes: &[u8],
+        base: &[u8],
+        conflict_name: &str,
+    ) -> Result<Replaced> {
+        swap::replace_note(self, path, bytes, base, conflict_name)
     }
 }

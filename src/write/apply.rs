@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::proposal::{
     self, FILE_MAX_BYTES, Inbox, Located, META_SUFFIX, archived_files, find, intact, locate, pending_files,
@@ -23,7 +23,7 @@ use super::proposal::{
 use super::propose::stale_base;
 use super::{Actor, Applied, ApplyStatus, ProposalKind, ProposalStatus, Recovery, Rejected, Step};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{InboxLock, NotePath, Sandbox, WriteMode};
+use crate::sandbox::{InboxLock, NotePath, Replaced, Sandbox, WriteMode};
 use crate::vault::content_hash;
 
 /// How long an apply waits for another one to finish.
@@ -67,14 +67,13 @@ pub fn apply_with_failpoint(
     }
 
     let located = find(sandbox, &inbox, id)?;
-    let (target, content) = check(sandbox, &inbox, &located)?;
+    let (target, content, base) = check(sandbox, &inbox, &located)?;
     failpoint(Step::Claimed)?;
 
-    let mode = match located.meta.kind {
-        ProposalKind::New => WriteMode::CreateNew,
-        ProposalKind::Patch => WriteMode::Replace,
-    };
-    sandbox.write_atomic(&target, &content, mode)?;
+    match base {
+        None => sandbox.write_atomic(&target, &content, WriteMode::CreateNew)?,
+        Some(base) => swap(sandbox, &located, &target, &content, &base)?,
+    }
     failpoint(Step::Written)?;
 
     let archive = archive_dir(&inbox, ProposalStatus::Applied, &proposal::today())?;
@@ -153,12 +152,18 @@ fn lock(sandbox: &Sandbox, inbox: &Inbox) -> Result<InboxLock> {
 
 /// The checks of the contract, in its order, on a found proposal: files in place
 /// and untampered; a new note's target free; a patch's target at its base hash;
-/// the target a writable note path. Returns the target and the staged note.
-fn check(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<(NotePath, Vec<u8>)> {
+/// the target a writable note path. Returns the target, the staged note and, for
+/// a patch, the note's bytes as checked (its base).
+fn check(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    located: &Located,
+) -> Result<(NotePath, Vec<u8>, Option<Vec<u8>>)> {
     let id = located.id();
     let content = intact(sandbox, inbox, located).map_err(|why| tampered(id, &why))?;
     let meta = &located.meta;
     let target = NotePath::parse(&meta.target)?;
+    let mut checked = None;
     match meta.kind {
         ProposalKind::New => {
             if sandbox.stat(&target)?.is_some() {
@@ -177,6 +182,7 @@ fn check(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<(NotePat
                     if current != base {
                         return Err(stale_base(&target, base, Some(&current)));
                     }
+                    checked = Some(bytes);
                 }
                 Err(err) if err.code == ErrorCode::NotFound => return Err(stale_base(&target, base, None)),
                 Err(err) => return Err(err),
@@ -184,7 +190,43 @@ fn check(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<(NotePat
         }
     }
     let target = sandbox.resolve_note_target(&meta.target)?;
-    Ok((target, content))
+    Ok((target, content, checked))
+}
+
+/// Replaces a patch's note, provided it still holds the base: a save a person
+/// makes meanwhile is never lost (see [`Sandbox::replace_note`]). When one lands
+/// during the swap, the note keeps the person's bytes, the proposal stays
+/// pending, and the caller gets `conflict` naming the note and any conflict copy.
+fn swap(sandbox: &Sandbox, located: &Located, target: &NotePath, content: &[u8], base: &[u8]) -> Result<()> {
+    let id = located.id();
+    let conflict_name = format!("{}.conflict-{}-{}.md", target.stem(), proposal::today(), short_id(id));
+    match sandbox.replace_note(target, content, base, &conflict_name)? {
+        Replaced::Clean => Ok(()),
+        Replaced::Changed(now) => {
+            let base = located.meta.base_sha256.as_deref().unwrap_or_default();
+            Err(stale_base(target, base, now.map(|bytes| content_hash(&bytes)).as_deref()))
+        }
+        Replaced::Conflict { kept } => {
+            let copy =
+                kept.as_ref().map(|kept| format!(" and another save is kept in {kept}")).unwrap_or_default();
+            Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "{target} was saved while proposal {id} was being applied: the note keeps that save{copy}; \
+                     the proposal was not applied and stays pending"
+                ),
+            )
+            .with_hint(format!(
+                "read {target} again; {} holds the proposed text: propose the change again against the note as it is now, or reject this proposal",
+                located.meta.content_file
+            ))
+            .with_details(json!({
+                "target": target.as_str(),
+                "conflict_copy": kept.as_ref().map(NotePath::as_str),
+                "proposed_file": located.meta.content_file,
+            })))
+        }
+    }
 }
 
 /// An error after the note was written: the next apply or server start finishes.

@@ -98,7 +98,7 @@ pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Time
         created_at: proposal::rfc3339(now),
     };
     let meta_file = inbox.path(&format!("new/{stem}{META_SUFFIX}"))?;
-    stage(sandbox, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)])?;
+    stage(sandbox, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)], None)?;
     Ok(Staged {
         proposal_id: id,
         kind: ProposalKind::New,
@@ -177,6 +177,7 @@ pub fn propose_patch(
             (&diff_file, diff.as_bytes()),
             (&meta_file, &metadata_bytes(&meta)?),
         ],
+        Some(&target),
     )?;
     Ok(Staged {
         proposal_id: id,
@@ -262,10 +263,15 @@ fn metadata_bytes(meta: &Metadata) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Writes the files in order, each create-new; on failure removes the ones written.
-fn stage(sandbox: &Sandbox, files: &[(&NotePath, &[u8])]) -> Result<()> {
+/// Writes the files in order, each create-new; on failure removes the ones
+/// written. Files staged from a note (`from`) are no more readable than it is.
+fn stage(sandbox: &Sandbox, files: &[(&NotePath, &[u8])], from: Option<&NotePath>) -> Result<()> {
     for (done, (path, bytes)) in files.iter().enumerate() {
-        if let Err(err) = sandbox.write_atomic(path, bytes, WriteMode::CreateNew) {
+        let written = match from {
+            Some(note) => sandbox.write_atomic_from(path, bytes, WriteMode::CreateNew, note),
+            None => sandbox.write_atomic(path, bytes, WriteMode::CreateNew),
+        };
+        if let Err(err) = written {
             for (written, _) in &files[..done] {
                 let _ = sandbox.remove_inbox_file(written);
             }

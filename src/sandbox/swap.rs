@@ -1,0 +1,187 @@
+//! Replacing a note that a person may be saving at the same moment.
+//!
+//! An apply checks a note's hash, then replaces the note; an editor's save can
+//! land in between, in place (the same file truncated and rewritten) or by
+//! rename (a new file renamed over the note). A plain rename would silently
+//! destroy that save. So the swap re-checks the note right before it, and then
+//! verifies what it actually replaced: on Linux the new file and the note are
+//! *exchanged* (`renameat2(RENAME_EXCHANGE)`), which leaves exactly the file that
+//! was at the note's name, whichever save put it there, under the temporary
+//! name, where its bytes are compared with the base. Anything other than the
+//! base is a person's save: it is exchanged back into place (and should another
+//! save have landed in the new file meanwhile, that file is kept beside the note
+//! as a conflict copy). Where exchange is not available, the note is held open
+//! across a plain rename and its bytes are compared afterwards: an in-place save
+//! is still caught (and written back), a rename-save in the instant between the
+//! re-check and the rename is not.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Seek};
+use std::path::Path;
+
+use super::fs::{Access, TempFile, check_note_target, is_missing, same_file, sync_dir, walk_write_chain};
+use super::{NotePath, Sandbox};
+use crate::error::{Error, Result};
+
+/// How [`Sandbox::replace_note`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replaced {
+    /// The note held exactly the base when it was swapped: it holds the new bytes now.
+    Clean,
+    /// Right before the swap the note no longer held the base (`None`: it is
+    /// gone); nothing was changed.
+    Changed(Option<Vec<u8>>),
+    /// A save landed during the swap. The note holds the person's file again and
+    /// not the new bytes; `kept` names a conflict copy beside it holding a save
+    /// that landed in the new file meanwhile, when one did.
+    Conflict {
+        /// The conflict copy, when one was needed.
+        kept: Option<NotePath>,
+    },
+}
+
+pub(super) fn replace_note(
+    sandbox: &Sandbox,
+    path: &NotePath,
+    bytes: &[u8],
+    base: &[u8],
+    conflict_name: &str,
+) -> Result<Replaced> {
+    check_note_target(sandbox, path)?;
+    let target = walk_write_chain(sandbox, path, false)?;
+    let parent = target.parent().unwrap_or(sandbox.root()).to_path_buf();
+    let io_err = |err: io::Error| Error::io(path, &err);
+    let meta = match fs::symlink_metadata(&target) {
+        Ok(meta) if meta.is_file() => meta,
+        Ok(_) => return Err(Error::denied(format!("{path} exists and is not a regular file"))),
+        Err(err) if is_missing(&err) => return Ok(Replaced::Changed(None)),
+        Err(err) => return Err(io_err(err)),
+    };
+    let temp = TempFile::create(&parent, path.file_name()).map_err(io_err)?;
+    temp.fill(bytes, Access::Same(&meta)).map_err(io_err)?;
+
+    // Re-check right before the swap, holding the note open.
+    let Some(mut held) = open_note(&target).map_err(io_err)? else { return Ok(Replaced::Changed(None)) };
+    let now = read_all(&mut held).map_err(io_err)?;
+    if now != base {
+        return Ok(Replaced::Changed(Some(now)));
+    }
+
+    match exchange(&temp.path, &target) {
+        Ok(()) => {
+            let replaced = temp.keep();
+            let outcome = settle(sandbox, path, &target, &replaced, bytes, base, conflict_name);
+            sync_dir(&parent);
+            return outcome;
+        }
+        // The file system cannot exchange (some network and FUSE ones): rename.
+        Err(err) if matches!(err.kind(), io::ErrorKind::Unsupported | io::ErrorKind::InvalidInput) => {}
+        Err(err) => return Err(io_err(err)),
+    }
+
+    fs::rename(&temp.path, &target).map_err(io_err)?;
+    drop(temp);
+    sync_dir(&parent);
+    held.rewind().map_err(io_err)?;
+    let after = read_all(&mut held).map_err(io_err)?;
+    if after == base {
+        return Ok(Replaced::Clean);
+    }
+    // An in-place save landed in the file just replaced: write it back.
+    let back = TempFile::create(&parent, path.file_name()).map_err(io_err)?;
+    back.fill(&after, Access::Same(&meta)).map_err(io_err)?;
+    fs::rename(&back.path, &target).map_err(io_err)?;
+    sync_dir(&parent);
+    Ok(Replaced::Conflict { kept: None })
+}
+
+/// After the exchange: `replaced` (the temporary name) holds what was at the
+/// note's name. Removed when it is the base; otherwise exchanged back. Never
+/// removes a file whose bytes could be a person's.
+fn settle(
+    sandbox: &Sandbox,
+    path: &NotePath,
+    target: &Path,
+    replaced: &Path,
+    bytes: &[u8],
+    base: &[u8],
+    conflict_name: &str,
+) -> Result<Replaced> {
+    let kept_at = |err: &io::Error| {
+        Error::io(path, err).with_hint(format!(
+            "a save made during the apply is kept in {}; compare it with {path}",
+            replaced.display()
+        ))
+    };
+    let was = fs::read(replaced).map_err(|err| kept_at(&err))?;
+    if was == base {
+        let _ = fs::remove_file(replaced);
+        return Ok(Replaced::Clean);
+    }
+    // A person's save: put it back where it was.
+    exchange(replaced, target).map_err(|err| kept_at(&err))?;
+    let pulled = fs::read(replaced).map_err(|err| kept_at(&err))?;
+    if pulled == bytes {
+        let _ = fs::remove_file(replaced);
+        return Ok(Replaced::Conflict { kept: None });
+    }
+    // Another save landed in the new file while it was in place: keep it too.
+    let kept = keep_beside(sandbox, path, replaced, conflict_name).map_err(|err| kept_at(&err))?;
+    Ok(Replaced::Conflict { kept: Some(kept) })
+}
+
+/// Moves `file` to `conflict_name` beside the note, never replacing anything
+/// (`-2`, `-3`, … before `.md` when the name is taken).
+fn keep_beside(sandbox: &Sandbox, path: &NotePath, file: &Path, conflict_name: &str) -> io::Result<NotePath> {
+    let folder = path.parent();
+    let stem = conflict_name.strip_suffix(".md").unwrap_or(conflict_name);
+    for n in 1..100 {
+        let name = if n == 1 { format!("{stem}.md") } else { format!("{stem}-{n}.md") };
+        let rel = if folder.is_empty() { name } else { format!("{folder}/{name}") };
+        let copy = NotePath::parse(&rel).map_err(|err| io::Error::other(err.message))?;
+        let disk = walk_write_chain(sandbox, &copy, false).map_err(|err| io::Error::other(err.message))?;
+        match fs::hard_link(file, &disk) {
+            Ok(()) => {
+                fs::remove_file(file)?;
+                return Ok(copy);
+            }
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Err(io::Error::other("no free name for the conflict copy"))
+}
+
+/// Opens the note for reading; `None` when it is gone. Refuses anything that is
+/// not the regular file on the path.
+fn open_note(target: &Path) -> io::Result<Option<File>> {
+    let file = match File::open(target) {
+        Ok(file) => file,
+        Err(err) if is_missing(&err) => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let opened = file.metadata()?;
+    let on_path = fs::symlink_metadata(target)?;
+    if !opened.is_file() || !on_path.is_file() || !same_file(&opened, &on_path) {
+        return Err(io::Error::other("the note changed while it was being opened"));
+    }
+    Ok(Some(file))
+}
+
+fn read_all(file: &mut File) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Swaps two names atomically: each then names the other's file.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
