@@ -51,6 +51,25 @@ pub(crate) struct GroupScores {
     pub bm25: [Option<f64>; 2],
 }
 
+impl GroupScores {
+    /// "kb R@1 0.951 → 0.961, …": what moved between two measurements.
+    fn differences(&self, now: &GroupScores) -> String {
+        let mut moved = Vec::new();
+        if self.scored != now.scored {
+            moved.push(format!("scored {} → {}", self.scored, now.scored));
+        }
+        let labels = ["kb R@1", "kb R@5", "kb R@10", "kb MRR@10", "BM25 R@5", "BM25 MRR@10"];
+        let before = self.kb.iter().chain(&self.bm25);
+        let after = now.kb.iter().chain(&now.bm25);
+        for ((label, before), after) in labels.iter().zip(before).zip(after) {
+            if before != after {
+                moved.push(format!("{label} {} → {}", ratio(*before), ratio(*after)));
+            }
+        }
+        moved.join(", ")
+    }
+}
+
 /// kb-mcp and BM25 side by side in one group of cases.
 #[derive(Debug, Clone)]
 pub(crate) struct Group {
@@ -311,13 +330,13 @@ pub(crate) fn gate(root: &Path, suite_file: &str, baseline_file: &str, kb: &Repo
                 .push(format!("group {:?} is no longer below BM25 but is listed in belowBm25", group.name)),
             _ => {}
         }
-        if baseline.scores.get(&group.name) != Some(&group.scores()) {
-            changes.push(format!(
-                "group {:?}: scores differ from the baseline (recorded {:?}, measured {:?})",
-                group.name,
-                baseline.scores.get(&group.name),
-                group.scores()
-            ));
+        let measured = group.scores();
+        match baseline.scores.get(&group.name) {
+            None => changes.push(format!("group {:?} is new (not in the baseline's scores)", group.name)),
+            Some(recorded) if recorded != &measured => {
+                changes.push(format!("group {:?}: {}", group.name, recorded.differences(&measured)))
+            }
+            Some(_) => {}
         }
     }
     for name in baseline.below_bm25.keys() {
