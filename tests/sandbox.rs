@@ -11,7 +11,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use kb_mcp::error::ErrorCode::{self, InvalidArgument, NotFound, PathDenied, TargetExists, TooLarge};
-use kb_mcp::sandbox::{Area, NotePath, Policy, Sandbox, WriteMode, clear_dir, read_vault_config};
+use kb_mcp::sandbox::{Area, NotePath, Policy, Sandbox, WriteMode, read_vault_config};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use tempfile::TempDir;
@@ -771,28 +771,6 @@ fn vault_config_is_read_with_care() {
         std::os::unix::fs::symlink("elsewhere.toml", tmp.path().join("kb.toml")).unwrap();
         assert_eq!(read_vault_config(tmp.path()).unwrap_err().code, InvalidArgument);
     }
-}
-
-#[test]
-fn clear_dir_empties_an_index_folder_without_following_links() {
-    let tmp = tempfile::tempdir().unwrap();
-    let index = tmp.path().join("index");
-    let keep = tmp.path().join("keep");
-    kb_mcp::sandbox::ensure_dir(&index.join("segments")).unwrap();
-    write(&index.join("meta.json"), "{}");
-    write(&index.join("segments/a.idx"), "x");
-    write(&keep.join("precious.txt"), "keep me");
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(&keep, index.join("link")).unwrap();
-    clear_dir(&index).unwrap();
-    assert!(index.is_dir());
-    assert_eq!(fs::read_dir(&index).unwrap().count(), 0);
-    assert_eq!(fs::read_to_string(keep.join("precious.txt")).unwrap(), "keep me");
-    clear_dir(&tmp.path().join("missing")).unwrap();
-    // A folder that looks like a vault is refused.
-    write(&keep.join("note.md"), "# note");
-    assert_eq!(clear_dir(&keep).unwrap_err().code, InvalidArgument);
-    assert!(keep.join("note.md").exists());
 }
 
 #[test]

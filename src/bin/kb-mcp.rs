@@ -107,11 +107,26 @@ fn main() -> ExitCode {
     if let Some(Command::Token { action }) = cli.command {
         return token_command(action);
     }
-    let vault = match cli.vault.clone().map(Ok).unwrap_or_else(std::env::current_dir) {
-        Ok(vault) => vault,
-        Err(error) => {
-            eprintln!("kb-mcp: cannot determine the current folder: {error}");
-            return ExitCode::from(2);
+    let vault = match cli.vault.clone() {
+        Some(vault) => vault,
+        None => {
+            let current = match std::env::current_dir() {
+                Ok(current) => current,
+                Err(error) => {
+                    eprintln!(
+                        "kb-mcp: cannot determine the current folder: {error}\nhint: pass --vault DIR or set KB_VAULT"
+                    );
+                    return ExitCode::from(2);
+                }
+            };
+            let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+            match kb_mcp::sandbox::current_folder_vault(&current, home.as_deref()) {
+                Ok(vault) => vault,
+                Err(error) => {
+                    eprintln!("kb-mcp: {}\nhint: {}", error.message, error.hint.unwrap_or_default());
+                    return ExitCode::from(2);
+                }
+            }
         }
     };
     if !vault.is_dir() {

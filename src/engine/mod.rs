@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::index::SearchIndex;
-use crate::sandbox::{Policy, Sandbox, read_vault_config};
+use crate::sandbox::{IndexAccess, Policy, Sandbox, read_vault_config};
 use crate::vault::graph::Graph;
 use crate::vault::{NoteRecord, VaultConfig};
 
@@ -129,6 +129,9 @@ pub struct Engine {
     /// Whether the last walk met notes reached through symlinks (then a changed
     /// path alone cannot say which notes changed).
     linked_notes: AtomicBool,
+    /// Why the index was rebuilt while opening (or, opened without creating,
+    /// why it could not be opened).
+    index_repaired: Option<String>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -143,19 +146,36 @@ const RELOAD_EVERY: Duration = Duration::from_millis(250);
 impl Engine {
     /// Opens a vault: reads `kb.toml`, opens the sandbox and the index, and loads
     /// the records the index holds. Does not read the notes (see [`Engine::sync`]).
+    ///
+    /// The index folder is checked first (see [`Sandbox::claim_index_folder`]);
+    /// an index that cannot be opened is rebuilt from scratch, and
+    /// [`Engine::index_repaired`] says why.
     pub fn open(options: &EngineOptions) -> Result<Engine> {
+        Self::open_with(options, IndexAccess::Create)
+    }
+
+    /// Opens a vault without creating or repairing anything (`kb-index status`):
+    /// when there is no index, or it cannot be opened, the engine starts from an
+    /// empty index in memory and [`Engine::index_repaired`] says what is wrong.
+    pub fn open_existing(options: &EngineOptions) -> Result<Engine> {
+        Self::open_with(options, IndexAccess::Existing)
+    }
+
+    fn open_with(options: &EngineOptions, access: IndexAccess) -> Result<Engine> {
         let text = read_vault_config(&options.vault)?;
         let config = VaultConfig::parse(text.as_deref())?;
         let sandbox = Sandbox::open(&options.vault, config.policy.clone())?;
-        let index_dir = options.index_dir.clone().unwrap_or_else(|| sandbox.root().join(".kb"));
-        let (index, _fresh) = SearchIndex::open(&index_dir)?;
+        let folder = sandbox.claim_index_folder(options.index_dir.as_deref(), access)?;
+        let opened = SearchIndex::open(folder)?;
+        let index = opened.index;
         let opstamp = index.committed_opstamp();
-        let records = catalog_records(index.records()?);
+        let records = catalog_records(opened.records);
         let catalog = Catalog::new(records, Vec::new());
         Ok(Engine {
             root: sandbox.root().to_owned(),
             settings: RwLock::new(Settings { sandbox: Arc::new(sandbox), config: Arc::new(config) }),
             config_seen: Mutex::new(ConfigSeen { text: Ok(text), error: None }),
+            index_repaired: opened.repaired,
             index,
             catalog: RwLock::new(Arc::new(catalog)),
             syncing: Mutex::new(()),
@@ -257,6 +277,56 @@ impl Engine {
     /// The index.
     pub fn index(&self) -> &SearchIndex {
         &self.index
+    }
+
+    /// Why the index was rebuilt from scratch while the vault was opened (it was
+    /// damaged or from another schema version), when it was: one line to log.
+    pub fn index_repaired(&self) -> Option<&str> {
+        self.index_repaired.as_deref()
+    }
+
+    /// Why the index lives in the per-user cache folder rather than the vault's
+    /// `.kb/`, when it does.
+    pub fn index_moved(&self) -> Option<&str> {
+        self.index.folder().moved()
+    }
+
+    /// Why a sync found no notes, for a warning: a notes folder `kb.toml` names
+    /// that does not exist, or no Markdown files where notes are looked for.
+    pub fn why_no_notes(&self) -> String {
+        let sandbox = self.sandbox();
+        let policy = sandbox.policy();
+        let missing: Vec<&str> = policy
+            .notes
+            .iter()
+            .filter(|folder| !folder.is_empty())
+            .filter(|folder| {
+                crate::sandbox::NotePath::parse_folder(folder)
+                    .ok()
+                    .flatten()
+                    .is_none_or(|path| !sandbox.is_folder(&path))
+            })
+            .map(String::as_str)
+            .collect();
+        let root = self.root().display();
+        if !missing.is_empty() {
+            return format!(
+                "kb.toml names the notes folder{} `{}`, which {} not exist in {root}; fix `notes` in kb.toml's [vault] section",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join("`, `"),
+                if missing.len() > 1 { "do" } else { "does" }
+            );
+        }
+        if policy.notes.iter().any(String::is_empty) {
+            format!(
+                "{root} holds no Markdown (.md) notes outside its hidden and denied folders; is this the right vault?"
+            )
+        } else {
+            format!(
+                "the notes folders `{}` hold no Markdown (.md) files; is this the right vault?",
+                policy.notes.join("`, `")
+            )
+        }
     }
 
     /// The current catalog snapshot.

@@ -11,6 +11,7 @@
 mod baseline;
 mod fuzzy;
 mod query;
+mod read_only;
 mod schema;
 mod snippet;
 mod tokenizer;
@@ -184,6 +185,9 @@ pub struct SearchIndex {
     reader: IndexReader,
     schema: IndexSchema,
     dir: PathBuf,
+    folder: sandbox::IndexFolder,
+    /// Why the index is served as it is, when its folder cannot be written.
+    read_only: Option<String>,
     /// Serialises this process's writers (other processes are kept out by tantivy's lock).
     writing: Mutex<()>,
     /// Threads a costly search spreads its segments over (`None` on one core).
@@ -200,41 +204,208 @@ fn tantivy_error(context: &str, err: TantivyError) -> Error {
     Error::index(format!("{context}: {err}"))
 }
 
+/// A tantivy error on the index folder: a full disk and a folder that cannot be
+/// written are said plainly, naming the folder.
+fn folder_error(dir: &Path, context: &str, err: TantivyError) -> Error {
+    if tantivy_disk_full(&err) {
+        return sandbox::disk_full(dir);
+    }
+    if tantivy_read_only(&err) {
+        return Error::new(
+            ErrorCode::IndexUnavailable,
+            format!("{context}: the index folder {} cannot be written ({err})", dir.display()),
+        )
+        .with_hint("searches keep using the index as it is; make the folder writable, or pass --index-dir with a folder you can write, to bring it up to date");
+    }
+    tantivy_error(context, err)
+}
+
 fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
+/// The index of a vault, opened, with the records it holds.
+pub struct OpenedIndex {
+    /// The index.
+    pub index: SearchIndex,
+    /// Every stored record (the manifest), sorted by path.
+    pub records: Vec<NoteRecord>,
+    /// Why the index was rebuilt from scratch while opening (it was damaged or
+    /// made by another schema), when it was: one line for the log.
+    pub repaired: Option<String>,
+}
+
+/// Whether a tantivy error comes from a full disk.
+fn tantivy_disk_full(err: &TantivyError) -> bool {
+    if let TantivyError::IoError(io) = err
+        && sandbox::is_disk_full(io)
+    {
+        return true;
+    }
+    let text = format!("{err:?}");
+    text.contains("StorageFull") || text.contains("QuotaExceeded") || text.contains("No space left on device")
+}
+
+/// Whether a tantivy error comes from a folder that cannot be written.
+fn tantivy_read_only(err: &TantivyError) -> bool {
+    let text = format!("{err:?}");
+    text.contains("PermissionDenied")
+        || text.contains("ReadOnlyFilesystem")
+        || text.contains("Read-only file system")
+}
+
+/// What an opened index folder holds, or why it cannot be served.
+enum Probe {
+    /// No index yet (no `meta.json`, no segments).
+    Empty,
+    /// A working index and its records.
+    Working(Index, IndexReader, Vec<NoteRecord>),
+    /// Damaged or from another schema: why.
+    Unusable(String),
+    /// Readable, but the folder cannot be written (tantivy's lock file): why.
+    ReadOnly(String),
+}
+
 impl SearchIndex {
-    /// Opens the index in `dir`, creating it when absent and recreating it when it
-    /// was built with another schema version. Returns whether it starts empty.
-    pub fn open(dir: &Path) -> Result<(SearchIndex, bool)> {
+    /// Opens the index in `folder`. An index that cannot be opened (damaged,
+    /// or built with another schema version) is rebuilt from scratch when kb-mcp
+    /// can prove the folder is its own ([`OpenedIndex::repaired`] says why);
+    /// a folder that does not exist (only with [`sandbox::IndexAccess::Existing`])
+    /// gives an empty index in memory, so nothing is created.
+    pub fn open(folder: sandbox::IndexFolder) -> Result<OpenedIndex> {
         let schema = schema::build().map_err(Error::internal)?;
-        sandbox::ensure_dir(dir)?;
-        let mut fresh = false;
-        let index = match Index::open_in_dir(dir) {
-            Ok(index) if Self::compatible(&index, &schema) => index,
-            Ok(_) => {
-                sandbox::clear_dir(dir)?;
-                fresh = true;
-                Self::create(dir, &schema)?
+        let dir = folder.path().to_owned();
+        if !folder.exists() {
+            let index = Index::create_in_ram(schema.schema.clone());
+            let index = Self::finish(index, schema, folder)?;
+            return Ok(OpenedIndex { index, records: Vec::new(), repaired: None });
+        }
+        let mut folder = folder;
+        let guarded = |read_only: bool| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                Self::probe(&folder, &schema, read_only)
+            }))
+            .unwrap_or_else(|_| {
+                Probe::Unusable("reading it failed (tantivy panicked on its files)".to_owned())
+            })
+        };
+        let mut probe = guarded(false);
+        let mut read_only = None;
+        if let Probe::ReadOnly(why) = probe {
+            let why = if why.contains("ReadOnlyFilesystem") {
+                "read-only file system"
+            } else {
+                "permission denied"
+            };
+            read_only = Some(format!("the index folder {} cannot be written ({why})", dir.display()));
+            probe = guarded(true);
+        }
+        let (index, records, repaired) = match probe {
+            Probe::Working(index, reader, records) => {
+                folder.adopt();
+                let mut this = Self::finish_with(index, reader, schema, folder)?;
+                this.read_only = read_only;
+                return Ok(OpenedIndex { index: this, records, repaired: None });
             }
-            Err(TantivyError::OpenDirectoryError(_)) | Err(TantivyError::OpenReadError(_)) => {
-                fresh = true;
-                match Self::create(dir, &schema) {
-                    Ok(index) => index,
-                    // Another process created it in the meantime.
-                    Err(_) => Index::open_in_dir(dir).map_err(|e| tantivy_error("opening the index", e))?,
-                }
+            Probe::ReadOnly(why) => {
+                return Err(folder_error(&dir, "opening the index", TantivyError::SystemError(why)));
             }
-            Err(err) => {
-                // A corrupt index is derived data: start again.
-                let _ = err;
-                sandbox::clear_dir(dir)?;
-                fresh = true;
-                Self::create(dir, &schema)?
+            Probe::Empty | Probe::Unusable(_) if folder.access() == sandbox::IndexAccess::Existing => {
+                // Create nothing: report what is there (an empty index in memory).
+                let damage = match probe {
+                    Probe::Unusable(reason) => Some(format!(
+                        "the index in {} cannot be opened: {reason}; `kb-index build` rebuilds it",
+                        dir.display()
+                    )),
+                    _ => None,
+                };
+                let index = Self::finish(Index::create_in_ram(schema.schema.clone()), schema, folder)?;
+                return Ok(OpenedIndex { index, records: Vec::new(), repaired: damage });
+            }
+            Probe::Empty => (Self::create(&dir, &schema)?, Vec::new(), None),
+            Probe::Unusable(reason) => {
+                folder.clear()?;
+                (Self::create(&dir, &schema)?, Vec::new(), Some(reason))
             }
         };
+        let index = Self::finish(index, schema, folder)?;
+        Ok(OpenedIndex { index, records, repaired })
+    }
+
+    /// Opens what the folder holds and reads every stored record, so that any
+    /// damage shows now rather than in the middle of a call.
+    fn probe(folder: &sandbox::IndexFolder, schema: &IndexSchema, read_only: bool) -> Probe {
+        let dir = folder.path();
+        let opened = if read_only {
+            read_only::ReadOnlyFolder::open(dir).and_then(Index::open)
+        } else {
+            Index::open_in_dir(dir)
+        };
+        let index = match opened {
+            Ok(index) => index,
+            Err(TantivyError::OpenReadError(tantivy::directory::error::OpenReadError::FileDoesNotExist(
+                _,
+            ))) => {
+                return match folder.holds_index_files() {
+                    Ok(false) => Probe::Empty,
+                    Ok(true) => {
+                        Probe::Unusable("its meta.json is missing but segment files are present".to_owned())
+                    }
+                    Err(err) => Probe::Unusable(err.message),
+                };
+            }
+            Err(err) => return Probe::Unusable(format!("it cannot be opened ({err})")),
+        };
+        match index.load_metas() {
+            Ok(metas) => {
+                let payload: Payload =
+                    metas.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or_default();
+                if metas.payload.is_some() && payload.schema_version != schema.version {
+                    return Probe::Unusable(format!(
+                        "it was built with index schema version {}; this kb-mcp uses version {}",
+                        payload.schema_version, schema.version
+                    ));
+                }
+            }
+            Err(err) => return Probe::Unusable(format!("its meta.json cannot be read ({err})")),
+        }
+        if index.schema() != schema.schema {
+            return Probe::Unusable("its fields differ from this version's schema".to_owned());
+        }
         index.tokenizers().register(tokenizer::ANALYZER, tokenizer::index_analyzer());
+        let reader: IndexReader = match index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .doc_store_cache_num_blocks(DOC_STORE_CACHE_BLOCKS)
+            .try_into()
+        {
+            Ok(reader) => reader,
+            Err(err) if !read_only && tantivy_read_only(&err) => return Probe::ReadOnly(err.to_string()),
+            Err(err) => return Probe::Unusable(format!("its segments cannot be opened ({err})")),
+        };
+        match read_records(&reader, &schema.fields) {
+            Ok(records) => Probe::Working(index, reader, records),
+            Err(err) => Probe::Unusable(format!("its stored records cannot be read ({})", err.message)),
+        }
+    }
+
+    fn finish(index: Index, schema: IndexSchema, folder: sandbox::IndexFolder) -> Result<SearchIndex> {
+        index.tokenizers().register(tokenizer::ANALYZER, tokenizer::index_analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .doc_store_cache_num_blocks(DOC_STORE_CACHE_BLOCKS)
+            .try_into()
+            .map_err(|e| tantivy_error("opening an index reader", e))?;
+        Self::finish_with(index, reader, schema, folder)
+    }
+
+    fn finish_with(
+        index: Index,
+        reader: IndexReader,
+        schema: IndexSchema,
+        folder: sandbox::IndexFolder,
+    ) -> Result<SearchIndex> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(SEARCH_THREADS);
         let parallel = if cores > 1 {
             Some(
@@ -244,29 +415,40 @@ impl SearchIndex {
         } else {
             None
         };
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .doc_store_cache_num_blocks(DOC_STORE_CACHE_BLOCKS)
-            .try_into()
-            .map_err(|e| tantivy_error("opening an index reader", e))?;
-        let this =
-            SearchIndex { index, reader, schema, dir: dir.to_owned(), writing: Mutex::new(()), parallel };
-        Ok((this, fresh))
+        let dir = folder.path().to_owned();
+        Ok(SearchIndex {
+            index,
+            reader,
+            schema,
+            dir,
+            folder,
+            read_only: None,
+            writing: Mutex::new(()),
+            parallel,
+        })
     }
 
     fn create(dir: &Path, schema: &IndexSchema) -> Result<Index> {
-        let index = Index::create_in_dir(dir, schema.schema.clone())
-            .map_err(|e| tantivy_error("creating the index", e))?;
-        Ok(index)
+        match Index::create_in_dir(dir, schema.schema.clone()) {
+            Ok(index) => Ok(index),
+            // Another process created it in the meantime.
+            Err(TantivyError::IndexAlreadyExists) => {
+                Index::open_in_dir(dir).map_err(|e| folder_error(dir, "opening the index", e))
+            }
+            Err(err) => Err(folder_error(dir, "creating the index", err)),
+        }
     }
 
-    fn compatible(index: &Index, schema: &IndexSchema) -> bool {
-        let Ok(metas) = index.load_metas() else { return false };
-        let payload: Payload =
-            metas.payload.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or_default();
-        let version_ok = payload.schema_version == schema.version || metas.payload.is_none();
-        version_ok && index.schema() == schema.schema
+    /// Why the index cannot be updated (its folder cannot be written), when
+    /// so: searches use it as it is, and the overview reports it stale.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    /// The index folder as checked by the sandbox (whether it is kb-mcp's own,
+    /// and why it lives in the cache folder when it does).
+    pub fn folder(&self) -> &sandbox::IndexFolder {
+        &self.folder
     }
 
     /// The folder the index lives in.
@@ -312,33 +494,11 @@ impl SearchIndex {
 
     /// Every stored record (the manifest), sorted by path.
     pub fn records(&self) -> Result<Vec<NoteRecord>> {
-        let searcher = self.reader.searcher();
-        let mut records = Vec::with_capacity(searcher.num_docs() as usize);
-        for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
-            let store = segment
-                .get_store_reader(64)
-                .map_err(|e| Error::index(format!("reading stored records: {e}")))?;
-            let alive = segment.alive_bitset();
-            for doc_id in 0..segment.max_doc() {
-                if alive.is_some_and(|bits| !bits.is_alive(doc_id)) {
-                    continue;
-                }
-                let doc: TantivyDocument =
-                    store.get(doc_id).map_err(|e| tantivy_error("reading a stored record", e))?;
-                if let Some(record) = self.record_of(&doc) {
-                    records.push(record);
-                }
-            }
-            let _ = ordinal;
-        }
-        records.sort_by(|a, b| a.path.cmp(&b.path));
-        records.dedup_by(|a, b| a.path == b.path);
-        Ok(records)
+        read_records(&self.reader, &self.schema.fields)
     }
 
     fn record_of(&self, doc: &TantivyDocument) -> Option<NoteRecord> {
-        let json = doc.get_first(self.schema.fields.record)?.as_str()?;
-        serde_json::from_str(json).ok()
+        record_of(&self.schema.fields, doc)
     }
 
     /// Takes the writer, waiting while another process holds it.
@@ -369,7 +529,7 @@ impl SearchIndex {
                     )
                     .with_hint("wait for the other kb-index or kb-mcp to finish its update, then retry"));
                 }
-                Err(err) => return Err(tantivy_error("opening the index writer", err)),
+                Err(err) => return Err(folder_error(&self.dir, "opening the index writer", err)),
             }
         }
     }
@@ -381,10 +541,14 @@ impl SearchIndex {
     where
         F: FnOnce(&DocumentSink<'_>) -> Result<()>,
     {
+        if let Some(why) = &self.read_only {
+            return Err(Error::new(ErrorCode::IndexUnavailable, format!("cannot update the index: {why}"))
+                .with_hint("searches keep using the index as it is; make the folder writable, or pass --index-dir with a folder you can write"));
+        }
         let _serial = self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut writer = self.writer(reset)?;
         if reset {
-            writer.delete_all_documents().map_err(|e| tantivy_error("emptying the index", e))?;
+            writer.delete_all_documents().map_err(|e| folder_error(&self.dir, "emptying the index", e))?;
         }
         for path in remove {
             writer.delete_term(Term::from_field_text(self.schema.fields.path, path));
@@ -407,9 +571,10 @@ impl SearchIndex {
             payload.built_at = Some(stamp.clone());
         }
         payload.updated_at = Some(stamp);
-        let mut prepared = writer.prepare_commit().map_err(|e| tantivy_error("preparing the commit", e))?;
+        let mut prepared =
+            writer.prepare_commit().map_err(|e| folder_error(&self.dir, "preparing the commit", e))?;
         prepared.set_payload(&serde_json::to_string(&payload).unwrap_or_default());
-        prepared.commit().map_err(|e| tantivy_error("committing the index", e))?;
+        prepared.commit().map_err(|e| folder_error(&self.dir, "committing the index", e))?;
         self.reload()?;
         let searcher = self.reader.searcher();
         let segments = searcher.segment_readers().len();
@@ -565,6 +730,35 @@ impl SearchIndex {
         }
         HERE
     }
+}
+
+/// Every stored record a reader sees, sorted by path.
+fn read_records(reader: &IndexReader, fields: &schema::Fields) -> Result<Vec<NoteRecord>> {
+    let searcher = reader.searcher();
+    let mut records = Vec::with_capacity(searcher.num_docs() as usize);
+    for segment in searcher.segment_readers() {
+        let store =
+            segment.get_store_reader(64).map_err(|e| Error::index(format!("reading stored records: {e}")))?;
+        let alive = segment.alive_bitset();
+        for doc_id in 0..segment.max_doc() {
+            if alive.is_some_and(|bits| !bits.is_alive(doc_id)) {
+                continue;
+            }
+            let doc: TantivyDocument =
+                store.get(doc_id).map_err(|e| tantivy_error("reading a stored record", e))?;
+            if let Some(record) = record_of(fields, &doc) {
+                records.push(record);
+            }
+        }
+    }
+    records.sort_by(|a, b| a.path.cmp(&b.path));
+    records.dedup_by(|a, b| a.path == b.path);
+    Ok(records)
+}
+
+fn record_of(fields: &schema::Fields, doc: &TantivyDocument) -> Option<NoteRecord> {
+    let json = doc.get_first(fields.record)?.as_str()?;
+    serde_json::from_str(json).ok()
 }
 
 /// Which of a record's searchable fields contain any of the terms.

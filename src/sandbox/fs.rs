@@ -113,45 +113,6 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).map_err(|err| Error::io(dir.display(), &err))
 }
 
-/// Removes everything inside a folder (the index folder before a full rebuild).
-///
-/// Symlinks inside are removed, never followed. As a guard against a mistyped
-/// `--index-dir`, a folder that looks like a vault (it holds `kb.toml`,
-/// `.obsidian`, `.git` or Markdown files) is refused with `invalid_argument`.
-pub fn clear_dir(dir: &Path) -> Result<()> {
-    let shown = dir.display();
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(err) if is_missing(&err) => return Ok(()),
-        Err(err) => return Err(Error::io(&shown, &err)),
-    };
-    let entries: Vec<fs::DirEntry> =
-        entries.collect::<io::Result<_>>().map_err(|err| Error::io(&shown, &err))?;
-    let looks_like_vault = entries.iter().any(|entry| {
-        let name = entry.file_name().to_string_lossy().to_lowercase();
-        matches!(name.as_str(), CONFIG_FILE | ".obsidian" | ".git") || name.ends_with(".md")
-    });
-    if looks_like_vault {
-        return Err(Error::invalid(format!(
-            "refusing to clear {shown}: it holds notes or vault files, not only an index"
-        ))
-        .with_hint("point --index-dir at a folder used only for the index"));
-    }
-    for entry in entries {
-        let entry_path = entry.path();
-        let file_type = entry.file_type().map_err(|err| Error::io(entry_path.display(), &err))?;
-        // `remove_dir_all` does not follow symlinks, and a symlink is never a dir here.
-        let removed =
-            if file_type.is_dir() { fs::remove_dir_all(&entry_path) } else { fs::remove_file(&entry_path) };
-        match removed {
-            Ok(()) => {}
-            Err(err) if is_missing(&err) => {}
-            Err(err) => return Err(Error::io(entry_path.display(), &err)),
-        }
-    }
-    Ok(())
-}
-
 pub(super) fn open(root: &Path, policy: Policy) -> Result<Sandbox> {
     let root = canonical(root).map_err(|err| {
         if is_missing(&err) {

@@ -17,14 +17,19 @@ mod path;
 mod policy;
 mod secrets;
 mod swap;
+mod vault_dir;
 
-pub use fs::{FileStat, Scan, ScannedFile, SkippedFile, WriteMode, clear_dir, ensure_dir, read_vault_config};
-pub use index_dir::{canonical_or_same, folder_size};
+pub use fs::{FileStat, Scan, ScannedFile, SkippedFile, WriteMode, ensure_dir, read_vault_config};
+pub use index_dir::{
+    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, cache_folder, canonical_or_same, disk_full,
+    folder_size, is_disk_full, is_index_file_name, is_read_only,
+};
 pub use lock::InboxLock;
 pub use path::{NotePath, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};
 pub use swap::Replaced;
+pub use vault_dir::current_folder_vault;
 
 use std::path::{Path, PathBuf};
 
@@ -120,6 +125,15 @@ impl Sandbox {
     /// links may point at (attachments). Sorted by path.
     pub fn scan(&self) -> Result<Scan> {
         fs::scan(self)
+    }
+
+    /// Finds, checks and (with [`IndexAccess::Create`]) creates the index
+    /// folder: `requested` (`--index-dir`), else `<vault>/.kb`, else (when the
+    /// vault cannot hold `.kb/`) the per-user cache folder. Refuses a folder that
+    /// is the vault, holds it, lies inside a readable area or the inbox, is a
+    /// symbolic link or a file, or holds files that are not the index's.
+    pub fn claim_index_folder(&self, requested: Option<&Path>, access: IndexAccess) -> Result<IndexFolder> {
+        index_dir::claim(self, requested, access)
     }
 
     /// Writes a file atomically: a temporary file in the same folder, fsync, then a

@@ -66,6 +66,10 @@ enum Readiness {
 /// State shared by every connection of one server process.
 pub struct Shared {
     readiness: channel::Receiver<Readiness>,
+    /// Set by a call that found start-up failed: start-up tries again at once
+    /// (its cause, a full disk say, may be gone), so the server comes back
+    /// without a restart.
+    retry: AtomicBool,
     /// Whether a file watcher is running; when not, calls re-check the files.
     watching: AtomicBool,
     last_check: std::sync::Mutex<Instant>,
@@ -89,6 +93,7 @@ impl Shared {
         let (sender, readiness) = channel::channel(Readiness::Starting(0, 0));
         let shared = Arc::new(Shared {
             readiness,
+            retry: AtomicBool::new(false),
             watching: AtomicBool::new(false),
             last_check: std::sync::Mutex::new(Instant::now()),
         });
@@ -101,44 +106,68 @@ impl Shared {
 
     fn bring_up(self: &Arc<Self>, options: &EngineOptions, sender: channel::Sender<Readiness>) {
         let mut started = Instant::now();
-        let engine = loop {
-            match Engine::open(options) {
-                Ok(engine) => break Arc::new(engine),
+        let (engine, has_index) = loop {
+            let engine = match Engine::open(options) {
+                Ok(engine) => {
+                    let dir = engine.index().dir().display().to_string();
+                    if let Some(reason) = engine.index_repaired() {
+                        log(json!({ "event": "index_rebuilt", "dir": dir, "reason": reason }));
+                    }
+                    if let Some(reason) = engine.index_moved() {
+                        log(json!({ "event": "index_location", "dir": dir, "reason": reason }));
+                    }
+                    if let Some(reason) = engine.index().read_only() {
+                        log(json!({ "event": "index_read_only", "dir": dir, "reason": reason }));
+                    }
+                    Arc::new(engine)
+                }
                 Err(error) => {
                     log(json!({ "event": "open_failed", "error": error.to_string() }));
                     let _ = sender.send(Readiness::Failed(error));
-                    // An invalid kb.toml is the usual cause: try again once it changed.
-                    wait_for_config_change(&options.vault);
-                    log(json!({ "event": "config_changed", "action": "opening the vault again" }));
+                    // An invalid kb.toml is the usual cause: try again once it changed,
+                    // or when a call asks (a full disk may have been freed meanwhile).
+                    let why = self.wait_for_retry(&options.vault);
+                    log(json!({ "event": why, "action": "opening the vault again" }));
                     let _ = sender.send(Readiness::Starting(0, 0));
                     started = Instant::now();
+                    continue;
+                }
+            };
+            // An existing index is served at once while it catches up.
+            let has_index = !engine.catalog().records().is_empty();
+            if has_index {
+                let _ = sender.send(Readiness::Ready(engine.clone()));
+            }
+            let progress = |done: usize, total: usize| {
+                if !has_index && (done.is_multiple_of(64) || done == total) {
+                    let _ = sender.send(Readiness::Starting(done, total));
+                }
+            };
+            match engine.sync(false, Some(&progress)) {
+                Ok(report) => {
+                    log(json!({
+                        "event": "index_synced",
+                        "files": report.files, "added": report.added, "changed": report.changed,
+                        "removed": report.removed, "full": report.full, "ms": started.elapsed().as_millis() as u64,
+                    }));
+                    if report.files == 0 {
+                        log(json!({ "event": "no_notes", "warning": engine.why_no_notes() }));
+                    }
+                }
+                Err(error) => {
+                    log(json!({ "event": "sync_failed", "error": error.to_string() }));
+                    if !has_index {
+                        let _ = sender.send(Readiness::Failed(error));
+                        let why = self.wait_for_retry(&options.vault);
+                        log(json!({ "event": why, "action": "building the index again" }));
+                        let _ = sender.send(Readiness::Starting(0, 0));
+                        started = Instant::now();
+                        continue;
+                    }
                 }
             }
+            break (engine, has_index);
         };
-        // An existing index is served at once while it catches up.
-        let has_index = !engine.catalog().records().is_empty();
-        if has_index {
-            let _ = sender.send(Readiness::Ready(engine.clone()));
-        }
-        let progress = |done: usize, total: usize| {
-            if !has_index && (done.is_multiple_of(64) || done == total) {
-                let _ = sender.send(Readiness::Starting(done, total));
-            }
-        };
-        match engine.sync(false, Some(&progress)) {
-            Ok(report) => log(json!({
-                "event": "index_synced",
-                "files": report.files, "added": report.added, "changed": report.changed,
-                "removed": report.removed, "full": report.full, "ms": started.elapsed().as_millis() as u64,
-            })),
-            Err(error) => {
-                log(json!({ "event": "sync_failed", "error": error.to_string() }));
-                if !has_index {
-                    let _ = sender.send(Readiness::Failed(error));
-                    return;
-                }
-            }
-        }
         if !has_index {
             let _ = sender.send(Readiness::Ready(engine.clone()));
         }
@@ -153,16 +182,49 @@ impl Shared {
         self.watching.store(watching, Ordering::Relaxed);
     }
 
+    /// After a failed start-up: waits until `kb.toml` changes or a call asks
+    /// to try again; says which (the log event's name).
+    fn wait_for_retry(&self, vault: &std::path::Path) -> &'static str {
+        let read = || crate::sandbox::read_vault_config(vault).map_err(|error| error.to_string());
+        let before = read();
+        for tick in 1u64.. {
+            std::thread::sleep(Duration::from_millis(100));
+            if self.retry.swap(false, Ordering::Relaxed) {
+                return "retry_requested";
+            }
+            if tick.is_multiple_of(5) && read() != before {
+                return "config_changed";
+            }
+        }
+        unreachable!("the loop above only ends by returning")
+    }
+
     /// The engine, waiting for start-up and telling the client how far it got.
     async fn engine(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, Error> {
         let mut readiness = self.readiness.clone();
         let deadline = Instant::now() + READY_WAIT;
         let token = context.meta.get_progress_token();
+        let mut retried = false;
         loop {
             let state = readiness.borrow_and_update().clone();
             match state {
                 Readiness::Ready(engine) => return Ok(engine),
-                Readiness::Failed(error) => return Err(error),
+                Readiness::Failed(error) if retried => return Err(error),
+                Readiness::Failed(_) => {
+                    // Start-up failed earlier: ask it to try again (once per call), since
+                    // its cause may be gone, and wait for the outcome.
+                    retried = true;
+                    self.retry.store(true, Ordering::Relaxed);
+                    while matches!(*readiness.borrow_and_update(), Readiness::Failed(_)) {
+                        if Instant::now() >= deadline
+                            || tokio::time::timeout(Duration::from_secs(5), readiness.changed())
+                                .await
+                                .is_err()
+                        {
+                            break;
+                        }
+                    }
+                }
                 Readiness::Starting(done, total) => {
                     if let Some(token) = &token {
                         let message = if total == 0 {
@@ -206,13 +268,6 @@ impl Shared {
 }
 
 /// Blocks until `kb.toml` in `vault` reads differently (checked twice a second).
-fn wait_for_config_change(vault: &std::path::Path) {
-    let read = || crate::sandbox::read_vault_config(vault).map_err(|error| error.to_string());
-    let before = read();
-    while read() == before {
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
 
 /// The instructions sent in the `initialize` result.
 pub const INSTRUCTIONS: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).

@@ -147,8 +147,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// Opens the vault; `status` creates nothing (no index folder when there is no index).
 fn open(cli: &Cli) -> Result<Engine, Failure> {
-    let vault = cli.vault.clone().map(Ok).unwrap_or_else(std::env::current_dir)?;
+    let vault = match &cli.vault {
+        Some(vault) => vault.clone(),
+        None => {
+            let current = std::env::current_dir()?;
+            let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+            kb_mcp::sandbox::current_folder_vault(&current, home.as_deref())?
+        }
+    };
     if !vault.is_dir() {
         return Err(Failure {
             code: 2,
@@ -158,7 +166,27 @@ fn open(cli: &Cli) -> Result<Engine, Failure> {
             ),
         });
     }
-    Ok(Engine::open(&EngineOptions { vault, index_dir: cli.index_dir.clone() })?)
+    let options = EngineOptions { vault, index_dir: cli.index_dir.clone() };
+    let engine = if matches!(cli.command, Command::Status { .. }) {
+        Engine::open_existing(&options)?
+    } else {
+        Engine::open(&options)?
+    };
+    let dir = engine.index().dir().display();
+    if let Some(reason) = engine.index_repaired() {
+        if matches!(cli.command, Command::Status { .. }) {
+            eprintln!("kb-index: {reason}");
+        } else {
+            eprintln!("kb-index: rebuilding the index in {dir} from scratch: {reason}");
+        }
+    }
+    if let Some(reason) = engine.index_moved() {
+        eprintln!("kb-index: {reason} {dir}");
+    }
+    if let Some(reason) = engine.index().read_only() {
+        eprintln!("kb-index: {reason}; the index is used as it is (it may be stale)");
+    }
+    Ok(engine)
 }
 
 fn human_bytes(bytes: u64) -> String {
@@ -195,6 +223,9 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 bar.finish_and_clear();
             }
             let size = kb_mcp::index::folder_size(engine.index().dir());
+            if report.files == 0 {
+                eprintln!("kb-index: warning: no notes were indexed: {}", engine.why_no_notes());
+            }
             for (path, reason) in report.skipped.iter().take(10) {
                 eprintln!("kb-index: skipped {path}: {reason}");
             }
@@ -240,6 +271,15 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                     i.schema_version,
                     engine.index().dir().display()
                 )?;
+                if !engine.index().folder().exists() {
+                    writeln!(out, "           no index yet (run `kb-index build` to create it)")?;
+                }
+                if let Some(reason) = engine.index_moved() {
+                    writeln!(out, "           ({reason})")?;
+                }
+                if let Some(reason) = engine.index().read_only() {
+                    writeln!(out, "           ({reason}: served as it is)")?;
+                }
                 writeln!(out, "built      {}", i.built_at.as_deref().unwrap_or("never"))?;
                 writeln!(out, "updated    {}", i.updated_at.as_deref().unwrap_or("never"))?;
                 if i.fresh {
