@@ -267,8 +267,6 @@ impl Shared {
     }
 }
 
-/// Blocks until `kb.toml` in `vault` reads differently (checked twice a second).
-
 /// The instructions sent in the `initialize` result.
 pub const INSTRUCTIONS: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
 Find: search_knowledge (what notes are about) and search_note_content (text inside notes); then read_note. Explore: get_related_notes, list_tags, list_recent_notes.
