@@ -1589,6 +1589,49 @@ fn staging_then_applying_reproduces_the_staged_text() {
         .unwrap();
 }
 
+/// The property above checks that staging, `apply_edits` and applying agree;
+/// this table says what they agree on, written out by hand: line endings, BOM,
+/// frontmatter and the final newline kept through every kind of edit.
+#[test]
+fn staging_then_applying_writes_exactly_the_expected_text() {
+    let vault = vault();
+    let cases: Vec<(&str, Vec<Edit>, &str)> = vec![
+        (
+            "\u{feff}---\r\ntitle: t\r\n---\r\nabc\r\nUNIQUE",
+            vec![
+                Edit::Append { content: "x\ny".to_owned() },
+                Edit::Prepend { content: "top".to_owned() },
+                Edit::FindReplace { find: "UNIQUE".to_owned(), replace: "replaced\nline".to_owned() },
+                Edit::SetFrontmatter { fields: fields(json!({"k": "v"})) },
+            ],
+            "\u{feff}---\r\ntitle: t\r\nk: v\r\n---\r\ntop\r\nabc\r\nreplaced\r\nline\r\nx\r\ny",
+        ),
+        ("a中\nUNIQUE\n", vec![Edit::Prepend { content: "p".to_owned() }], "p\na中\nUNIQUE\n"),
+        (
+            "---\ntitle: t\n---\nbody\nUNIQUE\n",
+            vec![
+                Edit::SetFrontmatter { fields: fields(json!({"n": 1})) },
+                Edit::Append { content: "中".to_owned() },
+            ],
+            // The key is quoted: YAML 1.1 readers take a bare `n` for false.
+            "---\ntitle: t\n\"n\": 1\n---\nbody\nUNIQUE\n中\n",
+        ),
+        (
+            "body\r\nUNIQUE\r\n",
+            vec![Edit::FindReplace { find: "UNIQUE".to_owned(), replace: "a\nb".to_owned() }],
+            "body\r\na\r\nb\r\n",
+        ),
+    ];
+    for (i, (text, edits, expected)) in cases.into_iter().enumerate() {
+        let path = format!("z/literal/{i}.md");
+        vault.write(&path, text);
+        let staged = vault.patch(&path, edits).unwrap();
+        assert_eq!(vault.text(&staged.files[0]), expected, "case {i}: staged");
+        write::apply(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut no_index).unwrap();
+        assert_eq!(vault.text(&path), expected, "case {i}: applied");
+    }
+}
+
 // ---------------------------------------------------------------- racing saves (issue 12, item 2)
 
 /// The text of the racing editor's save `i`.
