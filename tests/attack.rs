@@ -1763,3 +1763,27 @@ fn attack_suite_over_stdio() {
 fn attack_suite_over_http() {
     run_suite(Transport::Http);
 }
+
+/// Every Unix-only part of this file, in file order, and what it checks: symlinks
+/// planted by the attacker (creating them needs Unix; Windows needs Developer
+/// Mode or administrator rights) and inode numbers.
+const UNIX_ONLY: &[&str] = &[
+    "the fixture's symlinks: to an outside file and folder, .git, /etc, ../.env and private/",
+    "inode: snapshots compare inode numbers (0 elsewhere, so a replaced file goes unnoticed there)",
+    "tampered_proposals: a staged proposal's content replaced by a symlink to the outside",
+    "symlink_swapped_while_reading: a note flipped to a symlink while a client reads it",
+];
+
+/// Off Unix the attacks above do not run; this says so in the test output, and
+/// everywhere it keeps the list above complete.
+#[test]
+fn unix_only_attacks_are_listed_and_reported_when_skipped() {
+    let marker = concat!("#[cfg(", "unix)]");
+    let count = include_str!("attack.rs").matches(marker).count();
+    assert_eq!(count, UNIX_ONLY.len(), "list every {marker} of tests/attack.rs in UNIX_ONLY");
+    if !cfg!(unix) {
+        for attack in UNIX_ONLY {
+            eprintln!("SKIPPED (not Unix): {attack}");
+        }
+    }
+}

@@ -961,3 +961,33 @@ fn scan_reports_markdown_files_whose_names_are_refused() {
     assert_eq!(scan.skipped[0].path, "z/evil\u{202E}gnp.md");
     assert!(scan.skipped[0].reason.contains("U+202E"), "{}", scan.skipped[0].reason);
 }
+
+/// Every Unix-only part of this file, in file order, and what it checks: symlinks
+/// (creating them needs Unix; Windows needs Developer Mode or administrator
+/// rights, and its junctions are another mechanism) and non-UTF-8 file names.
+const UNIX_ONLY: &[&str] = &[
+    "fixture: symlinks to the outside, to .git and inside the vault",
+    "symlinks_cannot_lead_reads_astray (whole test)",
+    "search_folders_must_be_readable_folders: folders judged by where a symlink leads",
+    "a_symlink_swapped_in_after_resolving_is_caught (whole test)",
+    "note_targets_must_not_pass_through_symlinks (whole test)",
+    "scan_lists_readable_markdown_and_attachments_only: a non-UTF-8 file name",
+    "vault_config_is_read_with_care: a kb.toml that is a symlink",
+    "clear_dir_empties_an_index_folder_without_following_links: a symlink inside the index",
+    "reads_racing_a_symlink_swap_never_return_the_secret (whole test)",
+    "race: the helper of the test above",
+];
+
+/// Off Unix the checks above do not run; this says so in the test output, and
+/// everywhere it keeps the list above complete.
+#[test]
+fn unix_only_checks_are_listed_and_reported_when_skipped() {
+    let marker = concat!("#[cfg(", "unix)]");
+    let count = include_str!("sandbox.rs").matches(marker).count();
+    assert_eq!(count, UNIX_ONLY.len(), "list every {marker} of tests/sandbox.rs in UNIX_ONLY");
+    if !cfg!(unix) {
+        for check in UNIX_ONLY {
+            eprintln!("SKIPPED (not Unix): {check}");
+        }
+    }
+}
