@@ -973,7 +973,6 @@ const UNIX_ONLY: &[&str] = &[
     "note_targets_must_not_pass_through_symlinks (whole test)",
     "scan_lists_readable_markdown_and_attachments_only: a non-UTF-8 file name",
     "vault_config_is_read_with_care: a kb.toml that is a symlink",
-    "clear_dir_empties_an_index_folder_without_following_links: a symlink inside the index",
     "reads_racing_a_symlink_swap_never_return_the_secret (whole test)",
     "race: the helper of the test above",
 ];
