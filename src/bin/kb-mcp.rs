@@ -27,7 +27,7 @@ use kb_mcp::tools::Access;
 #[derive(Debug, Parser)]
 #[command(name = "kb-mcp", version, about, args_conflicts_with_subcommands = true)]
 struct Cli {
-    /// The vault folder (default: $KB_VAULT, else the current folder).
+    /// The vault folder (default: $KB_VAULT, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder).
     #[arg(long, env = "KB_VAULT")]
     vault: Option<PathBuf>,
     /// What stdio agents may do: read (default), propose (stage proposals in the inbox), apply (also apply them). Over HTTP each token's scope decides instead.

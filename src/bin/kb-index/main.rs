@@ -20,7 +20,7 @@ use kb_mcp::error::Error;
 #[derive(Debug, Parser)]
 #[command(name = "kb-index", version, about)]
 struct Cli {
-    /// The vault folder (default: $KB_VAULT, else the current folder).
+    /// The vault folder (default: $KB_VAULT, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder).
     #[arg(long, global = true, env = "KB_VAULT")]
     vault: Option<PathBuf>,
     /// Where the index lives (default: <vault>/.kb).
