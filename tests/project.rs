@@ -1,10 +1,12 @@
 //! Project-wide checks: the layering of `src/`, the index schema declaration,
-//! and the `kb-index` command line's exit codes.
+//! the `kb-index` command line's exit codes, and that what the README's server
+//! command leaves in a vault never reaches a test's copy of the fixture.
 
 mod common;
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// Layers from the bottom; a file may name only its own layer and those below.
 /// `index` and `write` are siblings and must not name each other.
@@ -150,4 +152,67 @@ fn kb_index_exit_codes() {
     let (code, _, err) = kb_index(&vault, &["build"]);
     assert_eq!(code, 2);
     assert!(err.contains("note"), "the message names the bad key: {err}");
+}
+
+/// Issue 18: the README's first command (the server on the fixture vault, here
+/// on a copy of it) leaves an index and an inbox behind; the suite's
+/// fixture-copying helper must copy none of it, so a person who ran the server
+/// before `cargo test` gets the same test outcomes as a fresh clone.
+#[test]
+fn what_a_server_run_leaves_in_the_fixture_is_never_copied_into_a_test() {
+    let run = tempfile::tempdir().unwrap();
+    let vault = run.path().join("vault");
+    common::copy_dir(&common::fixture_vault(), &vault);
+    let own = common::fixture_files(&common::fixture_vault());
+    assert!(own.iter().any(|f| f == "kb.toml") && own.iter().any(|f| f.starts_with("z/")), "{own:?}");
+
+    // The server as the README starts it, at propose access so that it also
+    // stages a proposal, driven over stdio by one search and one proposal.
+    let mut server = Command::new(env!("CARGO_BIN_EXE_kb-mcp"))
+        .args(["--access", "propose", "--vault"])
+        .arg(&vault)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let mut send = |line: serde_json::Value| writeln!(stdin, "{line}").unwrap();
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}));
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "search_note_content", "arguments": {"query": "远程仓库"}}}));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "propose_new_note", "arguments": {"title": "Left behind", "body": "x", "reason": "test"}}}));
+    let mut answered = 0;
+    let mut line = String::new();
+    while answered < 3 && stdout.read_line(&mut line).unwrap() > 0 {
+        let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if reply.get("id").is_some() {
+            assert!(reply.get("result").is_some(), "{reply}");
+            assert_ne!(reply["result"]["isError"], true, "{reply}");
+            answered += 1;
+        }
+        line.clear();
+    }
+    assert_eq!(answered, 3, "the server answered every request");
+    drop(send);
+    drop(stdin); // end of input: the server exits
+    assert!(server.wait().unwrap().success());
+    assert!(
+        vault.join(".kb").is_dir() && vault.join("inbox/new").is_dir(),
+        "the run left its index and inbox"
+    );
+
+    // What the helper copies from the used vault is the fixture's own files.
+    assert_eq!(common::fixture_files(&vault), own);
+    let copy = run.path().join("copy");
+    common::copy_fixture(&vault, &copy);
+    let copied: Vec<String> = common::snapshot(&copy).into_iter().map(|(path, _)| path).collect();
+    assert_eq!(copied, own, "nothing the run left behind is copied");
+    for left in [".kb", "inbox", "Inbox"] {
+        assert!(!copy.join(left).exists(), "{left} was copied");
+    }
 }

@@ -24,11 +24,75 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A temp folder holding a fresh copy of the fixture vault at `<tmp>/vault`.
+/// What a run of kb-mcp or kb-index leaves in a vault and a test must never
+/// start from: the index folder, the inbox (proposals, the apply lock, the
+/// audit log) and the lock file, compared case-insensitively at the top level
+/// (on macOS and Windows `Inbox` is `inbox`).
+pub const RUN_LEFTOVERS: [&str; 3] = [".kb", "inbox", "_apply.lock"];
+
+/// The fixture's own files below `from`, as vault-relative paths, sorted: every
+/// file but what a run leaves behind ([`RUN_LEFTOVERS`]) and, in a git
+/// checkout, what git ignores. A person who ran the README's server command on
+/// `fixtures/vault` before `cargo test` thus cannot change what a test starts
+/// from (issue 18).
+pub fn fixture_files(from: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(from).sort_by_file_name().into_iter().filter_entry(|entry| {
+        entry.depth() != 1
+            || !RUN_LEFTOVERS
+                .iter()
+                .any(|left| entry.file_name().to_string_lossy().eq_ignore_ascii_case(left))
+    }) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            let rel = entry.path().strip_prefix(from).unwrap().to_string_lossy().replace('\\', "/");
+            files.push(rel);
+        }
+    }
+    if let Some(ignored) = git_ignored(from) {
+        files.retain(|file| !ignored.contains(file));
+    }
+    files
+}
+
+/// The files below `dir` that git ignores, as paths relative to `dir`; `None`
+/// outside a git checkout or without git.
+fn git_ignored(dir: &Path) -> Option<Vec<String>> {
+    let output = std::process::Command::new("git")
+        .args(["ls-files", "--others", "--ignored", "--exclude-standard", "-z", "."])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    Some(
+        output
+            .stdout
+            .split(|byte| *byte == 0)
+            .filter(|path| !path.is_empty())
+            .map(|path| String::from_utf8_lossy(path).into_owned())
+            .collect(),
+    )
+}
+
+/// Copies the fixture's own files ([`fixture_files`]) from `from` to `to`.
+pub fn copy_fixture(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for file in fixture_files(from) {
+        let target = to.join(&file);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(&file), &target).unwrap();
+    }
+}
+
+/// A temp folder holding a fresh copy of the fixture vault at `<tmp>/vault`
+/// (its own files only: see [`fixture_files`]).
 pub fn temp_vault() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let vault = dir.path().join("vault");
-    copy_dir(&fixture_vault(), &vault);
+    copy_fixture(&fixture_vault(), &vault);
     (dir, vault)
 }
 
