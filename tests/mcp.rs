@@ -805,5 +805,60 @@ async fn issue12_a_server_started_with_an_invalid_kb_toml_recovers_when_it_is_fi
         assert!(fixed.elapsed() < Duration::from_secs(2), "still failing after the fix: {result:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+
+/// Issue 18: a server started on an index that lacks notes written while no
+/// server ran must not answer a search from that index as if it were complete:
+/// the first searches either find the new note (the start-up sync is waited
+/// for) or say, in the structured result and in the text, that they are stale.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_search_at_start_up_finds_a_just_added_note_or_says_it_is_stale() {
+    let (_tmp, vault) = common::temp_vault();
+    let built = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .arg("build")
+        .arg("--vault")
+        .arg(&vault)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    // Written while no server runs: enough other notes that the start-up sync
+    // takes longer than a client's handshake.
+    std::fs::create_dir_all(vault.join("z/bulk")).unwrap();
+    for i in 0..1500 {
+        let body = format!("# Bulk {i}\n\nFiller text about gardens, rivers and week {i}.\n");
+        std::fs::write(vault.join(format!("z/bulk/bulk-{i}.md")), body).unwrap();
+    }
+    std::fs::write(vault.join("z/刚加的笔记.md"), "# Zephyrquokka\n\nThe zephyrquokka note, added last.\n")
+        .unwrap();
+
+    let client = connect(&vault, "read").await;
+    for tool in ["search_note_content", "search_knowledge", "recall_context"] {
+        let arguments = if tool == "recall_context" {
+            json!({"topic": "zephyrquokka"})
+        } else {
+            json!({"query": "zephyrquokka"})
+        };
+        let result = call(&client, tool, arguments).await.unwrap();
+        let structured = result.structured_content.clone().unwrap();
+        let text = result.content[0].as_text().unwrap().text.clone();
+        let list = if tool == "recall_context" { &structured["items"] } else { &structured["results"] };
+        let found = list.as_array().unwrap().iter().any(|hit| hit["path"] == "z/刚加的笔记.md");
+        let stale = structured["stale"].is_string() && text.starts_with("STALE: ");
+        assert!(found || stale, "{tool}: neither found the new note nor said it is stale: {structured}");
+        if found && structured.get("stale").is_some() {
+            assert!(text.starts_with("STALE: "), "{tool}: the text must carry the stale notice too: {text}");
+        }
+    }
+    // Once caught up, nothing is stale and the note is found (a loaded machine
+    // may take longer than the server's wait: ask until it has caught up).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let structured = loop {
+        let result = call(&client, "search_note_content", json!({"query": "zephyrquokka"})).await.unwrap();
+        let structured = result.structured_content.unwrap();
+        if structured.get("stale").is_none() || Instant::now() > deadline {
+            break structured;
+        }
+    };
+    assert_eq!(structured["results"][0]["path"], "z/刚加的笔记.md", "{structured}");
+    assert!(structured.get("stale").is_none(), "{structured}");
     client.cancel().await.unwrap();
 }

@@ -132,6 +132,9 @@ pub struct Engine {
     /// Why the index was rebuilt while opening (or, opened without creating,
     /// why it could not be opened).
     index_repaired: Option<String>,
+    /// Whether a walk has compared the files with the index since this engine
+    /// was opened; until then searches say their answer may be stale.
+    caught_up: AtomicBool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -182,6 +185,7 @@ impl Engine {
             last_reload: Mutex::new(Instant::now()),
             catalog_opstamp: Mutex::new(opstamp),
             linked_notes: AtomicBool::new(false),
+            caught_up: AtomicBool::new(false),
         })
     }
 
@@ -332,6 +336,22 @@ impl Engine {
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether a walk has compared the files with the index since the vault was
+    /// opened (a successful [`Engine::sync`]). Until then the index is what an
+    /// earlier process left: notes added or changed meanwhile may be missing.
+    pub fn caught_up(&self) -> bool {
+        self.caught_up.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The `stale` notice a search answer carries while the index has not caught up.
+    pub(crate) fn stale_notice(&self) -> Option<String> {
+        (!self.caught_up()).then(|| {
+            "the index has not yet caught up with the files (the server is still comparing them after its start): \
+             notes added or changed since the index was last updated may be missing; ask again in a moment"
+                .to_owned()
+        })
     }
 
     /// Records that the catalog now reflects the index as committed.

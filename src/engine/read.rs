@@ -108,7 +108,12 @@ impl Engine {
                 explain: hit.explanation,
             })
             .collect();
-        Ok(KnowledgeResults { query: args.query.clone(), total: outcome.total as u64, results })
+        Ok(KnowledgeResults {
+            query: args.query.clone(),
+            total: outcome.total as u64,
+            results,
+            stale: self.stale_notice(),
+        })
     }
 
     /// `search_note_content`: headings and bodies, with snippets cut from the files.
@@ -129,7 +134,12 @@ impl Engine {
                 explain: hit.explanation,
             })
             .collect();
-        Ok(ContentResults { query: args.query.clone(), total: outcome.total as u64, results })
+        Ok(ContentResults {
+            query: args.query.clone(),
+            total: outcome.total as u64,
+            results,
+            stale: self.stale_notice(),
+        })
     }
 
     /// Fills each backlink's context from its note's current text (the catalog

