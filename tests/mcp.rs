@@ -805,6 +805,8 @@ async fn issue12_a_server_started_with_an_invalid_kb_toml_recovers_when_it_is_fi
         assert!(fixed.elapsed() < Duration::from_secs(2), "still failing after the fix: {result:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    client.cancel().await.unwrap();
+}
 
 /// Issue 18: a server started on an index that lacks notes written while no
 /// server ran must not answer a search from that index as if it were complete:
