@@ -198,7 +198,6 @@ fn what_a_server_run_leaves_in_the_fixture_is_never_copied_into_a_test() {
         line.clear();
     }
     assert_eq!(answered, 3, "the server answered every request");
-    drop(send);
     drop(stdin); // end of input: the server exits
     assert!(server.wait().unwrap().success());
     assert!(
