@@ -443,7 +443,12 @@ async fn sigterm_lets_the_request_in_flight_finish_then_exits_0() {
     let started = Instant::now();
     let code = tokio::task::block_in_place(|| server.terminate(Duration::from_secs(10)));
     assert_eq!(code, 0, "{}", server.logged());
-    assert!(started.elapsed() < Duration::from_secs(5), "SIGTERM exits promptly");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "SIGTERM exits promptly: {:?}\n{}",
+        started.elapsed(),
+        server.logged()
+    );
     let (_client, result) = pending.await.unwrap();
     let result = result.expect("the request in flight finished");
     assert_eq!(error_code(&result), None);
