@@ -3,8 +3,9 @@
 //!
 //! `fixtures/eval/baselines/<suite>.json` keeps what was measured: the rank of
 //! every case, the scores of kb-mcp and of the plain-BM25 yardstick
-//! (`kb-index eval --baseline`) overall, per language, per tool (the query's
-//! kind) and per language and tool, and two lists a person edits by hand: the
+//! (`kb-index eval --baseline`) overall, per language, per tool, per query kind
+//! (questions or keywords), per language and tool and per language and kind, and
+//! two lists a person edits by hand: the
 //! cases known to fail (`knownFailures`) and the groups where kb-mcp is known to
 //! score below BM25 (`belowBm25`), each with the reason. The gate fails on any
 //! difference from the file, better or worse, so a regression cannot hide
@@ -109,27 +110,38 @@ fn ratio(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
 }
 
-/// Overall, per language, per tool, and per language and tool, in that order.
+/// A case's query kind: `questions` when its id says so (the suites name every
+/// natural-language question `…-question-…`), else `keywords`.
+pub(crate) fn kind_of(case: &CaseReport) -> &'static str {
+    if case.id.contains("question") { "questions" } else { "keywords" }
+}
+
+/// Overall; per language, per tool, per query kind; per language and tool; per
+/// language and query kind; in that order.
 pub(crate) fn groups(kb: &Report, bm25: &Report) -> Vec<Group> {
     assert_eq!(kb.cases.len(), bm25.cases.len(), "both rankings ran the same suite");
     let languages: BTreeSet<&str> = kb.cases.iter().map(|c| c.language.as_str()).collect();
     let tools: BTreeSet<&str> = kb.cases.iter().map(|c| c.tool.as_str()).collect();
-    // (language, tool): None matches any.
-    let mut keys: Vec<(Option<&str>, Option<&str>)> = vec![(None, None)];
-    keys.extend(languages.iter().map(|&l| (Some(l), None)));
-    keys.extend(tools.iter().map(|&t| (None, Some(t))));
-    keys.extend(languages.iter().flat_map(|&l| tools.iter().map(move |&t| (Some(l), Some(t)))));
-    let member = |(language, tool): (Option<&str>, Option<&str>), case: &CaseReport| {
-        language.is_none_or(|l| case.language == l) && tool.is_none_or(|t| case.tool.as_str() == t)
+    let kinds: BTreeSet<&str> = kb.cases.iter().map(kind_of).collect();
+    // (language, tool, kind): None matches any.
+    type Key<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a str>);
+    let mut keys: Vec<Key<'_>> = vec![(None, None, None)];
+    keys.extend(languages.iter().map(|&l| (Some(l), None, None)));
+    keys.extend(tools.iter().map(|&t| (None, Some(t), None)));
+    keys.extend(kinds.iter().map(|&k| (None, None, Some(k))));
+    keys.extend(languages.iter().flat_map(|&l| tools.iter().map(move |&t| (Some(l), Some(t), None))));
+    keys.extend(languages.iter().flat_map(|&l| kinds.iter().map(move |&k| (Some(l), None, Some(k)))));
+    let member = |(language, tool, kind): Key<'_>, case: &CaseReport| {
+        language.is_none_or(|l| case.language == l)
+            && tool.is_none_or(|t| case.tool.as_str() == t)
+            && kind.is_none_or(|k| kind_of(case) == k)
     };
     keys.into_iter()
         .filter(|&key| kb.cases.iter().any(|c| member(key, c)))
         .map(|key| Group {
             name: match key {
-                (None, None) => "overall".to_owned(),
-                (Some(l), None) => l.to_owned(),
-                (None, Some(t)) => t.to_owned(),
-                (Some(l), Some(t)) => format!("{l} {t}"),
+                (None, None, None) => "overall".to_owned(),
+                (l, t, k) => [l, t, k].into_iter().flatten().collect::<Vec<_>>().join(" "),
             },
             kb: Score::of(kb.cases.iter().filter(|c| member(key, c))),
             bm25: Score::of(bm25.cases.iter().filter(|c| member(key, c))),
