@@ -1856,3 +1856,31 @@ fn a_new_note_gets_the_default_mode() {
     vault.write("z/probe.md", "probe");
     assert_eq!(mode_of(&vault, &staged.target), mode_of(&vault, "z/probe.md"));
 }
+
+// ---------------------------------------------------------------- audit line (issue 12, item 6)
+
+#[test]
+fn an_apply_that_cannot_append_its_audit_line_says_so_precisely() {
+    let vault = vault();
+    let staged = vault.propose(&note("unaudited")).unwrap();
+    // Right before the append, something stops it (here a folder where the log should be).
+    let log = vault.path("inbox/_applied.jsonl");
+    let err = write::apply_with_failpoint(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut no_index, &mut |at| {
+        if at == Step::Indexed {
+            let _ = fs::remove_file(&log);
+            fs::create_dir_all(&log).unwrap();
+        }
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(err.message.contains(&format!("proposal {} is applied", staged.proposal_id)), "{err}");
+    assert!(err.message.contains("audit line could not be appended to inbox/_applied.jsonl"), "{err}");
+    assert!(err.hint.as_deref().unwrap().contains("do not apply it again"), "{err}");
+    assert_eq!(err.details.as_ref().unwrap()["applied"], true);
+    assert_eq!(vault.hash(&staged.target), staged.content_hash);
+    // Once the log can be written again, the next start completes it.
+    fs::remove_dir(vault.path("inbox/_applied.jsonl")).unwrap();
+    let recovery = write::recover(&vault.sandbox, Actor::Cli, &mut no_index).unwrap();
+    assert_eq!(recovery.completed, vec![staged.proposal_id.clone()]);
+    assert_eq!(vault.audit_for(&staged.proposal_id).len(), 1);
+}

@@ -85,7 +85,7 @@ pub fn apply_with_failpoint(
 
     let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };
     let applied = finish_apply(sandbox, &mut log, &archived, index_result, actor, false)
-        .map_err(|err| after_write(err, &target))?;
+        .map_err(|err| audit_failed(err, id, &target, &archive, &log.path))?;
     failpoint(Step::Audited)?;
     Ok(applied)
 }
@@ -235,6 +235,22 @@ fn after_write(mut err: Error, target: &NotePath) -> Error {
         "{target} was written; the next apply or server start completes the archive and the audit log"
     ));
     err
+}
+
+/// The apply is done but its audit line could not be appended: say exactly that.
+fn audit_failed(err: Error, id: &str, target: &NotePath, archive: &str, log: &NotePath) -> Error {
+    Error::new(
+        err.code,
+        format!(
+            "proposal {id} is applied ({target} is written and the proposal archived in {archive}), \
+             but its audit line could not be appended to {log}: {}",
+            err.message
+        ),
+    )
+    .with_hint(format!(
+        "do not apply it again; fix what stops writing to {log} (a full disk?): the next apply or server start appends the line"
+    ))
+    .with_details(json!({ "applied": true, "target": target.as_str(), "archive": archive, "audit_log": log.as_str() }))
 }
 
 /// `inbox/applied/<date>` or `inbox/rejected/<date>`.
