@@ -1865,13 +1865,19 @@ fn an_apply_that_cannot_append_its_audit_line_says_so_precisely() {
     let staged = vault.propose(&note("unaudited")).unwrap();
     // Right before the append, something stops it (here a folder where the log should be).
     let log = vault.path("inbox/_applied.jsonl");
-    let err = write::apply_with_failpoint(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut no_index, &mut |at| {
-        if at == Step::Indexed {
-            let _ = fs::remove_file(&log);
-            fs::create_dir_all(&log).unwrap();
-        }
-        Ok(())
-    })
+    let err = write::apply_with_failpoint(
+        &vault.sandbox,
+        &staged.proposal_id,
+        Actor::Cli,
+        &mut no_index,
+        &mut |at| {
+            if at == Step::Indexed {
+                let _ = fs::remove_file(&log);
+                fs::create_dir_all(&log).unwrap();
+            }
+            Ok(())
+        },
+    )
     .unwrap_err();
     assert!(err.message.contains(&format!("proposal {} is applied", staged.proposal_id)), "{err}");
     assert!(err.message.contains("audit line could not be appended to inbox/_applied.jsonl"), "{err}");
@@ -1883,4 +1889,122 @@ fn an_apply_that_cannot_append_its_audit_line_says_so_precisely() {
     let recovery = write::recover(&vault.sandbox, Actor::Cli, &mut no_index).unwrap();
     assert_eq!(recovery.completed, vec![staged.proposal_id.clone()]);
     assert_eq!(vault.audit_for(&staged.proposal_id).len(), 1);
+}
+
+// ---------------------------------------------------------------- crash leftovers (issue 12, item 8)
+
+#[test]
+fn the_next_start_removes_what_killed_proposes_and_applies_left() {
+    let vault = vault();
+    let rel = "z/设计.md";
+    // A propose killed before its metadata: the staged note and diff are orphans.
+    let orphan = vault.patch(rel, vec![Edit::Append { content: "orphan".to_owned() }]).unwrap();
+    fs::remove_file(vault.path(Vault::meta_file(&orphan))).unwrap();
+    // ... long enough ago (a propose under way is never swept).
+    let young = vault.patch(rel, vec![Edit::Append { content: "young".to_owned() }]).unwrap();
+    fs::remove_file(vault.path(Vault::meta_file(&young))).unwrap();
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for file in orphan.files.iter().filter(|file| vault.exists(file)) {
+        fs::File::options().write(true).open(vault.path(file)).unwrap().set_modified(long_ago).unwrap();
+    }
+    // A killed write's temporary file in the inbox.
+    vault.write("inbox/new/.x-0123abcd.md.kb-tmp-0123456789abcdef", "half");
+    fs::File::options()
+        .write(true)
+        .open(vault.path("inbox/new/.x-0123abcd.md.kb-tmp-0123456789abcdef"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    // A pending patch whose apply was killed: its temporary copy beside the note
+    // (the full staged text, and a part of it).
+    let pending = vault.patch(rel, vec![Edit::Append { content: "pending".to_owned() }]).unwrap();
+    let staged = vault.read(&pending.files[0]);
+    vault.write("z/.设计.md.kb-tmp-00000000000000aa", &staged);
+    vault.write("z/.设计.md.kb-tmp-00000000000000bb", &staged[..staged.len() / 2]);
+    // A temporary file holding bytes that are not ours: it may be a person's save.
+    vault.write("z/.设计.md.kb-tmp-00000000000000cc", "a save of the person's");
+    // Files that only look similar are never touched.
+    vault.write("inbox/patch/my notes.md", "mine");
+    vault.write("z/.设计.md.kb-tmp-notours", "not ours");
+    vault.write("z/.other.kb-tmp-0123456789abcdef", "not beside a proposal's note");
+
+    let recovery = write::recover(&vault.sandbox, Actor::Cli, &mut no_index).unwrap();
+    assert!(recovery.failed.is_empty(), "{recovery:?}");
+    for file in &orphan.files {
+        assert!(!vault.exists(file), "{file} is an orphan: {recovery:?}");
+    }
+    assert!(!vault.exists("inbox/new/.x-0123abcd.md.kb-tmp-0123456789abcdef"));
+    assert!(!vault.exists("z/.设计.md.kb-tmp-00000000000000aa"));
+    assert!(!vault.exists("z/.设计.md.kb-tmp-00000000000000bb"));
+    assert!(!vault.exists("z/.设计.md.kb-tmp-00000000000000cc"));
+    let copies = conflict_copies(&vault, "z", "设计");
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert_eq!(copies[0].1, "a save of the person's");
+    for kept in ["inbox/patch/my notes.md", "z/.设计.md.kb-tmp-notours", "z/.other.kb-tmp-0123456789abcdef"]
+    {
+        assert!(vault.exists(kept), "{kept} is not ours to remove");
+    }
+    for file in &pending.files {
+        assert!(vault.exists(file), "{file} belongs to a pending proposal");
+    }
+    for file in young.files.iter().filter(|file| !file.ends_with(".proposal.json")) {
+        assert!(vault.exists(file), "{file} may belong to a propose under way");
+    }
+    assert_eq!(recovery.swept.len(), 6, "{:#?}", recovery.swept);
+    apply(&vault, &pending.proposal_id).unwrap();
+}
+
+#[test]
+fn right_after_a_crash_a_proposal_without_its_audit_line_is_not_listed_applied() {
+    let vault = vault();
+    let staged = vault.propose(&note("half done")).unwrap();
+    let err = write::apply_with_failpoint(
+        &vault.sandbox,
+        &staged.proposal_id,
+        Actor::Cli,
+        &mut no_index,
+        &mut |at| if at == Step::Indexed { Err(Error::internal("killed")) } else { Ok(()) },
+    )
+    .unwrap_err();
+    assert_eq!(err.message, "killed");
+    assert!(vault.audit_for(&staged.proposal_id).is_empty());
+    let listed = write::list(&vault.sandbox, StatusFilter::All, 50).unwrap();
+    let view = listed.iter().find(|view| view.proposal_id == staged.proposal_id).unwrap();
+    assert_eq!(view.status, ProposalStatus::Interrupted);
+    write::recover(&vault.sandbox, Actor::Cli, &mut no_index).unwrap();
+    let listed = write::list(&vault.sandbox, StatusFilter::Applied, 50).unwrap();
+    assert_eq!(listed[0].status, ProposalStatus::Applied);
+}
+
+// ---------------------------------------------------------------- pending caps (issue 12, item 12)
+
+#[test]
+fn pending_proposals_are_capped_by_count_and_bytes() {
+    let config =
+        VaultConfig::parse(Some("[limits]\npending_max_count = 3\npending_max_bytes = 5000\n")).unwrap();
+    assert_eq!((config.limits.pending_max_count, config.limits.pending_max_bytes), (3, 5000));
+    let mut vault = vault();
+    vault.limits.pending_max_count = 3;
+    let first = vault.propose(&note("one")).unwrap();
+    vault.propose(&note("two")).unwrap();
+    vault.propose(&note("three")).unwrap();
+    let before = vault.snapshot();
+    let err = vault.propose(&note("four")).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TooLarge);
+    assert!(
+        err.message.contains("3 proposals are pending") && err.message.contains("pending_max_count"),
+        "{err}"
+    );
+    assert!(err.hint.as_deref().unwrap().contains("apply or reject"), "{err}");
+    assert_eq!(changed(&before, &vault.snapshot()), Vec::<String>::new(), "nothing was staged");
+    apply(&vault, &first.proposal_id).unwrap();
+    vault.propose(&note("four")).unwrap();
+
+    let mut vault = self::vault();
+    vault.limits.pending_max_bytes = 2000;
+    vault.propose(&note("small")).unwrap();
+    let big = NewNote { body: "x".repeat(3000), ..note("big") };
+    let err = vault.propose(&big).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TooLarge);
+    assert!(err.message.contains("pending_max_bytes (2000)"), "{err}");
 }

@@ -119,6 +119,7 @@ impl Engine {
                     ProposalStatus::Pending => "pending",
                     ProposalStatus::Applied => "applied",
                     ProposalStatus::Rejected => "rejected",
+                    ProposalStatus::Interrupted => "interrupted",
                 }
                 .to_owned(),
                 checks: ProposalChecks {

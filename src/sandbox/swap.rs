@@ -185,3 +185,95 @@ fn exchange(a: &Path, b: &Path) -> io::Result<()> {
 fn exchange(_: &Path, _: &Path) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
+
+/// Whether a file name is one of our temporary files: `.<name>.kb-tmp-<16 hex>`
+/// (for `for_name`, exactly that name's).
+fn is_temp_name(file: &str, for_name: Option<&str>) -> bool {
+    let Some((head, random)) = file.rsplit_once(TempFile::MARK) else { return false };
+    let ours = random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit()) && head.starts_with('.');
+    ours && for_name.is_none_or(|name| head[1..] == *name)
+}
+
+/// The regular files among `dir`'s entries whose names pass `wanted`.
+fn files_named(dir: &Path, wanted: impl Fn(&str) -> bool) -> io::Result<Vec<std::path::PathBuf>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if is_missing(&err) => return Ok(Vec::new()),
+        Err(err) => return Err(err),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let is_file = entry.file_type().is_ok_and(|kind| kind.is_file());
+        if is_file && entry.file_name().to_str().is_some_and(&wanted) {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+impl Sandbox {
+    /// Removes the temporary files a killed write left in an inbox folder (only
+    /// `.<name>.kb-tmp-<16 hex>`, never anything else) last written more than
+    /// `older_than` ago (a write under way is left alone). Returns what it removed.
+    pub fn sweep_inbox_temps(
+        &self,
+        folder: &NotePath,
+        older_than: std::time::Duration,
+    ) -> Result<Vec<String>> {
+        super::inbox::require_inbox(self, folder)?;
+        // Walk to a name inside the folder: every component on the way is checked.
+        let inside = NotePath::parse(&format!("{folder}/_"))?;
+        let probe = walk_write_chain(self, &inside, false)?;
+        let dir = probe.parent().unwrap_or(self.root()).to_path_buf();
+        let mut removed = Vec::new();
+        for file in
+            files_named(&dir, |name| is_temp_name(name, None)).map_err(|err| Error::io(folder, &err))?
+        {
+            let old = fs::symlink_metadata(&file)
+                .and_then(|meta| meta.modified())
+                .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > older_than));
+            if old && fs::remove_file(&file).is_ok() {
+                removed.push(format!("{folder}/{}", file.file_name().unwrap_or_default().to_string_lossy()));
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Settles the temporary files a killed apply left beside a note
+    /// (`.<note name>.kb-tmp-<16 hex>`): each is removed when `ours` says its bytes
+    /// are ours (the proposal's text, or the base it replaced), and otherwise kept
+    /// beside the note as `conflict_name`, since it may hold a person's save.
+    /// Returns what it did, one line each.
+    pub fn sweep_note_temps(
+        &self,
+        note: &NotePath,
+        ours: &mut dyn FnMut(&[u8]) -> bool,
+        conflict_name: &str,
+    ) -> Result<Vec<String>> {
+        check_note_target(self, note)?;
+        let disk = walk_write_chain(self, note, false)?;
+        let dir = disk.parent().unwrap_or(self.root());
+        let mut done = Vec::new();
+        let found = files_named(dir, |name| is_temp_name(name, Some(note.file_name())));
+        for file in found.map_err(|err| Error::io(note, &err))? {
+            let shown = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let Ok(bytes) = fs::read(&file) else { continue };
+            if ours(&bytes) {
+                if fs::remove_file(&file).is_ok() {
+                    done.push(format!("removed {shown} beside {note}"));
+                }
+            } else {
+                match keep_beside(self, note, &file, conflict_name) {
+                    Ok(kept) => {
+                        done.push(format!("kept {shown} beside {note} as {kept}: it may hold a save"))
+                    }
+                    Err(err) => done.push(format!("left {shown} beside {note}: {err}")),
+                }
+            }
+        }
+        sync_dir(dir);
+        Ok(done)
+    }
+}

@@ -19,11 +19,20 @@ pub struct Limits {
     pub read_max_bytes: u64,
     /// Largest proposal, in bytes (default 2097152).
     pub proposal_max_bytes: u64,
+    /// Most proposals pending at once (default 100).
+    pub pending_max_count: u64,
+    /// Most bytes pending proposals may hold in the inbox (default 128 MiB).
+    pub pending_max_bytes: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { read_max_bytes: 262_144, proposal_max_bytes: 2_097_152 }
+        Limits {
+            read_max_bytes: 262_144,
+            proposal_max_bytes: 2_097_152,
+            pending_max_count: 100,
+            pending_max_bytes: 128 << 20,
+        }
     }
 }
 
@@ -69,6 +78,8 @@ impl VaultConfig {
                     "vault.deny" => config.policy.deny = deny_rules(&name, value)?,
                     "tags.registry" => config.tag_registry = Some(registry(&name, value)?),
                     "limits.read_max_bytes" => config.limits.read_max_bytes = limit(&name, value)?,
+                    "limits.pending_max_count" => config.limits.pending_max_count = limit(&name, value)?,
+                    "limits.pending_max_bytes" => config.limits.pending_max_bytes = limit(&name, value)?,
                     _ => config.limits.proposal_max_bytes = limit(&name, value)?,
                 }
             }
@@ -81,14 +92,14 @@ impl VaultConfig {
 const SECTIONS: [(&str, &[&str]); 3] = [
     ("vault", &["notes", "standards", "inbox", "read_also", "deny"]),
     ("tags", &["registry"]),
-    ("limits", &["read_max_bytes", "proposal_max_bytes"]),
+    ("limits", &["read_max_bytes", "proposal_max_bytes", "pending_max_count", "pending_max_bytes"]),
 ];
 
 /// The largest limit accepted: 1 GiB.
 const MAX_LIMIT: u64 = 1 << 30;
 
 const KEYS_HINT: &str = "kb.toml may hold [vault] notes, standards, inbox, read_also, deny; \
-                         [tags] registry; [limits] read_max_bytes, proposal_max_bytes";
+                         [tags] registry; [limits] read_max_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes";
 
 fn invalid(message: String) -> Error {
     Error::invalid(format!("kb.toml: {message}")).with_hint(KEYS_HINT)

@@ -26,6 +26,10 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{InboxLock, NotePath, Replaced, Sandbox, WriteMode};
 use crate::vault::content_hash;
 
+/// How old a staged file without metadata must be to count as a killed
+/// propose's orphan (a propose writes its files within milliseconds).
+const ORPHAN_AGE: Duration = Duration::from_secs(600);
+
 /// How long an apply waits for another one to finish.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 
@@ -100,9 +104,94 @@ pub fn recover(
 ) -> Result<Recovery> {
     let inbox = Inbox::of(sandbox);
     let _lock = lock(sandbox, &inbox)?;
+    let mut swept = sweep_note_temps(sandbox, &inbox);
     let mut log = AuditLog::read(sandbox, &inbox)?;
-    let done = recover_locked(sandbox, &inbox, &mut log, actor, index);
+    let mut done = recover_locked(sandbox, &inbox, &mut log, actor, index);
+    // Only once every interrupted apply has its files back together is a staged
+    // file without metadata an orphan.
+    if done.summary.failed.is_empty() {
+        swept.extend(sweep_inbox(sandbox, &inbox));
+    }
+    done.summary.swept = swept;
     Ok(done.summary)
+}
+
+/// Removes what killed proposes left in the inbox, by kb-mcp's own names only:
+/// temporary files in the pending folders, and staged files without their
+/// metadata (`<slug>-<8 hex>.md`, `.new.md`, `.diff`) written more than
+/// [`ORPHAN_AGE`] ago, so that a propose under way is never taken for a killed
+/// one. Under the lock, after recovery.
+fn sweep_inbox(sandbox: &Sandbox, inbox: &Inbox) -> Vec<String> {
+    let mut done = Vec::new();
+    for kind in [ProposalKind::New, ProposalKind::Patch] {
+        let Ok(dir) = NotePath::parse(&inbox.pending_dir(kind)) else { continue };
+        match sandbox.sweep_inbox_temps(&dir, ORPHAN_AGE) {
+            Ok(removed) => done.extend(removed.into_iter().map(|file| format!("removed {file}"))),
+            Err(err) => done.push(format!("{dir}: {}", err.message)),
+        }
+        let Ok(files) = sandbox.list_inbox(&dir) else { continue };
+        let stems: HashSet<&str> =
+            files.iter().filter_map(|file| file.file_name().strip_suffix(META_SUFFIX)).collect();
+        let suffixes: &[&str] = match kind {
+            ProposalKind::New => &[".md"],
+            ProposalKind::Patch => &[".new.md", ".diff"],
+        };
+        for file in &files {
+            let name = file.file_name();
+            let Some(stem) = suffixes.iter().find_map(|suffix| name.strip_suffix(suffix)) else { continue };
+            if name.ends_with(META_SUFFIX) || stems.contains(stem) || !is_stem(stem) {
+                continue;
+            }
+            let old = sandbox
+                .stat(file)
+                .ok()
+                .flatten()
+                .is_some_and(|stat| stat.modified.elapsed().is_ok_and(|age| age > ORPHAN_AGE));
+            if !old {
+                continue;
+            }
+            if sandbox.remove_inbox_file(file).unwrap_or(false) {
+                done.push(format!("removed {file}: its proposal was never completed"));
+            }
+        }
+    }
+    done
+}
+
+/// Settles the temporary files killed applies left beside pending proposals'
+/// notes: removed when they hold that proposal's text (or a part of it) or the
+/// base it replaces, otherwise kept beside the note as a conflict copy, since
+/// they may hold a person's save. Under the lock, before recovery archives any.
+fn sweep_note_temps(sandbox: &Sandbox, inbox: &Inbox) -> Vec<String> {
+    let mut done = Vec::new();
+    let Ok(pending) = pending_files(sandbox, inbox) else { return done };
+    for path in pending {
+        let Ok(located) = locate(sandbox, &path, ProposalStatus::Pending) else { continue };
+        let Ok(target) = NotePath::parse(&located.meta.target) else { continue };
+        let staged = located.content_path().ok().and_then(|file| sandbox.read(&file, FILE_MAX_BYTES).ok());
+        let meta = &located.meta;
+        let mut ours = |bytes: &[u8]| {
+            let hash = content_hash(bytes);
+            hash == meta.content_sha256
+                || meta.base_sha256.as_deref() == Some(hash.as_str())
+                || staged.as_deref().is_some_and(|staged| staged.starts_with(bytes))
+        };
+        let conflict_name =
+            format!("{}.conflict-{}-{}.md", target.stem(), proposal::today(), short_id(located.id()));
+        if let Ok(lines) = sandbox.sweep_note_temps(&target, &mut ours, &conflict_name) {
+            done.extend(lines);
+        }
+    }
+    done
+}
+
+/// Whether a file stem is one a proposal's files have: `<slug>-<8 hex digits>`.
+fn is_stem(stem: &str) -> bool {
+    stem.rsplit_once('-').is_some_and(|(slug, short)| {
+        !slug.is_empty()
+            && short.len() == 8
+            && short.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// Rejects a pending proposal: its files move to `inbox/rejected/<date>/` beside a
@@ -146,7 +235,7 @@ pub fn reject(sandbox: &Sandbox, id: &str, reason: &str, actor: Actor) -> Result
 }
 
 /// The inbox lock.
-fn lock(sandbox: &Sandbox, inbox: &Inbox) -> Result<InboxLock> {
+pub(super) fn lock(sandbox: &Sandbox, inbox: &Inbox) -> Result<InboxLock> {
     sandbox.lock_inbox_file(&inbox.lock_file()?, LOCK_WAIT)
 }
 
@@ -553,6 +642,7 @@ fn status_name(status: ProposalStatus) -> &'static str {
         ProposalStatus::Pending => "pending",
         ProposalStatus::Applied => "applied",
         ProposalStatus::Rejected => "rejected",
+        ProposalStatus::Interrupted => "interrupted",
     }
 }
 

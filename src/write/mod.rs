@@ -145,6 +145,9 @@ pub enum ProposalStatus {
     Applied,
     /// In `inbox/rejected/<date>/`.
     Rejected,
+    /// Archived, but its audit line is missing: the apply or reject was
+    /// interrupted (or is under way); the next apply or server start completes it.
+    Interrupted,
 }
 
 /// The live checks of a proposal, as `apply` would see them now.
@@ -254,4 +257,6 @@ pub struct Recovery {
     pub completed: Vec<String>,
     /// Proposals that could not be completed now (`id: why`); tried again next time.
     pub failed: Vec<String>,
+    /// What killed proposes and applies had left behind, and what became of it.
+    pub swept: Vec<String>,
 }

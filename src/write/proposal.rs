@@ -77,7 +77,7 @@ impl Inbox {
     /// `inbox/applied` or `inbox/rejected` (`None` for pending).
     pub(super) fn archive_root(&self, status: ProposalStatus) -> Option<String> {
         match status {
-            ProposalStatus::Pending => None,
+            ProposalStatus::Pending | ProposalStatus::Interrupted => None,
             ProposalStatus::Applied => Some(format!("{}/applied", self.root)),
             ProposalStatus::Rejected => Some(format!("{}/rejected", self.root)),
         }
@@ -405,6 +405,15 @@ pub fn list(sandbox: &Sandbox, filter: StatusFilter, limit: usize) -> Result<Vec
             }
         }
     }
+    if !archived.is_empty() {
+        // Archived is not done: without its audit line the apply was interrupted.
+        let logged = logged_ids(sandbox, &inbox);
+        for located in found.iter_mut().filter(|located| located.status != ProposalStatus::Pending) {
+            if !logged.contains(located.id()) {
+                located.status = ProposalStatus::Interrupted;
+            }
+        }
+    }
     let created = |located: &Located| located.meta.created_at.parse::<Timestamp>().ok();
     found.sort_by(|a, b| {
         created(b)
@@ -425,6 +434,16 @@ pub fn list(sandbox: &Sandbox, filter: StatusFilter, limit: usize) -> Result<Vec
             checks: checks(sandbox, &inbox, located),
         })
         .collect())
+}
+
+/// The ids the audit log has a line for.
+fn logged_ids(sandbox: &Sandbox, inbox: &Inbox) -> std::collections::HashSet<String> {
+    let bytes = inbox.audit_log().and_then(|log| sandbox.read(&log, FILE_MAX_BYTES)).unwrap_or_default();
+    bytes
+        .split(|&byte| byte == b'\n')
+        .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
+        .filter_map(|entry| entry.get("proposal_id").and_then(serde_json::Value::as_str).map(str::to_owned))
+        .collect()
 }
 
 /// How many proposals are pending (0 when the inbox cannot be read).

@@ -98,7 +98,7 @@ pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Time
         created_at: proposal::rfc3339(now),
     };
     let meta_file = inbox.path(&format!("new/{stem}{META_SUFFIX}"))?;
-    stage(sandbox, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)], None)?;
+    stage(sandbox, limits, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)], None)?;
     Ok(Staged {
         proposal_id: id,
         kind: ProposalKind::New,
@@ -172,6 +172,7 @@ pub fn propose_patch(
     };
     stage(
         sandbox,
+        limits,
         &[
             (&content_file, patched.as_bytes()),
             (&diff_file, diff.as_bytes()),
@@ -265,7 +266,16 @@ fn metadata_bytes(meta: &Metadata) -> Result<Vec<u8>> {
 
 /// Writes the files in order, each create-new; on failure removes the ones
 /// written. Files staged from a note (`from`) are no more readable than it is.
-fn stage(sandbox: &Sandbox, files: &[(&NotePath, &[u8])], from: Option<&NotePath>) -> Result<()> {
+/// First checks the caps on pending proposals.
+fn stage(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    files: &[(&NotePath, &[u8])],
+    from: Option<&NotePath>,
+) -> Result<()> {
+    let inbox = Inbox::of(sandbox);
+    let adding: u64 = files.iter().map(|(_, bytes)| bytes.len() as u64).sum();
+    check_pending_caps(sandbox, &inbox, limits, adding)?;
     for (done, (path, bytes)) in files.iter().enumerate() {
         let written = match from {
             Some(note) => sandbox.write_atomic_from(path, bytes, WriteMode::CreateNew, note),
@@ -277,6 +287,45 @@ fn stage(sandbox: &Sandbox, files: &[(&NotePath, &[u8])], from: Option<&NotePath
             }
             return Err(err);
         }
+    }
+    Ok(())
+}
+
+/// `too_large` when one more proposal of `adding` bytes would pass
+/// `[limits] pending_max_count` or `pending_max_bytes`: an agent cannot fill the
+/// disk with proposals nobody reviews. Costs one listing of the pending folders,
+/// which the count cap keeps short.
+fn check_pending_caps(sandbox: &Sandbox, inbox: &Inbox, limits: &Limits, adding: u64) -> Result<()> {
+    let mut count = 0u64;
+    let mut bytes = 0u64;
+    for kind in [ProposalKind::New, ProposalKind::Patch] {
+        let dir = NotePath::parse(&inbox.pending_dir(kind))?;
+        for file in sandbox.list_inbox(&dir)? {
+            count += u64::from(file.file_name().ends_with(META_SUFFIX));
+            bytes += sandbox.stat(&file)?.map_or(0, |stat| stat.size);
+        }
+    }
+    let what_to_do = "ask the person to apply or reject pending proposals (kb-index inbox list, \
+                      kb-index inbox reject), then propose again";
+    if count >= limits.pending_max_count {
+        return Err(Error::new(
+            ErrorCode::TooLarge,
+            format!(
+                "{count} proposals are pending, the most [limits] pending_max_count allows ({}); nothing was staged",
+                limits.pending_max_count
+            ),
+        )
+        .with_hint(format!("{what_to_do}; or raise pending_max_count in kb.toml")));
+    }
+    if bytes + adding > limits.pending_max_bytes {
+        return Err(Error::new(
+            ErrorCode::TooLarge,
+            format!(
+                "pending proposals hold {bytes} bytes; this one ({adding} bytes) would pass [limits] pending_max_bytes ({}); nothing was staged",
+                limits.pending_max_bytes
+            ),
+        )
+        .with_hint(format!("{what_to_do}; or raise pending_max_bytes in kb.toml")));
     }
     Ok(())
 }
