@@ -79,7 +79,9 @@ pub struct Diagnostic {
 pub struct Note {
     /// Its vault-relative path.
     pub path: NotePath,
-    /// Frontmatter `title`, else the first H1, else the file name without `.md`.
+    /// Frontmatter `title`, else an H1 that opens the note (its first content
+    /// line after the frontmatter), else the file name without `.md`. A closing
+    /// `# References` never names a note.
     pub title: String,
     /// Frontmatter `aliases` (list or single string), in order, without duplicates.
     pub aliases: Vec<String>,
@@ -224,9 +226,7 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
     diagnostics.extend(scanned.diagnostics);
 
     let title = frontmatter::title(&map)
-        .or_else(|| {
-            scanned.headings.iter().find(|h| h.level == 1 && !h.text.is_empty()).map(|h| h.text.clone())
-        })
+        .or_else(|| opening_h1(&text[body_offset..], body_line, &scanned.headings))
         .unwrap_or_else(|| path.stem().to_owned());
     let mut tags = frontmatter::tags(&map);
     tags.extend(scanned.tags);
@@ -245,6 +245,15 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
         body_line,
         diagnostics,
     }
+}
+
+/// The text of the H1 on the body's first non-blank line, if that line is one
+/// (ATX `# Title` or the text line of a setext `Title` / `===`).
+fn opening_h1(body: &str, body_line: u32, headings: &[Heading]) -> Option<String> {
+    let body = body.strip_prefix('\u{feff}').unwrap_or(body);
+    let blank_lines = body.lines().take_while(|line| line.trim().is_empty()).count();
+    let first = body_line.saturating_add(u32::try_from(blank_lines).unwrap_or(u32::MAX));
+    headings.iter().find(|h| h.line == first && h.level == 1 && !h.text.is_empty()).map(|h| h.text.clone())
 }
 
 /// Drops repeats ignoring case (the first spelling wins), then sorts by bytes.
