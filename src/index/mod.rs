@@ -109,14 +109,16 @@ pub struct IndexDocument {
 /// Which tool's fields and weights a search uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SearchScope {
-    /// Titles, aliases, descriptions and tags (`search_knowledge`).
+    /// Titles (and file names), aliases, descriptions and tags, with headings
+    /// and text weighted low (`search_knowledge`).
     Knowledge,
     /// Headings and bodies (`search_note_content`).
     Content,
 }
 
 impl SearchScope {
-    /// The share of query terms a note must match before the search relaxes to any one.
+    /// The share of query terms a note must match to rank first; when fewer notes
+    /// than asked for match that many, notes holding any one term follow them.
     /// Titles and tags are short, so one matching word already says much; bodies are
     /// long, so a note should hold most of the query's words.
     fn min_share(self) -> f32 {
@@ -614,29 +616,46 @@ impl SearchIndex {
         let limit = request.limit.max(1);
         let mut relaxed = false;
         let min_share = request.scope.min_share();
-        let mut built = query::build(&plan, fields, weights, &filters, min_share, false);
-        let terms = plan.positive_terms();
-        let executor = match request.scope {
-            SearchScope::Content => self.executor_for(&searcher, &terms),
-            // Titles, aliases and tags are short: these searches stay well under a millisecond.
-            SearchScope::Knowledge => &Executor::SingleThread,
+        let boosts = match request.scope {
+            // Title fields weigh a word by its rarity among titles, where any word is
+            // rare; the whole vault's text says how much a word tells.
+            SearchScope::Knowledge => self.rarity_boosts(&searcher, &plan),
+            // Body BM25 already weighs words by their rarity in the text.
+            SearchScope::Content => std::collections::BTreeMap::new(),
         };
+        let built = query::build(&plan, fields, weights, &filters, min_share, false, &boosts);
+        let terms = plan.positive_terms();
+        let executor = self.executor_for(&searcher, &terms);
         let (mut top, mut total) = self.run(&searcher, built.as_ref(), limit, executor)?;
-        if total == 0 && !plan.words.is_empty() {
+        // Notes holding fewer of the words, ranked after those holding enough.
+        let mut fill = Vec::new();
+        if total < limit && !plan.words.is_empty() && min_share > 0.0 && plan.units().len() > 1 {
+            let any = query::build(&plan, fields, weights, &filters, min_share, true, &boosts);
+            let (more, any_total) = self.run(&searcher, any.as_ref(), limit, executor)?;
+            if total == 0 {
+                relaxed = true;
+                (top, total) = (more, any_total);
+            } else {
+                let strict: BTreeSet<DocAddress> = top.iter().map(|(_, address)| *address).collect();
+                fill = more.into_iter().filter(|(_, address)| !strict.contains(address)).collect();
+                fill.truncate(limit - top.len());
+                total = any_total;
+            }
+        } else if total == 0 && !plan.words.is_empty() {
             relaxed = true;
-            built = query::build(&plan, fields, weights, &filters, min_share, true);
-            (top, total) = self.run(&searcher, built.as_ref(), limit, executor)?;
+            let any = query::build(&plan, fields, weights, &filters, min_share, true, &boosts);
+            (top, total) = self.run(&searcher, any.as_ref(), limit, executor)?;
         }
         let mut fuzzy = false;
         if total == 0
             && let Some(typo_tolerant) = query::build_fuzzy(&plan, fields, weights, &filters)
         {
             fuzzy = true;
-            built = typo_tolerant;
-            (top, total) = self.run(&searcher, built.as_ref(), limit, executor)?;
+            (top, total) = self.run(&searcher, typo_tolerant.as_ref(), limit, executor)?;
         }
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
+        let strict_hits = top.len();
+        let mut hits = Vec::with_capacity(top.len() + fill.len());
+        for (score, address) in top.into_iter().chain(fill) {
             let doc: TantivyDocument =
                 searcher.doc(address).map_err(|e| tantivy_error("reading a hit's stored record", e))?;
             let Some(record) = self.record_of(&doc) else { continue };
@@ -646,8 +665,36 @@ impl SearchIndex {
             hits.push(SearchHit { record, score, matched, explanation });
         }
         // Equal scores come out in path order, so results are identical run to run.
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.record.path.cmp(&b.record.path)));
+        let order = |a: &SearchHit, b: &SearchHit| {
+            b.score.total_cmp(&a.score).then_with(|| a.record.path.cmp(&b.record.path))
+        };
+        let strict_hits = strict_hits.min(hits.len());
+        hits[..strict_hits].sort_by(order);
+        hits[strict_hits..].sort_by(order);
         Ok(SearchOutcome { total, hits, terms, relaxed, fuzzy })
+    }
+
+    /// Each query term's boost from its informativeness in the note bodies.
+    fn rarity_boosts(
+        &self,
+        searcher: &Searcher,
+        plan: &query::QueryPlan,
+    ) -> std::collections::BTreeMap<String, f32> {
+        let units = plan.units();
+        if units.len() < 2 {
+            return std::collections::BTreeMap::new();
+        }
+        let documents = searcher.num_docs();
+        let body = self.schema.fields.body;
+        let informativeness = units
+            .into_iter()
+            .map(|unit| {
+                let frequency = searcher.doc_freq(&Term::from_field_text(body, &unit)).unwrap_or(0);
+                let info = query::informativeness(frequency, documents);
+                (unit, info)
+            })
+            .collect();
+        query::rarity_boosts(&informativeness)
     }
 
     /// Which fields and terms scored for one hit, each with its weighted BM25 share.
@@ -767,7 +814,7 @@ fn matched_fields(record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<String> 
     let mut hits =
         |text: &str| tokenizer::analyse(&mut analyzer, text).iter().any(|t| terms.contains(&t.text));
     let mut matched = Vec::new();
-    if hits(&record.title) {
+    if hits(&record.title) || hits(record.stem()) {
         matched.push("title".to_owned());
     }
     if record.aliases.iter().any(|a| hits(a)) {
@@ -814,6 +861,10 @@ fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<Tant
     let text = |doc: &mut TantivyDocument, field: Field, value: &str| doc.add_text(field, value);
     text(&mut doc, fields.path, &record.path);
     text(&mut doc, fields.title, &record.title);
+    if !record.stem().eq_ignore_ascii_case(record.title.trim()) {
+        // Obsidian names a note by its file: the name stays searchable as a title.
+        text(&mut doc, fields.title, record.stem());
+    }
     for alias in &record.aliases {
         text(&mut doc, fields.aliases, alias);
     }

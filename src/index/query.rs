@@ -9,25 +9,78 @@
 //! one term, so a natural question never comes back empty merely because one of
 //! its words is in no note. Adjacent terms of one word (a Chinese run, `graph-view`)
 //! add a phrase boost; an exact title, alias or file-name match adds a large one.
+//!
+//! An English word also matches its other forms (issue 19): each term's clause
+//! is the better of its exact match and, at [`STEM_WEIGHT`], its stemmed one
+//! (see the tokenizer), so `depressed` finds `depression` while a note holding
+//! `depressed` itself ranks as before. `search_knowledge` weighs each term of a
+//! multi-word query by how informative it is in the note bodies of the whole
+//! vault ([`rarity_boosts`]): rarity among short titles says little, and a
+//! common word that sits in some title must not outrank a question's rare words.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tantivy::Term;
-use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::query::{
+    AllQuery, BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, PhraseQuery, Query, TermQuery,
+};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 
 use super::fuzzy::PrefixedFuzzyQuery;
 use super::schema::Fields;
-use super::tokenizer::{Analysed, analyse, is_cjk, query_analyzer};
+use super::tokenizer::{Analysed, analyse, is_cjk, query_analyzer, stem_of, stem_term};
 
-/// English words that carry no topic in a question.
+/// English words that carry no topic in a question: articles, pronouns,
+/// auxiliaries, prepositions and the pieces of contractions (`don't` gives
+/// `don`, `t`). Words that carry a little topic (`never`, `good`, `split`) are
+/// not listed; [`informativeness`] weighs them down by how common they are.
 const ENGLISH_STOP_WORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "for", "from",
-    "how", "i", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "should", "so", "that", "the",
-    "there", "this", "to", "was", "we", "what", "when", "where", "which", "who", "why", "will", "with",
-    "would", "you", "your",
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are",
+    "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by",
+    "can", "could", "d", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each",
+    "few", "for", "from", "further", "get", "got", "had", "has", "have", "having", "he", "her", "here",
+    "hers", "him", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "ll",
+    "m", "me", "more", "most", "much", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once",
+    "only", "or", "other", "our", "ours", "out", "over", "own", "re", "s", "same", "she", "should", "so",
+    "some", "such", "t", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this",
+    "those", "through", "to", "too", "under", "until", "up", "us", "ve", "very", "was", "wasn", "we", "were",
+    "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "won", "would", "you",
+    "your", "yours",
 ];
+
+/// How much a stemmed match (`runs` for `running`) counts against an exact one.
+const STEM_WEIGHT: f32 = 0.6;
+
+/// How strongly a question's rarer words lead (the power of the informativeness ratio).
+const RARITY_POWER: f32 = 2.0;
+
+/// How informative a term is in a vault of `documents` notes of which
+/// `frequency` hold it in their text: its BM25 inverse document frequency over
+/// that of a term no note holds, from near 0 (in every note) to 1.
+pub(crate) fn informativeness(frequency: u64, documents: u64) -> f32 {
+    let idf = |df: u64| {
+        let (n, df) = (documents as f32, df.min(documents) as f32);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    };
+    let top = idf(0);
+    if top <= 0.0 { 1.0 } else { (idf(frequency) / top).clamp(0.0, 1.0) }
+}
+
+/// Per-term boosts from each term's informativeness: the query's most
+/// informative term keeps its weight, the others are scaled down by how much
+/// less they say (squared), so a common word that happens to sit in a short
+/// title cannot outrank the rare words of a question.
+pub(crate) fn rarity_boosts(informativeness: &BTreeMap<String, f32>) -> BTreeMap<String, f32> {
+    let top = informativeness.values().copied().fold(0.0f32, f32::max);
+    informativeness
+        .iter()
+        .map(|(term, &info)| {
+            let boost = if top > 0.0 { (info / top).powf(RARITY_POWER).max(0.02) } else { 1.0 };
+            (term.clone(), boost)
+        })
+        .collect()
+}
 
 /// Chinese question and function words, longest first; a query run is split at them.
 const CHINESE_STOP_WORDS: &[&str] = &[
@@ -85,8 +138,18 @@ pub(crate) struct QueryPlan {
 
 impl QueryPlan {
     /// Every distinct term that should be highlighted or counted (words and phrases).
+    /// Stemmed forms count too (`~run` for `running`): they matched as well.
     pub(crate) fn positive_terms(&self) -> BTreeSet<String> {
-        self.words.iter().chain(&self.phrases).flat_map(|w| w.terms.iter().map(|t| t.text.clone())).collect()
+        let mut terms: BTreeSet<String> = self
+            .words
+            .iter()
+            .chain(&self.phrases)
+            .flat_map(|w| w.terms.iter().map(|t| t.text.clone()))
+            .collect();
+        for unit in self.units() {
+            terms.extend(word_forms(&unit));
+        }
+        terms
     }
 
     /// Whether the query has nothing to search for.
@@ -95,7 +158,7 @@ impl QueryPlan {
     }
 
     /// The distinct terms of the should-match words: one clause each.
-    fn units(&self) -> Vec<String> {
+    pub(crate) fn units(&self) -> Vec<String> {
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         for term in self.words.iter().flat_map(|w| &w.terms) {
@@ -104,6 +167,17 @@ impl QueryPlan {
             }
         }
         out
+    }
+}
+
+/// The other terms a query term matches with a lower weight: its marked stem
+/// (other forms of the word: `~run` for `running`, `runs`) and, when it is not
+/// its own stem, the stem as a word (`run`). Empty for CJK and codes.
+fn word_forms(unit: &str) -> Vec<String> {
+    match stem_of(unit) {
+        Some(stem) if stem == unit => vec![stem_term(&stem)],
+        Some(stem) => vec![stem_term(&stem), stem],
+        None => Vec::new(),
     }
 }
 
@@ -296,7 +370,8 @@ pub(crate) struct Filters {
     pub(crate) folder: Option<String>,
 }
 
-/// Builds the tantivy query. `min_share` is the share of term clauses that must match.
+/// Builds the tantivy query. `min_share` is the share of term clauses that must
+/// match; `boosts` scales each term's clause (see [`rarity_boosts`]; absent is 1).
 pub(crate) fn build(
     plan: &QueryPlan,
     fields: &Fields,
@@ -304,6 +379,7 @@ pub(crate) fn build(
     filters: &Filters,
     min_share: f32,
     relaxed: bool,
+    boosts: &BTreeMap<String, f32>,
 ) -> Box<dyn Query> {
     let text_weights: Vec<(Field, f32)> =
         weights.iter().copied().filter(|(f, _)| *f != fields.name_key).collect();
@@ -314,9 +390,30 @@ pub(crate) fn build(
     if !units.is_empty() {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for unit in &units {
+            let boost = boosts.get(unit).copied().unwrap_or(1.0);
+            let scaled = |factor: f32| -> Vec<(Field, f32)> {
+                text_weights.iter().map(|&(f, w)| (f, w * boost * factor)).collect()
+            };
             let term = Analysed { text: unit.clone(), from: 0, to: 0, position: 0 };
-            if let Some(q) = across_fields(std::slice::from_ref(&term), &text_weights, false) {
-                clauses.push((Occur::Should, q));
+            let Some(exact) = across_fields(std::slice::from_ref(&term), &scaled(1.0), false) else {
+                continue;
+            };
+            let stemmed = scaled(STEM_WEIGHT);
+            let other_forms: Vec<(Occur, Box<dyn Query>)> = word_forms(unit)
+                .into_iter()
+                .filter_map(|form| {
+                    let term = Analysed { text: form, from: 0, to: 0, position: 0 };
+                    across_fields(std::slice::from_ref(&term), &stemmed, false).map(|q| (Occur::Should, q))
+                })
+                .collect();
+            if other_forms.is_empty() {
+                clauses.push((Occur::Should, exact));
+            } else {
+                // The better of the exact and the stemmed match, not both: a note
+                // holding the word as typed scores as it did without stemming.
+                let stemmed: Box<dyn Query> = Box::new(BooleanQuery::new(other_forms));
+                let either = DisjunctionMaxQuery::with_tie_breaker(vec![exact, stemmed], 0.0);
+                clauses.push((Occur::Should, Box::new(either)));
             }
         }
         let n = clauses.len();
@@ -428,6 +525,32 @@ mod tests {
         let words = terms(&parse("怎么从 Evernote 导入笔记").words).concat();
         assert!(words.contains(&"evernote".to_owned()) && words.contains(&"导入".to_owned()));
         assert!(!words.contains(&"从".to_owned()) && !words.contains(&"入笔".to_owned()), "{words:?}");
+    }
+
+    #[test]
+    fn word_forms_are_the_marked_stem_and_the_bare_stem() {
+        assert_eq!(word_forms("running"), ["~run", "run"]);
+        assert_eq!(word_forms("run"), ["~run"]);
+        assert!(word_forms("备份").is_empty() && word_forms("v2").is_empty());
+        let terms = parse("depressed notes").positive_terms();
+        assert!(
+            terms.contains("~depress") && terms.contains("depressed") && terms.contains("~note"),
+            "{terms:?}"
+        );
+    }
+
+    #[test]
+    fn rare_terms_lead_a_question() {
+        let documents = 1000;
+        assert!(informativeness(0, documents) > 0.99);
+        assert!(informativeness(400, documents) < 0.15, "a word in 40 % of notes says little");
+        let info: BTreeMap<String, f32> = [("after", 300), ("kubernetes", 4)]
+            .into_iter()
+            .map(|(t, df)| (t.to_owned(), informativeness(df, documents)))
+            .collect();
+        let boosts = rarity_boosts(&info);
+        assert_eq!(boosts["kubernetes"], 1.0);
+        assert!(boosts["after"] < 0.1, "{boosts:?}");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::tokenizer::{Analysed, analyse, index_analyzer, is_cjk};
+use super::tokenizer::{Analysed, analyse, index_analyzer, is_cjk, term_group, term_probe};
 use crate::vault::Heading;
 
 /// Characters kept before the first match of a long line.
@@ -49,18 +49,18 @@ pub(crate) fn snippets(
         std::iter::once(0).chain(body.match_indices('\n').map(|(at, _)| at + 1)).collect();
     let tokens = candidate_tokens(body, &line_starts, terms, max);
     let line_of = |offset: usize| line_starts.partition_point(|&start| start <= offset) - 1;
-    let mut lines: BTreeMap<usize, LineMatches<'_>> = BTreeMap::new();
+    let mut lines: BTreeMap<usize, LineMatches> = BTreeMap::new();
     for token in &tokens {
         let Some(term) = terms.get(&token.text) else { continue };
         let line = lines.entry(line_of(token.from)).or_default();
-        line.terms.insert(term.as_str());
+        line.terms.insert(term_group(term).into_owned());
         // Overlapping matches (CJK bigrams) merge into one highlighted span.
         match line.spans.last_mut() {
             Some(last) if token.from <= last.1 => last.1 = last.1.max(token.to),
             _ => line.spans.push((token.from, token.to)),
         }
     }
-    let mut ranked: Vec<(usize, LineMatches<'_>)> = lines.into_iter().collect();
+    let mut ranked: Vec<(usize, LineMatches)> = lines.into_iter().collect();
     ranked.sort_by(|a, b| b.1.terms.len().cmp(&a.1.terms.len()).then(a.0.cmp(&b.0)));
     let first_body_line = 1 + text[..body_offset].matches('\n').count();
     ranked
@@ -93,21 +93,22 @@ fn candidate_tokens(
     let mut analyzer = index_analyzer();
     let mut tokens = Vec::new();
     let mut complete = 0;
+    let words: BTreeSet<String> = terms.iter().map(|term| term_group(term).into_owned()).collect();
     for (index, &start) in line_starts.iter().enumerate() {
         let end = line_starts.get(index + 1).copied().unwrap_or(body.len());
         let line = &body[start..end];
         let exact = line.chars().all(|c| c.is_ascii() || is_cjk(c) || !c.is_alphanumeric());
         let candidate = !exact || {
             let lower = line.to_ascii_lowercase();
-            terms.iter().any(|term| lower.contains(term.as_str()))
+            terms.iter().any(|term| lower.contains(term_probe(term)))
         };
         if !candidate {
             continue;
         }
-        let mut found: BTreeSet<&str> = BTreeSet::new();
+        let mut found: BTreeSet<String> = BTreeSet::new();
         for mut token in analyse(&mut analyzer, line) {
             if let Some(term) = terms.get(&token.text) {
-                found.insert(term.as_str());
+                found.insert(term_group(term).into_owned());
             }
             token.from += start;
             token.to += start;
@@ -115,7 +116,7 @@ fn candidate_tokens(
         }
         // Lines rank by distinct terms, then by file order: once `stop_after`
         // lines hold every term, no later line can take their place.
-        if found.len() == terms.len() {
+        if found.len() == words.len() {
             complete += 1;
             if complete >= stop_after {
                 break;
@@ -130,8 +131,9 @@ type Span = (usize, usize);
 
 /// The matches on one line: which query terms, and where.
 #[derive(Default)]
-struct LineMatches<'t> {
-    terms: BTreeSet<&'t str>,
+struct LineMatches {
+    /// The query words found (a word's forms count once, see `term_group`).
+    terms: BTreeSet<String>,
     spans: Vec<Span>,
 }
 

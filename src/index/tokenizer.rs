@@ -13,9 +13,17 @@
 //! starting there at `p + 1`) and by two per word, so that the query analyzer's
 //! bigram-only stream keeps the same relative positions as the index and phrase
 //! queries work across both scripts.
+//!
+//! Word forms: an English word whose Snowball stem differs from it is indexed a
+//! second time, as its stem behind [`STEM_MARK`], at the same position and
+//! offsets (`running` gives `running` and `~run`). The exact form stays its own
+//! term, so a query scores exact matches above stemmed ones, and phrases still
+//! match exact forms only. Only words of ASCII letters are stemmed (after
+//! folding), so CJK n-grams, numbers and codes are left as they are.
 
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenStream, Tokenizer,
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenFilter, TokenStream,
+    Tokenizer,
 };
 
 /// The name under which the index analyzer is registered with tantivy.
@@ -23,6 +31,53 @@ pub(crate) const ANALYZER: &str = "kb_text";
 
 /// Longest token kept, in bytes (longer runs are hashes, base64, URLs).
 const MAX_TOKEN_BYTES: usize = 60;
+
+/// Marks a stemmed term; the tokenizer never emits it inside a word, so a typed
+/// query cannot produce it.
+pub(crate) const STEM_MARK: char = '~';
+
+/// Shortest word that is stemmed (shorter ones are mostly their own stem).
+const MIN_STEMMED_LETTERS: usize = 3;
+
+/// The English Snowball stem of a lowercased word of ASCII letters, else `None`
+/// (CJK, digits, other scripts, short words are not stemmed).
+pub(crate) fn stem_of(word: &str) -> Option<String> {
+    if word.len() < MIN_STEMMED_LETTERS || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return None;
+    }
+    static STEMMER: std::sync::OnceLock<frostem::Stemmer> = std::sync::OnceLock::new();
+    let stemmer = STEMMER.get_or_init(|| frostem::Stemmer::new(frostem::Algorithm::English));
+    Some(stemmer.stem(word).into_owned())
+}
+
+/// The term under which a stem is indexed: `~run`.
+pub(crate) fn stem_term(stem: &str) -> String {
+    let mut term = String::with_capacity(stem.len() + 1);
+    term.push(STEM_MARK);
+    term.push_str(stem);
+    term
+}
+
+/// The word a term stands for: a marked stem and every form with that stem
+/// share one (`running`, `~run` and `run` give `run`); other terms stand for
+/// themselves. Snippets count a line's matches by it, so one word in two forms
+/// counts once.
+pub(crate) fn term_group(term: &str) -> std::borrow::Cow<'_, str> {
+    match term.strip_prefix(STEM_MARK) {
+        Some(stem) => std::borrow::Cow::Borrowed(stem),
+        None => stem_of(term).map_or(std::borrow::Cow::Borrowed(term), std::borrow::Cow::Owned),
+    }
+}
+
+/// The text a line must contain (ASCII-lowercased) to hold a term: a stem
+/// without its last letter (`happi` stands for `happy`), else the term itself.
+pub(crate) fn term_probe(term: &str) -> &str {
+    match term.strip_prefix(STEM_MARK) {
+        Some(stem) if stem.len() > MIN_STEMMED_LETTERS => &stem[..stem.len() - 1],
+        Some(stem) => stem,
+        None => term,
+    }
+}
 
 /// Whether a character belongs to a script written without spaces between words
 /// (Han, kana, Hangul): such runs are bigrammed.
@@ -158,12 +213,71 @@ impl TokenStream for KbTokenStream<'_> {
     }
 }
 
+/// Adds each word's stem, marked, after the word (see the module comment).
+#[derive(Clone, Debug)]
+pub(crate) struct StemAlongside;
+
+impl TokenFilter for StemAlongside {
+    type Tokenizer<T: Tokenizer> = StemAlongsideFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> StemAlongsideFilter<T> {
+        StemAlongsideFilter { inner: tokenizer }
+    }
+}
+
+/// The tokenizer [`StemAlongside`] wraps around another.
+#[derive(Clone, Debug)]
+pub(crate) struct StemAlongsideFilter<T> {
+    inner: T,
+}
+
+impl<T: Tokenizer> Tokenizer for StemAlongsideFilter<T> {
+    type TokenStream<'a> = StemAlongsideStream<T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        StemAlongsideStream { tail: self.inner.token_stream(text), stem: None }
+    }
+}
+
+/// The token stream of [`StemAlongsideFilter`].
+pub(crate) struct StemAlongsideStream<S> {
+    tail: S,
+    /// The marked stem of the token just emitted, to emit next.
+    stem: Option<String>,
+}
+
+impl<S: TokenStream> TokenStream for StemAlongsideStream<S> {
+    fn advance(&mut self) -> bool {
+        if let Some(stem) = self.stem.take() {
+            let token = self.tail.token_mut();
+            token.text.clear();
+            token.text.push_str(&stem);
+            return true;
+        }
+        if !self.tail.advance() {
+            return false;
+        }
+        let word = &self.tail.token().text;
+        self.stem = stem_of(word).filter(|stem| stem != word).map(|stem| stem_term(&stem));
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.tail.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.tail.token_mut()
+    }
+}
+
 /// The analyzer used to index text fields.
 pub(crate) fn index_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(KbTokenizer::index())
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter)
+        .filter(StemAlongside)
         .build()
 }
 
@@ -243,6 +357,32 @@ mod tests {
             ["rust", "所有", "有权", "and", "日本", "本語", "語メ", "メモ"]
         );
         assert_eq!(texts(&mut index_analyzer(), "한국어"), ["한", "한국", "국", "국어", "어"]);
+    }
+
+    #[test]
+    fn english_words_are_indexed_with_their_stem_beside_them() {
+        let tokens = analyse(&mut index_analyzer(), "Running notes on depression, 备份 v2");
+        let got: Vec<_> = tokens.iter().map(|t| (t.text.as_str(), t.position, t.from)).collect();
+        assert_eq!(
+            got,
+            [
+                ("running", 0, 0),
+                ("~run", 0, 0),
+                ("notes", 2, 8),
+                ("~note", 2, 8),
+                ("on", 4, 14),
+                ("depression", 6, 17),
+                ("~depress", 6, 17),
+                ("备", 8, 29),
+                ("备份", 9, 29),
+                ("份", 10, 32),
+                ("v2", 12, 36),
+            ]
+        );
+        assert_eq!(stem_of("depressed").as_deref(), Some("depress"));
+        assert_eq!(stem_of("backup").as_deref(), Some("backup"));
+        assert_eq!(stem_of("v2"), None);
+        assert_eq!(texts(&mut query_analyzer(), "Running"), ["running"], "queries stem in query.rs");
     }
 
     #[test]
