@@ -424,6 +424,8 @@ const FIXTURE_SUITE: &str = "fixtures/eval/fixtures-vault.json";
 const FIXTURE_BASELINE: &str = "fixtures/eval/baselines/fixtures-vault.json";
 const CORPUS_SUITE: &str = "fixtures/eval/obsidian-help.json";
 const CORPUS_BASELINE: &str = "fixtures/eval/baselines/obsidian-help.json";
+const ENGLISH_SUITE: &str = "fixtures/eval/english-notes.json";
+const ENGLISH_BASELINE: &str = "fixtures/eval/baselines/english-notes.json";
 
 #[test]
 fn every_suite_in_fixtures_eval_is_gated_by_a_baseline() {
@@ -436,10 +438,10 @@ fn every_suite_in_fixtures_eval_is_gated_by_a_baseline() {
     suites.sort();
     assert_eq!(
         suites,
-        [FIXTURE_SUITE, CORPUS_SUITE],
+        [ENGLISH_SUITE, FIXTURE_SUITE, CORPUS_SUITE],
         "a new suite needs a test here that runs it on its vault and calls eval_baseline::gate"
     );
-    for baseline in [FIXTURE_BASELINE, CORPUS_BASELINE] {
+    for baseline in [ENGLISH_BASELINE, FIXTURE_BASELINE, CORPUS_BASELINE] {
         assert!(manifest_dir().join(baseline).is_file(), "{baseline} is missing");
     }
 }
@@ -471,7 +473,7 @@ const QUESTION_WORDS: &[&str] =
 /// (each marked `issue 19 item N`); every case must pass.
 #[test]
 fn issue_19_the_english_notes_suite_passes_every_case() {
-    let suite = Suite::parse(&read("fixtures/eval/english-notes.json")).unwrap();
+    let suite = Suite::parse(&read(ENGLISH_SUITE)).unwrap();
     assert!(suite.cases.len() >= 60, "issue 19 asks for at least 60 cases");
     let questions = suite
         .cases
@@ -488,7 +490,7 @@ fn issue_19_the_english_notes_suite_passes_every_case() {
         "about half are questions: {questions} of {}",
         suite.cases.len()
     );
-    let raw: serde_json::Value = serde_json::from_str(&read("fixtures/eval/english-notes.json")).unwrap();
+    let raw: serde_json::Value = serde_json::from_str(&read(ENGLISH_SUITE)).unwrap();
     let descriptions: Vec<&str> =
         raw["cases"].as_array().unwrap().iter().filter_map(|c| c["description"].as_str()).collect();
     for item in 1..=4 {
@@ -505,9 +507,10 @@ fn issue_19_the_english_notes_suite_passes_every_case() {
         (index, engine)
     });
     let report = run(engine, &suite).unwrap();
-    eprintln!("{report}");
     let failed: Vec<&CaseReport> = report.cases.iter().filter(|c| !c.passed).collect();
     assert!(failed.is_empty(), "failing cases: {failed:#?}");
+    let bm25 = run_baseline(engine, &suite).unwrap();
+    eval_baseline::gate(manifest_dir(), ENGLISH_SUITE, ENGLISH_BASELINE, &report, &bm25);
 }
 
 // ---------------------------------------------------------------- the Obsidian Help corpus
