@@ -162,7 +162,7 @@ async fn every_read_tool_answers_with_content_that_matches_its_output_schema() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn failures_are_is_error_results_and_bad_arguments_are_invalid_params() {
+async fn failures_are_is_error_results_and_bad_arguments_are_invalid_argument() {
     let (_tmp, vault) = common::temp_vault();
     let client = connect(&vault, "read").await;
     let cases = [
@@ -184,21 +184,29 @@ async fn failures_are_is_error_results_and_bad_arguments_are_invalid_params() {
     let ambiguous = call(&client, "read_note", json!({"ref": "同步"})).await.unwrap();
     assert_eq!(ambiguous.structured_content.unwrap()["error"]["candidates"].as_array().unwrap().len(), 2);
 
+    // Arguments off the schema are tool errors the model can read and fix (issue 13):
+    // `invalid_argument`, naming the argument and the rule it broke.
     let malformed = [
-        ("search_knowledge", json!({"query": "x", "limit": 99})),
-        ("search_knowledge", json!({"query": 5})),
-        ("search_knowledge", json!({})),
-        ("read_note", json!({"path": "z/备份仓库.md", "bogus": true})),
-        ("list_recent_notes", json!({"sort": "sideways"})),
-        ("no_such_tool", json!({})),
+        ("search_knowledge", json!({"query": "x", "limit": 99}), "`limit`", "maximum"),
+        ("list_tags", json!({"limit": "5"}), "`limit`", "integer"),
+        ("search_knowledge", json!({"query": 5}), "`query`", "string"),
+        ("search_knowledge", json!({}), "query", "required"),
+        ("read_note", json!({"path": "z/备份仓库.md", "bogus": true}), "bogus", "not allowed"),
+        ("list_recent_notes", json!({"sort": "sideways"}), "`sort`", "sideways"),
     ];
-    for (name, arguments) in malformed {
-        assert_eq!(
-            rpc_code(call(&client, name, arguments.clone()).await.unwrap_err()),
-            -32602,
-            "{name} {arguments}"
-        );
+    for (name, arguments, argument, rule) in malformed {
+        let result = call(&client, name, arguments.clone()).await.unwrap();
+        assert_eq!(error_code(&result), "invalid_argument", "{name} {arguments}");
+        let error = &result.structured_content.as_ref().unwrap()["error"];
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(argument) && message.contains(rule), "{name} {arguments}: {message}");
+        assert!(error["hint"].as_str().is_some_and(|h| h.contains("inputSchema")), "{error}");
     }
+    assert_eq!(
+        rpc_code(call(&client, "no_such_tool", json!({})).await.unwrap_err()),
+        -32602,
+        "an unknown tool is not a valid call at all"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -399,6 +407,108 @@ fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process
         assert!(!line.contains("远程仓库"), "logs never carry note text");
         assert!(log["ts"].is_string());
     }
+}
+
+/// Issue 12, item 9: every request on stdio gets exactly one answer, whatever its
+/// id or encoding, and each refusal is logged; notifications get none. Raw lines
+/// go to the real binary's stdin and each answer is awaited with a timeout.
+#[test]
+fn every_stdio_request_is_answered_once_whatever_its_id_or_encoding() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut child = Command::new(BIN)
+        .arg("--vault")
+        .arg(&vault)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (sender, answers) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    let mut send = move |bytes: &[u8]| {
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let next = || -> Value {
+        let line = answers.recv_timeout(Duration::from_secs(20)).expect("no answer: the request was dropped");
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("stdout line is not JSON: {line}"))
+    };
+    send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}).to_string().as_bytes());
+    assert_eq!(next()["id"], 1);
+    send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    let mut invalid_utf8 = br#"{"jsonrpc":"2.0","id":"utf8","method":"tools/call","params":{"name":"search_knowledge","arguments":{"query":"caf"#.to_vec();
+    invalid_utf8.extend_from_slice(b"\xe9\"}}}");
+    // (line, the id the answer carries, its JSON-RPC error code or the tool error code)
+    let cases: Vec<(Vec<u8>, Value, Value)> = vec![
+        (
+            br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_knowledge","arguments":{"query":"smile \ud83d"}}}"#.to_vec(),
+            json!(2),
+            json!("invalid_argument"),
+        ),
+        (br#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#.to_vec(), json!(18446744073709551616f64), json!(-32600)),
+        (br#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#.to_vec(), json!(9223372036854775808u64), json!(-32600)),
+        (br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#.to_vec(), json!(1.5), json!(-32600)),
+        (br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.to_vec(), Value::Null, json!(-32600)),
+        (br#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#.to_vec(), Value::Null, json!(-32600)),
+        (br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#.to_vec(), Value::Null, json!(-32600)),
+        (br#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#.to_vec(), Value::Null, json!(-32600)),
+        (invalid_utf8, json!("utf8"), json!(-32700)),
+        (b"\xff\xfe not even json".to_vec(), Value::Null, json!(-32700)),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"".to_vec(), Value::Null, json!(-32700)),
+        (br#"[{"jsonrpc":"2.0","id":4,"method":"ping"}]"#.to_vec(), Value::Null, json!(-32600)),
+    ];
+    for (line, id, code) in &cases {
+        send(line);
+        let answer = next();
+        let shown = String::from_utf8_lossy(line);
+        assert_eq!(answer["jsonrpc"], "2.0", "{shown}: {answer}");
+        assert_eq!(&answer["id"], id, "{shown}: {answer}");
+        let got = match answer.get("error") {
+            Some(error) => {
+                assert!(error["message"].as_str().is_some_and(|m| m.len() > 10), "{answer}");
+                error["code"].clone()
+            }
+            None => {
+                assert_eq!(answer["result"]["isError"], true, "{answer}");
+                let error = &answer["result"]["structuredContent"]["error"];
+                assert!(
+                    error["message"].as_str().unwrap().contains("`query`"),
+                    "names the argument: {error}"
+                );
+                error["code"].clone()
+            }
+        };
+        assert_eq!(&got, code, "{shown}: {answer}");
+    }
+    // Notifications, however broken, are never answered: the next line out answers the ping.
+    send(
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"\ud83d"}}"#,
+    );
+    send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"x\":\"\xff\"}}");
+    send(br#"{"jsonrpc":"2.0","id":"last","method":"ping"}"#);
+    let last = next();
+    assert_eq!((last["id"].clone(), last["result"].clone()), (json!("last"), json!({})), "{last}");
+
+    drop(send);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the server did not exit after stdin closed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(answers.try_recv().is_err(), "exactly one answer per request");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let refused = stderr.lines().filter(|l| l.contains("\"rpc_refused\"")).count();
+    let dropped = stderr.lines().filter(|l| l.contains("\"rpc_dropped\"")).count();
+    assert_eq!((refused, dropped), (cases.len(), 2), "each refusal is logged:\n{stderr}");
 }
 
 /// A client that answers the server's confirmation question with `answer`.

@@ -14,6 +14,7 @@ mod confirm;
 mod http;
 mod prompts;
 mod resources;
+mod stdio;
 mod tokens;
 mod watch;
 
@@ -382,7 +383,14 @@ impl ServerHandler for KbServer {
         let arguments = match tools::admit(&name, access, request.arguments)? {
             Ok(arguments) => arguments,
             Err(refused) => {
-                log(json!({ "event": "tool", "tool": name, "ms": 0, "outcome": "permission_denied" }));
+                // Not granted (`permission_denied`) or arguments off the schema (`invalid_argument`).
+                let outcome = refused
+                    .structured_content
+                    .as_ref()
+                    .and_then(|v| v["error"]["code"].as_str())
+                    .unwrap_or("error")
+                    .to_owned();
+                log(json!({ "event": "tool", "tool": name, "ms": 0, "outcome": outcome }));
                 return Ok(refused.into());
             }
         };
@@ -511,15 +519,14 @@ pub async fn serve_stdio(options: ServerOptions) -> anyhow::Result<()> {
     log(
         json!({ "event": "start", "transport": "stdio", "access": options.access.as_str(), "version": env!("CARGO_PKG_VERSION") }),
     );
-    let running = match server.serve(rmcp::transport::stdio()).await {
-        Ok(running) => running,
-        Err(error) => {
-            // stdin closed before a session began (or the client spoke out of turn): not a crash.
-            log(json!({ "event": "stop", "reason": error.to_string() }));
-            return Ok(());
-        }
+    let (transport, writer) = stdio::transport(tokio::io::stdin(), tokio::io::stdout());
+    let reason = match server.serve(transport).await {
+        Ok(running) => format!("{:?}", running.waiting().await),
+        // stdin closed before a session began (or the client spoke out of turn): not a crash.
+        Err(error) => error.to_string(),
     };
-    let reason = running.waiting().await;
-    log(json!({ "event": "stop", "reason": format!("{reason:?}") }));
+    // The transport is gone: the writer ends once the last answers are on stdout.
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    log(json!({ "event": "stop", "reason": reason }));
     Ok(())
 }

@@ -5,7 +5,9 @@
 //! Every tool is declared once in [`TOOLS`]; `tools/list` and `tools/call` both
 //! read that table, so a tool not granted to the caller's access level is absent
 //! from the list and refused when called anyway. Arguments are validated
-//! against the very schema the tool publishes (a mismatch is JSON-RPC `-32602`);
+//! against the very schema the tool publishes: a mismatch is an `isError` result
+//! with code `invalid_argument` naming each argument and the rule it broke, so
+//! the model can read and correct it (only an unknown tool is a JSON-RPC error);
 //! failures the agent can act on come back as `isError` results carrying the
 //! contract's error object. Descriptions are static text: no note content ever
 //! reaches a tool's name, title or description.
@@ -330,27 +332,56 @@ pub fn admit(
     }
     let arguments = Value::Object(arguments.unwrap_or_default());
     if let Some(validator) = validator(name) {
-        let problems: Vec<String> = validator
+        let problems: Vec<(String, String)> = validator
             .iter_errors(&arguments)
             .take(5)
-            .map(|e| {
-                let at = e.instance_path.to_string();
-                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
-            })
+            .map(|e| (argument_name(e.instance_path.as_str()), e.to_string()))
             .collect();
         if !problems.is_empty() {
-            return Err(McpError::invalid_params(
-                format!("invalid arguments for `{name}`: {}", problems.join("; ")),
-                Some(json!({ "tool": name, "problems": problems })),
-            ));
+            return Ok(Err(error_result(&invalid_arguments(name, &problems))));
         }
     }
     Ok(Ok(arguments))
 }
 
-fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result<T, McpError> {
-    serde_json::from_value(arguments)
-        .map_err(|e| McpError::invalid_params(format!("invalid arguments for `{name}`: {e}"), None))
+/// A JSON pointer into the arguments as the model wrote it: `/edits/0/op` is `edits[0].op`.
+fn argument_name(pointer: &str) -> String {
+    let mut name = String::new();
+    for segment in pointer.split('/').skip(1) {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) {
+            name.push_str(&format!("[{segment}]"));
+        } else {
+            if !name.is_empty() {
+                name.push('.');
+            }
+            name.push_str(&segment);
+        }
+    }
+    name
+}
+
+/// The `invalid_argument` error for schema mismatches: (argument, rule) pairs, the
+/// argument empty when the rule is about the arguments as a whole (a missing or
+/// unknown argument).
+fn invalid_arguments(tool: &str, problems: &[(String, String)]) -> Error {
+    let described: Vec<String> = problems
+        .iter()
+        .map(
+            |(argument, rule)| {
+                if argument.is_empty() { rule.clone() } else { format!("`{argument}`: {rule}") }
+            },
+        )
+        .collect();
+    let listed: Vec<Value> =
+        problems.iter().map(|(argument, rule)| json!({ "argument": argument, "rule": rule })).collect();
+    Error::invalid(format!("invalid arguments for `{tool}`: {}", described.join("; ")))
+        .with_hint("fix the argument and call again; the tool's inputSchema (tools/list) gives each argument's type and range")
+        .with_details(json!({ "problems": listed }))
+}
+
+fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result<T, Error> {
+    serde_json::from_value(arguments).map_err(|e| invalid_arguments(name, &[(String::new(), e.to_string())]))
 }
 
 /// The contract's error result: `isError` with `{"error": {code, message, hint}}`.
@@ -394,7 +425,10 @@ pub fn invoke(
     name: &str,
     arguments: Value,
 ) -> Result<CallToolResult, McpError> {
-    let outcome = match name {
+    if !exists(name) {
+        return Err(McpError::invalid_params(format!("unknown tool `{name}`"), None));
+    }
+    let outcome = (|| match name {
         "get_vault_overview" => {
             let _: NoArgs = parse(name, arguments)?;
             let pending = engine.pending_proposals();
@@ -450,8 +484,8 @@ pub fn invoke(
                 .apply_proposal(&args, crate::write::Actor::Mcp)
                 .map(|v| (render::applied(&v), to_value(&v)))
         }
-        other => return Err(McpError::invalid_params(format!("unknown tool `{other}`"), None)),
-    };
+        other => Err(Error::internal(format!("tool `{other}` is declared but not wired"))),
+    })();
     match outcome {
         Ok((text, value)) => success(&value, text),
         Err(error) => Ok(error_result(&error)),
