@@ -598,3 +598,156 @@ async fn load_32_readers_and_an_applier_lose_nothing() {
         ms(percentile(&apply_latencies, 99.0)),
     );
 }
+
+/// Runs `kb-mcp` and returns its exit code and stderr, or `None` for the code when
+/// it was still running after 10 s (it started serving) and had to be killed.
+fn kb_mcp_exit(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+    (code, err)
+}
+
+/// Issue 12, item 22: a numeric flag out of range is a usage error (exit 2) naming
+/// the flag and its range, never a server whose every request panics; the extremes
+/// of each range serve requests.
+#[test]
+fn numeric_flags_are_range_checked_at_start() {
+    let (tmp, vault) = common::temp_vault();
+    let file = tmp.path().join("tokens.json");
+    token_add(&file, "t", "read");
+    let base =
+        ["--http", "127.0.0.1:0", "--vault", vault.to_str().unwrap(), "--tokens", file.to_str().unwrap()];
+    for (flag, value) in [
+        ("--rate", "1e-30"),
+        ("--rate", "-1"),
+        ("--rate", "NaN"),
+        ("--rate", "inf"),
+        ("--rate", "1e300"),
+        ("--request-timeout", "18446744073709551615"),
+        ("--request-timeout", "0"),
+        ("--session-idle", "99999999999"),
+        ("--session-idle", "0"),
+        ("--sessions-per-token", "0"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend([flag, value]);
+        let (code, err) = kb_mcp_exit(&args);
+        assert_eq!(code, Some(2), "{flag} {value} must be refused at start: {err}");
+        assert!(
+            err.contains(flag) && (err.contains("range") || err.contains("is not in")),
+            "{flag} {value}: {err}"
+        );
+    }
+
+    let (server, secrets) = Server::start(
+        &[("slow", Access::Read)],
+        &["--rate", "0.01", "--request-timeout", "86400", "--session-idle", "604800"],
+    );
+    let auth = bearer(&secrets[0]);
+    assert_eq!(post(server.addr, &[("Authorization", &auth)], INITIALIZE, None).status, 200);
+    let limited = post(server.addr, &[("Authorization", &auth)], INITIALIZE, None);
+    assert_eq!(limited.status, 429, "the smallest rate asks to wait instead of panicking");
+    let wait: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=100).contains(&wait), "Retry-After {wait}");
+}
+
+/// A raw request over a fresh connection that the server closes after answering.
+fn raw_request(addr: SocketAddr, method: &str, headers: &[(&str, &str)]) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut request = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: application/json, text/event-stream\r\n\
+         Mcp-Protocol-Version: 2025-11-25\r\nConnection: close\r\n",
+        addr.port()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    stream
+}
+
+/// Issue 12, items 13 and 23: a session answers only to the token that opened
+/// it, a token holds at most --sessions-per-token sessions, `DELETE /mcp` ends
+/// one with 204, and revoking a token closes its open event stream.
+#[test]
+fn sessions_are_bound_to_their_token_capped_ended_with_204_and_closed_on_revocation() {
+    let (server, secrets) =
+        Server::start(&[("alice", Access::Read), ("bob", Access::Read)], &["--sessions-per-token", "2"]);
+    let (alice, bob) = (bearer(&secrets[0]), bearer(&secrets[1]));
+    let addr = server.addr;
+    let open = |auth: &str| {
+        let reply = post(addr, &[("Authorization", auth)], INITIALIZE, None);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let id = reply.header("mcp-session-id").unwrap().to_owned();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert_eq!(
+            post(addr, &[("Authorization", auth), ("Mcp-Session-Id", &id)], initialized, None).status,
+            202
+        );
+        id
+    };
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let first = open(&alice);
+
+    let stolen = post(addr, &[("Authorization", &bob), ("Mcp-Session-Id", &first)], ping, None);
+    assert_eq!(stolen.status, 404, "another valid token cannot use the session: {}", stolen.body);
+    let own = post(addr, &[("Authorization", &alice), ("Mcp-Session-Id", &first)], ping, None);
+    assert_eq!(own.status, 200, "{}", own.body);
+
+    let second = open(&alice);
+    let over = post(addr, &[("Authorization", &alice)], INITIALIZE, None);
+    assert_eq!(over.status, 429, "a third session for one token: {}", over.body);
+    assert!(over.body.contains("--sessions-per-token") && over.body.contains("DELETE"), "{}", over.body);
+    open(&bob);
+
+    let mut ended = String::new();
+    let _ = raw_request(addr, "DELETE", &[("Authorization", &alice), ("Mcp-Session-Id", &second)])
+        .read_to_string(&mut ended);
+    assert!(ended.starts_with("HTTP/1.1 204"), "DELETE ends a session with 204: {ended}");
+    let gone = post(addr, &[("Authorization", &alice), ("Mcp-Session-Id", &second)], ping, None);
+    assert_eq!(gone.status, 404);
+    open(&alice);
+
+    // The open event stream of a revoked token ends (the old server kept it for minutes).
+    let mut stream = raw_request(addr, "GET", &[("Authorization", &alice), ("Mcp-Session-Id", &first)]);
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the stream's headers");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
+    let (code, _, err) = kb_mcp(&["token", "revoke", "alice", "--tokens", server.tokens.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let revoked = Instant::now();
+    let mut rest = Vec::new();
+    let read = stream.read_to_end(&mut rest);
+    assert!(read.is_ok(), "the revoked token's stream is still open after 10 s: {read:?}");
+    eprintln!("the revoked token's stream ended {} ms after the revocation", revoked.elapsed().as_millis());
+    let bobs = post(addr, &[("Authorization", &bob)], INITIALIZE, None);
+    assert_eq!(bobs.status, 200, "other tokens are untouched");
+    let log = server.logged();
+    assert!(log.contains(r#""event":"session_closed""#) && log.contains(r#""why":"token revoked""#), "{log}");
+}

@@ -23,6 +23,24 @@ use kb_mcp::server::{
 };
 use kb_mcp::tools::Access;
 
+/// The longest --session-idle: a week.
+const MAX_SESSION_IDLE_S: u64 = 7 * 24 * 3600;
+/// The longest --request-timeout: a day.
+const MAX_REQUEST_TIMEOUT_S: u64 = 24 * 3600;
+/// The default --sessions-per-token.
+const DEFAULT_SESSIONS_PER_TOKEN: u64 = 32;
+
+/// `--rate`: 0 (no limit) or a finite rate from 0.01 to 100000 requests a second. Smaller
+/// rates would make a refused client wait for years; the range keeps every wait computable.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number"))?;
+    if rate == 0.0 || (0.01..=100_000.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(format!("{text} is out of range: use 0 (no limit) or 0.01 to 100000 requests per second"))
+    }
+}
+
 /// Serve a Markdown vault to AI agents over MCP (stdio, or Streamable HTTP with --http).
 #[derive(Debug, Parser)]
 #[command(name = "kb-mcp", version, about, args_conflicts_with_subcommands = true)]
@@ -51,15 +69,18 @@ struct Cli {
     /// A Host header value allowed besides the loopback names: a tunnel's or reverse proxy's host name; repeatable.
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_host: Vec<String>,
-    /// Requests per second allowed per token over HTTP, in bursts of up to twice that (0: no limit).
-    #[arg(long, default_value_t = 20.0, value_name = "N")]
+    /// Requests per second allowed per token over HTTP, in bursts of up to twice that (0: no limit; else 0.01 to 100000).
+    #[arg(long, default_value_t = 20.0, value_name = "N", value_parser = parse_rate, allow_negative_numbers = true)]
     rate: f64,
-    /// Seconds an idle HTTP session lives.
-    #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
+    /// Seconds an idle HTTP session lives (1 to 604800, a week).
+    #[arg(long, default_value_t = 1800, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_SESSION_IDLE_S))]
     session_idle: u64,
-    /// Seconds one HTTP request may run before it is cut off.
-    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    /// Seconds one HTTP request may run before it is cut off (1 to 86400, a day).
+    #[arg(long, default_value_t = 120, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_REQUEST_TIMEOUT_S))]
     request_timeout: u64,
+    /// Open HTTP sessions allowed per token (1 to 10000); a client over the cap is told to end one (DELETE /mcp).
+    #[arg(long, default_value_t = DEFAULT_SESSIONS_PER_TOKEN, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    sessions_per_token: u64,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -92,7 +113,7 @@ enum TokenAction {
         #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
         tokens: PathBuf,
     },
-    /// Revoke a token by name; a running server stops admitting it within a second.
+    /// Revoke a token by name; a running server stops admitting it, and closes its sessions, within a second.
     Revoke {
         /// The token's name.
         name: String,
@@ -225,12 +246,6 @@ fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, Stri
             "`{bad}` is not an origin\nhint: write scheme://host, scheme://host:port or scheme://host:* (any port), e.g. https://chatgpt.com"
         ));
     }
-    if !cli.rate.is_finite() || cli.rate < 0.0 {
-        return Err(format!("--rate must be a number of requests per second, 0 or more (got {})", cli.rate));
-    }
-    if cli.session_idle == 0 || cli.request_timeout == 0 {
-        return Err("--session-idle and --request-timeout must be at least 1 second".to_owned());
-    }
     if cli.access.is_some() {
         eprintln!("kb-mcp: warning: --access applies to stdio only; over HTTP each token's scope decides");
     }
@@ -246,6 +261,7 @@ fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, Stri
     http.rate = cli.rate;
     http.session_idle = Duration::from_secs(cli.session_idle);
     http.request_timeout = Duration::from_secs(cli.request_timeout);
+    http.sessions_per_token = usize::try_from(cli.sessions_per_token).unwrap_or(usize::MAX);
     Ok(http)
 }
 

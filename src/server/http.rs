@@ -17,6 +17,14 @@
 //! that ends the stream. rmcp itself checks the `Host` header against the
 //! allowed hosts. Headers must arrive within 10 s; sessions expire when idle.
 //!
+//! Sessions belong to the token that opened them: another token naming a
+//! session gets 404, as if it did not exist; one token holds at most
+//! `--sessions-per-token` sessions (429 beyond, saying how to end one); a
+//! revoked token's sessions, and the event streams open in them, are closed
+//! within about half a second (the token file is checked four times a second).
+//! `DELETE /mcp` ends a session with 204 (rmcp says 202, which clients such as
+//! the official Python SDK take for a failure).
+//!
 //! Shutdown (SIGINT, SIGTERM) stops accepting connections, answers new requests
 //! with 503, lets the requests in flight finish (for up to [`SHUTDOWN_GRACE`],
 //! or until a second signal), then ends the sessions and closes the
@@ -42,6 +50,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -49,7 +58,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::tokens::TokenStore;
+use super::tokens::{Grant, TokenStore};
 use super::{KbServer, ServerOptions, Shared, log};
 use crate::tools::Access;
 
@@ -62,6 +71,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client may take to send a request's body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The header that names a Streamable HTTP session.
+const HEADER_SESSION_ID: &str = "mcp-session-id";
+/// How often open sessions are checked against the token file and their idle time.
+const SWEEP_EVERY: Duration = Duration::from_millis(250);
 /// Browser origins always allowed: pages served from this machine.
 const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 /// `Host` names always allowed.
@@ -86,6 +99,8 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// How long one request may run.
     pub request_timeout: Duration,
+    /// How many sessions one token may hold open at once.
+    pub sessions_per_token: usize,
 }
 
 impl HttpOptions {
@@ -99,6 +114,7 @@ impl HttpOptions {
             rate: 20.0,
             session_idle: Duration::from_secs(30 * 60),
             request_timeout: Duration::from_secs(120),
+            sessions_per_token: 32,
         }
     }
 }
@@ -118,6 +134,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> anyhow::Re
     let sessions_stop = CancellationToken::new();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(http.session_idle);
+    let sessions = Arc::new(sessions);
     let origins: Vec<String> = LOOPBACK_ORIGINS
         .iter()
         .map(|o| (*o).to_owned())
@@ -132,7 +149,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> anyhow::Re
     // The level given here is never used: every HTTP request carries its token's.
     let service = StreamableHttpService::new(
         move || Ok(KbServer::new(factory.clone(), Access::Read)),
-        Arc::new(sessions),
+        sessions.clone(),
         config,
     );
     let gate = Arc::new(Gate {
@@ -141,7 +158,9 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> anyhow::Re
         limiter: RateLimiter::new(http.rate),
         request_timeout: http.request_timeout,
         drain: Arc::new(Drain::default()),
+        sessions: Sessions::new(sessions, http.sessions_per_token, http.session_idle),
     });
+    tokio::spawn(sweep_sessions(gate.clone(), sessions_stop.child_token()));
     let app = Router::new()
         .route_service("/mcp", service)
         .layer(middleware::from_fn_with_state(gate.clone(), guard));
@@ -150,6 +169,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> anyhow::Re
         "event": "start", "transport": "http", "version": env!("CARGO_PKG_VERSION"),
         "tokens": gate.tokens.len(), "rate": http.rate,
         "session_idle_s": http.session_idle.as_secs(), "request_timeout_s": http.request_timeout.as_secs(),
+        "sessions_per_token": http.sessions_per_token,
     }));
     log(json!({ "event": "listening", "addr": local.to_string(), "url": format!("http://{local}/mcp") }));
 
@@ -259,6 +279,7 @@ struct Gate {
     limiter: RateLimiter,
     request_timeout: Duration,
     drain: Arc<Drain>,
+    sessions: Sessions,
 }
 
 /// The checks in front of the MCP service, in order (see the module docs).
@@ -311,19 +332,68 @@ async fn guard(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
         }
         Ok(Ok(bytes)) => bytes,
     };
+    let session = parts.headers.get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let opening = match &session {
+        Some(id) => {
+            if !gate.sessions.admit(id, &grant) {
+                log(
+                    json!({ "event": "http_refused", "status": 404, "why": "session of another token", "token": &*grant.name }),
+                );
+                return refuse(StatusCode::NOT_FOUND, "no such session: start a new one (initialize)", &[]);
+            }
+            None
+        }
+        None if parts.method == Method::POST && is_initialize(&bytes) => {
+            match gate.sessions.reserve(&grant).await {
+                Ok(opening) => Some(opening),
+                Err(open) => {
+                    log(
+                        json!({ "event": "http_refused", "status": 429, "why": "session cap", "token": &*grant.name, "sessions": open }),
+                    );
+                    return refuse_owned(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        format!(
+                            "this token already has {open} open sessions, the most allowed (--sessions-per-token); \
+                         end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id) or wait until they expire"
+                        ),
+                    );
+                }
+            }
+        }
+        None => None,
+    };
+    let method = parts.method.clone();
     parts.extensions.insert(grant.access);
-    let streams = parts.method == Method::GET;
     parts.extensions.insert(grant);
     let timed_out = timeout_event(&bytes);
     let request = Request::from_parts(parts, Body::from(bytes));
     // The standalone GET stream lives as long as the session: neither counted nor timed.
-    if streams {
+    if method == Method::GET {
         return next.run(request).await;
     }
+    if method == Method::DELETE {
+        let response = next.run(request).await;
+        if !response.status().is_success() {
+            return response;
+        }
+        if let Some(id) = &session {
+            gate.sessions.forget(id);
+        }
+        // rmcp answers 202; clients (the official Python SDK) expect 200 or 204 for an ended session.
+        return StatusCode::NO_CONTENT.into_response();
+    }
     let in_flight = gate.drain.enter();
-    let deadline = tokio::time::Instant::now() + gate.request_timeout;
+    let now = tokio::time::Instant::now();
+    // A timeout too far out to add (a library caller's Duration::MAX) means a year.
+    let deadline =
+        now.checked_add(gate.request_timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
     match tokio::time::timeout_at(deadline, next.run(request)).await {
         Ok(response) => {
+            if let (Some(opening), Some(id)) =
+                (opening, response.headers().get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()))
+            {
+                opening.opened(id);
+            }
             let is_stream = response
                 .headers()
                 .get(header::CONTENT_TYPE)
@@ -363,6 +433,11 @@ fn refuse(
         response.headers_mut().insert(name.clone(), HeaderValue::from_static(value));
     }
     response
+}
+
+/// A refusal whose text is built at run time (never anything about the vault).
+fn refuse_owned(status: StatusCode, message: String) -> Response {
+    (status, format!("{message}\n")).into_response()
 }
 
 fn too_large() -> Response {
@@ -450,6 +525,161 @@ impl HttpBody for Watched {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// Whether a request body is a JSON-RPC `initialize` request (the one that opens a session).
+fn is_initialize(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|message| message.get("method").and_then(|m| m.as_str()) == Some("initialize"))
+}
+
+/// The sessions opened through the gate: which token opened each, and when it
+/// was last used. A session answers only to the token that opened it; a token
+/// holds at most `cap` sessions; a revoked token's sessions (and with them their
+/// open event streams) are closed by [`sweep_sessions`] within a sweep of the
+/// token file noticing, and idle ones are closed after `idle`.
+struct Sessions {
+    manager: Arc<LocalSessionManager>,
+    cap: usize,
+    idle: Duration,
+    state: Mutex<SessionTable>,
+}
+
+#[derive(Default)]
+struct SessionTable {
+    open: HashMap<String, SessionEntry>,
+    /// Initialize requests under way, per token key: they count against the cap.
+    opening: HashMap<[u8; 32], usize>,
+}
+
+struct SessionEntry {
+    owner: [u8; 32],
+    name: Arc<str>,
+    last_used: Instant,
+}
+
+/// A slot reserved for a session being opened; released unless [`Opening::opened`] fills it.
+struct Opening<'a> {
+    sessions: &'a Sessions,
+    owner: [u8; 32],
+    name: Arc<str>,
+}
+
+impl Opening<'_> {
+    fn opened(self, id: &str) {
+        let mut table = self.sessions.table();
+        table.open.insert(
+            id.to_owned(),
+            SessionEntry { owner: self.owner, name: self.name.clone(), last_used: Instant::now() },
+        );
+        // Dropping `self` then releases the reservation (counting it twice for a moment is
+        // on the safe side of the cap).
+    }
+}
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        drop_opening(&mut self.sessions.table(), &self.owner);
+    }
+}
+
+fn drop_opening(table: &mut SessionTable, owner: &[u8; 32]) {
+    if let Some(count) = table.opening.get_mut(owner) {
+        *count -= 1;
+        if *count == 0 {
+            table.opening.remove(owner);
+        }
+    }
+}
+
+impl Sessions {
+    fn new(manager: Arc<LocalSessionManager>, cap: usize, idle: Duration) -> Sessions {
+        Sessions { manager, cap: cap.max(1), idle, state: Mutex::new(SessionTable::default()) }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, SessionTable> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `grant` may use session `id`: any session it opened, and sessions the
+    /// gate does not know (rmcp answers those with 404).
+    fn admit(&self, id: &str, grant: &Grant) -> bool {
+        match self.table().open.get_mut(id) {
+            Some(entry) if entry.owner == grant.key => {
+                entry.last_used = Instant::now();
+                true
+            }
+            Some(_) => false,
+            None => true,
+        }
+    }
+
+    /// Reserves a session for `grant`, or says how many it already has open.
+    async fn reserve(&self, grant: &Grant) -> Result<Opening<'_>, usize> {
+        // Sessions rmcp has already ended no longer count.
+        let mine: Vec<String> = self
+            .table()
+            .open
+            .iter()
+            .filter(|(_, e)| e.owner == grant.key)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if mine.len() >= self.cap {
+            for id in mine {
+                if !self.manager.has_session(&Arc::from(id.as_str())).await.unwrap_or(false) {
+                    self.table().open.remove(&id);
+                }
+            }
+        }
+        let mut table = self.table();
+        let open = table.open.values().filter(|e| e.owner == grant.key).count()
+            + table.opening.get(&grant.key).copied().unwrap_or(0);
+        if open >= self.cap {
+            return Err(open);
+        }
+        *table.opening.entry(grant.key).or_default() += 1;
+        Ok(Opening { sessions: self, owner: grant.key, name: grant.name.clone() })
+    }
+
+    /// Drops a session the client ended.
+    fn forget(&self, id: &str) {
+        self.table().open.remove(id);
+    }
+
+    /// Closes the sessions of tokens no longer admitted and the ones idle too long.
+    async fn sweep(&self, tokens: &TokenStore) {
+        let live = tokens.keys();
+        let mut closing: Vec<(String, Arc<str>, &'static str)> = Vec::new();
+        self.table().open.retain(|id, entry| {
+            let why = if !live.contains(&entry.owner) {
+                "token revoked"
+            } else if entry.last_used.elapsed() > self.idle {
+                "idle"
+            } else {
+                return true;
+            };
+            closing.push((id.clone(), entry.name.clone(), why));
+            false
+        });
+        for (id, name, why) in closing {
+            let _ = self.manager.close_session(&Arc::from(id.as_str())).await;
+            if why != "idle" {
+                log(json!({ "event": "session_closed", "token": &*name, "why": why }));
+            }
+        }
+    }
+}
+
+/// Every [`SWEEP_EVERY`], closes the sessions of revoked tokens and idle ones.
+async fn sweep_sessions(gate: Arc<Gate>, stop: CancellationToken) {
+    let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => gate.sessions.sweep(&gate.tokens).await,
+            () = stop.cancelled() => return,
+        }
     }
 }
 
@@ -541,7 +771,10 @@ impl RateLimiter {
             bucket.level -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - bucket.level) / self.rate))
+            // A wait too long to represent (a tiny rate from a library caller) is capped at a day.
+            Err(Duration::try_from_secs_f64((1.0 - bucket.level) / self.rate)
+                .unwrap_or(Duration::from_secs(86_400))
+                .min(Duration::from_secs(86_400)))
         }
     }
 }

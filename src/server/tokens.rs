@@ -7,8 +7,8 @@
 //! HTTP request carrying it gets). The file is JSON,
 //! `{"version": 1, "tokens": [{name, scope, salt, hash, created}]}`, kept outside
 //! the vault with owner-only permissions. A running server re-reads it when it
-//! changes (checked at most once a second), so `kb-mcp token revoke` takes effect
-//! without a restart; a file that becomes unreadable or invalid admits nobody
+//! changes (checked at most four times a second), so `kb-mcp token revoke` takes
+//! effect without a restart, and the HTTP gate closes the revoked token's sessions; a file that becomes unreadable or invalid admits nobody
 //! until it is fixed. Hashes are compared in constant time. Only token names
 //! ever reach a log.
 
@@ -32,7 +32,7 @@ const TOKEN_PREFIX: &str = "kb_";
 /// The largest token file read.
 const MAX_FILE_BYTES: u64 = 1 << 20;
 /// How often a running server looks for a changed token file.
-const RELOAD_EVERY: Duration = Duration::from_secs(1);
+const RELOAD_EVERY: Duration = Duration::from_millis(250);
 
 /// The token file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -199,6 +199,8 @@ pub(super) struct Grant {
     pub(super) name: Arc<str>,
     /// Its scope.
     pub(super) access: Access,
+    /// Which stored token it is (its salted hash): sessions are bound to it.
+    pub(super) key: [u8; 32],
 }
 
 /// One stored token, decoded for checking.
@@ -284,6 +286,11 @@ impl TokenStore {
         state.verifiers.clone()
     }
 
+    /// The keys ([`Grant::key`]) of the tokens admitted now.
+    pub(super) fn keys(&self) -> Vec<[u8; 32]> {
+        self.current().iter().map(|verifier| verifier.hash).collect()
+    }
+
     /// What `presented` grants, if it is one of the stored tokens. Every stored
     /// hash is computed and compared in constant time.
     pub(super) fn verify(&self, presented: &str) -> Option<Grant> {
@@ -295,7 +302,8 @@ impl TokenStore {
         for verifier in verifiers.iter() {
             let matched: bool = digest(&verifier.salt, presented).ct_eq(&verifier.hash).into();
             if matched {
-                found = Some(Grant { name: verifier.name.clone(), access: verifier.access });
+                found =
+                    Some(Grant { name: verifier.name.clone(), access: verifier.access, key: verifier.hash });
             }
         }
         found
