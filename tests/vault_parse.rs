@@ -331,6 +331,63 @@ fn diagnostics() {
     assert_eq!(note.frontmatter, serde_json::json!({}));
 }
 
+/// Issue 12 item 10: frontmatter parsing is bounded. Nested flow collections cost
+/// YAML quadratic time in their depth (200 KB took about two minutes), so a block
+/// nested deeper than the limit, or longer than the size limit, is not parsed: the
+/// note keeps its body, title and links, and gets a diagnostic. The diagnostic's
+/// wording (not YAML's own "recursion limit") shows the parser never ran.
+#[test]
+fn issue_12_frontmatter_beyond_the_limits_is_a_diagnostic_not_a_parse() {
+    let deep = |depth: usize| {
+        format!(
+            "---\ntitle: Deep\nx: {}{}\n---\n# Body heading\n[[link]]\n",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        )
+    };
+    let huge_nested = deep(100_000);
+    assert!(huge_nested.len() > 200_000);
+    let long_value =
+        format!("---\ntitle: Long\nabstract: {}\n---\n# Body heading\n[[link]]\n", "x".repeat(1100 * 1024));
+    for (what, text, needle) in [
+        ("100 levels", deep(100), "levels deep"),
+        ("200 KB nested", huge_nested, "levels deep"),
+        ("1.1 MiB", long_value, "more than the limit"),
+    ] {
+        let note = parse(&text);
+        assert_eq!(note.frontmatter, serde_json::json!({}), "{what}");
+        assert_eq!(note.title, "Body heading", "{what}: the title falls back to the H1");
+        assert_eq!(note.links.len(), 1, "{what}");
+        assert!(
+            note.diagnostics.iter().any(|d| d.line.is_some() && d.message.contains(needle)),
+            "{what}: {:?}",
+            note.diagnostics.iter().map(|d| &d.message[..d.message.len().min(200)]).collect::<Vec<_>>()
+        );
+    }
+    // Within the limits, nesting and brackets inside strings and comments are read as before.
+    let note = parse(&format!(
+        "---\nx: {}1{}\ns: \"{}\"\nq: '{}'\n# {}\n---\n",
+        "[".repeat(60),
+        "]".repeat(60),
+        "[".repeat(100),
+        "{".repeat(100),
+        "[".repeat(100)
+    ));
+    assert!(note.diagnostics.is_empty(), "{:?}", note.diagnostics);
+    assert_eq!(note.frontmatter["s"], serde_json::json!("[".repeat(100)));
+}
+
+/// Issue 12 item 10: 50,000 aliases are kept in order without repeats (the
+/// duplicate check was a scan of the list so far: quadratic).
+#[test]
+fn issue_12_fifty_thousand_aliases() {
+    let list: String = (0..50_000).map(|i| format!("  - a{i}\n")).collect();
+    let note = parse(&format!("---\naliases:\n{list}  - a7\n---\n"));
+    assert_eq!(note.aliases.len(), 50_000);
+    assert_eq!(note.aliases[49_999], "a49999");
+    assert!(note.diagnostics.is_empty());
+}
+
 // ---------------------------------------------------------------------------
 // Headings
 

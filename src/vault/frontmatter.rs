@@ -8,6 +8,12 @@
 //! `tags` as a list or a single string, `[[x]]` (which YAML parses as a nested list)
 //! flattened, `tags: #x` (which YAML reads as a comment) reported, dates kept as
 //! strings and parsed with jiff.
+//!
+//! Parsing is bounded: YAML costs more than linear time on some inputs (deeply
+//! nested flow collections take quadratic time in their depth), so a block longer
+//! than [`FRONTMATTER_MAX_BYTES`] or nesting `[`/`{` deeper than
+//! [`FRONTMATTER_MAX_DEPTH`] is not parsed: the note keeps its text and gets a
+//! diagnostic, as for invalid YAML.
 
 use std::ops::Range;
 
@@ -15,6 +21,12 @@ use jiff::civil::Time;
 use jiff::fmt::temporal::{Pieces, PiecesOffset};
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value};
+
+/// Largest frontmatter block parsed, in bytes (Obsidian properties are a few
+/// hundred bytes; 50,000 aliases fit).
+pub const FRONTMATTER_MAX_BYTES: usize = 1024 * 1024;
+/// Deepest nesting of flow lists and mappings (`[`, `{`) parsed.
+pub const FRONTMATTER_MAX_DEPTH: usize = 64;
 
 /// The frontmatter block of a note.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +129,25 @@ fn parse_yaml(yaml: &str) -> Result<Value, (String, Option<u32>)> {
     if yaml.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
+    if yaml.len() > FRONTMATTER_MAX_BYTES {
+        return Err((
+            format!(
+                "frontmatter is {} bytes, more than the limit of {FRONTMATTER_MAX_BYTES} bytes; its metadata is \
+                 ignored (the note is indexed without it); move long values into the note's text",
+                yaml.len()
+            ),
+            Some(2),
+        ));
+    }
+    if let Some(line) = too_deep(yaml, FRONTMATTER_MAX_DEPTH) {
+        return Err((
+            format!(
+                "frontmatter nests lists or mappings (`[`, `{{`) more than {FRONTMATTER_MAX_DEPTH} levels deep; \
+                 its metadata is ignored (the note is indexed without it)"
+            ),
+            Some(line),
+        ));
+    }
     let mut value = match yaml_serde::from_str::<yaml_serde::Value>(yaml) {
         Ok(value) => value,
         Err(err) => {
@@ -146,6 +177,61 @@ fn parse_yaml(yaml: &str) -> Result<Value, (String, Option<u32>)> {
             ))
         }
     }
+}
+
+/// The file line where flow collections (`[`, `{`) first nest deeper than `max`,
+/// by a lexical scan that skips quoted strings and comments; `None` when they
+/// never do. Brackets inside plain scalars count too, which can only make the
+/// check stricter.
+fn too_deep(yaml: &str, max: usize) -> Option<u32> {
+    let bytes = yaml.as_bytes();
+    let mut depth = 0usize;
+    let mut line: u32 = 2;
+    let mut i = 0;
+    // The byte before `i` that was not inside a quoted string.
+    let mut previous = b'\n';
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'\n' => line = line.saturating_add(1),
+            b'#' if previous.is_ascii_whitespace() => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'\'' | b'"' if matches!(previous, b' ' | b'\t' | b'\n' | b'[' | b'{' | b',' | b':' | b'-') => {
+                i += 1;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' if b == b'"' => i += 1,
+                        b'\n' => line = line.saturating_add(1),
+                        c if c == b => {
+                            // `''` inside a single-quoted string is an escaped quote.
+                            if b == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
+                                i += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Some(line);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = bytes.get(i).copied().unwrap_or(b' ');
+        i += 1;
+    }
+    None
 }
 
 /// Rewrites `line N` in a YAML error message into file lines (the YAML starts `by`
@@ -256,9 +342,11 @@ fn for_each_scalar(value: &Value, f: &mut impl FnMut(String)) {
 /// commas is split on them, as Obsidian does. In order, without duplicates.
 pub(super) fn aliases(map: &Map<String, Value>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    // A set, not a scan of `out`: a note may carry tens of thousands of aliases.
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut push = |alias: &str| {
         let alias = alias.trim();
-        if !alias.is_empty() && !out.iter().any(|a| a == alias) {
+        if !alias.is_empty() && seen.insert(alias.to_owned()) {
             out.push(alias.to_owned());
         }
     };

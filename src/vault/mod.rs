@@ -16,7 +16,7 @@ mod record;
 mod section;
 
 pub use config::{Limits, VaultConfig};
-pub use frontmatter::{Frontmatter, parse_frontmatter};
+pub use frontmatter::{FRONTMATTER_MAX_BYTES, FRONTMATTER_MAX_DEPTH, Frontmatter, parse_frontmatter};
 pub use note::{
     Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, heading_key, link_context,
     parse_note,
