@@ -719,3 +719,119 @@ fn issue_12_a_link_finds_a_note_whose_extension_is_in_mixed_case() {
     assert_eq!(alpha.path, "z/sub/Alpha.Md");
     assert_eq!(alpha.backlinks.len(), 2);
 }
+
+/// Issue 12 item 10: a search hit's snippets come from a bounded window at the
+/// start of its file, not from the whole file (one 50 MB note cost 750–920 MiB
+/// per search). The line holding both terms lies past the window, so a snippet
+/// from it would show that the whole file was read.
+#[test]
+fn issue_12_snippets_come_from_a_bounded_window_of_a_huge_note() {
+    let (_tmp, vault) = common::temp_vault();
+    let filler = format!("{}\n", "x".repeat(999)).repeat(2_200);
+    let text = format!("# Huge\n\nneedle near the start\n\n{filler}\nneedle gamma far away\n");
+    assert!(text.len() > 2 * 1024 * 1024);
+    std::fs::write(vault.join("z/huge.md"), &text).unwrap();
+    let engine = open(&vault);
+    let results = engine.search_note_content(&search("needle gamma")).unwrap();
+    let hit = results.results.iter().find(|h| h.path == "z/huge.md").expect("the huge note is a hit");
+    assert!(!hit.snippets.is_empty(), "{hit:?}");
+    let far = text.lines().count() as u32;
+    assert!(
+        hit.snippets.iter().all(|s| s.line == 3),
+        "snippets only from the window: {:?} (far line {far})",
+        hit.snippets
+    );
+}
+
+/// Issue 12 item 10: a note over 64 MiB could not be read at all (and both
+/// remedies in the error's hint failed): any note is readable by pages, and its
+/// hash is the whole file's.
+#[test]
+fn issue_12_a_note_over_64_mib_is_read_by_pages() {
+    let (_tmp, vault) = common::temp_vault();
+    let line = format!("{}\n", "同步".repeat(170));
+    let body = line.repeat((65 << 20) / line.len() + 1);
+    let text = format!("---\ntitle: Giant\ntags: [big]\n---\n# Start\n\n{body}# End\nlast words\n");
+    assert!(text.len() > 65 << 20);
+    std::fs::write(vault.join("z/giant.md"), &text).unwrap();
+    let engine = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    let read = |offset: Option<u64>| {
+        engine
+            .read_note(&ReadNoteArgs {
+                path: Some("z/giant.md".into()),
+                offset,
+                max_bytes: Some(100),
+                ..ReadNoteArgs::default()
+            })
+            .unwrap()
+    };
+    let first = read(None);
+    let hash = kb_mcp::vault::content_hash(text.as_bytes());
+    assert_eq!(
+        (first.title.as_str(), first.size, first.hash.as_str()),
+        ("Giant", text.len() as u64, hash.as_str())
+    );
+    let cut = (0..=100).rev().find(|&at| text.is_char_boundary(at)).unwrap();
+    assert_eq!(first.content, text[..cut]);
+    assert_eq!((first.truncated, first.next_offset), (true, Some(cut as u64)));
+    assert!(first.outline_truncated && first.hint.is_some(), "{:?}", first.hint);
+    // A page in the middle starts and ends on character boundaries.
+    let middle = read(Some(40 << 20));
+    assert!(
+        middle.content.len() <= 100 && middle.content.chars().all(|c| c == '同' || c == '步' || c == '\n')
+    );
+    let tail = read(Some(text.len() as u64 - 17));
+    assert_eq!(tail.content, "# End\nlast words\n");
+    assert_eq!((tail.truncated, tail.next_offset), (false, None));
+    assert_eq!(tail.hash, hash);
+    // A section in the parsed start of the note.
+    let start = engine
+        .read_note(&ReadNoteArgs {
+            path: Some("z/giant.md".into()),
+            section: Some("Start".into()),
+            max_bytes: Some(50),
+            ..ReadNoteArgs::default()
+        })
+        .unwrap();
+    assert!(start.content.starts_with("# Start\n") && start.truncated, "{:?}", start.content);
+}
+
+/// Issue 12 item 11: every answer respects its page size. `read_note {max_bytes:
+/// 100}` returned a whole 900 KB frontmatter value and the outline of 50,000
+/// headings; `search_knowledge` returned thousands of tags for one note. Both are
+/// capped now, with counts of what was left out and a hint for the rest.
+#[test]
+fn issue_12_answers_are_capped_with_counts_of_what_was_left_out() {
+    let (_tmp, vault) = common::temp_vault();
+    let headings: String = (0..50_000).map(|i| format!("## Heading {i}\n")).collect();
+    let aliases: String = (0..1_000).map(|i| format!("  - alias {i}\n")).collect();
+    let tags: String = (0..5_000).map(|i| format!("#tag{i} ")).collect();
+    let note = format!(
+        "---\ntitle: Tagstorm\nabstract: {}\naliases:\n{aliases}---\n{tags}\n{headings}",
+        "y".repeat(900_000)
+    );
+    std::fs::write(vault.join("z/storm.md"), &note).unwrap();
+    let engine = open(&vault);
+    let read = engine
+        .read_note(&ReadNoteArgs {
+            path: Some("z/storm.md".into()),
+            max_bytes: Some(100),
+            ..ReadNoteArgs::default()
+        })
+        .unwrap();
+    let answer = serde_json::to_string(&read).unwrap();
+    assert!(answer.len() < 16 * 1024, "read_note answered {} bytes", answer.len());
+    assert_eq!(read.content, note[..100]);
+    assert!(read.frontmatter_truncated && read.frontmatter_omitted > 0);
+    assert_eq!(read.frontmatter["title"], "Tagstorm");
+    assert!(read.outline_truncated);
+    assert_eq!(read.outline_omitted as usize + read.outline.len(), 50_000);
+    assert!(read.hint.as_deref().is_some_and(|h| h.contains("offset")), "{:?}", read.hint);
+
+    let found = engine.search_knowledge(&search("Tagstorm")).unwrap();
+    let hit = found.results.iter().find(|h| h.path == "z/storm.md").expect("a hit");
+    assert_eq!((hit.tags.len(), hit.tags_omitted), (20, 4_980));
+    assert_eq!((hit.aliases.len(), hit.aliases_omitted), (20, 980));
+    let answer = serde_json::to_string(&found).unwrap();
+    assert!(answer.len() < 16 * 1024, "search_knowledge answered {} bytes", answer.len());
+}

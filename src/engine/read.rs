@@ -10,6 +10,10 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::bounded::{
+    self, HIT_LIST_MAX, METADATA_BUDGET, SNIPPET_WINDOW, TEXT_MAX_CHARS, WHOLE_MAX, cap_frontmatter,
+    cap_list, cut_chars, window_text,
+};
 use super::types::*;
 use super::{Engine, NoteName, one_of, rfc3339};
 use crate::error::{Error, ErrorCode, Result};
@@ -17,8 +21,8 @@ use crate::index::{SearchRequest, SearchScope};
 use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
 use crate::vault::{
-    AnchorRef, LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note, heading_key,
-    link_context, parse_note, section_range,
+    AnchorRef, ContentHasher, LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note,
+    heading_key, link_context, parse_note, section_range,
 };
 
 /// Default and largest `limit` of the searches.
@@ -31,13 +35,6 @@ const DESCRIPTION_CHARS: usize = 300;
 const RELATED_CAP: usize = 500;
 /// Largest file `read_note` pages through (a page is at most `read_max_bytes`).
 const READ_FILE_MAX: u64 = 64 * 1024 * 1024;
-
-fn cut_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
 
 fn kind_name(kind: LinkKind) -> &'static str {
     match kind {
@@ -97,15 +94,21 @@ impl Engine {
         let results = outcome
             .hits
             .into_iter()
-            .map(|hit| KnowledgeHit {
-                path: hit.record.path.clone(),
-                title: hit.record.title.clone(),
-                aliases: hit.record.aliases.clone(),
-                description: cut_chars(&hit.record.description, DESCRIPTION_CHARS),
-                tags: hit.record.tags.clone(),
-                score: hit.score,
-                matched: hit.matched.into_iter().filter(|f| f != "headings").collect(),
-                explain: hit.explanation,
+            .map(|hit| {
+                let (aliases, aliases_omitted) = cap_list(&hit.record.aliases, HIT_LIST_MAX);
+                let (tags, tags_omitted) = cap_list(&hit.record.tags, HIT_LIST_MAX);
+                KnowledgeHit {
+                    path: hit.record.path.clone(),
+                    title: cut_chars(&hit.record.title, TEXT_MAX_CHARS),
+                    aliases,
+                    description: cut_chars(&hit.record.description, DESCRIPTION_CHARS),
+                    tags,
+                    score: hit.score,
+                    matched: hit.matched.into_iter().filter(|f| f != "headings").collect(),
+                    aliases_omitted,
+                    tags_omitted,
+                    explain: hit.explanation,
+                }
             })
             .collect();
         Ok(KnowledgeResults {
@@ -148,11 +151,18 @@ impl Engine {
     fn cut_backlink_contexts(&self, backlinks: &mut [BacklinkOut]) {
         backlinks.par_chunk_by_mut(|a, b| a.path == b.path).for_each(|group| {
             let Ok(path) = NotePath::parse(&group[0].path) else { return };
-            let Ok(bytes) = self.sandbox().read(&path, READ_FILE_MAX) else { return };
-            let Ok(text) = decode_note(&bytes) else { return };
-            let lines: Vec<&str> = text.split('\n').collect();
+            // The first WHOLE_MAX bytes: a link further into a larger note shows no context.
+            let Ok(file) = self.sandbox().open_read(&path) else { return };
+            let Ok(bytes) = file.read_at(0, WHOLE_MAX as usize) else { return };
+            let Some(text) = window_text(&bytes) else { return };
+            let mut lines = text.split('\n').enumerate().peekable();
             for backlink in group {
-                if let Some(line) = (backlink.line as usize).checked_sub(1).and_then(|at| lines.get(at)) {
+                let wanted = (backlink.line as usize).saturating_sub(1);
+                // Backlinks come by line: one pass over the lines serves the group.
+                while lines.next_if(|(at, _)| *at < wanted).is_some() {}
+                if let Some((at, line)) = lines.peek()
+                    && *at == wanted
+                {
                     backlink.context = link_context(line);
                 }
             }
@@ -160,12 +170,30 @@ impl Engine {
     }
 
     fn snippets_of(&self, record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
+        self.snippets_within(record, terms, SNIPPET_WINDOW)
+    }
+
+    /// Snippets from the first `window` bytes of a hit's file: a note of any size
+    /// costs a search at most that much reading and analysing.
+    pub(crate) fn snippets_within(
+        &self,
+        record: &NoteRecord,
+        terms: &BTreeSet<String>,
+        window: u64,
+    ) -> Vec<SnippetOut> {
         let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
-        let Ok(bytes) = self.sandbox().read(&path, READ_FILE_MAX) else { return Vec::new() };
-        let Ok(text) = decode_note(&bytes) else { return Vec::new() };
+        let Ok(file) = self.sandbox().open_read(&path) else { return Vec::new() };
+        let whole = file.len() <= window;
+        let Ok(bytes) = file.read_at(0, usize::try_from(file.len().min(window)).unwrap_or(usize::MAX)) else {
+            return Vec::new();
+        };
+        let text = if whole { decode_note(&bytes).ok() } else { window_text(&bytes) };
+        let Some(text) = text else { return Vec::new() };
         // The file may have changed since it was indexed: cut from what is there now,
-        // parsing it again only when its bytes are not the ones the record describes.
-        let (offset, headings) = if content_hash(&bytes) == record.hash {
+        // parsing it again only when its bytes are not the ones the record describes
+        // (for a window, when its size is not).
+        let unchanged = if whole { content_hash(&bytes) == record.hash } else { file.len() == record.size };
+        let (offset, headings) = if unchanged {
             (body_offset(text), record.headings.to_vec())
         } else {
             let parsed = parse_note(&path, text);
@@ -173,7 +201,11 @@ impl Engine {
         };
         crate::index::snippets(text, offset, terms, &headings, SNIPPETS_PER_HIT)
             .into_iter()
-            .map(|s| SnippetOut { text: s.text, heading: s.heading, line: s.line })
+            .map(|s| SnippetOut {
+                text: s.text,
+                heading: s.heading.map(|h| cut_chars(&h, TEXT_MAX_CHARS)),
+                line: s.line,
+            })
             .collect()
     }
 
@@ -194,67 +226,144 @@ impl Engine {
         }
     }
 
-    /// `read_note`.
+    /// `read_note`. A note up to [`WHOLE_MAX`] is read and parsed whole (the parse
+    /// cached by content hash); a larger one is hashed in one streaming pass that
+    /// keeps only its first `WHOLE_MAX` bytes (parsed for title, frontmatter, outline
+    /// and sections) and the requested page. Frontmatter and outline are capped to
+    /// the page size (see [`METADATA_BUDGET`]).
     pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
         let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
         let (path, anchor) = self.locate(&name)?;
-        let bytes = self.sandbox().read(&path, READ_FILE_MAX)?;
-        let text = decode_note(&bytes).map_err(|d| {
-            Error::invalid(format!("{path} is not UTF-8 text: {}", d.message))
-                .with_hint("only UTF-8 Markdown notes can be read")
-        })?;
-        let note = parse_note(&path, text);
-        let stat = self.sandbox().stat(&path)?;
-        let section = args.section.clone().or(anchor);
-        let content = match section.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-            None => text,
-            Some(wanted) => section_text(text, &note.headings, wanted).ok_or_else(|| {
-                let available: Vec<&str> = note.headings.iter().map(|h| h.text.as_str()).collect();
-                Error::not_found(format!("{path} has no heading `{wanted}`"))
-                    .with_hint(format!("headings of this note: {}", available.join(" | ")))
-            })?,
-        };
         let page_max = self.config().limits.read_max_bytes;
         let max = args.max_bytes.unwrap_or(page_max).clamp(1, page_max) as usize;
-        let offset = args.offset.unwrap_or(0) as usize;
-        if offset > content.len() {
-            return Err(Error::invalid(format!(
-                "`offset` {offset} is past the end ({} bytes)",
-                content.len()
-            )));
-        }
-        let mut start = offset;
-        while !content.is_char_boundary(start) {
-            start += 1;
-        }
-        let mut end = (start + max).min(content.len());
-        while !content.is_char_boundary(end) {
-            end -= 1;
-        }
-        if end == start && start < content.len() {
-            // A page smaller than one character still returns that character.
-            end = start + content[start..].chars().next().map_or(0, char::len_utf8);
-        }
-        let truncated = end < content.len();
-        let frontmatter = match &note.frontmatter {
-            serde_json::Value::Object(map) => map.clone(),
-            _ => serde_json::Map::new(),
+        let offset = args.offset.unwrap_or(0);
+        let section = args.section.clone().or(anchor);
+        let section = section.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let file = self.sandbox().open_read(&path)?;
+        let size = file.len();
+        let whole = size <= WHOLE_MAX;
+        let not_utf8 = |message: &str| {
+            Error::invalid(format!("{path} is not UTF-8 text: {message}"))
+                .with_hint("only UTF-8 Markdown notes can be read")
         };
+        // Whole: every byte. Otherwise the head, and the page's bytes (plus a few to
+        // find character boundaries) when the page is not inside the head.
+        let page_span = (offset, offset.saturating_add(max as u64 + 4));
+        let (head, page_bytes, hash) = if whole {
+            let bytes = file.read_at(0, usize::try_from(size).unwrap_or(usize::MAX).saturating_add(1))?;
+            let hash = content_hash(&bytes);
+            (bytes, None, hash)
+        } else {
+            let mut hasher = ContentHasher::default();
+            let mut head = Vec::new();
+            let mut page = Vec::new();
+            let want_page = section.is_none() && page_span.1 > WHOLE_MAX;
+            file.for_each_chunk(|at, chunk| {
+                hasher.update(chunk);
+                let end = at + chunk.len() as u64;
+                if at < WHOLE_MAX {
+                    head.extend_from_slice(&chunk[..(WHOLE_MAX.min(end) - at) as usize]);
+                }
+                if want_page && at < page_span.1 && end > page_span.0 {
+                    let from = page_span.0.max(at) - at;
+                    let to = page_span.1.min(end) - at;
+                    page.extend_from_slice(&chunk[from as usize..to as usize]);
+                }
+                true
+            })?;
+            (head, want_page.then_some(page), hasher.finish())
+        };
+        let text = if whole {
+            decode_note(&head).map_err(|d| not_utf8(&d.message))?
+        } else {
+            window_text(&head).ok_or_else(|| not_utf8("an invalid byte in its first 8 MiB"))?
+        };
+        let note = bounded::parsed(&path, &hash, text);
+        let mut hints = Vec::new();
+        let (content, truncated, next_offset) = match section {
+            Some(wanted) => {
+                let found = section_text(text, &note.headings, wanted).ok_or_else(|| {
+                    let available: Vec<String> =
+                        note.headings.iter().take(50).map(|h| cut_chars(&h.text, 100)).collect();
+                    let more = if note.headings.len() > 50 { " | …" } else { "" };
+                    let searched = if whole { "" } else { " (in its first 8 MiB)" };
+                    Error::not_found(format!("{path} has no heading `{}`{searched}", cut_chars(wanted, 200)))
+                        .with_hint(format!("headings of this note: {}{more}", available.join(" | ")))
+                })?;
+                if !whole && found.as_ptr() as usize + found.len() == text.as_ptr() as usize + text.len() {
+                    hints.push(format!(
+                        "this note is {size} bytes; sections are read from its first {WHOLE_MAX} bytes and this one \
+                         may go on: read on without `section` from offset {}",
+                        text.len()
+                    ));
+                }
+                page_of(found.as_bytes(), 0, offset, max, found.len() as u64)?
+            }
+            None => match page_bytes {
+                Some(bytes) => page_of(&bytes, offset, offset, max, size)?,
+                None => {
+                    page_of(head.as_slice(), 0, offset, max, if whole { head.len() as u64 } else { size })?
+                }
+            },
+        };
+        let content = String::from_utf8(content).map_err(|_| not_utf8("an invalid byte in the page read"))?;
+        let budget = max.clamp(METADATA_BUDGET.0, METADATA_BUDGET.1);
+        let frontmatter = match &note.frontmatter {
+            serde_json::Value::Object(map) => map,
+            _ => &serde_json::Map::new(),
+        };
+        let (frontmatter, frontmatter_omitted) = cap_frontmatter(frontmatter, budget);
+        if frontmatter_omitted > 0 {
+            hints.push(
+                "frontmatter is cut to fit the page: the whole frontmatter is the start of the note's text \
+                 (read from offset 0)"
+                    .to_owned(),
+            );
+        }
+        let mut outline = Vec::new();
+        let mut used = 2usize;
+        for heading in &note.headings {
+            let entry = OutlineEntry {
+                level: heading.level,
+                text: cut_chars(&heading.text, TEXT_MAX_CHARS),
+                line: heading.line,
+            };
+            used += entry.text.len() + 32;
+            if used > budget {
+                break;
+            }
+            outline.push(entry);
+        }
+        let outline_omitted = (note.headings.len() - outline.len()) as u64;
+        if outline_omitted > 0 {
+            hints.push(format!(
+                "outline lists {} of {} headings: read a part with `section` or page with `offset`",
+                outline.len(),
+                note.headings.len()
+            ));
+        }
+        if !whole {
+            hints.push(format!(
+                "this note is {size} bytes: its title, frontmatter and outline come from its first {WHOLE_MAX} bytes"
+            ));
+        }
+        let stat = self.sandbox().stat(&path)?;
         Ok(NoteContent {
             path: path.as_str().to_owned(),
-            title: note.title.clone(),
+            title: cut_chars(&note.title, TEXT_MAX_CHARS),
             frontmatter,
-            content: content[start..end].to_owned(),
-            hash: content_hash(&bytes),
-            size: bytes.len() as u64,
+            content,
+            hash,
+            size,
             modified: stat.map(|s| rfc3339(super::sync::nanos(s.modified))).unwrap_or_default(),
-            outline: note
-                .headings
-                .iter()
-                .map(|h| OutlineEntry { level: h.level, text: h.text.clone(), line: h.line })
-                .collect(),
+            outline,
             truncated,
-            next_offset: truncated.then_some(end as u64),
+            next_offset,
+            frontmatter_truncated: frontmatter_omitted > 0,
+            frontmatter_omitted,
+            outline_truncated: outline_omitted > 0 || !whole,
+            outline_omitted,
+            hint: (!hints.is_empty()).then(|| hints.join("; ")),
         })
     }
 
@@ -515,8 +624,46 @@ fn created_rfc3339(record: &NoteRecord) -> String {
     }
 }
 
-/// The text of a section: its heading and everything up to the next heading of
-/// the same or a higher level (the vault's section rule, which patches follow too).
+/// The page of at most `max` bytes from `offset` of a content of `len` bytes, of
+/// which `bytes` holds the part from `base` on (at least up to the page's end and
+/// a few bytes more, or to the end): cut to character boundaries, returned with
+/// whether more follows and where it continues.
+fn page_of(
+    bytes: &[u8],
+    base: u64,
+    offset: u64,
+    max: usize,
+    len: u64,
+) -> Result<(Vec<u8>, bool, Option<u64>)> {
+    if offset > len {
+        return Err(Error::invalid(format!("`offset` {offset} is past the end ({len} bytes)")));
+    }
+    let is_boundary = |at: u64| -> bool {
+        at >= len || bytes.get((at - base) as usize).is_none_or(|&b| (b as i8) >= -0x40)
+    };
+    let mut start = offset;
+    while !is_boundary(start) {
+        start += 1;
+    }
+    let mut end = start.saturating_add(max as u64).min(len);
+    while end > start && !is_boundary(end) {
+        end -= 1;
+    }
+    if end == start && start < len {
+        // A page smaller than one character still returns that character.
+        end = start + 1;
+        while !is_boundary(end) {
+            end += 1;
+        }
+    }
+    let from = ((start - base) as usize).min(bytes.len());
+    let to = ((end - base) as usize).min(bytes.len());
+    let truncated = end < len;
+    Ok((bytes[from..to].to_vec(), truncated, truncated.then_some(end)))
+}
+
+/// The text of a section: its heading line and everything up to the next heading
+/// of the same or a higher level.
 fn section_text<'a>(text: &'a str, headings: &[crate::vault::Heading], wanted: &str) -> Option<&'a str> {
     let key = heading_key(wanted.trim_start_matches('#'));
     let position = headings.iter().position(|h| heading_key(&h.text) == key)?;

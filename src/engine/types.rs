@@ -37,16 +37,22 @@ pub struct KnowledgeHit {
     pub path: String,
     /// Title.
     pub title: String,
-    /// Aliases.
+    /// Aliases (the first 20).
     pub aliases: Vec<String>,
     /// Description (cut to 300 characters).
     pub description: String,
-    /// Tags.
+    /// Tags (the first 20).
     pub tags: Vec<String>,
     /// Relevance score (higher is better; comparable within one result list only).
     pub score: f32,
     /// Fields in which query terms occur: `title`, `aliases`, `description`, `tags`.
     pub matched: Vec<String>,
+    /// Aliases left out of `aliases` (read the note's frontmatter for all).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub aliases_omitted: u64,
+    /// Tags left out of `tags` (read the note's frontmatter for all).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tags_omitted: u64,
     /// Why it scored, when `explain` was true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<serde_json::Value>,
@@ -169,6 +175,31 @@ pub struct NoteContent {
     /// Where to continue (`offset`) when truncated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
+    /// Whether `frontmatter` was cut to fit the page (long values, long lists, keys
+    /// past its share); the whole frontmatter is the start of `content` at offset 0.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub frontmatter_truncated: bool,
+    /// Values, list items and keys cut or left out of `frontmatter`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub frontmatter_omitted: u64,
+    /// Whether `outline` is cut: headings past its share of the page, or a note so
+    /// large that only its start is parsed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub outline_truncated: bool,
+    /// Headings left out of `outline` (of those parsed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outline_omitted: u64,
+    /// What this answer left out and how to read the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// A standard.

@@ -19,7 +19,9 @@ mod secrets;
 mod swap;
 mod vault_dir;
 
-pub use fs::{FileStat, Scan, ScannedFile, SkippedFile, WriteMode, ensure_dir, read_vault_config};
+pub use fs::{
+    FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, WriteMode, ensure_dir, read_vault_config,
+};
 pub use index_dir::{
     DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, cache_folder, canonical_or_same, disk_full,
     folder_size, is_disk_full, is_index_file_name, is_read_only,
@@ -77,6 +79,12 @@ impl Sandbox {
     /// since [`Sandbox::resolve_read`] is caught). `too_large` above `max_bytes`.
     pub fn read(&self, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
         fs::read(self, path, max_bytes)
+    }
+
+    /// Opens a readable file after the same checks as [`Sandbox::read`], to read it
+    /// in parts whatever its size.
+    pub fn open_read(&self, path: &NotePath) -> Result<OpenedFile> {
+        fs::open_read(self, path)
     }
 
     /// The vault-relative text of a path on disk (as a file watcher reports it),

@@ -22,5 +22,6 @@ pub use note::{
     parse_note,
 };
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
-pub use record::{NoteKind, NoteRecord, content_hash};
+
+pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};
 pub use section::{HeadingBlock, atx_heading_line, heading_blocks, line_start, section_range};

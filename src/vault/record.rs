@@ -128,7 +128,26 @@ impl NoteRecord {
 
 /// `sha256:<64 lowercase hex>` of some bytes: the one way hashes are written.
 pub fn content_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    hex_hash(&Sha256::digest(bytes))
+}
+
+/// [`content_hash`] of bytes that arrive in parts (a file too large to hold at once).
+#[derive(Debug, Clone, Default)]
+pub struct ContentHasher(Sha256);
+
+impl ContentHasher {
+    /// Adds the next part.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// `sha256:<64 lowercase hex>` of every part so far, in order.
+    pub fn finish(self) -> String {
+        hex_hash(&self.0.finalize())
+    }
+}
+
+fn hex_hash(digest: &[u8]) -> String {
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
     for byte in digest.iter() {
