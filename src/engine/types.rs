@@ -47,10 +47,10 @@ pub struct KnowledgeHit {
     pub score: f32,
     /// Fields in which query terms occur: `title`, `aliases`, `description`, `tags`.
     pub matched: Vec<String>,
-    /// Aliases left out of `aliases` (read the note's frontmatter for all).
+    /// Aliases left out of `aliases` (read the note for all).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub aliases_omitted: u64,
-    /// Tags left out of `tags` (read the note's frontmatter for all).
+    /// Tags left out of `tags` (read the note for all).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tags_omitted: u64,
     /// Why it scored, when `explain` was true.
