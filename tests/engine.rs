@@ -835,3 +835,46 @@ fn issue_12_answers_are_capped_with_counts_of_what_was_left_out() {
     let answer = serde_json::to_string(&found).unwrap();
     assert!(answer.len() < 16 * 1024, "search_knowledge answered {} bytes", answer.len());
 }
+
+/// Issue 12, item 16: Obsidian's templates folder (named in
+/// `.obsidian/templates.json`) is left out of searches, tags and counts but stays
+/// readable; an Excalidraw drawing is indexed by its words only and titled by its name.
+#[test]
+fn issue12_templates_and_drawings_are_not_counted_as_notes() {
+    let (_tmp, vault) = common::temp_person_vault();
+    let engine = open(&vault);
+    for query in ["meeting", "Meeting attendees", "今日待办"] {
+        for paths in [knowledge_paths(&engine, query), content_paths(&engine, query)] {
+            assert!(
+                !paths.iter().any(|p| p.starts_with("Templates/")),
+                "{query:?} found a template: {paths:?}"
+            );
+        }
+    }
+    assert_eq!(
+        knowledge_paths(&engine, "meeting").first().map(String::as_str),
+        Some("Meetings/产品周会 2026-11-28.md")
+    );
+    let tags = engine.list_tags(&ListTagsArgs::default()).unwrap();
+    let count = |tag: &str| tags.tags.iter().find(|t| t.tag == tag).map(|t| t.count);
+    assert_eq!(count("daily"), Some(2), "{tags:?}");
+    assert_eq!(count("meeting"), Some(1), "{tags:?}");
+    let overview = engine.overview("read", 0).unwrap();
+    assert_eq!(overview.counts.notes, 7, "{overview:?}");
+    let template = engine
+        .read_note(&ReadNoteArgs { path: Some("Templates/Meeting.md".into()), ..Default::default() })
+        .unwrap();
+    assert!(template.content.contains("Meeting agenda"), "{template:?}");
+
+    // The drawing: its words are found, its compressed data is not, its title is its name.
+    assert_eq!(content_paths(&engine, "冷备份"), ["Drawings/架构草图.excalidraw.md"]);
+    assert_eq!(content_paths(&engine, "lighthouse gateway"), ["Drawings/架构草图.excalidraw.md"]);
+    for noise in ["gLgAQQDwMYEMA2", "Xk3Jd9aa", "decompress command palette"] {
+        assert!(content_paths(&engine, noise).is_empty(), "{noise:?} was indexed");
+        assert!(knowledge_paths(&engine, noise).is_empty(), "{noise:?} was indexed");
+    }
+    let drawing = engine.catalog();
+    let drawing = drawing.get("Drawings/架构草图.excalidraw.md").unwrap();
+    assert_eq!(drawing.title, "架构草图");
+    assert!(knowledge_paths(&engine, "Text Elements").is_empty());
+}

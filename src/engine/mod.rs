@@ -168,7 +168,7 @@ impl Engine {
     fn open_with(options: &EngineOptions, access: IndexAccess) -> Result<Engine> {
         let text = read_vault_config(&options.vault)?;
         let config = VaultConfig::parse(text.as_deref())?;
-        let sandbox = Sandbox::open(&options.vault, config.policy.clone())?;
+        let sandbox = open_sandbox(&options.vault, config.policy.clone())?;
         let folder = sandbox.claim_index_folder(options.index_dir.as_deref(), access)?;
         let opened = SearchIndex::open(folder)?;
         let index = opened.index;
@@ -253,7 +253,7 @@ impl Engine {
             settings.config = Arc::new(config);
             return Ok(true);
         }
-        let sandbox = Sandbox::open(&self.root, config.policy.clone());
+        let sandbox = open_sandbox(&self.root, config.policy.clone());
         let sandbox = match sandbox {
             Ok(sandbox) => sandbox,
             Err(error) => {
@@ -374,6 +374,14 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// The sandbox of a vault under a policy, leaving out the templates folders that
+/// Obsidian's settings name.
+fn open_sandbox(root: &Path, policy: Policy) -> Result<Sandbox> {
+    let sandbox = Sandbox::open(root, policy)?;
+    let templates = crate::vault::templates_folders(&crate::sandbox::read_template_settings(sandbox.root()));
+    Ok(sandbox.with_templates(templates))
 }
 
 /// Nanoseconds since the epoch as RFC 3339 (UTC).

@@ -188,6 +188,10 @@ impl Engine {
             let Some(area) = self.sandbox().area_of(&path).filter(|&area| area != Area::Inbox) else {
                 continue;
             };
+            // A template is listed as skipped by the walk.
+            if path.is_markdown() && self.sandbox().templates_folder_of(&path).is_some() {
+                return None;
+            }
             if !path.is_markdown() {
                 let listed = drift.attachments.binary_search_by(|a| a.as_str().cmp(path.as_str()));
                 match (self.sandbox().is_attachment(&path), listed) {
@@ -363,7 +367,7 @@ impl Engine {
         match decode_note(&bytes) {
             Ok(text) => {
                 let note = parse_note(&file.path, text);
-                let body = note.body(text).to_owned();
+                let body = note.index_body(text).into_owned();
                 let record = NoteRecord::from_note(note, kind, size, modified_ns, born_ns, hash);
                 Ok(Some(IndexDocument { record, body }))
             }
@@ -409,7 +413,7 @@ impl Engine {
         let stat = self.sandbox().stat(path)?;
         let document = match (area, stat) {
             (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
-                if path.is_markdown() =>
+                if path.is_markdown() && self.sandbox().templates_folder_of(path).is_none() =>
             {
                 self.load(&ScannedFile { path: path.clone(), area, stat }, None)?
             }

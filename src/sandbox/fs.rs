@@ -108,6 +108,28 @@ pub fn read_vault_config(root: &Path) -> Result<Option<String>> {
         .map_err(|_| Error::invalid(format!("{shown} is not valid UTF-8; save {CONFIG_FILE} as UTF-8")))
 }
 
+/// Obsidian's settings files that name a templates folder, in the order read:
+/// the core Templates plugin's and the Templater plugin's.
+const TEMPLATE_SETTINGS: [&str; 2] =
+    [".obsidian/templates.json", ".obsidian/plugins/templater-obsidian/data.json"];
+
+/// Reads the Obsidian settings files that name a templates folder
+/// (`.obsidian/templates.json`, then Templater's `data.json`), each `None` when
+/// absent, not a regular file (symlinks are not followed), over 64 KiB or not
+/// UTF-8: they are optional hints, never a reason to fail. kb-mcp never writes them.
+pub fn read_template_settings(root: &Path) -> [Option<String>; 2] {
+    TEMPLATE_SETTINGS.map(|rel| {
+        let path = root.join(rel);
+        let before = fs::symlink_metadata(&path).ok().filter(Metadata::is_file)?;
+        let file = File::open(&path).ok()?;
+        let opened = file.metadata().ok()?;
+        if !same_file(&before, &opened) || opened.len() > CONFIG_MAX_BYTES {
+            return None;
+        }
+        String::from_utf8(read_capped(&file, CONFIG_MAX_BYTES).ok()?).ok()
+    })
+}
+
 /// Creates a folder (and its parents) outside the vault's note areas, e.g. the index folder.
 pub fn ensure_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).map_err(|err| Error::io(dir.display(), &err))
@@ -125,7 +147,7 @@ pub(super) fn open(root: &Path, policy: Policy) -> Result<Sandbox> {
     if !meta.is_dir() {
         return Err(Error::invalid(format!("vault {} is not a folder", root.display())));
     }
-    Ok(Sandbox { root, policy })
+    Ok(Sandbox { root, policy, templates: Vec::new() })
 }
 
 pub(super) fn resolve_read(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
@@ -332,6 +354,18 @@ pub(super) fn scan(sandbox: &Sandbox) -> Result<Scan> {
         let Some(area) = policy.area_of(&path).filter(|&area| is_readable(area)) else {
             continue;
         };
+        if path.is_markdown()
+            && let Some(folder) = sandbox.templates_folder_of(&path)
+        {
+            scan.skipped.push(SkippedFile {
+                path: path.as_str().to_owned(),
+                reason: format!(
+                    "a template in Obsidian's templates folder `{folder}`: left out of search, tags and \
+                     counts (read_note still reads it)"
+                ),
+            });
+            continue;
+        }
         if file_type.is_file() {
             if !path.is_markdown() {
                 scan.attachments.push(path);

@@ -20,7 +20,8 @@ mod swap;
 mod vault_dir;
 
 pub use fs::{
-    FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, WriteMode, ensure_dir, read_vault_config,
+    FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, WriteMode, ensure_dir, read_template_settings,
+    read_vault_config,
 };
 pub use index_dir::{
     DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, cache_folder, canonical_or_same, disk_full,
@@ -42,6 +43,8 @@ use crate::error::Result;
 pub struct Sandbox {
     root: PathBuf,
     policy: Policy,
+    /// Obsidian's templates folders: their notes are readable but left out of the walk.
+    templates: Vec<String>,
 }
 
 impl Sandbox {
@@ -59,6 +62,26 @@ impl Sandbox {
     /// The policy in force.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// Leaves the Markdown files of these folders (Obsidian's templates folders,
+    /// vault-relative) out of [`Sandbox::scan`]: they are listed as skipped, and
+    /// still readable by path.
+    pub fn with_templates(mut self, folders: Vec<String>) -> Sandbox {
+        self.templates = folders;
+        self
+    }
+
+    /// The templates folder (as configured) a path lies in, compared
+    /// case-insensitively segment by segment (`Templates` is `templates` on macOS
+    /// and Windows).
+    pub fn templates_folder_of(&self, path: &NotePath) -> Option<&str> {
+        self.templates.iter().map(String::as_str).find(|folder| {
+            let mut segments = path.as_str().split('/');
+            folder
+                .split('/')
+                .all(|name| segments.next().is_some_and(|s| s.to_lowercase() == name.to_lowercase()))
+        })
     }
 
     /// The area a path lies in, by its text alone; `None` when it is denied or

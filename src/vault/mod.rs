@@ -11,6 +11,7 @@ mod frontmatter;
 pub mod graph;
 mod markdown;
 mod note;
+mod obsidian;
 mod packed;
 mod record;
 mod section;
@@ -21,6 +22,7 @@ pub use note::{
     Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, heading_key, link_context,
     parse_note,
 };
+pub use obsidian::templates_folders;
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 
 pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};

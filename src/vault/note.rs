@@ -112,6 +112,88 @@ impl Note {
     pub fn body<'a>(&self, text: &'a str) -> &'a str {
         text.get(self.body_offset..).unwrap_or("")
     }
+
+    /// The text to index: the body, or for an Excalidraw drawing only its words
+    /// (see [`drawing_text`]).
+    pub fn index_body<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        let body = self.body(text);
+        if is_drawing(&self.path) { std::borrow::Cow::Owned(drawing_text(body)) } else { body.into() }
+    }
+}
+
+/// Whether a note is an Excalidraw drawing (`*.excalidraw.md`).
+fn is_drawing(path: &NotePath) -> bool {
+    drawing_name(path).is_some()
+}
+
+/// A drawing's name: its file name without `.excalidraw.md` (any case).
+fn drawing_name(path: &NotePath) -> Option<&str> {
+    let stem = path.stem();
+    let cut = stem.len().checked_sub(".excalidraw".len())?;
+    (stem.is_char_boundary(cut) && stem[cut..].eq_ignore_ascii_case(".excalidraw") && cut > 0)
+        .then(|| &stem[..cut])
+}
+
+/// The headings the Excalidraw plugin writes to hold its data, not the person's words.
+const DRAWING_HEADINGS: [&str; 5] =
+    ["excalidraw data", "text elements", "element links", "embedded files", "drawing"];
+
+/// The words of an Excalidraw drawing's body: any Markdown the person wrote and
+/// the `Text Elements` section, without the plugin's warning line, its headings,
+/// element ids (`^id`), its link and embedded-file tables, `%%` comment blocks
+/// and code blocks (the compressed drawing data).
+fn drawing_text(body: &str) -> String {
+    let mut out = String::new();
+    let (mut comment, mut fence, mut table) = (false, None::<&str>, false);
+    for line in body.lines() {
+        let trimmed = line.trim();
+        if let Some(marker) = fence {
+            if trimmed.starts_with(marker) {
+                fence = None;
+            }
+            continue;
+        }
+        if trimmed == "%%" {
+            comment = !comment;
+            continue;
+        }
+        if comment {
+            continue;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(&trimmed[..3]);
+            continue;
+        }
+        if trimmed.starts_with("==⚠") {
+            continue;
+        }
+        if trimmed.starts_with('#') {
+            let text = trimmed.trim_start_matches('#').trim();
+            let key = heading_key(text);
+            if DRAWING_HEADINGS.contains(&key.as_str()) {
+                table = matches!(key.as_str(), "element links" | "embedded files");
+                continue;
+            }
+            table = false;
+        }
+        if table {
+            continue;
+        }
+        out.push_str(strip_block_id(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// A line without a trailing ` ^block-id`.
+fn strip_block_id(line: &str) -> &str {
+    let trimmed = line.trim_end();
+    match trimmed.rsplit_once(" ^") {
+        Some((before, id)) if !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
+            before
+        }
+        _ => trimmed,
+    }
 }
 
 /// Decodes a file's bytes as UTF-8 text. A UTF-8 BOM is kept in the text (offsets and
@@ -225,9 +307,15 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
     let scanned = markdown::scan(&text[body_offset..], body_line, path.parent());
     diagnostics.extend(scanned.diagnostics);
 
+    let drawing = drawing_name(path);
+    let mut headings = scanned.headings;
+    if drawing.is_some() {
+        // The plugin's own headings are not the drawing's outline (nor its title).
+        headings.retain(|h| !DRAWING_HEADINGS.contains(&heading_key(&h.text).as_str()));
+    }
     let title = frontmatter::title(&map)
-        .or_else(|| opening_h1(&text[body_offset..], body_line, &scanned.headings))
-        .unwrap_or_else(|| path.stem().to_owned());
+        .or_else(|| opening_h1(&text[body_offset..], body_line, &headings))
+        .unwrap_or_else(|| drawing.unwrap_or(path.stem()).to_owned());
     let mut tags = frontmatter::tags(&map);
     tags.extend(scanned.tags);
     Note {
@@ -238,7 +326,7 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
         description: frontmatter::description(&map),
         created,
         frontmatter: Value::Object(map),
-        headings: scanned.headings,
+        headings,
         links: scanned.links,
         block_ids: scanned.block_ids,
         body_offset,

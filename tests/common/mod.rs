@@ -110,3 +110,14 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     }
     out
 }
+
+/// A temp folder holding a fresh copy of `fixtures/person-vault` (a vault as a
+/// person keeps it: no `kb.toml`, an `Inbox/` of their own, Obsidian's
+/// `Templates/` named in `.obsidian/templates.json`, an Excalidraw drawing) at
+/// `<tmp>/vault`.
+pub fn temp_person_vault() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/person-vault"), &vault);
+    (dir, vault)
+}
