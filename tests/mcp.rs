@@ -974,3 +974,60 @@ async fn a_search_at_start_up_finds_a_just_added_note_or_says_it_is_stale() {
     assert!(structured.get("stale").is_none(), "{structured}");
     client.cancel().await.unwrap();
 }
+
+/// Issue 12, item 15: the person's own `Inbox/` (the default inbox `inbox`,
+/// compared case-insensitively) makes the server refuse to stage proposals, with
+/// a message saying how to choose another inbox; reading goes on, the person's
+/// Inbox notes included; a read-level server creates nothing in the vault.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue12_a_persons_own_inbox_is_never_used_for_proposals() {
+    let (_tmp, vault) = common::temp_person_vault();
+    let before = common::snapshot(&vault);
+    let reader = connect(&vault, "read").await;
+    for (name, arguments) in [
+        ("get_vault_overview", json!({})),
+        ("search_knowledge", json!({"query": "卡片笔记"})),
+        ("list_tags", json!({})),
+        ("list_recent_notes", json!({"days": 3650})),
+        ("get_related_notes", json!({"path": "Inbox/想法.md"})),
+        ("read_note", json!({"path": "Inbox/想法.md"})),
+        ("search_note_content", json!({"query": "卡片"})),
+    ] {
+        let result = call(&reader, name, arguments).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{name}: {result:?}");
+    }
+    let found = call(&reader, "search_note_content", json!({"query": "每张卡片只写一个想法"})).await.unwrap();
+    assert_eq!(found.structured_content.unwrap()["results"][0]["path"], "Inbox/想法.md");
+    reader.cancel().await.unwrap();
+    assert_eq!(common::snapshot(&vault), before, "a read-level server changed the vault");
+
+    let proposer = connect(&vault, "apply").await;
+    let staged = call(
+        &proposer,
+        "propose_new_note",
+        json!({"title": "新想法", "body": "Something new.\n", "reason": "test"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(error_code(&staged), "permission_denied");
+    let text = serde_json::to_string(&staged).unwrap();
+    assert!(text.contains("Inbox/") && text.contains("kb.toml") && text.contains("inbox ="), "{text}");
+    let read = call(&proposer, "read_note", json!({"path": "Inbox/Reading list.md"})).await.unwrap();
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    proposer.cancel().await.unwrap();
+    assert_eq!(common::snapshot(&vault), before, "a refused proposal changed the vault");
+
+    // With another inbox chosen in kb.toml, proposals are staged there.
+    std::fs::write(vault.join("kb.toml"), "[vault]\ninbox = \"_kb-inbox\"\n").unwrap();
+    let proposer = connect(&vault, "propose").await;
+    let staged = call(
+        &proposer,
+        "propose_new_note",
+        json!({"title": "新想法", "body": "Something new.\n", "reason": "test"}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(staged.is_error, Some(true), "{staged:?}");
+    assert!(vault.join("_kb-inbox").is_dir());
+    proposer.cancel().await.unwrap();
+}

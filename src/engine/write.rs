@@ -162,9 +162,47 @@ impl Engine {
     }
 
     /// Completes applies a crash interrupted (see `write::recover`); returns their ids.
+    /// Does nothing (and creates nothing) when the inbox folder does not exist, or
+    /// is a folder of the person's own ([`Engine::inbox_conflict`]).
     pub fn recover_proposals(&self, actor: Actor) -> Result<Vec<String>> {
+        let sandbox = self.sandbox();
+        let inbox = crate::sandbox::NotePath::parse(sandbox.policy().inbox.trim_matches('/'));
+        let exists = inbox.is_ok_and(|inbox| sandbox.is_folder(&inbox));
+        if !exists || self.inbox_conflict().is_some() {
+            return Ok(Vec::new());
+        }
         let mut index = |path: &crate::sandbox::NotePath| self.refresh_note(path);
-        Ok(write::recover(&self.sandbox(), actor, &mut index)?.completed)
+        Ok(write::recover(&sandbox, actor, &mut index)?.completed)
+    }
+
+    /// Why proposals must not be staged or applied: a folder matching the
+    /// configured inbox (ignoring case: on macOS and Windows `Inbox/` is `inbox/`)
+    /// holds files kb-mcp did not write, so proposals would mix with the person's
+    /// own notes. `None` when the inbox is free.
+    pub fn inbox_conflict(&self) -> Option<crate::error::Error> {
+        let sandbox = self.sandbox();
+        let foreign = sandbox.foreign_inboxes();
+        let first = foreign.first()?;
+        let inbox = sandbox.policy().inbox.clone();
+        let count: usize = foreign.iter().map(|f| f.count).sum();
+        let shown: Vec<&str> =
+            foreign.iter().flat_map(|f| f.first.iter().map(String::as_str)).take(5).collect();
+        Some(
+            crate::error::Error::new(
+                crate::error::ErrorCode::PermissionDenied,
+                format!(
+                    "proposals are refused: the inbox folder `{inbox}` is `{}/` in this vault, which holds {count} \
+                     file(s) kb-mcp did not write ({}{}); kb-mcp will not stage proposals among your own notes",
+                    first.folder,
+                    shown.join(", "),
+                    if count > shown.len() { ", ..." } else { "" },
+                ),
+            )
+            .with_hint(
+                "choose another inbox in kb.toml, e.g. add `[vault]` with `inbox = \"_kb-inbox\"` (a folder \
+                 kb-mcp may own), then restart the server; reading and searching work meanwhile",
+            ),
+        )
     }
 
     /// `kb-index inbox reject`.

@@ -11,6 +11,7 @@
 
 mod fs;
 mod inbox;
+mod inbox_owner;
 mod index_dir;
 mod lock;
 mod path;
@@ -23,6 +24,7 @@ pub use fs::{
     FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, WriteMode, ensure_dir, read_template_settings,
     read_vault_config,
 };
+pub use inbox_owner::ForeignInbox;
 pub use index_dir::{
     DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, cache_folder, canonical_or_same, disk_full,
     folder_size, is_disk_full, is_index_file_name, is_read_only,

@@ -424,6 +424,12 @@ impl ServerHandler for KbServer {
             if let Err(error) = engine.refresh_config() {
                 return Ok(tools::error_result(&error));
             }
+            // The propose and apply levels are refused while the inbox is a folder of the person's own.
+            if tools::level(&tool) > Some(Access::Read)
+                && let Some(error) = engine.inbox_conflict()
+            {
+                return Ok(tools::error_result(&error));
+            }
             shared.check_files(&engine);
             tools::invoke(&engine, call_context, &tool, arguments)
         })

@@ -303,6 +303,11 @@ fn validator(name: &str) -> Option<&'static jsonschema::Validator> {
         .get(name)
 }
 
+/// The access level a tool needs; `None` for an unknown tool.
+pub fn level(name: &str) -> Option<Access> {
+    def(name).map(|tool| tool.level)
+}
+
 /// Checks a call before it runs: the tool exists, the caller may use it, and the
 /// arguments match its input schema. Returns the arguments as a JSON value.
 pub fn admit(
