@@ -440,15 +440,11 @@ async fn sigterm_lets_the_request_in_flight_finish_then_exits_0() {
         (client, result)
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let started = Instant::now();
-    let code = tokio::task::block_in_place(|| server.terminate(Duration::from_secs(10)));
+    // `terminate` fails the test when the process has not exited within 30 s of
+    // SIGTERM: a hang is caught, while the time the request in flight needs (its
+    // first index build, seconds on a loaded machine) is no part of the check.
+    let code = tokio::task::block_in_place(|| server.terminate(Duration::from_secs(30)));
     assert_eq!(code, 0, "{}", server.logged());
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "SIGTERM exits promptly: {:?}\n{}",
-        started.elapsed(),
-        server.logged()
-    );
     let (_client, result) = pending.await.unwrap();
     let result = result.expect("the request in flight finished");
     assert_eq!(error_code(&result), None);
