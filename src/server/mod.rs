@@ -134,12 +134,7 @@ impl Shared {
                 }
                 Err(error) => {
                     log(json!({ "event": "open_failed", "error": error.to_string() }));
-                    let _ = sender.send(Readiness::Failed(error));
-                    // An invalid kb.toml is the usual cause: try again once it changed,
-                    // or when a call asks (a full disk may have been freed meanwhile).
-                    let why = self.wait_for_retry(&options.vault);
-                    log(json!({ "event": why, "action": "opening the vault again" }));
-                    let _ = sender.send(Readiness::Starting(0, 0));
+                    self.fail_until_retry(&sender, &options.vault, error, "opening the vault again");
                     started = Instant::now();
                     continue;
                 }
@@ -168,10 +163,7 @@ impl Shared {
                 Err(error) => {
                     log(json!({ "event": "sync_failed", "error": error.to_string() }));
                     if !has_index {
-                        let _ = sender.send(Readiness::Failed(error));
-                        let why = self.wait_for_retry(&options.vault);
-                        log(json!({ "event": why, "action": "building the index again" }));
-                        let _ = sender.send(Readiness::Starting(0, 0));
+                        self.fail_until_retry(&sender, &options.vault, error, "building the index again");
                         started = Instant::now();
                         continue;
                     }
@@ -208,6 +200,22 @@ impl Shared {
             }
         }
         unreachable!("the loop above only ends by returning")
+    }
+
+    /// Tells calls that start-up failed with `error`, then waits until it is worth
+    /// trying again: an invalid kb.toml is the usual cause (it changed), or a call
+    /// asks (a full disk may have been freed meanwhile). Start-up then begins anew.
+    fn fail_until_retry(
+        &self,
+        sender: &channel::Sender<Readiness>,
+        vault: &std::path::Path,
+        error: Error,
+        action: &str,
+    ) {
+        let _ = sender.send(Readiness::Failed(error));
+        let why = self.wait_for_retry(vault);
+        log(json!({ "event": why, "action": action }));
+        let _ = sender.send(Readiness::Starting(0, 0));
     }
 
     /// The engine, waiting for start-up and telling the client how far it got.
