@@ -349,14 +349,7 @@ async fn edits_on_disk_are_searchable_within_two_seconds() {
 #[test]
 fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process() {
     let (_tmp, vault) = common::temp_vault();
-    let mut child = Command::new(BIN)
-        .arg("--vault")
-        .arg(&vault)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::raw_stdio_server(&vault, "read", Stdio::piped());
     let mut stdin = child.stdin.take().unwrap();
     let lines = [
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}).to_string(),
@@ -415,14 +408,7 @@ fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process
 #[test]
 fn every_stdio_request_is_answered_once_whatever_its_id_or_encoding() {
     let (_tmp, vault) = common::temp_vault();
-    let mut child = Command::new(BIN)
-        .arg("--vault")
-        .arg(&vault)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::raw_stdio_server(&vault, "read", Stdio::piped());
     let mut stdin = child.stdin.take().unwrap();
     let (sender, answers) = std::sync::mpsc::channel::<String>();
     let stdout = child.stdout.take().unwrap();

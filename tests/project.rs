@@ -168,14 +168,7 @@ fn what_a_server_run_leaves_in_the_fixture_is_never_copied_into_a_test() {
 
     // The server as the README starts it, at propose access so that it also
     // stages a proposal, driven over stdio by one search and one proposal.
-    let mut server = Command::new(env!("CARGO_BIN_EXE_kb-mcp"))
-        .args(["--access", "propose", "--vault"])
-        .arg(&vault)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = common::raw_stdio_server(&vault, "propose", Stdio::null());
     let mut stdin = server.stdin.take().unwrap();
     let mut stdout = BufReader::new(server.stdout.take().unwrap());
     let mut send = |line: serde_json::Value| writeln!(stdin, "{line}").unwrap();

@@ -121,3 +121,16 @@ pub fn temp_person_vault() -> (tempfile::TempDir, PathBuf) {
     copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/person-vault"), &vault);
     (dir, vault)
 }
+
+/// The real `kb-mcp` binary on `vault` at `access`, for tests that write raw
+/// JSON-RPC lines to its stdin and read its stdout themselves.
+pub fn raw_stdio_server(vault: &Path, access: &str, stderr: std::process::Stdio) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kb-mcp"))
+        .args(["--access", access, "--vault"])
+        .arg(vault)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
