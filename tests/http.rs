@@ -101,6 +101,20 @@ impl Server {
         self.log.lock().unwrap().join("\n")
     }
 
+    /// The log once a line holding every one of `needles` has arrived, or as it
+    /// stands after `limit` (stderr is read on another thread, so a line the
+    /// server wrote a moment ago may not be here yet).
+    fn logged_once(&self, needles: &[&str], limit: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let log = self.logged();
+            if log.lines().any(|line| needles.iter().all(|n| line.contains(n))) || start.elapsed() > limit {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     async fn connect(&self, token: &str) -> Client {
         let transport = StreamableHttpClientTransport::from_config(
             StreamableHttpClientTransportConfig::with_uri(self.url()).auth_header(token.to_owned()),
@@ -744,6 +758,7 @@ fn sessions_are_bound_to_their_token_capped_ended_with_204_and_closed_on_revocat
     eprintln!("the revoked token's stream ended {} ms after the revocation", revoked.elapsed().as_millis());
     let bobs = post(addr, &[("Authorization", &bob)], INITIALIZE, None);
     assert_eq!(bobs.status, 200, "other tokens are untouched");
-    let log = server.logged();
-    assert!(log.contains(r#""event":"session_closed""#) && log.contains(r#""why":"token revoked""#), "{log}");
+    let closed = [r#""event":"session_closed""#, r#""why":"token revoked""#];
+    let log = server.logged_once(&closed, Duration::from_secs(10));
+    assert!(log.lines().any(|line| closed.iter().all(|n| line.contains(n))), "{log}");
 }

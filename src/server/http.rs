@@ -663,10 +663,11 @@ impl Sessions {
             false
         });
         for (id, name, why) in closing {
-            let _ = self.manager.close_session(&Arc::from(id.as_str())).await;
+            // Logged first, so the line is there by the time the client sees its stream end.
             if why != "idle" {
                 log(json!({ "event": "session_closed", "token": &*name, "why": why }));
             }
+            let _ = self.manager.close_session(&Arc::from(id.as_str())).await;
         }
     }
 }
