@@ -19,6 +19,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use kb_mcp::error::ErrorCode;
 use kb_mcp::server::{
+    DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
     HttpOptions, ServerOptions, TokenFile, is_loopback, is_valid_origin_pattern, serve_http, serve_stdio,
 };
 use kb_mcp::tools::Access;
@@ -27,8 +28,6 @@ use kb_mcp::tools::Access;
 const MAX_SESSION_IDLE_S: u64 = 7 * 24 * 3600;
 /// The longest --request-timeout: a day.
 const MAX_REQUEST_TIMEOUT_S: u64 = 24 * 3600;
-/// The default --sessions-per-token.
-const DEFAULT_SESSIONS_PER_TOKEN: u64 = 32;
 
 /// `--rate`: 0 (no limit) or a finite rate from 0.01 to 100000 requests a second. Smaller
 /// rates would make a refused client wait for years; the range keeps every wait computable.
@@ -70,16 +69,16 @@ struct Cli {
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_host: Vec<String>,
     /// Requests per second allowed per token over HTTP, in bursts of up to twice that (0: no limit; else 0.01 to 100000).
-    #[arg(long, default_value_t = 20.0, value_name = "N", value_parser = parse_rate, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = DEFAULT_RATE, value_name = "N", value_parser = parse_rate, allow_negative_numbers = true)]
     rate: f64,
     /// Seconds an idle HTTP session lives (1 to 604800, a week).
-    #[arg(long, default_value_t = 1800, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_SESSION_IDLE_S))]
+    #[arg(long, default_value_t = DEFAULT_SESSION_IDLE_SECS, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_SESSION_IDLE_S))]
     session_idle: u64,
     /// Seconds one HTTP request may run before it is cut off (1 to 86400, a day).
-    #[arg(long, default_value_t = 120, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_REQUEST_TIMEOUT_S))]
+    #[arg(long, default_value_t = DEFAULT_REQUEST_TIMEOUT_SECS, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_REQUEST_TIMEOUT_S))]
     request_timeout: u64,
     /// Open HTTP sessions allowed per token (1 to 10000); a client over the cap is told to end one (DELETE /mcp).
-    #[arg(long, default_value_t = DEFAULT_SESSIONS_PER_TOKEN, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    #[arg(long, default_value_t = DEFAULT_SESSIONS_PER_TOKEN as u64, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
     sessions_per_token: u64,
     #[command(subcommand)]
     command: Option<Command>,
@@ -361,5 +360,25 @@ fn token_command(action: TokenAction) -> ExitCode {
             let _ = writeln!(out, "Revoked token `{name}`; a running server refuses it from now on.");
             ExitCode::SUCCESS
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flags' defaults are the library's: one place to change them.
+    #[test]
+    fn http_flag_defaults_are_the_librarys() {
+        let cli = Cli::parse_from(["kb-mcp"]);
+        let defaults = HttpOptions::new("127.0.0.1:0".parse().unwrap(), PathBuf::from("tokens.json"));
+        assert_eq!(cli.rate, defaults.rate);
+        assert_eq!(Duration::from_secs(cli.session_idle), defaults.session_idle);
+        assert_eq!(Duration::from_secs(cli.request_timeout), defaults.request_timeout);
+        assert_eq!(cli.sessions_per_token as usize, defaults.sessions_per_token);
+        assert_eq!(
+            (cli.rate, cli.session_idle, cli.request_timeout, cli.sessions_per_token),
+            (20.0, 1800, 120, 32)
+        );
     }
 }

@@ -80,6 +80,15 @@ const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 /// `Host` names always allowed.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
+/// Requests per second each token may make by default (bursts of twice that).
+pub const DEFAULT_RATE: f64 = 20.0;
+/// Seconds an idle session lives by default (30 minutes).
+pub const DEFAULT_SESSION_IDLE_SECS: u64 = 30 * 60;
+/// Seconds one request may run by default (2 minutes).
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
+/// Sessions one token may hold open at once by default.
+pub const DEFAULT_SESSIONS_PER_TOKEN: usize = 32;
+
 /// How the HTTP transport was asked to run.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -104,17 +113,18 @@ pub struct HttpOptions {
 }
 
 impl HttpOptions {
-    /// The defaults: 20 requests a second per token, 30-minute sessions, 2-minute requests.
+    /// The defaults ([`DEFAULT_RATE`], [`DEFAULT_SESSION_IDLE_SECS`],
+    /// [`DEFAULT_REQUEST_TIMEOUT_SECS`], [`DEFAULT_SESSIONS_PER_TOKEN`]), which `kb-mcp`'s flags default to as well.
     pub fn new(addr: SocketAddr, tokens: PathBuf) -> Self {
         HttpOptions {
             addr,
             tokens,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
-            rate: 20.0,
-            session_idle: Duration::from_secs(30 * 60),
-            request_timeout: Duration::from_secs(120),
-            sessions_per_token: 32,
+            rate: DEFAULT_RATE,
+            session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
+            request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
+            sessions_per_token: DEFAULT_SESSIONS_PER_TOKEN,
         }
     }
 }

@@ -18,7 +18,10 @@ mod stdio;
 mod tokens;
 mod watch;
 
-pub use http::{HttpOptions, is_loopback, is_valid_origin_pattern, serve_http};
+pub use http::{
+    DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
+    HttpOptions, is_loopback, is_valid_origin_pattern, serve_http,
+};
 pub use tokens::{TokenFile, TokenRecord};
 
 use std::path::PathBuf;
