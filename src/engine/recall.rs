@@ -39,7 +39,7 @@ const FILE_MAX: u64 = 8 * 1024 * 1024;
 pub fn estimate_tokens(text: &str) -> u32 {
     let (mut cjk, mut other) = (0u32, 0u32);
     for c in text.chars() {
-        if crate::index::is_cjk_char(c) {
+        if crate::index::is_cjk(c) {
             cjk += 1;
         } else {
             other += 1;
@@ -56,7 +56,7 @@ fn cut_to(text: &str, tokens: u32) -> &str {
     let (mut used, mut end, mut last_line) = (0u32, 0usize, 0usize);
     let mut other = 0u32;
     for (at, c) in text.char_indices() {
-        if crate::index::is_cjk_char(c) {
+        if crate::index::is_cjk(c) {
             used += 1;
         } else {
             other += 1;

@@ -5,6 +5,9 @@
 //! hide a regression in one. A query is short, so no statistical detector is
 //! needed or trustworthy: the script decides. Kana goes first because Japanese
 //! mixes kana with Han characters, and a Han-only query is taken as Chinese.
+//! The scripts are the index's (`index::is_han`, …), the tokenizer's table.
+
+use crate::index::{is_han, is_hangul, is_kana};
 
 /// The language of a query: `ja` (any kana), `ko` (any Hangul), `zh` (any Han
 /// character), `en` (letters in Latin script only, or no letters), else `other`.
@@ -20,32 +23,6 @@ pub fn language_of(query: &str) -> &'static str {
     } else {
         "en"
     }
-}
-
-fn is_han(c: char) -> bool {
-    matches!(c,
-        '\u{3400}'..='\u{4DBF}'     // Extension A
-        | '\u{4E00}'..='\u{9FFF}'   // Unified Ideographs
-        | '\u{F900}'..='\u{FAFF}'   // Compatibility Ideographs
-        | '\u{20000}'..='\u{3134F}' // Extensions B to G
-        | '\u{3007}')
-}
-
-fn is_kana(c: char) -> bool {
-    matches!(c,
-        '\u{3041}'..='\u{309F}'     // Hiragana
-        | '\u{30A0}'..='\u{30FF}'   // Katakana
-        | '\u{31F0}'..='\u{31FF}'   // Katakana phonetic extensions
-        | '\u{FF66}'..='\u{FF9D}') // Half-width katakana
-}
-
-fn is_hangul(c: char) -> bool {
-    matches!(c,
-        '\u{AC00}'..='\u{D7AF}'     // Syllables
-        | '\u{1100}'..='\u{11FF}'   // Jamo
-        | '\u{3130}'..='\u{318F}'   // Compatibility jamo
-        | '\u{A960}'..='\u{A97F}'
-        | '\u{D7B0}'..='\u{D7FF}')
 }
 
 fn is_latin(c: char) -> bool {

@@ -13,10 +13,12 @@ mod fuzzy;
 mod query;
 mod read_only;
 mod schema;
+mod script;
 mod snippet;
 mod tokenizer;
 
 pub use baseline::BaselineIndex;
+pub use script::{is_cjk, is_han, is_hangul, is_kana};
 pub use snippet::Snippet;
 
 use std::collections::BTreeSet;
@@ -65,11 +67,6 @@ const PARALLEL_POSTINGS: u64 = 2_000;
 /// See [`SearchScope::min_share`]; chosen with `kb-index eval` (BENCHMARKS.md, "Search quality").
 const KNOWLEDGE_MIN_SHARE: f32 = 0.0;
 const CONTENT_MIN_SHARE: f32 = 0.6;
-
-/// Whether a character belongs to a script written without spaces (Han, kana, Hangul).
-pub fn is_cjk_char(c: char) -> bool {
-    tokenizer::is_cjk(c)
-}
 
 /// Loads what the first query would otherwise wait for (the Chinese segmenter).
 pub fn warm_up() {

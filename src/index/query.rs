@@ -29,7 +29,8 @@ use tantivy::tokenizer::TextAnalyzer;
 
 use super::fuzzy::PrefixedFuzzyQuery;
 use super::schema::Fields;
-use super::tokenizer::{Analysed, analyse, is_cjk, query_analyzer, stem_of, stem_term};
+use super::script::{is_cjk, is_hangul, is_kana};
+use super::tokenizer::{Analysed, analyse, query_analyzer, stem_of, stem_term};
 
 /// English words that carry no topic in a question: articles, pronouns,
 /// auxiliaries, prepositions and the pieces of contractions (`don't` gives
@@ -248,7 +249,7 @@ fn is_chinese_stop(word: &str) -> bool {
 }
 
 fn has_kana_or_hangul(word: &str) -> bool {
-    word.chars().any(|c| matches!(c as u32, 0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F | 0xAC00..=0xD7AF | 0x1100..=0x11FF | 0x3130..=0x318F))
+    word.chars().any(|c| is_kana(c) || is_hangul(c))
 }
 
 /// Splits a query word into content words. Chinese is segmented into dictionary

@@ -10,7 +10,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::tokenizer::{Analysed, analyse, index_analyzer, is_cjk, term_group, term_probe};
+use super::script::is_cjk;
+use super::tokenizer::{Analysed, analyse, index_analyzer, term_group, term_probe};
 use crate::vault::Heading;
 
 /// Characters kept before the first match of a long line.

@@ -21,6 +21,7 @@
 //! match exact forms only. Only words of ASCII letters are stemmed (after
 //! folding), so CJK n-grams, numbers and codes are left as they are.
 
+use super::script::is_cjk;
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenFilter, TokenStream,
     Tokenizer,
@@ -77,22 +78,6 @@ pub(crate) fn term_probe(term: &str) -> &str {
         Some(stem) => stem,
         None => term,
     }
-}
-
-/// Whether a character belongs to a script written without spaces between words
-/// (Han, kana, Hangul): such runs are bigrammed.
-pub(crate) fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF      // Hiragana, Katakana
-        | 0x31F0..=0x31FF    // Katakana phonetic extensions
-        | 0x3400..=0x4DBF    // CJK extension A
-        | 0x4E00..=0x9FFF    // CJK unified ideographs
-        | 0xAC00..=0xD7AF    // Hangul syllables
-        | 0x1100..=0x11FF    // Hangul jamo
-        | 0x3130..=0x318F    // Hangul compatibility jamo
-        | 0xF900..=0xFAFF    // CJK compatibility ideographs
-        | 0xFF66..=0xFF9F    // half-width Katakana
-        | 0x20000..=0x2FA1F) // CJK extensions B..F, compatibility supplement
 }
 
 fn is_word_char(c: char) -> bool {

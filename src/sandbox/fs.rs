@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use walkdir::WalkDir;
 
-use super::{Area, NotePath, Policy, Sandbox};
+use super::{Area, NotePath, Policy, Sandbox, hex};
 use crate::error::{Error, ErrorCode, Result};
 
 /// Largest `kb.toml` read, in bytes.
@@ -674,7 +674,7 @@ impl TempFile {
         }
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(|err| io::Error::other(err.to_string()))?;
-        let suffix: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+        let suffix = hex(&random);
         let path = dir.join(format!(".{}{}{suffix}", &name[..cut], TempFile::MARK));
         let file = OpenOptions::new().write(true).create_new(true).open(&path)?;
         Ok(TempFile { path, file })

@@ -501,6 +501,6 @@ pub fn cache_folder(vault: &Path) -> Option<PathBuf> {
         .take(40)
         .collect();
     let digest = sha2::Sha256::digest(vault.as_os_str().as_encoded_bytes());
-    let digest: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let digest = super::hex(&digest[..8]);
     Some(base.join("kb-mcp").join(format!("{name}-{digest}")))
 }

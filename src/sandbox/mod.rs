@@ -9,6 +9,7 @@
 //! where a symlink points. Atomic writes live here too, so that no other module
 //! needs `std::fs`.
 
+mod encoding;
 mod fs;
 mod inbox;
 mod inbox_owner;
@@ -20,6 +21,7 @@ mod secrets;
 mod swap;
 mod vault_dir;
 
+pub use encoding::{hex, percent_decode, unhex};
 pub use fs::{
     FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, WriteMode, ensure_dir, read_template_settings,
     read_vault_config,

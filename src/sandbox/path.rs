@@ -15,6 +15,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::percent_decode;
 use crate::error::{Error, Result};
 
 /// Longest accepted path, in bytes.
@@ -269,27 +270,6 @@ fn introduced(raw: &[u8], decoded: &[u8]) -> Option<&'static str> {
         return Some("a forbidden character");
     }
     None
-}
-
-/// One round of `%XX` decoding; malformed escapes stay as they are.
-fn percent_decode(text: &[u8]) -> Vec<u8> {
-    let hex = |b: u8| (b as char).to_digit(16);
-    let mut out = Vec::with_capacity(text.len());
-    let mut i = 0;
-    while i < text.len() {
-        if text[i] == b'%'
-            && let (Some(&hi), Some(&lo)) = (text.get(i + 1), text.get(i + 2))
-            && let (Some(hi), Some(lo)) = (hex(hi), hex(lo))
-        {
-            // Two hex digits are below 256.
-            out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'%'));
-            i += 3;
-        } else {
-            out.push(text[i]);
-            i += 1;
-        }
-    }
-    out
 }
 
 /// The input as a quoted, escaped string for messages, cut short when long.

@@ -97,7 +97,7 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     let mut random = [0u8; 8];
     getrandom::fill(&mut random).map_err(|err| Error::internal(format!("no randomness: {err}")))?;
-    let suffix: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let suffix = super::hex(&random);
     let temp = parent.join(format!(".{name}.kb-tmp-{suffix}"));
     let written = (|| -> io::Result<()> {
         let mut options = OpenOptions::new();

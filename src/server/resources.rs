@@ -48,23 +48,8 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
 
 /// Decodes `%XX` escapes once (a URI template variable is percent-encoded by clients).
 fn percent_decode(text: &str) -> Result<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex =
-                std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(byte) = hex {
-                out.push(byte);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8(out).map_err(|_| Error::denied("the resource path is not valid UTF-8 after decoding"))
+    String::from_utf8(crate::sandbox::percent_decode(text.as_bytes()))
+        .map_err(|_| Error::denied("the resource path is not valid UTF-8 after decoding"))
 }
 
 fn json_contents(uri: &str, value: &impl serde::Serialize) -> Result<ReadResourceResult> {

@@ -22,7 +22,7 @@ use subtle::ConstantTimeEq;
 
 use super::log;
 use crate::error::{Error, Result};
-use crate::sandbox::{self, FileStamp};
+use crate::sandbox::{self, FileStamp, hex, unhex};
 use crate::tools::Access;
 
 /// The token file format this code reads and writes.
@@ -76,21 +76,6 @@ fn check_name(name: &str) -> Result<()> {
             "`{name}` is not a valid token name: use 1 to 64 letters, digits, `.`, `_` or `-`"
         )))
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
-    if text.len() != 2 * N {
-        return None;
-    }
-    let mut out = [0u8; N];
-    for (i, slot) in out.iter_mut().enumerate() {
-        *slot = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
 }
 
 fn random<const N: usize>() -> Result<[u8; N]> {

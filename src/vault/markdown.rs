@@ -670,30 +670,7 @@ fn percent_decode(s: &str) -> String {
     if !s.contains('%') {
         return s.to_owned();
     }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && let (Some(hi), Some(lo)) = (b.get(i + 1).and_then(hex), b.get(i + 2).and_then(hex))
-        {
-            out.push(hi * 16 + lo);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_owned())
-}
-
-fn hex(c: &u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
+    String::from_utf8(crate::sandbox::percent_decode(s.as_bytes())).unwrap_or_else(|_| s.to_owned())
 }
 
 /// Resolves a link path against the note's folder (`/` starts at the vault root);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{Diagnostic, Headings, Links, Note};
-use crate::sandbox::strip_md;
+use crate::sandbox::{hex, strip_md};
 
 /// Which readable area a file belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -148,11 +148,5 @@ impl ContentHasher {
 }
 
 fn hex_hash(digest: &[u8]) -> String {
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for byte in digest.iter() {
-        out.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(byte & 0xf)]));
-    }
-    out
+    format!("sha256:{}", hex(digest))
 }

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::{Checks, ProposalKind, ProposalStatus, ProposalView, StatusFilter};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{NotePath, Sandbox};
+use crate::sandbox::{NotePath, Sandbox, hex};
 use crate::vault::content_hash;
 
 /// The metadata format version.
@@ -111,10 +111,6 @@ pub(super) fn new_id() -> Result<String> {
     getrandom::fill(&mut bytes)
         .map_err(|err| Error::internal(format!("no randomness for a proposal id: {err}")))?;
     Ok(format!("{ID_PREFIX}{}", hex(&bytes)))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// Whether `id` has the form of a proposal id.
