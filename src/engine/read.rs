@@ -25,8 +25,6 @@ use crate::vault::{
     heading_key, link_context, parse_note, section_range,
 };
 
-/// Default and largest `limit` of the searches.
-const SEARCH_LIMIT: (u32, u32) = (10, 50);
 /// Snippets per content hit.
 const SNIPPETS_PER_HIT: usize = 3;
 /// Longest description in a search hit, in characters.
@@ -60,13 +58,7 @@ impl Engine {
         tags: &'a [String],
         folder: Option<&'a NotePath>,
     ) -> Result<SearchRequest<'a>> {
-        let limit = args.limit.unwrap_or(SEARCH_LIMIT.0);
-        if !(1..=SEARCH_LIMIT.1).contains(&limit) {
-            return Err(Error::invalid(format!(
-                "`limit` is {limit}; it must be between 1 and {}",
-                SEARCH_LIMIT.1
-            )));
-        }
+        let limit = SEARCH_LIMIT.check("limit", args.limit)?;
         if args.query.trim().is_empty() {
             return Err(Error::invalid("`query` is empty").with_hint("give one or more words to search for"));
         }
@@ -397,10 +389,7 @@ impl Engine {
 
     /// `list_tags`.
     pub fn list_tags(&self, args: &ListTagsArgs) -> Result<Tags> {
-        let limit = args.limit.unwrap_or(100);
-        if !(1..=1000).contains(&limit) {
-            return Err(Error::invalid(format!("`limit` is {limit}; it must be between 1 and 1000")));
-        }
+        let limit = TAGS_LIMIT.check("limit", args.limit)?;
         let catalog = self.catalog();
         // Tags are case-insensitive; the first spelling seen (in path order) is shown.
         let mut counts: BTreeMap<String, (String, u64)> = BTreeMap::new();
@@ -515,14 +504,8 @@ impl Engine {
 
     /// `list_recent_notes`.
     pub fn list_recent_notes(&self, args: &RecentArgs) -> Result<Recent> {
-        let days = args.days.unwrap_or(7);
-        let limit = args.limit.unwrap_or(20);
-        if !(1..=36500).contains(&days) {
-            return Err(Error::invalid(format!("`days` is {days}; it must be between 1 and 36500")));
-        }
-        if !(1..=200).contains(&limit) {
-            return Err(Error::invalid(format!("`limit` is {limit}; it must be between 1 and 200")));
-        }
+        let days = RECENT_DAYS.check("days", args.days)?;
+        let limit = RECENT_LIMIT.check("limit", args.limit)?;
         let sort = args.sort.unwrap_or_default();
         let now = jiff::Timestamp::now();
         let cutoff = now.as_nanosecond() - i128::from(days) * 86_400 * 1_000_000_000;

@@ -12,13 +12,11 @@ use std::collections::BTreeSet;
 
 use super::types::*;
 use super::{Engine, rfc3339};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::sandbox::NotePath;
 use crate::vault::graph::Resolution;
 use crate::vault::{Heading, NoteKind, decode_note, line_start, parse_note, section_range};
 
-/// Default and bounds of `budget_tokens`.
-const BUDGET: (u32, u32, u32) = (4000, 200, 32000);
 /// Notes whose sections are taken as matches.
 const MATCHES: usize = 5;
 /// Matches whose link neighbours are added.
@@ -136,13 +134,7 @@ impl Engine {
 
     /// `recall_context`.
     pub fn recall_context(&self, args: &RecallArgs) -> Result<RecallPack> {
-        let budget = args.budget_tokens.unwrap_or(BUDGET.0);
-        if !(BUDGET.1..=BUDGET.2).contains(&budget) {
-            return Err(Error::invalid(format!(
-                "`budget_tokens` is {budget}; it must be between {} and {}",
-                BUDGET.1, BUDGET.2
-            )));
-        }
+        let budget = RECALL_BUDGET.check("budget_tokens", args.budget_tokens)?;
         let search = SearchArgs {
             query: args.topic.clone(),
             folder: args.folder.clone(),

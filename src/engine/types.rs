@@ -9,6 +9,55 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
+
+/// A numeric argument's default and accepted range, declared once: the JSON
+/// Schema's `minimum` and `maximum`, the argument's description and the engine's
+/// check all read it, so they cannot disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// Used when the argument is left out.
+    pub default: u32,
+    /// Smallest accepted value.
+    pub min: u32,
+    /// Largest accepted value.
+    pub max: u32,
+}
+
+impl Bound {
+    /// The value given, or the default; `invalid_argument` naming `name` and the
+    /// range when it is outside.
+    pub fn check(&self, name: &str, value: Option<u32>) -> Result<u32> {
+        let value = value.unwrap_or(self.default);
+        if (self.min..=self.max).contains(&value) {
+            Ok(value)
+        } else {
+            Err(Error::invalid(format!(
+                "`{name}` is {value}; it must be between {} and {}",
+                self.min, self.max
+            )))
+        }
+    }
+
+    /// `"{what}, {min} to {max} (default {default})."`, a count's description.
+    fn how_many(&self, what: &str) -> String {
+        format!("{what}, {} to {} (default {}).", self.min, self.max, self.default)
+    }
+}
+
+/// `limit` of the two searches.
+pub const SEARCH_LIMIT: Bound = Bound { default: 10, min: 1, max: 50 };
+/// `limit` of `list_tags`.
+pub const TAGS_LIMIT: Bound = Bound { default: 100, min: 1, max: 1000 };
+/// `days` of `list_recent_notes`.
+pub const RECENT_DAYS: Bound = Bound { default: 7, min: 1, max: 36500 };
+/// `limit` of `list_recent_notes`.
+pub const RECENT_LIMIT: Bound = Bound { default: 20, min: 1, max: 200 };
+/// `limit` of `list_proposals`.
+pub const PROPOSALS_LIMIT: Bound = Bound { default: 50, min: 1, max: 500 };
+/// `budget_tokens` of `recall_context`.
+pub const RECALL_BUDGET: Bound = Bound { default: 4000, min: 200, max: 32000 };
+
 /// `search_knowledge` and `search_note_content` arguments.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -21,9 +70,9 @@ pub struct SearchArgs {
     /// Only notes under this vault-relative folder, e.g. `z/tech`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
-    /// How many results, 1 to 50 (default 10).
+    /// How many results ([`SEARCH_LIMIT`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 50))]
+    #[schemars(range(min = SEARCH_LIMIT.min, max = SEARCH_LIMIT.max), description = SEARCH_LIMIT.how_many("How many results"))]
     pub limit: Option<u32>,
     /// Also return, per hit, which fields and terms scored and how.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,9 +278,9 @@ pub struct ListTagsArgs {
     /// Only tags starting with this (case-insensitive), e.g. `type/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
-    /// How many tags, 1 to 1000 (default 100).
+    /// How many tags ([`TAGS_LIMIT`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 1000))]
+    #[schemars(range(min = TAGS_LIMIT.min, max = TAGS_LIMIT.max), description = TAGS_LIMIT.how_many("How many tags"))]
     pub limit: Option<u32>,
 }
 
@@ -334,13 +383,16 @@ pub struct Related {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecentArgs {
-    /// How far back, in days (default 7, at most 36500).
+    /// How far back, in days ([`RECENT_DAYS`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 36500))]
+    #[schemars(
+        range(min = RECENT_DAYS.min, max = RECENT_DAYS.max),
+        description = format!("How far back, in days (default {}, at most {}).", RECENT_DAYS.default, RECENT_DAYS.max)
+    )]
     pub days: Option<u32>,
-    /// How many notes, 1 to 200 (default 20).
+    /// How many notes ([`RECENT_LIMIT`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 200))]
+    #[schemars(range(min = RECENT_LIMIT.min, max = RECENT_LIMIT.max), description = RECENT_LIMIT.how_many("How many notes"))]
     pub limit: Option<u32>,
     /// `updated` (default) or `created`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -571,9 +623,9 @@ pub struct ListProposalsArgs {
     /// `pending` (default), `applied` or `all`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<ProposalStatusFilter>,
-    /// How many, 1 to 500 (default 50).
+    /// How many ([`PROPOSALS_LIMIT`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 500))]
+    #[schemars(range(min = PROPOSALS_LIMIT.min, max = PROPOSALS_LIMIT.max), description = PROPOSALS_LIMIT.how_many("How many"))]
     pub limit: Option<u32>,
 }
 
@@ -682,10 +734,16 @@ pub struct RejectResult {
 pub struct RecallArgs {
     /// What the context is for: a topic or a question, in any language.
     pub topic: String,
-    /// The most tokens the pack may use (default 4000; 200 to 32000). Estimated
+    /// The most tokens the pack may use ([`RECALL_BUDGET`]). Estimated
     /// conservatively: one token per Chinese, Japanese or Korean character.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 200, max = 32000))]
+    #[schemars(
+        range(min = RECALL_BUDGET.min, max = RECALL_BUDGET.max),
+        description = format!(
+            "The most tokens the pack may use (default {}; {} to {}). Estimated\nconservatively: one token per Chinese, Japanese or Korean character.",
+            RECALL_BUDGET.default, RECALL_BUDGET.min, RECALL_BUDGET.max
+        )
+    )]
     pub budget_tokens: Option<u32>,
     /// Only notes under this vault-relative folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]

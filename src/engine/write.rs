@@ -7,7 +7,7 @@
 
 use super::Engine;
 use super::types::*;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::SearchScope;
 use crate::write::{
     self, Actor, ApplyStatus, NewNote, PatchRequest, ProposalKind, ProposalStatus, StatusFilter,
@@ -98,10 +98,7 @@ impl Engine {
 
     /// `list_proposals`.
     pub fn list_proposals(&self, args: &ListProposalsArgs) -> Result<Proposals> {
-        let limit = args.limit.unwrap_or(50);
-        if !(1..=500).contains(&limit) {
-            return Err(Error::invalid(format!("`limit` is {limit}; it must be between 1 and 500")));
-        }
+        let limit = PROPOSALS_LIMIT.check("limit", args.limit)?;
         let filter = match args.status.unwrap_or_default() {
             ProposalStatusFilter::Pending => StatusFilter::Pending,
             ProposalStatusFilter::Applied => StatusFilter::Applied,

@@ -500,3 +500,58 @@ pub fn invoke(
 fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::types::{
+        Bound, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT, TAGS_LIMIT,
+    };
+
+    /// Each numeric argument's bound reaches the input schema (minimum, maximum,
+    /// and the numbers in its description) and the tool description's defaults.
+    #[test]
+    fn bounds_reach_schemas_and_descriptions() {
+        let cases: [(&str, &str, Bound); 7] = [
+            ("search_knowledge", "limit", SEARCH_LIMIT),
+            ("search_note_content", "limit", SEARCH_LIMIT),
+            ("list_tags", "limit", TAGS_LIMIT),
+            ("list_recent_notes", "days", RECENT_DAYS),
+            ("list_recent_notes", "limit", RECENT_LIMIT),
+            ("list_proposals", "limit", PROPOSALS_LIMIT),
+            ("recall_context", "budget_tokens", RECALL_BUDGET),
+        ];
+        for (tool, argument, bound) in cases {
+            let def = def(tool).unwrap();
+            let schema = (def.input)();
+            let property = &schema["properties"][argument];
+            assert_eq!(property["minimum"], bound.min, "{tool}.{argument}");
+            assert_eq!(property["maximum"], bound.max, "{tool}.{argument}");
+            assert_eq!(bound.check(argument, None).unwrap(), bound.default);
+            assert_eq!(bound.check(argument, Some(bound.max)).unwrap(), bound.max);
+            let err = bound.check(argument, Some(bound.max + 1)).unwrap_err();
+            assert!(
+                err.message.contains(&format!("between {} and {}", bound.min, bound.max)),
+                "{}",
+                err.message
+            );
+            let text = property["description"].as_str().unwrap();
+            for number in [bound.default, bound.max] {
+                assert!(text.contains(&number.to_string()), "{tool}.{argument}: {text}");
+            }
+            if def.description.contains("(default ") && def.description.contains(&format!("`{argument}`")) {
+                assert!(
+                    def.description.contains(&format!("(default {})", bound.default)),
+                    "{tool}: {}",
+                    def.description
+                );
+            }
+        }
+        assert!(
+            def("recall_context")
+                .unwrap()
+                .description
+                .contains(&format!("(default {})", RECALL_BUDGET.default))
+        );
+    }
+}
