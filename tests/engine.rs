@@ -492,8 +492,11 @@ fn a_non_utf8_note_is_reported_not_indexed_as_garbage() {
     let (_tmp, vault) = common::temp_vault();
     std::fs::write(vault.join("z/latin1.md"), b"caf\xe9 cr\xe8me br\xfbl\xe9e\n").unwrap();
     let engine = open(&vault);
-    let record = engine.catalog().get("z/latin1.md").unwrap().clone();
-    assert!(!record.diagnostics.is_empty());
+    // Not a note (issue 12, item 17): reported as skipped, with the reason.
+    assert!(engine.catalog().get("z/latin1.md").is_none());
+    let overview = engine.overview("read", 0).unwrap();
+    let skipped = overview.index.skipped.iter().find(|s| s.path == "z/latin1.md").unwrap();
+    assert!(skipped.reason.contains("invalid byte 0xE9"), "{skipped:?}");
     assert!(content_paths(&engine, "caf").is_empty());
     let err = engine
         .read_note(&ReadNoteArgs { path: Some("z/latin1.md".into()), ..Default::default() })
@@ -880,4 +883,95 @@ fn issue12_templates_and_drawings_are_not_counted_as_notes() {
     let drawing = drawing.get("Drawings/架构草图.excalidraw.md").unwrap();
     assert_eq!(drawing.title, "架构草图");
     assert!(knowledge_paths(&engine, "Text Elements").is_empty());
+}
+
+/// Issue 12, item 17: every skipped file is reported with its reason (a symlink
+/// out of the vault, a note that is not UTF-8, a template), and a file that
+/// cannot be read is listed nowhere as a note.
+#[cfg(unix)]
+#[test]
+fn issue12_skipped_files_are_reported_and_never_listed_as_notes() {
+    let (_tmp, vault) = common::person_vault_with_exclusions();
+    let engine = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    let report = engine.sync(false, None).unwrap();
+    let reason_of = |skipped: &[(String, String)], path: &str| {
+        skipped.iter().find(|(p, _)| p == path).map(|(_, why)| why.clone())
+    };
+    let why = reason_of(&report.skipped, "Shared").expect("the symlink out is skipped");
+    assert!(why.contains("outside the vault"), "{why}");
+    let why = reason_of(&report.skipped, "Daily/旧笔记.md").expect("the GBK note is skipped");
+    assert!(why.contains("UTF-8"), "{why}");
+    assert!(reason_of(&report.skipped, "Templates/Daily.md").is_some(), "{report:?}");
+
+    // Not a note anywhere: recent notes, tags, counts, searches.
+    let recent = engine.list_recent_notes(&RecentArgs { days: Some(36500), ..Default::default() }).unwrap();
+    assert!(!recent.notes.iter().any(|n| n.path == "Daily/旧笔记.md"), "{recent:?}");
+    let tags = engine.list_tags(&ListTagsArgs::default()).unwrap();
+    assert!(!tags.tags.iter().any(|t| t.tag == "legacy"), "{tags:?}");
+    assert!(!knowledge_paths(&engine, "旧笔记").iter().any(|p| p == "Daily/旧笔记.md"));
+    assert!(engine.catalog().get("Daily/旧笔记.md").is_none());
+
+    // The overview counts them and lists the first ones with their reasons.
+    let overview = engine.overview("read", 0).unwrap();
+    assert_eq!(overview.counts.notes, 7, "{overview:?}");
+    assert!(overview.index.fresh, "a skipped file does not make the index stale: {overview:?}");
+    assert_eq!(overview.index.skipped_files, 4, "{:?}", overview.index.skipped);
+    let listed: Vec<&str> = overview.index.skipped.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(listed, ["Daily/旧笔记.md", "Shared", "Templates/Daily.md", "Templates/Meeting.md"]);
+    assert!(overview.index.skipped.iter().all(|s| !s.reason.is_empty()));
+
+    // A second process (a CLI beside the server) sees the same without re-indexing.
+    drop(engine);
+    let again = Engine::open_existing(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    let overview = again.overview("cli", 0).unwrap();
+    assert!(overview.index.fresh, "{overview:?}");
+    assert_eq!(overview.index.skipped_files, 4, "{overview:?}");
+    drop(again);
+
+    // Fixed (saved as UTF-8), the note comes back; broken again, it leaves.
+    let engine = open(&vault);
+    std::fs::write(vault.join("Daily/旧笔记.md"), "---\ntags: [daily, legacy]\n---\n# 旧笔记\n").unwrap();
+    engine.sync(false, None).unwrap();
+    assert_eq!(knowledge_paths(&engine, "旧笔记").first().map(String::as_str), Some("Daily/旧笔记.md"));
+    std::fs::write(vault.join("Daily/旧笔记.md"), [0xBE, 0xC9, 0xB1, 0xCA, b'\n', b'\n']).unwrap();
+    engine.sync_changed(&[vault.join("Daily/旧笔记.md")]).unwrap();
+    assert!(!knowledge_paths(&engine, "旧笔记").iter().any(|p| p == "Daily/旧笔记.md"));
+    assert!(engine.catalog().get("Daily/旧笔记.md").is_none());
+    assert_eq!(engine.overview("read", 0).unwrap().index.skipped_files, 4);
+}
+
+/// Issue 12, item 16 (follow-up): a change to Obsidian's templates setting takes
+/// effect on the next call, without a restart, like a change to `kb.toml`.
+#[test]
+fn issue12_a_changed_templates_setting_takes_effect_without_a_restart() {
+    let (_tmp, vault) = common::temp_person_vault();
+    let engine = open(&vault);
+    assert!(knowledge_paths(&engine, "Meeting").iter().all(|p| !p.starts_with("Templates/")));
+    assert!(engine.catalog().get("Meetings/产品周会 2026-11-28.md").is_some());
+
+    // The person points Obsidian's templates at another folder.
+    std::fs::write(vault.join(".obsidian/templates.json"), r#"{"folder": "Meetings"}"#).unwrap();
+    assert!(engine.refresh_config().unwrap(), "the new setting is put in force");
+    assert!(engine.catalog().get("Meetings/产品周会 2026-11-28.md").is_none());
+    assert!(engine.catalog().get("Templates/Meeting.md").is_some());
+    let paths = knowledge_paths(&engine, "Meeting");
+    assert!(paths.iter().all(|p| !p.starts_with("Meetings/")), "{paths:?}");
+    assert!(paths.iter().any(|p| p == "Templates/Meeting.md"), "{paths:?}");
+    assert!(!engine.refresh_config().unwrap(), "nothing changed since");
+
+    // The setting removed: no templates folder any more.
+    std::fs::remove_file(vault.join(".obsidian/templates.json")).unwrap();
+    assert!(engine.refresh_config().unwrap());
+    assert!(engine.catalog().get("Meetings/产品周会 2026-11-28.md").is_some());
+    assert!(engine.catalog().get("Templates/Meeting.md").is_some());
+
+    // Templater's setting counts as well.
+    std::fs::create_dir_all(vault.join(".obsidian/plugins/templater-obsidian")).unwrap();
+    std::fs::write(
+        vault.join(".obsidian/plugins/templater-obsidian/data.json"),
+        r#"{"templates_folder": "Templates"}"#,
+    )
+    .unwrap();
+    assert!(engine.refresh_config().unwrap());
+    assert!(engine.catalog().get("Templates/Meeting.md").is_none());
 }

@@ -1017,3 +1017,55 @@ async fn issue12_a_persons_own_inbox_is_never_used_for_proposals() {
     assert!(vault.join("_kb-inbox").is_dir());
     proposer.cancel().await.unwrap();
 }
+
+/// Issue 12, item 17: skipped files (a symlinked folder out of the vault, a note
+/// that is not UTF-8, the templates) are named with their reasons by `kb-index
+/// build`, the text of `kb-index status` and of `get_vault_overview`, and its
+/// structured answer; the note that is not UTF-8 is listed nowhere as a note.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn issue12_skipped_files_are_named_in_every_text() {
+    let (_tmp, vault) = common::person_vault_with_exclusions();
+    let kb_index = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kb-index")).args(args).arg("--vault").arg(&vault).output().unwrap()
+    };
+    let built = kb_index(&["build"]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stderr.contains("skipped Shared: a symbolic link to a folder leading outside the vault"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("skipped Daily/旧笔记.md: not UTF-8"), "{stderr}");
+
+    let status = kb_index(&["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{text}{}", String::from_utf8_lossy(&status.stderr));
+    assert!(text.contains("skipped    4 files"), "{text}");
+    for line in ["Daily/旧笔记.md: not UTF-8", "Shared: a symbolic link", "Templates/Daily.md: a template"]
+    {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+
+    let client = connect(&vault, "read").await;
+    let overview = call(&client, "get_vault_overview", json!({})).await.unwrap();
+    let structured = overview.structured_content.clone().unwrap();
+    assert_eq!(structured["index"]["skipped_files"], 4, "{structured}");
+    assert_eq!(structured["index"]["skipped"][0]["path"], "Daily/旧笔记.md", "{structured}");
+    assert_eq!(structured["counts"]["notes"], 7, "{structured}");
+    let text = overview.content[0].as_text().unwrap().text.clone();
+    assert!(text.contains("4 files skipped"), "{text}");
+    for line in
+        ["- Daily/旧笔记.md: not UTF-8", "- Shared: a symbolic link", "- Templates/Meeting.md: a template"]
+    {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    for (name, arguments) in [("list_recent_notes", json!({"days": 36500})), ("list_tags", json!({}))] {
+        let listed = call(&client, name, arguments).await.unwrap();
+        let answer = serde_json::to_string(&listed).unwrap();
+        assert!(!answer.contains("旧笔记") && !answer.contains("legacy"), "{name}: {answer}");
+    }
+    let read = call(&client, "read_note", json!({"path": "Daily/旧笔记.md"})).await.unwrap();
+    assert_eq!(read.is_error, Some(true), "{read:?}");
+    client.cancel().await.unwrap();
+}

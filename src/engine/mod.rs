@@ -18,6 +18,7 @@ mod write;
 pub use recall::estimate_tokens;
 pub use sync::SyncReport;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::index::SearchIndex;
-use crate::sandbox::{IndexAccess, Policy, Sandbox, read_vault_config};
+use crate::sandbox::{IndexAccess, Policy, Sandbox, read_template_settings, read_vault_config};
 use crate::vault::graph::Graph;
 use crate::vault::{NoteRecord, VaultConfig};
 
@@ -109,6 +110,9 @@ struct ConfigSeen {
     text: std::result::Result<Option<String>, ()>,
     /// Why calls must fail now (an invalid `kb.toml`), if they must.
     error: Option<Error>,
+    /// The texts of Obsidian's templates settings last read (see
+    /// [`read_template_settings`]): they name the folder left out as templates.
+    templates: [Option<String>; 2],
 }
 
 /// One vault, opened.
@@ -130,6 +134,9 @@ pub struct Engine {
     /// Whether the last walk met notes reached through symlinks (then a changed
     /// path alone cannot say which notes changed).
     linked_notes: AtomicBool,
+    /// Markdown files that cannot be served as notes (not UTF-8, unreadable),
+    /// by path, as they were when last read (see [`sync::Unreadable`]).
+    unreadable: Mutex<BTreeMap<String, sync::Unreadable>>,
     /// Why the index was rebuilt while opening (or, opened without creating,
     /// why it could not be opened).
     index_repaired: Option<String>,
@@ -168,7 +175,8 @@ impl Engine {
     fn open_with(options: &EngineOptions, access: IndexAccess) -> Result<Engine> {
         let text = read_vault_config(&options.vault)?;
         let config = VaultConfig::parse(text.as_deref())?;
-        let sandbox = open_sandbox(&options.vault, config.policy.clone())?;
+        let templates = read_template_settings(&options.vault);
+        let sandbox = open_sandbox(&options.vault, config.policy.clone(), &templates)?;
         let folder = sandbox.claim_index_folder(options.index_dir.as_deref(), access)?;
         let opened = SearchIndex::open(folder)?;
         let index = opened.index;
@@ -178,7 +186,7 @@ impl Engine {
         Ok(Engine {
             root: sandbox.root().to_owned(),
             settings: RwLock::new(Settings { sandbox: Arc::new(sandbox), config: Arc::new(config) }),
-            config_seen: Mutex::new(ConfigSeen { text: Ok(text), error: None }),
+            config_seen: Mutex::new(ConfigSeen { text: Ok(text), error: None, templates }),
             index_repaired: opened.repaired,
             index,
             catalog: RwLock::new(Arc::new(catalog)),
@@ -186,6 +194,7 @@ impl Engine {
             last_reload: Mutex::new(Instant::now()),
             catalog_opstamp: Mutex::new(opstamp),
             linked_notes: AtomicBool::new(false),
+            unreadable: Mutex::new(BTreeMap::new()),
             caught_up: AtomicBool::new(false),
         })
     }
@@ -224,6 +233,10 @@ impl Engine {
     /// be read, the index is brought in line (notes now denied are dropped, notes
     /// now allowed are added) before any call goes on. Calls arriving meanwhile
     /// wait. Returns whether a new configuration came into force.
+    ///
+    /// Obsidian's templates settings (`.obsidian/templates.json`, Templater's
+    /// `data.json`), which name the folder left out as templates, are looked at
+    /// the same way: a change to them is put in force before the call goes on.
     pub fn refresh_config(&self) -> Result<bool> {
         let mut seen = self.config_seen.lock().unwrap_or_else(|p| p.into_inner());
         let text = match read_vault_config(&self.root) {
@@ -235,25 +248,36 @@ impl Engine {
                 return Err(error.with_hint("fix kb.toml; calls are refused until it can be read"));
             }
         };
-        if seen.text.as_ref() == Ok(&text) {
+        let templates = read_template_settings(&self.root);
+        let templates_changed = seen.templates != templates;
+        if seen.text.as_ref() == Ok(&text) && (!templates_changed || seen.error.is_some()) {
+            // An invalid kb.toml is reported first; once it is fixed, the
+            // templates settings are read again with it.
             return seen.error.clone().map_or(Ok(false), Err);
         }
-        seen.text = Ok(text.clone());
-        let config = match VaultConfig::parse(text.as_deref()) {
-            Ok(config) => config,
-            Err(error) => {
-                seen.error = Some(error.clone());
-                return Err(error);
+        // After a change that could not be completed, everything is built again.
+        let rebuild = templates_changed || seen.text.is_err();
+        let current = self.settings();
+        let config = if seen.text.as_ref() == Ok(&text) {
+            current.config.clone()
+        } else {
+            seen.text = Ok(text.clone());
+            match VaultConfig::parse(text.as_deref()) {
+                Ok(config) => Arc::new(config),
+                Err(error) => {
+                    seen.error = Some(error.clone());
+                    return Err(error);
+                }
             }
         };
-        let current = self.settings();
         seen.error = None;
-        if current.config.policy == config.policy {
+        seen.templates = templates.clone();
+        if current.config.policy == config.policy && !rebuild {
             let mut settings = self.settings.write().unwrap_or_else(|p| p.into_inner());
-            settings.config = Arc::new(config);
+            settings.config = config;
             return Ok(true);
         }
-        let sandbox = open_sandbox(&self.root, config.policy.clone());
+        let sandbox = open_sandbox(&self.root, config.policy.clone(), &templates);
         let sandbox = match sandbox {
             Ok(sandbox) => sandbox,
             Err(error) => {
@@ -262,7 +286,7 @@ impl Engine {
             }
         };
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) =
-            Settings { sandbox: Arc::new(sandbox), config: Arc::new(config) };
+            Settings { sandbox: Arc::new(sandbox), config };
         if let Err(error) = self.sync(false, None) {
             // The index may still list notes the new rules deny: refuse until a
             // later call completes the change.
@@ -377,11 +401,10 @@ impl Engine {
 }
 
 /// The sandbox of a vault under a policy, leaving out the templates folders that
-/// Obsidian's settings name.
-fn open_sandbox(root: &Path, policy: Policy) -> Result<Sandbox> {
+/// Obsidian's settings (their texts: `templates`) name.
+fn open_sandbox(root: &Path, policy: Policy, templates: &[Option<String>]) -> Result<Sandbox> {
     let sandbox = Sandbox::open(root, policy)?;
-    let templates = crate::vault::templates_folders(&crate::sandbox::read_template_settings(sandbox.root()));
-    Ok(sandbox.with_templates(templates))
+    Ok(sandbox.with_templates(crate::vault::templates_folders(templates)))
 }
 
 /// Nanoseconds since the epoch as RFC 3339 (UTC).

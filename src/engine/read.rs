@@ -31,6 +31,8 @@ const SNIPPETS_PER_HIT: usize = 3;
 const DESCRIPTION_CHARS: usize = 300;
 /// Longest list in `get_related_notes`.
 const RELATED_CAP: usize = 500;
+/// Skipped files the overview lists (with their reasons); the count covers all.
+const SKIPPED_SHOWN: usize = 20;
 /// Largest file `read_note` pages through (a page is at most `read_max_bytes`).
 const READ_FILE_MAX: u64 = 64 * 1024 * 1024;
 
@@ -539,7 +541,7 @@ impl Engine {
 
     /// `get_vault_overview`. `access` is the caller's level, for the report.
     pub fn overview(&self, access: &str, proposals_pending: u64) -> Result<Overview> {
-        let (added, changed, removed, skipped) = self.staleness()?;
+        let super::sync::Staleness { added, changed, removed, skipped } = self.staleness()?;
         let catalog = self.catalog();
         let graph = catalog.graph();
         let records = catalog.records();
@@ -580,7 +582,12 @@ impl Engine {
                 updated_at: meta.updated_at,
                 fresh: added == 0 && changed == 0 && removed == 0,
                 stale: Stale { added, changed, removed },
-                skipped_files: skipped,
+                skipped_files: skipped.len() as u64,
+                skipped: skipped
+                    .into_iter()
+                    .take(SKIPPED_SHOWN)
+                    .map(|(path, reason)| SkippedOut { path, reason })
+                    .collect(),
             },
             server: ServerIdentity {
                 name: "kb-mcp".to_owned(),

@@ -9,7 +9,7 @@
 //! only at the paths it was told about, and walks only when those cannot be
 //! judged alone.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,9 +45,51 @@ pub struct SyncReport {
     pub bytes_indexed: u64,
     /// Wall time in seconds.
     pub seconds: f64,
-    /// Markdown files left out because their names are refused (path, why).
+    /// Files found but not served as notes (path, why), sorted by path: refused
+    /// names, templates, symlinks that serve no note, files that are not UTF-8
+    /// or cannot be read.
     pub skipped: Vec<(String, String)>,
 }
+
+/// A Markdown file that cannot be served as a note (not UTF-8, or unreadable),
+/// as it was when last read: it is not in the index, and is read again only
+/// when its size or modification time moves.
+#[derive(Debug, Clone)]
+pub(crate) struct Unreadable {
+    size: u64,
+    modified_ns: i64,
+    reason: String,
+}
+
+impl Unreadable {
+    fn matches(&self, file: &ScannedFile) -> bool {
+        self.size == file.stat.size && self.modified_ns == nanos(file.stat.modified)
+    }
+}
+
+/// What reading one file for the index gave.
+enum Loaded {
+    /// A note to index.
+    Document(Box<IndexDocument>),
+    /// The file vanished before it could be read.
+    Vanished,
+    /// The file cannot be served as a note; why.
+    Unreadable(String),
+}
+
+/// What the index does not reflect (see [`Engine::staleness`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Staleness {
+    pub(crate) added: u64,
+    pub(crate) changed: u64,
+    pub(crate) removed: u64,
+    /// Files found but not served as notes (path, why), sorted by path.
+    pub(crate) skipped: Vec<(String, String)>,
+}
+
+/// How many new files [`Engine::staleness`] reads to tell notes from files that
+/// cannot be served; beyond it (an index far behind) they count as added.
+const STALENESS_READS_MAX: usize = 1000;
 
 /// What [`Engine::write_files`] indexed.
 #[derive(Debug, Default)]
@@ -56,8 +98,11 @@ struct Written {
     records: Vec<NoteRecord>,
     /// Bytes of Markdown indexed.
     bytes: u64,
-    /// Files that vanished before they could be read (removed from the index).
+    /// Files that vanished before they could be read, and files that turned
+    /// out not to be notes (removed from the index).
     vanished: Vec<String>,
+    /// Files that cannot be served as notes (path, why).
+    unreadable: Vec<(String, String)>,
 }
 
 /// Files on disk compared with the index.
@@ -99,12 +144,29 @@ impl Engine {
         };
         // Which catalog records a file still stands for, by position in the catalog.
         let mut seen = vec![false; catalog.records().len()];
+        let mut unreadable = self.unreadable.lock().unwrap_or_else(|p| p.into_inner());
+        // Kept: the unreadable files still on disk as they were read.
+        let mut still_unreadable = BTreeMap::new();
         for file in scan.markdown {
             let position = catalog.position(file.path.as_str());
             if let Some(at) = position {
                 seen[at] = true;
             }
+            if let Some(known) = unreadable.remove(file.path.as_str()).filter(|known| known.matches(&file)) {
+                drift.skipped.push((file.path.as_str().to_owned(), known.reason.clone()));
+                still_unreadable.insert(file.path.as_str().to_owned(), known);
+                if position.is_some() {
+                    // Indexed by another process before it could not be read: drop it.
+                    drift.changed.push(file);
+                }
+                continue;
+            }
             match position.map(|at| &catalog.records()[at]) {
+                // An index written before files that are not UTF-8 were left out
+                // holds them as empty notes: read them again (and drop them).
+                Some(record) if record.diagnostics.iter().any(|d| d.message.starts_with("not UTF-8")) => {
+                    drift.changed.push(file);
+                }
                 None => drift.added.push(file),
                 Some(record)
                     if record.size == file.stat.size
@@ -123,6 +185,9 @@ impl Engine {
             .filter(|(_, seen)| !**seen)
             .map(|(r, _)| r.path.clone())
             .collect();
+        *unreadable = still_unreadable;
+        drop(unreadable);
+        drift.skipped.sort();
         // Attachments are not in the index: every scan refreshes the catalog's list, so
         // links to images resolve even in a process that has not synced yet.
         if catalog.attachments != drift.attachments {
@@ -203,7 +268,17 @@ impl Engine {
                 }
                 continue;
             }
-            match (self.sandbox().stat(&path).ok().flatten(), catalog.get(path.as_str())) {
+            let stat = self.sandbox().stat(&path).ok().flatten();
+            let known = self.unreadable.lock().unwrap_or_else(|p| p.into_inner()).remove(&rel);
+            if let (Some(stat), Some(known)) = (stat, known) {
+                let file = ScannedFile { path: path.clone(), area, stat };
+                if known.matches(&file) {
+                    drift.skipped.push((rel.clone(), known.reason.clone()));
+                    self.unreadable.lock().unwrap_or_else(|p| p.into_inner()).insert(rel, known);
+                    continue;
+                }
+            }
+            match (stat, catalog.get(path.as_str())) {
                 (None, Some(_)) => drift.removed.push(rel),
                 (None, None) => {}
                 (Some(stat), None) => drift.added.push(ScannedFile { path, area, stat }),
@@ -282,7 +357,13 @@ impl Engine {
             unchanged: drift.unchanged,
             bytes_indexed: written.bytes,
             seconds: started.elapsed().as_secs_f64(),
-            skipped: drift.skipped,
+            skipped: {
+                let mut skipped = drift.skipped;
+                skipped.extend(written.unreadable);
+                skipped.sort();
+                skipped.dedup();
+                skipped
+            },
         }
     }
 
@@ -304,21 +385,19 @@ impl Engine {
         let done = AtomicUsize::new(0);
         let mut written = Written::default();
         let produce = |sink: &crate::index::DocumentSink<'_>| -> Result<()> {
-            let results: Vec<Result<Option<(NoteRecord, u64)>>> = work
+            let results: Vec<Result<Loaded>> = work
                 .par_iter()
                 .map(|file| {
-                    let outcome = self.load(file, catalog.get(file.path.as_str()).map(|r| r.hash.as_str()));
-                    let outcome = match outcome {
-                        Ok(Some(document)) => {
-                            let size = document.record.size;
+                    let outcome = match self.load(file) {
+                        Ok(Loaded::Document(document)) => {
                             if full {
                                 sink.add(&document)?
                             } else {
                                 sink.replace(&document)?
                             }
-                            Ok(Some((document.record, size)))
+                            Ok(Loaded::Document(document))
                         }
-                        other => other.map(|_| None),
+                        other => other,
                     };
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if let Some(report) = progress {
@@ -327,13 +406,31 @@ impl Engine {
                     outcome
                 })
                 .collect();
+            let mut unreadable = self.unreadable.lock().unwrap_or_else(|p| p.into_inner());
             for (file, result) in work.iter().zip(results) {
+                let path = file.path.as_str().to_owned();
                 match result? {
-                    Some((record, size)) => {
-                        written.bytes += size;
-                        written.records.push(record);
+                    Loaded::Document(document) => {
+                        unreadable.remove(&path);
+                        written.bytes += document.record.size;
+                        written.records.push(document.record);
                     }
-                    None => written.vanished.push(file.path.as_str().to_owned()),
+                    Loaded::Vanished => {
+                        unreadable.remove(&path);
+                        written.vanished.push(path);
+                    }
+                    Loaded::Unreadable(reason) => {
+                        let known = Unreadable {
+                            size: file.stat.size,
+                            modified_ns: nanos(file.stat.modified),
+                            reason: reason.clone(),
+                        };
+                        unreadable.insert(path.clone(), known);
+                        if catalog.get(&path).is_some() {
+                            written.vanished.push(path.clone());
+                        }
+                        written.unreadable.push((path, reason));
+                    }
                 }
             }
             Ok(())
@@ -345,22 +442,24 @@ impl Engine {
         Ok(written)
     }
 
-    /// Reads and parses one file into an index document. `None` when it vanished.
-    fn load(&self, file: &ScannedFile, _old_hash: Option<&str>) -> Result<Option<IndexDocument>> {
+    /// Reads and parses one file into an index document.
+    fn load(&self, file: &ScannedFile) -> Result<Loaded> {
         let modified_ns = nanos(file.stat.modified);
         let born_ns = file.stat.created.map(nanos);
         let kind = kind_of(file.area);
         let bytes = match self.sandbox().read(&file.path, INDEX_MAX_BYTES) {
             Ok(bytes) => bytes,
-            Err(err) if err.code == ErrorCode::NotFound => return Ok(None),
-            Err(err) => {
+            Err(err) if err.code == ErrorCode::NotFound => return Ok(Loaded::Vanished),
+            Err(err) if err.code == ErrorCode::TooLarge => {
+                // Too large to index, still a note: read_note reads it by pages.
                 let note = parse_note(&file.path, "");
                 let mut record =
                     NoteRecord::from_note(note, kind, file.stat.size, modified_ns, born_ns, String::new());
                 record.diagnostics =
                     vec![Diagnostic { line: None, message: format!("not indexed: {}", err.message) }];
-                return Ok(Some(IndexDocument { record, body: String::new() }));
+                return Ok(Loaded::Document(Box::new(IndexDocument { record, body: String::new() })));
             }
+            Err(err) => return Ok(Loaded::Unreadable(unreadable_reason(&err.message))),
         };
         let hash = content_hash(&bytes);
         let size = bytes.len() as u64;
@@ -369,21 +468,38 @@ impl Engine {
                 let note = parse_note(&file.path, text);
                 let body = note.index_body(text).into_owned();
                 let record = NoteRecord::from_note(note, kind, size, modified_ns, born_ns, hash);
-                Ok(Some(IndexDocument { record, body }))
+                Ok(Loaded::Document(Box::new(IndexDocument { record, body })))
             }
-            Err(diagnostic) => {
-                let note = parse_note(&file.path, "");
-                let mut record = NoteRecord::from_note(note, kind, size, modified_ns, born_ns, hash);
-                record.diagnostics = vec![diagnostic];
-                Ok(Some(IndexDocument { record, body: String::new() }))
-            }
+            Err(diagnostic) => Ok(Loaded::Unreadable(diagnostic.message)),
         }
     }
 
+    /// Why a new file cannot be served as a note, when it cannot (read without
+    /// parsing it), remembered as [`Engine::load`] would.
+    fn check_readable(&self, file: &ScannedFile) -> Option<String> {
+        let reason = match self.sandbox().read(&file.path, INDEX_MAX_BYTES) {
+            Ok(bytes) => decode_note(&bytes).err()?.message,
+            Err(err) if matches!(err.code, ErrorCode::NotFound | ErrorCode::TooLarge) => return None,
+            Err(err) => unreadable_reason(&err.message),
+        };
+        let known = Unreadable {
+            size: file.stat.size,
+            modified_ns: nanos(file.stat.modified),
+            reason: reason.clone(),
+        };
+        self.unreadable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(file.path.as_str().to_owned(), known);
+        Some(reason)
+    }
+
     /// Re-reads the files whose modification time moved and tells which really
-    /// changed: (added, changed, removed) counts of files the index does not reflect.
-    pub(crate) fn staleness(&self) -> Result<(u64, u64, u64, u64)> {
-        let drift = self.drift()?;
+    /// changed: how many files the index does not reflect, and the files left out.
+    /// New files are read too (up to [`STALENESS_READS_MAX`]) so that one that
+    /// cannot be served as a note counts as skipped, not as missing from the index.
+    pub(crate) fn staleness(&self) -> Result<Staleness> {
+        let mut drift = self.drift()?;
         let catalog = self.catalog();
         let mut changed = 0u64;
         for file in &drift.changed {
@@ -398,8 +514,23 @@ impl Engine {
                 changed += 1;
             }
         }
-        Ok((drift.added.len() as u64, changed, drift.removed.len() as u64, drift.skipped.len() as u64))
+        let mut added = drift.added.len() as u64;
+        if drift.added.len() <= STALENESS_READS_MAX {
+            for file in &drift.added {
+                if let Some(reason) = self.check_readable(file) {
+                    added -= 1;
+                    drift.skipped.push((file.path.as_str().to_owned(), reason));
+                }
+            }
+            drift.skipped.sort();
+        }
+        Ok(Staleness { added, changed, removed: drift.removed.len() as u64, skipped: drift.skipped })
     }
+}
+
+/// The reason given for a file the sandbox refused to read.
+fn unreadable_reason(message: &str) -> String {
+    format!("cannot be read ({message}); not a note until it can be")
 }
 
 impl Engine {
@@ -415,7 +546,18 @@ impl Engine {
             (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
                 if path.is_markdown() && self.sandbox().templates_folder_of(path).is_none() =>
             {
-                self.load(&ScannedFile { path: path.clone(), area, stat }, None)?
+                match self.load(&ScannedFile { path: path.clone(), area, stat })? {
+                    Loaded::Document(document) => Some(*document),
+                    Loaded::Vanished => None,
+                    Loaded::Unreadable(reason) => {
+                        let known = Unreadable { size: stat.size, modified_ns: nanos(stat.modified), reason };
+                        self.unreadable
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(path.as_str().to_owned(), known);
+                        None
+                    }
+                }
             }
             _ => None,
         };

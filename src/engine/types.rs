@@ -486,8 +486,22 @@ pub struct IndexState {
     pub fresh: bool,
     /// What the index does not reflect yet.
     pub stale: Stale,
-    /// Markdown files never indexed because their names are refused (see `kb-index build`).
+    /// Markdown files (and symlinked folders) found in the readable folders but
+    /// not served as notes: a refused name, a symlink leading out of the vault,
+    /// not UTF-8, unreadable, or a template (see `skipped`).
     pub skipped_files: u64,
+    /// The first skipped files (by path) with the reason each is left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedOut>,
+}
+
+/// A file found in the vault but not served as a note, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct SkippedOut {
+    /// Its vault-relative path.
+    pub path: String,
+    /// Why it is left out (and, where there is a way, how to bring it in).
+    pub reason: String,
 }
 
 /// The server's name and version.

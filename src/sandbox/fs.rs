@@ -54,7 +54,8 @@ pub struct Scan {
     pub markdown: Vec<ScannedFile>,
     /// Other files in readable areas (attachments links may point at), sorted.
     pub attachments: Vec<NotePath>,
-    /// Markdown files left out because their names are refused, sorted.
+    /// Markdown files left out because their names are refused, templates,
+    /// and symlinks (to folders, or `.md` ones) that serve no note, sorted.
     pub skipped: Vec<SkippedFile>,
     /// How many Markdown files were reached through a symlink: such a note
     /// changes when its target does, under another name.
@@ -66,7 +67,7 @@ pub struct Scan {
 pub struct SkippedFile {
     /// Its path as found (lossy for names that are not UTF-8).
     pub path: String,
-    /// Why its name is refused.
+    /// Why it is left out.
     pub reason: String,
 }
 
@@ -110,7 +111,7 @@ pub fn read_vault_config(root: &Path) -> Result<Option<String>> {
 
 /// Obsidian's settings files that name a templates folder, in the order read:
 /// the core Templates plugin's and the Templater plugin's.
-const TEMPLATE_SETTINGS: [&str; 2] =
+pub const TEMPLATE_SETTINGS: [&str; 2] =
     [".obsidian/templates.json", ".obsidian/plugins/templater-obsidian/data.json"];
 
 /// Reads the Obsidian settings files that name a templates folder
@@ -372,14 +373,18 @@ pub(super) fn scan(sandbox: &Sandbox) -> Result<Scan> {
             } else if let Ok(meta) = entry.metadata() {
                 scan.markdown.push(ScannedFile { path, area, stat: file_stat(&meta) });
             }
-        } else if file_type.is_symlink()
-            && let Some((target, meta)) = symlink_target(sandbox, entry.path())
-        {
-            if !path.is_markdown() {
-                scan.attachments.push(path);
-            } else if target.is_markdown() {
-                scan.markdown.push(ScannedFile { path, area, stat: file_stat(&meta) });
-                scan.linked += 1;
+        } else if file_type.is_symlink() {
+            match symlink_target(sandbox, entry.path()) {
+                Some(_) if !path.is_markdown() => scan.attachments.push(path),
+                Some((target, meta)) if target.is_markdown() => {
+                    scan.markdown.push(ScannedFile { path, area, stat: file_stat(&meta) });
+                    scan.linked += 1;
+                }
+                served => {
+                    if let Some(reason) = unserved_symlink(sandbox, &path, entry.path(), served.is_some()) {
+                        scan.skipped.push(SkippedFile { path: path.as_str().to_owned(), reason });
+                    }
+                }
             }
         }
     }
@@ -772,6 +777,42 @@ fn symlink_target(sandbox: &Sandbox, link: &Path) -> Option<(NotePath, Metadata)
     sandbox.policy.area_of(&target_path).filter(|&area| is_readable(area))?;
     let meta = fs::metadata(&target).ok()?;
     meta.is_file().then_some((target_path, meta))
+}
+
+/// Why a symlink the walk met in a readable folder serves no note, when that is
+/// worth reporting: a symlinked folder (never followed: one that leads out of
+/// the vault is a common multi-vault setup whose notes would otherwise vanish
+/// without a word) or a `.md` link that leads nowhere readable. `to_file` says
+/// the link leads to a readable regular file that is not Markdown. Links to
+/// other kinds of files (attachments) that lead nowhere are not reported. The
+/// reason never names a target outside the readable folders.
+fn unserved_symlink(sandbox: &Sandbox, path: &NotePath, link: &Path, to_file: bool) -> Option<String> {
+    let markdown = path.is_markdown();
+    if to_file {
+        return markdown.then(|| "a symbolic link to a file that is not Markdown: not a note".to_owned());
+    }
+    let Ok(target) = canonical(link) else {
+        return markdown.then(|| "a broken symbolic link (its target does not exist)".to_owned());
+    };
+    let is_dir = fs::metadata(&target).is_ok_and(|meta| meta.is_dir());
+    if !is_dir && !markdown {
+        return None;
+    }
+    let what = if is_dir { "a symbolic link to a folder" } else { "a symbolic link" };
+    let inside = relative(&sandbox.root, &target).and_then(|rel| NotePath::parse(&rel).ok());
+    Some(match inside {
+        None => format!(
+            "{what} leading outside the vault: not followed (kb-mcp serves only files inside the vault; \
+             index the other folder as a vault of its own, or move its notes into this one)"
+        ),
+        Some(real) if is_dir && holds_readable(&sandbox.policy, &real) => format!(
+            "{what} inside the vault (`{real}`): not followed; its notes are served under their own paths"
+        ),
+        Some(_) if is_dir => {
+            format!("{what} that leads to a folder that is denied or not readable: not followed")
+        }
+        Some(_) => format!("{what} to a file that is denied, not readable or not a regular file"),
+    })
 }
 
 /// Notes, standards and read_also files are readable; the inbox is not.

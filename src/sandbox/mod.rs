@@ -23,8 +23,8 @@ mod vault_dir;
 
 pub use encoding::{hex, percent_decode, unhex};
 pub use fs::{
-    FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, WriteMode, ensure_dir, read_template_settings,
-    read_vault_config,
+    FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, TEMPLATE_SETTINGS, WriteMode, ensure_dir,
+    read_template_settings, read_vault_config,
 };
 pub use inbox_owner::ForeignInbox;
 pub use index_dir::{

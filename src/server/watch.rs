@@ -4,8 +4,8 @@
 //! (the index's own commits would otherwise trigger endless syncs), and each
 //! batch runs one targeted sync of the reported paths
 //! ([`Engine::sync_changed`]), which walks the vault only when it must. A
-//! change to `kb.toml` puts the new configuration in force first
-//! ([`Engine::refresh_config`]).
+//! change to `kb.toml` or to Obsidian's templates settings puts the new
+//! configuration in force first ([`Engine::refresh_config`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,11 +22,17 @@ use crate::engine::Engine;
 pub(super) fn spawn(engine: Arc<Engine>) -> bool {
     let root = engine.root().to_owned();
     let index_dir: PathBuf = crate::sandbox::canonical_or_same(engine.index().dir());
-    let config_file = root.join("kb.toml");
+    // kb.toml and Obsidian's templates settings (they name the folder left out).
+    let mut settings_files = vec![root.join("kb.toml")];
+    settings_files.extend(
+        crate::sandbox::TEMPLATE_SETTINGS
+            .iter()
+            .map(|file| file.split('/').fold(root.clone(), |at, s| at.join(s))),
+    );
     let handler_engine = engine.clone();
     let handler = move |result: DebounceEventResult| {
         let Ok(events) = result else { return };
-        if events.iter().flat_map(|e| e.paths.iter()).any(|p| *p == config_file) {
+        if events.iter().flat_map(|e| e.paths.iter()).any(|p| settings_files.contains(p)) {
             // A new kb.toml is put in force (and the index brought in line) at once,
             // not only when the next call checks it.
             match handler_engine.refresh_config() {

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::engine::types::*;
 
 pub(super) fn overview(o: &Overview) -> String {
-    format!(
+    let mut out = format!(
         "vault {}: {} notes, {} standards, {} tags, {} links ({} broken), {} orphans, {} proposals pending; index {} documents, {}; access {}",
         o.vault,
         o.counts.notes,
@@ -26,7 +26,26 @@ pub(super) fn overview(o: &Overview) -> String {
             )
         },
         o.access
-    )
+    );
+    out.push_str(&skipped_lines(o.index.skipped_files, &o.index.skipped));
+    out
+}
+
+/// The files left out of the notes, one line each with its reason, after a
+/// line with their count (empty when none is).
+fn skipped_lines(count: u64, first: &[SkippedOut]) -> String {
+    if count == 0 {
+        return String::new();
+    }
+    let mut out =
+        format!("\n{count} file{} skipped (not served as notes):", if count == 1 { "" } else { "s" });
+    for skipped in first {
+        let _ = write!(out, "\n- {}: {}", skipped.path, skipped.reason);
+    }
+    if count > first.len() as u64 {
+        let _ = write!(out, "\n- … and {} more", count - first.len() as u64);
+    }
+    out
 }
 
 /// The line a search answer opens with while the index is catching up, so an

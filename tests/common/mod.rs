@@ -122,6 +122,23 @@ pub fn temp_person_vault() -> (tempfile::TempDir, PathBuf) {
     (dir, vault)
 }
 
+/// A person vault with two things that cannot be served as notes, made at test
+/// time: `Daily/旧笔记.md` saved in GBK (not UTF-8) and `Shared`, a symlink to a
+/// folder of another vault (a common multi-vault setup).
+#[cfg(unix)]
+pub fn person_vault_with_exclusions() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (tmp, vault) = temp_person_vault();
+    // A note whose title 旧笔记 is written in GBK.
+    let mut gbk = b"---\ntags: [daily, legacy]\n---\n# ".to_vec();
+    gbk.extend_from_slice(&[0xBE, 0xC9, 0xB1, 0xCA, 0xBC, 0xC7, b'\n']);
+    std::fs::write(vault.join("Daily/旧笔记.md"), gbk).unwrap();
+    let other = tmp.path().join("other-vault/Shared");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("Shared note.md"), "# Shared note\n\nlives in another vault\n").unwrap();
+    std::os::unix::fs::symlink(&other, vault.join("Shared")).unwrap();
+    (tmp, vault)
+}
+
 /// The real `kb-mcp` binary on `vault` at `access`, for tests that write raw
 /// JSON-RPC lines to its stdin and read its stdout themselves.
 pub fn raw_stdio_server(vault: &Path, access: &str, stderr: std::process::Stdio) -> std::process::Child {

@@ -282,6 +282,15 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 }
                 writeln!(out, "built      {}", i.built_at.as_deref().unwrap_or("never"))?;
                 writeln!(out, "updated    {}", i.updated_at.as_deref().unwrap_or("never"))?;
+                if i.skipped_files > 0 {
+                    writeln!(out, "skipped    {} files, not served as notes:", i.skipped_files)?;
+                    for skipped in &i.skipped {
+                        writeln!(out, "           {}: {}", skipped.path, skipped.reason)?;
+                    }
+                    if i.skipped_files > i.skipped.len() as u64 {
+                        writeln!(out, "           … and {} more", i.skipped_files - i.skipped.len() as u64)?;
+                    }
+                }
                 if i.fresh {
                     writeln!(out, "fresh      yes")?;
                 } else {
