@@ -250,7 +250,7 @@ fn token_commands_keep_only_salted_hashes() {
     }
 
     let (code, _, err) = kb_mcp(&["token", "add", "laptop", "--scope", "apply", "--tokens", path]);
-    assert_eq!(code, 1, "a duplicate name is refused: {err}");
+    assert_eq!(code, 2, "a duplicate name is bad input (issue 13): {err}");
     assert!(err.contains("already exists"));
     let (code, _, _) = kb_mcp(&["token", "add", "bad name", "--scope", "read", "--tokens", path]);
     assert_eq!(code, 2);

@@ -655,6 +655,14 @@ async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_on
         .unwrap();
     assert_eq!(applied["status"], "applied");
     assert!(std::fs::read_to_string(vault.join("z/设计.md")).unwrap().ends_with("补充：设计要可回滚。\n"));
+    // Issue 13: an applied proposal's checks are not failures (its note has moved
+    // on), and one proposal is "1 proposal".
+    let all = call(&client, "list_proposals", json!({"status": "all"})).await.unwrap();
+    let text = all.content[0].as_text().unwrap().text.clone();
+    assert!(text.starts_with("2 proposals\n- "), "{text}");
+    assert!(!text.contains("(a check fails)"), "{text}");
+    let one = call(&client, "list_proposals", json!({"status": "all", "limit": 1})).await.unwrap();
+    assert!(one.content[0].as_text().unwrap().text.starts_with("1 proposal\n- "));
     client.cancel().await.unwrap();
 }
 
@@ -679,10 +687,11 @@ async fn the_person_confirms_or_declines_an_apply_through_elicitation_in_both_pr
     for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
         let (_tmp, vault) = common::temp_vault();
         let (decliner, asked) = connect_confirmer(&vault, false, version.clone()).await;
+        let body: String = (1..=60).map(|n| format!("line {n}\n")).collect();
         let staged = call_with(
             &decliner,
             "propose_new_note",
-            json!({"title": "Needs consent", "body": "b\n", "reason": "r"}),
+            json!({"title": "Needs consent", "body": body, "reason": "r"}),
         )
         .await;
         let id = staged.structured_content.unwrap()["proposal_id"].as_str().unwrap().to_owned();
@@ -691,6 +700,10 @@ async fn the_person_confirms_or_declines_an_apply_through_elicitation_in_both_pr
         assert!(!vault.join("z/Needs consent.md").exists(), "{version:?}: a decline writes nothing");
         let question = asked.lock().unwrap().clone();
         assert!(question[0].contains("z/Needs consent.md") && question[0].contains("create"), "{question:?}");
+        // Issue 13: the person sees the change itself: the first 40 lines of the diff.
+        assert!(question[0].contains("\n+++ b/z/Needs consent.md\n"), "{question:?}");
+        assert!(question[0].contains("\n+line 1\n") && !question[0].contains("+line 60"), "{question:?}");
+        assert!(question[0].contains("more lines of diff"), "{question:?}");
         decliner.cancel().await.unwrap();
 
         let (accepter, _) = connect_confirmer(&vault, true, version.clone()).await;

@@ -128,14 +128,14 @@ fn kb_index_exit_codes() {
     let (tmp, vault) = common::temp_vault();
     let (code, out, _) = kb_index(&vault, &["build"]);
     assert_eq!(code, 0);
-    assert!(out.contains("45 files"), "{out}");
+    assert!(out.contains("45 notes"), "{out}");
     let (code, out, _) = kb_index(&vault, &["search", "远程仓库", "--content"]);
     assert_eq!(code, 0);
     assert!(out.contains("z/备份仓库.md"), "{out}");
     let (code, out, _) = kb_index(&vault, &["search", "备份", "--json"]);
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert!(json["total"].as_u64().unwrap() > 0);
+    assert!(json["titles_total"].as_u64().unwrap() > 0 && !json["results"].as_array().unwrap().is_empty());
     assert_eq!(kb_index(&vault, &["search", "qwertyzzz"]).0, 1, "nothing matched");
     assert_eq!(kb_index(&vault, &["status"]).0, 0, "fresh");
     std::fs::write(vault.join("z/new.md"), "# new\n").unwrap();

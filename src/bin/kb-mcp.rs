@@ -17,7 +17,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use kb_mcp::error::ErrorCode;
 use kb_mcp::server::{
     DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
     HttpOptions, ServerOptions, TokenFile, is_loopback, is_valid_origin_pattern, serve_http, serve_stdio,
@@ -309,8 +308,8 @@ fn token_command(action: TokenAction) -> ExitCode {
                 Err(error) => {
                     let hint = error.hint.as_deref().map(|h| format!("\nhint: {h}")).unwrap_or_default();
                     eprintln!("kb-mcp: {}{hint}", error.message);
-                    // A name already taken is a failed check (1); a malformed name is bad input (2).
-                    return ExitCode::from(if error.code == ErrorCode::TargetExists { 1 } else { 2 });
+                    // A name already taken or malformed is bad input: exit 2, as the README says.
+                    return ExitCode::from(2);
                 }
             };
             if let Err(error) = file.save(&path) {

@@ -9,13 +9,17 @@
 //! async callers run them on a blocking thread.
 
 mod bounded;
+mod person;
 mod read;
 mod recall;
+mod review;
 mod sync;
 pub mod types;
 mod write;
 
+pub use person::{NoteHit, NoteResults, PERSON_LIMIT};
 pub use recall::estimate_tokens;
+pub use review::{CONFIRMATION_DIFF_LINES, FileDiff, ProposalReview};
 pub use sync::SyncReport;
 
 use std::collections::BTreeMap;

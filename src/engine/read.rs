@@ -59,8 +59,9 @@ impl Engine {
         scope: SearchScope,
         tags: &'a [String],
         folder: Option<&'a NotePath>,
+        max: u32,
     ) -> Result<SearchRequest<'a>> {
-        let limit = SEARCH_LIMIT.check("limit", args.limit)?;
+        let limit = Bound { max, ..SEARCH_LIMIT }.check("limit", args.limit)?;
         if args.query.trim().is_empty() {
             return Err(Error::invalid("`query` is empty").with_hint("give one or more words to search for"));
         }
@@ -81,9 +82,14 @@ impl Engine {
 
     /// `search_knowledge`: titles, aliases, descriptions and tags.
     pub fn search_knowledge(&self, args: &SearchArgs) -> Result<KnowledgeResults> {
+        self.search_knowledge_up_to(args, SEARCH_LIMIT.max)
+    }
+
+    /// `search_knowledge` with `limit` allowed up to `max` (the CLI's larger cap).
+    pub(super) fn search_knowledge_up_to(&self, args: &SearchArgs, max: u32) -> Result<KnowledgeResults> {
         let tags = args.tags.clone().unwrap_or_default();
         let folder = self.search_folder(args)?;
-        let request = self.search_request(args, SearchScope::Knowledge, &tags, folder.as_ref())?;
+        let request = self.search_request(args, SearchScope::Knowledge, &tags, folder.as_ref(), max)?;
         let outcome = self.index.search(&request)?;
         let results = outcome
             .hits
@@ -115,9 +121,14 @@ impl Engine {
 
     /// `search_note_content`: headings and bodies, with snippets cut from the files.
     pub fn search_note_content(&self, args: &SearchArgs) -> Result<ContentResults> {
+        self.search_note_content_up_to(args, SEARCH_LIMIT.max)
+    }
+
+    /// `search_note_content` with `limit` allowed up to `max` (the CLI's larger cap).
+    pub(super) fn search_note_content_up_to(&self, args: &SearchArgs, max: u32) -> Result<ContentResults> {
         let tags = args.tags.clone().unwrap_or_default();
         let folder = self.search_folder(args)?;
-        let request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref())?;
+        let request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref(), max)?;
         let outcome = self.index.search(&request)?;
         // Cutting snippets reads and analyses each hit's file: the hits are independent.
         let results = outcome

@@ -2,9 +2,9 @@
 //!
 //! `apply_proposal` is the one tool that changes a note. When the client can
 //! elicit (show the person a form), the server asks the person itself — with
-//! the target, the kind of change and the size of the diff — so the model
-//! cannot approve on the person's behalf. A decline or cancel leaves the
-//! proposal pending. On handshake-era sessions the question is a server→client
+//! the target, the kind of change, the reason and the first 40 lines of the
+//! diff — so the model cannot approve on the person's behalf. A decline or
+//! cancel leaves the proposal pending. On handshake-era sessions the question is a server→client
 //! request; on 2026-07-28 sessions, which forbid those, it is an input-required
 //! result the client answers by retrying the call. Clients without elicitation
 //! rely on the host's own approval card.
@@ -71,7 +71,7 @@ pub(super) async fn apply(
     let summary = {
         let engine = engine.clone();
         let id = proposal_id.to_owned();
-        tokio::task::spawn_blocking(move || engine.proposal_summary(&id))
+        tokio::task::spawn_blocking(move || engine.proposal_confirmation(&id))
             .await
             .map_err(|e| McpError::internal_error(format!("describing the proposal failed: {e}"), None))?
     };

@@ -157,9 +157,12 @@ pub(super) fn proposed_patch(r: &ProposePatchResult) -> String {
 }
 
 pub(super) fn proposals(r: &Proposals) -> String {
-    let mut out = format!("{} proposals", r.proposals.len());
+    let n = r.proposals.len();
+    let mut out = if n == 1 { "1 proposal".to_owned() } else { format!("{n} proposals") };
     for p in &r.proposals {
-        let ok = p.checks.intact && p.checks.base_current && p.checks.target_free;
+        // The checks tell whether a pending proposal can still be applied; an
+        // applied or rejected one has no such question (its note has moved on).
+        let ok = p.status != "pending" || (p.checks.intact && p.checks.base_current && p.checks.target_free);
         let _ = write!(
             out,
             "\n- {} [{} {}] {} — {}{}",

@@ -43,6 +43,7 @@ mod diff;
 mod edit;
 mod proposal;
 mod propose;
+mod review;
 mod slug;
 mod yaml;
 
@@ -50,6 +51,7 @@ pub use apply::{apply, apply_with_failpoint, recover, reject};
 pub use edit::{Edit, apply_edits};
 pub use proposal::{describe, list, pending_count, resolve_id};
 pub use propose::{propose_new, propose_patch};
+pub use review::{FileChange, Review, review};
 
 use serde::{Deserialize, Serialize};
 

@@ -447,9 +447,13 @@ pub fn pending_count(sandbox: &Sandbox) -> u64 {
     pending_files(sandbox, &Inbox::of(sandbox)).map_or(0, |files| files.len() as u64)
 }
 
-/// The id of a pending proposal named by its id, a unique id prefix (`p_` and at
-/// least 8 hex digits), its file stem (`<slug>-<8 hex>`) or its slug, as the CLI's
-/// `--only` accepts. A well-formed full id is returned as it is.
+/// Fewest hex digits of an id that name a proposal by prefix.
+const PREFIX_MIN_DIGITS: usize = 4;
+
+/// The id of a pending proposal named by its id, a unique prefix of its hex
+/// digits (at least 4, with or without `p_`), its file stem (`<slug>-<8 hex>`)
+/// or its slug, as the CLI accepts. A well-formed full id is returned as it is.
+/// Several matches are `invalid_argument` listing them (`details.candidates`).
 pub fn resolve_id(sandbox: &Sandbox, id_or_slug: &str) -> Result<String> {
     let wanted = id_or_slug.trim();
     if is_id(wanted) {
@@ -460,31 +464,48 @@ pub fn resolve_id(sandbox: &Sandbox, id_or_slug: &str) -> Result<String> {
             "the proposal id is empty; give an id or a slug from `kb-index inbox list`",
         ));
     }
+    let digits = wanted.strip_prefix(ID_PREFIX).unwrap_or(wanted).to_ascii_lowercase();
+    let hex = digits.len() >= PREFIX_MIN_DIGITS && digits.bytes().all(|b| b.is_ascii_hexdigit());
     let inbox = Inbox::of(sandbox);
-    let mut ids: Vec<String> = Vec::new();
+    let mut found: Vec<(String, String)> = Vec::new();
     for path in pending_files(sandbox, &inbox)? {
         let Ok(located) = locate(sandbox, &path, ProposalStatus::Pending) else { continue };
         let id = located.id();
         let slug = located.stem.strip_suffix(&format!("-{}", short_id(id))).unwrap_or(&located.stem);
-        let by_prefix = wanted.len() >= ID_PREFIX.len() + 8 && id.starts_with(wanted);
-        if (by_prefix || located.stem == wanted || slug == wanted) && !ids.iter().any(|known| known == id) {
-            ids.push(id.to_owned());
+        let by_prefix = hex && id.strip_prefix(ID_PREFIX).is_some_and(|rest| rest.starts_with(&digits));
+        if (by_prefix || located.stem == wanted || slug == wanted)
+            && !found.iter().any(|(known, _)| known == id)
+        {
+            found.push((id.to_owned(), located.meta.target.clone()));
         }
     }
-    ids.sort();
-    match ids.len() {
-        1 => Ok(ids.remove(0)),
-        0 => Err(Error::new(
-            ErrorCode::ProposalNotFound,
-            format!("no pending proposal has the id or slug {wanted:?}"),
-        )
-        .with_hint("`kb-index inbox list` shows the pending proposals with their ids")),
-        _ => Err(Error::invalid(format!(
-            "{wanted:?} names {} pending proposals ({}); give the full id",
-            ids.len(),
-            ids.join(", ")
-        ))
-        .with_details(json!({ "candidates": ids }))),
+    found.sort();
+    match found.len() {
+        1 => Ok(found.remove(0).0),
+        0 => {
+            let short = wanted.strip_prefix(ID_PREFIX).is_some_and(|rest| {
+                rest.len() < PREFIX_MIN_DIGITS && rest.bytes().all(|b| b.is_ascii_hexdigit())
+            });
+            Err(Error::new(
+                ErrorCode::ProposalNotFound,
+                if short {
+                    format!("{wanted:?} is too short to name a proposal: give at least {PREFIX_MIN_DIGITS} hex digits of its id")
+                } else {
+                    format!("no pending proposal has the id, id prefix or slug {wanted:?}")
+                },
+            )
+            .with_hint("`kb-index inbox list` shows the pending proposals with their ids"))
+        }
+        _ => {
+            let ids: Vec<&str> = found.iter().map(|(id, _)| id.as_str()).collect();
+            let listed: Vec<String> = found.iter().map(|(id, target)| format!("{id} ({target})")).collect();
+            Err(Error::invalid(format!(
+                "{wanted:?} names {} pending proposals: {}; give more digits of the id",
+                found.len(),
+                listed.join(", ")
+            ))
+            .with_details(json!({ "candidates": ids })))
+        }
     }
 }
 

@@ -1,0 +1,239 @@
+//! `kb-index inbox`: the person's side of proposals. `list` shows what agents
+//! staged (with `--diff`, the changes), `show ID` one proposal whole with the
+//! full diff of every file it touches, `apply` a dry run with the diffs or,
+//! with `--yes --only ID`, the apply itself, and `reject` moves one aside.
+//! Proposals are named by their id, a unique prefix of it (4 or more hex
+//! digits, with or without `p_`), or their slug. Messages here speak to the
+//! person (what to run), not to an agent (which tool to call).
+
+use std::io::Write;
+
+use clap::Subcommand;
+use kb_mcp::engine::Engine;
+use kb_mcp::engine::types::{ApplyArgs, ListProposalsArgs, ProposalEntry};
+
+use crate::Failure;
+use crate::output::{Paint, count, local_time};
+
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  kb-index inbox list --diff               what agents proposed, with the changes
+  kb-index inbox show 2319                 one proposal: checks and full diff
+  kb-index inbox apply                     dry run: what would be applied, with diffs
+  kb-index inbox apply --yes --only 2319   apply that one proposal
+  kb-index inbox reject 2319 --reason \"duplicate of 备份仓库\"
+
+A proposal is named by its id (p_ and 32 hex digits), any unique prefix of 4 or more
+of its hex digits (with or without p_), or its slug (the file name without the id).";
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum InboxCommand {
+    /// Pending proposals, a one-line summary of each and whether it passes its checks.
+    List {
+        /// Also print the diff of every proposal.
+        #[arg(short, long)]
+        diff: bool,
+        /// Print JSON.
+        #[arg(short, long, conflicts_with = "diff")]
+        json: bool,
+    },
+    /// One pending proposal: its reason, checks and the full diff of every file it touches.
+    Show {
+        /// The proposal: its id, 4+ hex digits of it, or its slug.
+        id: String,
+        /// Print JSON (the proposal, its checks and its diffs).
+        #[arg(short, long)]
+        json: bool,
+    },
+    /// Without --yes: a dry run showing what would be applied, with the diffs. With --yes --only ID: apply that one proposal.
+    Apply {
+        /// Really apply (requires --only).
+        #[arg(long)]
+        yes: bool,
+        /// The proposal to apply (or, without --yes, to show): its id, 4+ hex digits of it, or its slug.
+        #[arg(long, value_name = "ID")]
+        only: Option<String>,
+    },
+    /// Move a pending proposal to inbox/rejected/<date>/ with a reason (and an audit line).
+    Reject {
+        /// The proposal: its id, 4+ hex digits of it, or its slug.
+        id: String,
+        /// Why it is rejected.
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+/// The failing checks of a proposal, said as what happened.
+fn failing_checks(p: &ProposalEntry) -> Vec<&'static str> {
+    let mut failing = Vec::new();
+    if !p.checks.intact {
+        failing.push("its staged files were changed or are missing");
+    }
+    if !p.checks.base_current {
+        failing.push("the note changed after the proposal was made");
+    }
+    if !p.checks.target_free {
+        failing.push("a note already exists at its target");
+    }
+    failing
+}
+
+/// Writes the diff of every file a proposal touches (and why it may not be
+/// what an apply writes now).
+fn write_diff(engine: &Engine, id: &str, paint: &Paint, out: &mut dyn Write) -> Result<(), Failure> {
+    let review = engine.review_proposal(id)?;
+    if let Some(caveat) = &review.caveat {
+        writeln!(out, "note: {caveat}")?;
+    }
+    for file in &review.files {
+        write!(out, "{}", paint.diff(&file.diff))?;
+    }
+    Ok(())
+}
+
+pub(crate) fn run(
+    engine: &Engine,
+    command: &InboxCommand,
+    paint: &Paint,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let pending = || engine.list_proposals(&ListProposalsArgs { status: None, limit: Some(500) });
+    match command {
+        InboxCommand::List { diff, json } => {
+            let proposals = pending()?;
+            if *json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&proposals).unwrap_or_default())?;
+                return Ok(0);
+            }
+            if proposals.proposals.is_empty() {
+                writeln!(out, "no pending proposals")?;
+            }
+            for (n, p) in proposals.proposals.iter().enumerate() {
+                if *diff && n > 0 {
+                    writeln!(out)?;
+                }
+                let passes = failing_checks(p).is_empty();
+                writeln!(
+                    out,
+                    "{}  {:<5} {}  {}\n    proposed {}\n    reason: {}\n    {}",
+                    paint.strong(&p.proposal_id),
+                    p.kind,
+                    paint.path(&p.target),
+                    if passes { paint.good("checks pass") } else { paint.bad("a check fails") },
+                    local_time(&p.created),
+                    p.reason,
+                    engine
+                        .proposal_summary(&p.proposal_id)
+                        .unwrap_or_default()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                )?;
+                if *diff {
+                    write_diff(engine, &p.proposal_id, paint, out)?;
+                }
+            }
+            Ok(0)
+        }
+        InboxCommand::Show { id, json } => {
+            let id = engine.resolve_proposal(id)?;
+            let review = engine.review_proposal(&id)?;
+            if *json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&review).unwrap_or_default())?;
+                return Ok(if failing_checks(&review.proposal).is_empty() { 0 } else { 1 });
+            }
+            let p = &review.proposal;
+            let failing = failing_checks(p);
+            writeln!(out, "proposal  {} ({}, {})", paint.strong(&p.proposal_id), p.kind, p.status)?;
+            writeln!(out, "target    {}", paint.path(&p.target))?;
+            writeln!(out, "proposed  {}", local_time(&p.created))?;
+            writeln!(out, "reason    {}", p.reason)?;
+            if failing.is_empty() {
+                writeln!(out, "checks    {}", paint.good("pass"))?;
+            } else {
+                writeln!(out, "checks    {}: {}", paint.bad("fail"), failing.join("; "))?;
+            }
+            if let Some(caveat) = &review.caveat {
+                writeln!(out, "note      {caveat}")?;
+            }
+            writeln!(out)?;
+            for file in &review.files {
+                write!(out, "{}", paint.diff(&file.diff))?;
+            }
+            Ok(if failing.is_empty() { 0 } else { 1 })
+        }
+        InboxCommand::Apply { yes: false, only } => {
+            // An id that names nothing pending is bad input (exit 2), not an empty dry run.
+            let only = only.as_deref().map(|only| engine.resolve_proposal(only)).transpose()?;
+            let proposals = pending()?;
+            let mut all_pass = true;
+            let mut shown = 0u64;
+            for p in &proposals.proposals {
+                if only.as_ref().is_some_and(|only| *only != p.proposal_id) {
+                    continue;
+                }
+                if shown > 0 {
+                    writeln!(out)?;
+                }
+                shown += 1;
+                let failing = failing_checks(p);
+                all_pass &= failing.is_empty();
+                writeln!(
+                    out,
+                    "{} {}: {}",
+                    if failing.is_empty() { paint.good("would apply") } else { paint.bad("would refuse") },
+                    p.proposal_id,
+                    engine
+                        .proposal_summary(&p.proposal_id)
+                        .unwrap_or_else(|| p.target.clone())
+                        .replace('\n', " ")
+                )?;
+                if !failing.is_empty() {
+                    writeln!(out, "    because {}", failing.join("; "))?;
+                }
+                write_diff(engine, &p.proposal_id, paint, out)?;
+            }
+            if shown > 0 {
+                writeln!(out)?;
+            }
+            writeln!(
+                out,
+                "dry run: {}; apply one with `kb-index inbox apply --yes --only ID`",
+                count(shown, "proposal")
+            )?;
+            Ok(if all_pass { 0 } else { 1 })
+        }
+        InboxCommand::Apply { yes: true, only } => {
+            let Some(only) = only else {
+                return Err(Failure::usage(
+                    "--yes applies exactly one proposal: add --only ID (see `kb-index inbox list`)",
+                ));
+            };
+            let id = engine.resolve_proposal(only)?;
+            let applied = engine.apply_proposal(&ApplyArgs { proposal_id: id }, kb_mcp::write::Actor::Cli)?;
+            writeln!(
+                out,
+                "{} {} -> {} ({}); archived in {}{}",
+                paint.good(&applied.status),
+                applied.proposal_id,
+                applied.target,
+                applied.new_hash,
+                applied.archive,
+                applied
+                    .index
+                    .error
+                    .as_deref()
+                    .map(|e| format!("; index not updated: {e} (run `kb-index build`)"))
+                    .unwrap_or_default()
+            )?;
+            Ok(if applied.index.updated { 0 } else { 1 })
+        }
+        InboxCommand::Reject { id, reason } => {
+            let id = engine.resolve_proposal(id)?;
+            let rejected = engine.reject_proposal(&id, reason, kb_mcp::write::Actor::Cli)?;
+            writeln!(out, "rejected {}; moved to {}", rejected.proposal_id, rejected.archive)?;
+            Ok(0)
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! How `kb-index` writes for people: colour on a terminal (paths, line
+//! numbers, matches, diffs; `--color never|auto|always`, and `NO_COLOR`), local
+//! times, sizes, and counted nouns ("1 note", "2 notes").
+
+use std::io::IsTerminal;
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ColorChoice {
+    /// Colour when stdout is a terminal and NO_COLOR is not set.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// Colours for a terminal; plain text otherwise.
+pub(crate) struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    pub(crate) fn new(choice: ColorChoice) -> Paint {
+        let on = match choice {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        };
+        Paint { on }
+    }
+
+    fn wrap(&self, code: &str, text: &str) -> String {
+        if self.on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    }
+    pub(crate) fn good(&self, text: &str) -> String {
+        self.wrap("32", text)
+    }
+    pub(crate) fn bad(&self, text: &str) -> String {
+        self.wrap("31", text)
+    }
+    pub(crate) fn strong(&self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+    /// A note's path (magenta, as ripgrep prints file names).
+    pub(crate) fn path(&self, text: &str) -> String {
+        self.wrap("35", text)
+    }
+    /// A line number.
+    pub(crate) fn line(&self, text: &str) -> String {
+        self.wrap("32", text)
+    }
+    /// A snippet whose matches are marked `**…**`: on a terminal the marks
+    /// become colour; plain, they stay as they are.
+    pub(crate) fn snippet(&self, text: &str) -> String {
+        if !self.on {
+            return text.to_owned();
+        }
+        let mut out = String::new();
+        for (i, piece) in text.split("**").enumerate() {
+            if i % 2 == 1 { out.push_str(&self.wrap("1;31", piece)) } else { out.push_str(piece) }
+        }
+        out
+    }
+    /// A unified diff: headers bold, hunk lines cyan, additions green, removals red.
+    pub(crate) fn diff(&self, diff: &str) -> String {
+        let mut out = String::new();
+        for line in diff.lines() {
+            let painted = if line.starts_with("+++ ") || line.starts_with("--- ") {
+                self.wrap("1", line)
+            } else if line.starts_with("@@") {
+                self.wrap("36", line)
+            } else if line.starts_with('+') {
+                self.wrap("32", line)
+            } else if line.starts_with('-') {
+                self.wrap("31", line)
+            } else {
+                line.to_owned()
+            };
+            out.push_str(&painted);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// A stored time (RFC 3339) in the local time zone, for people:
+/// `2026-12-01 21:05:03 +08:00`. Anything that does not parse is shown as it is.
+pub(crate) fn local_time(text: &str) -> String {
+    match text.parse::<jiff::Timestamp>() {
+        Ok(at) => at.to_zoned(jiff::tz::TimeZone::system()).strftime("%Y-%m-%d %H:%M:%S %:z").to_string(),
+        Err(_) => text.to_owned(),
+    }
+}
+
+/// `1 note`, `2 notes`: `noun` is the singular; the plural adds `s`.
+pub(crate) fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
+}

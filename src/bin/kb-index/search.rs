@@ -1,0 +1,168 @@
+//! `kb-index search WORDS…`: search for a person, as directly as ripgrep. The
+//! query is every positional word; titles and text are searched together by
+//! default (fused as `recall_context` fuses them), `--titles` or `--content`
+//! narrows to one. The index is brought up to date first (incremental: about
+//! 0.1 s on 6,280 notes); when it cannot be, a warning says the answer may be
+//! stale. Exit 1 when nothing matched.
+
+use std::io::Write;
+
+use kb_mcp::engine::types::{SearchArgs as EngineArgs, SnippetOut};
+use kb_mcp::engine::{Engine, PERSON_LIMIT};
+
+use crate::Failure;
+use crate::output::{Paint, count};
+
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  kb-index search 锚定效应                   titles and text together
+  kb-index search git sync -n 20            20 results (up to 1000)
+  kb-index search '\"cold storage\"' -- -tape  a phrase, without notes that say tape
+  kb-index search rust --content --tag lang  only the text of notes tagged #lang
+  kb-index search rust -l | xargs …          paths only, one a line";
+
+/// `kb-index search`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SearchArgs {
+    /// The query: words, "exact phrase", and after `--` also -excluded words.
+    #[arg(required = true, num_args = 1.., value_name = "WORDS")]
+    words: Vec<String>,
+    /// Only titles, aliases, descriptions and tags (search_knowledge).
+    #[arg(short, long, conflicts_with = "content")]
+    titles: bool,
+    /// Only the text of notes (search_note_content).
+    #[arg(short, long)]
+    content: bool,
+    /// How many notes (1 to 1000).
+    #[arg(short = 'n', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=i64::from(PERSON_LIMIT)))]
+    limit: u32,
+    /// Only notes carrying this tag (repeatable).
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    /// Only notes under this folder.
+    #[arg(long)]
+    folder: Option<String>,
+    /// Print JSON.
+    #[arg(short, long, conflicts_with = "paths")]
+    json: bool,
+    /// Print only the paths of the notes found, one a line (as `rg -l`).
+    #[arg(short = 'l', long = "files-with-matches")]
+    paths: bool,
+}
+
+pub(crate) fn run(
+    engine: &Engine,
+    args: &SearchArgs,
+    paint: &Paint,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let request = EngineArgs {
+        query: args.words.join(" "),
+        tags: (!args.tags.is_empty()).then(|| args.tags.clone()),
+        folder: args.folder.clone(),
+        limit: Some(args.limit),
+        explain: None,
+    };
+    if let Err(error) = engine.sync(false, None) {
+        if engine.catalog().records().is_empty() {
+            return Err(error.into());
+        }
+        eprintln!("kb-index: warning: searching the index as it is, which may be stale: {error}");
+    }
+    let json = |out: &mut dyn Write, value: &dyn erased::Json| -> Result<(), Failure> {
+        writeln!(out, "{}", value.pretty())?;
+        Ok(())
+    };
+    let hit = |out: &mut dyn Write, rank: usize, path: &str, title: &str| -> std::io::Result<()> {
+        if args.paths {
+            writeln!(out, "{path}")
+        } else {
+            writeln!(out, "{:>2}. {}  {}", rank + 1, paint.path(path), title)
+        }
+    };
+    let snippets = |out: &mut dyn Write, snippets: &[SnippetOut]| -> std::io::Result<()> {
+        if args.paths {
+            return Ok(());
+        }
+        for snippet in snippets {
+            writeln!(
+                out,
+                "      {}: {}",
+                paint.line(&snippet.line.to_string()),
+                paint.snippet(&snippet.text)
+            )?;
+        }
+        Ok(())
+    };
+    let found = if args.titles {
+        let results = engine.search_titles_for_person(&request)?;
+        if args.json {
+            json(out, &results)?;
+        } else {
+            for (rank, found) in results.results.iter().enumerate() {
+                hit(out, rank, &found.path, &found.title)?;
+            }
+            if !args.paths {
+                writeln!(
+                    out,
+                    "{} of {} by title",
+                    results.results.len(),
+                    count(results.total, "matching note")
+                )?;
+            }
+        }
+        results.results.len()
+    } else if args.content {
+        let results = engine.search_text_for_person(&request)?;
+        if args.json {
+            json(out, &results)?;
+        } else {
+            for (rank, found) in results.results.iter().enumerate() {
+                hit(out, rank, &found.path, &found.title)?;
+                snippets(out, &found.snippets)?;
+            }
+            if !args.paths {
+                writeln!(
+                    out,
+                    "{} of {} by text",
+                    results.results.len(),
+                    count(results.total, "matching note")
+                )?;
+            }
+        }
+        results.results.len()
+    } else {
+        let results = engine.search_notes(&request)?;
+        if args.json {
+            json(out, &results)?;
+        } else {
+            for (rank, found) in results.results.iter().enumerate() {
+                hit(out, rank, &found.path, &found.title)?;
+                snippets(out, &found.snippets)?;
+            }
+            if !args.paths {
+                writeln!(
+                    out,
+                    "{} shown; {} by title, {} by text",
+                    count(results.results.len() as u64, "note"),
+                    results.titles_total,
+                    results.text_total
+                )?;
+            }
+        }
+        results.results.len()
+    };
+    Ok(if found == 0 { 1 } else { 0 })
+}
+
+/// Pretty JSON of any of the three result types.
+mod erased {
+    pub(crate) trait Json {
+        fn pretty(&self) -> String;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn pretty(&self) -> String {
+            serde_json::to_string_pretty(self).unwrap_or_default()
+        }
+    }
+}

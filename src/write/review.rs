@@ -1,0 +1,107 @@
+//! What a person sees before approving a proposal: every file it would change,
+//! as a unified diff (a new note shown whole, as added lines).
+//!
+//! A patch's diff is computed afresh from the note as it is now and the staged
+//! note, so it shows exactly what an apply would write, whatever the `.diff`
+//! file beside the proposal says (that file is plain text anyone can edit). Only
+//! when the note changed since the proposal was made (the apply would refuse)
+//! is the stored diff shown, with a note saying so.
+
+use super::ProposalKind;
+use super::ProposalView;
+use super::diff::unified_diff;
+use super::proposal::{FILE_MAX_BYTES, Inbox, checks, find};
+use crate::error::Result;
+use crate::sandbox::Sandbox;
+use crate::vault::content_hash;
+
+/// One file a proposal would write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// The vault-relative path.
+    pub path: String,
+    /// `create` or `change`.
+    pub op: &'static str,
+    /// The unified diff (`--- /dev/null` for a new note).
+    pub diff: String,
+    /// Lines added.
+    pub added: u32,
+    /// Lines removed.
+    pub removed: u32,
+}
+
+/// A pending proposal with its live checks and the change of every file it touches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Review {
+    /// The proposal and its checks.
+    pub view: ProposalView,
+    /// The files it would write, in order.
+    pub files: Vec<FileChange>,
+    /// Why the diff shown is not what an apply would write now (the note changed
+    /// since), or `None`.
+    pub caveat: Option<String>,
+}
+
+/// The review of the pending proposal with exactly this id (errors as [`super::apply`]'s
+/// lookup: not found, not pending, tampered).
+pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
+    let inbox = Inbox::of(sandbox);
+    let located = find(sandbox, &inbox, id)?;
+    let staged_bytes = sandbox.read(&located.content_path()?, FILE_MAX_BYTES)?;
+    let staged = String::from_utf8_lossy(&staged_bytes);
+    let target = located.meta.target.clone();
+    let mut caveat = None;
+    let change = match located.meta.kind {
+        ProposalKind::New => {
+            let (diff, added, removed) = unified_diff(&target, "", &staged);
+            let diff = diff.replacen(&format!("--- a/{target}\n"), "--- /dev/null\n", 1);
+            FileChange { path: target.clone(), op: "create", diff, added, removed }
+        }
+        ProposalKind::Patch => {
+            let current = sandbox
+                .resolve_note_target(&target)
+                .ok()
+                .and_then(|path| sandbox.read(&path, FILE_MAX_BYTES).ok());
+            match current {
+                Some(bytes) if Some(content_hash(&bytes)) == located.meta.base_sha256 => {
+                    let (diff, added, removed) =
+                        unified_diff(&target, &String::from_utf8_lossy(&bytes), &staged);
+                    FileChange { path: target.clone(), op: "change", diff, added, removed }
+                }
+                current => {
+                    caveat = Some(if current.is_some() {
+                        format!(
+                            "{target} changed after this proposal was made; this is the change as proposed against its older text, and applying it will be refused"
+                        )
+                    } else {
+                        format!(
+                            "{target} no longer exists; this is the change as proposed, and applying it will be refused"
+                        )
+                    });
+                    let stored = match located.diff_path()? {
+                        Some(path) => {
+                            String::from_utf8_lossy(&sandbox.read(&path, FILE_MAX_BYTES)?).into_owned()
+                        }
+                        None => String::new(),
+                    };
+                    let count = |sign: char, header: &str| {
+                        stored.lines().filter(|l| l.starts_with(sign) && !l.starts_with(header)).count()
+                            as u32
+                    };
+                    let (added, removed) = (count('+', "+++"), count('-', "---"));
+                    FileChange { path: target.clone(), op: "change", diff: stored, added, removed }
+                }
+            }
+        }
+    };
+    let view = ProposalView {
+        proposal_id: located.meta.proposal_id.clone(),
+        kind: located.meta.kind,
+        target,
+        reason: located.meta.reason.clone(),
+        created: located.meta.created_at.clone(),
+        status: located.status,
+        checks: checks(sandbox, &inbox, &located),
+    };
+    Ok(Review { view, files: vec![change], caveat })
+}

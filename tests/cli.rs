@@ -1,0 +1,289 @@
+//! The `kb-index` command line through the real binary (issue 13, "The person
+//! who approves must see what they approve" and "A command line as direct as
+//! ripgrep"): `inbox show`, `inbox list --diff` and the dry run print the full
+//! diff, coloured only when asked or on a terminal; proposal ids by prefix;
+//! messages addressed to the person; searching with several words, titles and
+//! text together; short flags, `--limit` up to 1000, `--color`; no "Broken pipe"
+//! when the reader leaves; times in the local time zone; exit codes.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use kb_mcp::engine::types::{ProposeNewArgs, ProposePatchArgs};
+use kb_mcp::engine::{Engine, EngineOptions};
+use kb_mcp::vault::content_hash;
+use kb_mcp::write::Edit;
+
+/// A small vault: two notes under `z/`, the inbox at `inbox/`.
+fn vault() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("vault");
+    std::fs::create_dir_all(vault.join("z")).unwrap();
+    std::fs::write(vault.join("kb.toml"), "[vault]\nnotes = [\"z\"]\ninbox = \"inbox\"\n").unwrap();
+    std::fs::write(vault.join("z/alpha.md"), "# Alpha\n\nThe lighthouse keeper.\n").unwrap();
+    std::fs::write(
+        vault.join("z/lighthouse.md"),
+        "# Lighthouse\n\nA tower by the sea.\n\nIts lamp turns all night.\n",
+    )
+    .unwrap();
+    (tmp, vault)
+}
+
+fn engine(vault: &Path) -> Engine {
+    Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: None }).unwrap()
+}
+
+/// Stages a patch of `z/alpha.md` that adds one line; returns its id.
+fn propose_patch(vault: &Path) -> String {
+    let base = content_hash(&std::fs::read(vault.join("z/alpha.md")).unwrap());
+    let staged = engine(vault)
+        .propose_note_patch(&ProposePatchArgs {
+            path: "z/alpha.md".to_owned(),
+            base_hash: base,
+            reason: "say more".to_owned(),
+            edits: vec![Edit::ReplaceAll {
+                content: "# Alpha\n\nThe lighthouse keeper.\nA new line.\n".to_owned(),
+            }],
+        })
+        .unwrap();
+    staged.proposal_id
+}
+
+/// Stages a new note; returns its id.
+fn propose_new(vault: &Path, title: &str) -> String {
+    engine(vault)
+        .propose_new_note(&ProposeNewArgs {
+            title: title.to_owned(),
+            body: "First line.\nSecond line.\n".to_owned(),
+            reason: "worth keeping".to_owned(),
+            ..ProposeNewArgs::default()
+        })
+        .unwrap()
+        .proposal_id
+}
+
+fn kb_index(vault: &Path, args: &[&str]) -> (i32, String, String) {
+    kb_index_env(vault, args, &[])
+}
+
+fn kb_index_env(vault: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(args)
+        .arg("--vault")
+        .arg(vault)
+        .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+const PATCH_DIFF: [&str; 7] = [
+    "--- a/z/alpha.md",
+    "+++ b/z/alpha.md",
+    "@@ -1,3 +1,4 @@",
+    " # Alpha",
+    " ",
+    " The lighthouse keeper.",
+    "+A new line.",
+];
+
+#[test]
+fn issue_13_inbox_show_prints_the_whole_diff_plain_when_piped_and_coloured_when_asked() {
+    let (_tmp, vault) = vault();
+    let id = propose_patch(&vault);
+    let (code, out, err) = kb_index(&vault, &["inbox", "show", &id[2..10]]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], format!("proposal  {id} (patch, pending)"));
+    assert_eq!(lines[1], "target    z/alpha.md");
+    assert_eq!(lines[3], "reason    say more");
+    assert_eq!(lines[4], "checks    pass");
+    assert_eq!(lines[5], "");
+    assert_eq!(lines[6..], PATCH_DIFF, "{out}");
+    assert!(!out.contains('\x1b'), "no colour when piped: {out:?}");
+
+    let (_, out, _) = kb_index(&vault, &["inbox", "show", &id, "--color", "always"]);
+    assert!(out.lines().any(|l| l == "\x1b[32m+A new line.\x1b[0m"), "{out:?}");
+    assert!(out.lines().any(|l| l == "\x1b[36m@@ -1,3 +1,4 @@\x1b[0m"), "{out:?}");
+    let (_, out, _) = kb_index_env(&vault, &["inbox", "show", &id, "--color", "auto"], &[]);
+    assert!(!out.contains('\x1b'), "auto is plain when piped");
+
+    // A new note is shown whole, every line added.
+    let new = propose_new(&vault, "Keeper");
+    let (code, out, _) = kb_index(&vault, &["inbox", "show", &new]);
+    assert_eq!(code, 0);
+    let at = out.lines().position(|l| l == "--- /dev/null").expect(&out);
+    let diff: Vec<&str> = out.lines().skip(at).collect();
+    assert_eq!(diff[1], "+++ b/z/Keeper.md");
+    assert!(diff[2].starts_with("@@ -0,0 +1,"), "{out}");
+    assert!(diff.contains(&"+First line.") && diff.contains(&"+Second line."), "{out}");
+    assert!(diff[3..].iter().all(|l| l.starts_with('+')), "{out}");
+}
+
+#[test]
+fn issue_13_inbox_list_diff_and_the_dry_run_show_the_changes() {
+    let (_tmp, vault) = vault();
+    let id = propose_patch(&vault);
+    let (code, out, _) = kb_index(&vault, &["inbox", "list"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("+A new line."), "no diff without --diff: {out}");
+    let (code, out, _) = kb_index(&vault, &["inbox", "list", "--diff"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], format!("{id}  patch z/alpha.md  checks pass"));
+    assert_eq!(lines[lines.len() - 7..], PATCH_DIFF, "{out}");
+
+    let (code, out, _) = kb_index(&vault, &["inbox", "apply"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("would apply {id}: change z/alpha.md (+1 -0 lines). Reason given: say more")
+    );
+    assert_eq!(lines[1..8], PATCH_DIFF, "{out}");
+    assert_eq!(lines[8], "");
+    assert_eq!(lines[9], "dry run: 1 proposal; apply one with `kb-index inbox apply --yes --only ID`");
+}
+
+#[test]
+fn issue_13_proposal_ids_by_a_prefix_of_4_digits_with_or_without_p() {
+    let (_tmp, vault) = vault();
+    let id = propose_patch(&vault);
+    for name in [&id[..6], &id[2..6], &id[2..10]] {
+        let (code, out, err) = kb_index(&vault, &["inbox", "apply", "--only", name]);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert!(out.starts_with(&format!("would apply {id}:")), "{name}: {out}");
+    }
+    let (code, _, err) = kb_index(&vault, &["inbox", "show", &id[..5]]);
+    assert_eq!(code, 2);
+    assert!(err.contains("at least 4 hex digits"), "{err}");
+
+    // An id naming nothing pending: exit 2 and a message, not an empty dry run.
+    let (code, out, err) = kb_index(&vault, &["inbox", "apply", "--only", "p_ffff0000"]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("no pending proposal has the id, id prefix or slug \"p_ffff0000\""), "{err}");
+    assert!(err.contains("hint: `kb-index inbox list`"), "{err}");
+
+    // Two proposals the name fits: both are listed, with their targets.
+    let one = propose_new(&vault, "Twin");
+    let two = propose_new(&vault, "Twin");
+    let (code, _, err) = kb_index(&vault, &["inbox", "show", "Twin"]);
+    assert_eq!(code, 2);
+    let (first, second) = if one < two { (&one, &two) } else { (&two, &one) };
+    assert!(
+        err.contains(&format!("names 2 pending proposals: {first} (z/Twin.md), {second} (z/Twin.md)")),
+        "{err}"
+    );
+}
+
+#[test]
+fn issue_13_a_stale_patch_tells_the_person_what_to_do() {
+    let (_tmp, vault) = vault();
+    let id = propose_patch(&vault);
+    std::fs::write(vault.join("z/alpha.md"), "# Alpha\n\nEdited by hand.\n").unwrap();
+    let (code, out, _) = kb_index(&vault, &["inbox", "apply", "--only", &id]);
+    assert_eq!(code, 1);
+    assert!(out.contains("    because the note changed after the proposal was made"), "{out}");
+    assert!(out.contains("note: z/alpha.md changed after this proposal was made"), "{out}");
+    let (code, _, err) = kb_index(&vault, &["inbox", "apply", "--yes", "--only", &id]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("read_note"), "no hint meant for an agent: {err}");
+    assert!(err.contains("kb-index inbox reject"), "{err}");
+}
+
+#[test]
+fn issue_13_search_takes_every_word_and_finds_titles_and_text_together() {
+    let (_tmp, vault) = vault();
+    // Every word is the query; the default shows text snippets beside title matches;
+    // --titles narrows to the title ranking (no snippets), --content to the text.
+    let (code, out, err) = kb_index(&vault, &["search", "lighthouse", "keeper"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], " 1. z/alpha.md  Alpha");
+    assert_eq!(lines[1], "      3: The **lighthouse** **keeper**.");
+    assert_eq!(*lines.last().unwrap(), "2 notes shown; 2 by title, 2 by text");
+    let (code, out, _) = kb_index(&vault, &["search", "keeper", "-c", "-n", "1000"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().last(), Some("1 of 1 matching note by text"), "{out}");
+    let (code, out, _) = kb_index(&vault, &["search", "lamp", "--titles"]);
+    assert_eq!((code, out.as_str()), (0, " 1. z/lighthouse.md  Lighthouse\n1 of 1 matching note by title\n"));
+    let (code, out, _) = kb_index(&vault, &["search", "qwertyzzz"]);
+    assert_eq!((code, out.as_str()), (1, "0 notes shown; 0 by title, 0 by text\n"), "nothing matched");
+    let (code, out, _) = kb_index(&vault, &["search", "lighthouse", "-l"]);
+    assert_eq!((code, out.as_str()), (0, "z/lighthouse.md\nz/alpha.md\n"));
+    let (code, out, _) = kb_index(&vault, &["search", "lighthouse", "-j"]);
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["results"][0]["path"], "z/lighthouse.md");
+    let (code, out, _) = kb_index(&vault, &["search", "lighthouse", "--color", "always"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\x1b[35mz/lighthouse.md\x1b[0m"), "{out:?}");
+    assert!(out.contains("\x1b[32m1\x1b[0m: # \x1b[1;31mLighthouse\x1b[0m"), "{out:?}");
+    assert_eq!(kb_index(&vault, &["search", "x", "-n", "1001"]).0, 2, "bad input");
+    assert_eq!(kb_index(&vault, &["search", "x", "--titles", "--content"]).0, 2, "one or the other");
+}
+
+#[test]
+fn issue_13_no_broken_pipe_message_when_the_reader_leaves() {
+    let (_tmp, vault) = vault();
+    for n in 0..400 {
+        let text = format!("# Note {n}\n\nneedle {}\n", "filler words ".repeat(20));
+        std::fs::write(vault.join(format!("z/note {n}.md")), text).unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(["search", "needle", "--json", "-n", "1000", "--vault"])
+        .arg(&vault)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    // The reader is dropped here while the output (well over a pipe's 64 KiB) is unwritten.
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(first, "{\n");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(!err.contains("Broken pipe") && !err.contains("cannot write"), "{err}");
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn issue_13_times_for_people_are_local() {
+    let (_tmp, vault) = vault();
+    propose_patch(&vault);
+    assert_eq!(kb_index(&vault, &["build"]).0, 0);
+    let (_, out, _) = kb_index_env(&vault, &["inbox", "list"], &[("TZ", "Asia/Shanghai")]);
+    let line = out.lines().find(|l| l.starts_with("    proposed ")).expect(&out);
+    assert!(line.ends_with(" +08:00"), "{line}");
+    let (_, out, _) = kb_index_env(&vault, &["status"], &[("TZ", "Asia/Shanghai")]);
+    let line = out.lines().find(|l| l.starts_with("built ")).expect(&out);
+    assert!(line.ends_with(" +08:00"), "{line}");
+}
+
+#[test]
+fn issue_13_help_describes_the_command_line_with_examples_in_order() {
+    let output = Command::new(env!("CARGO_BIN_EXE_kb-index")).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        help.starts_with(
+            "Search a Markdown vault, see its state, and review the changes AI agents propose to it."
+        ),
+        "{help}"
+    );
+    assert!(help.contains("Examples:\n  kb-index search"), "{help}");
+    let order: Vec<usize> = ["  search ", "  status ", "  build ", "  inbox ", "  eval "]
+        .iter()
+        .map(|name| help.find(name).expect(name))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{help}");
+    for sub in [&["search", "--help"][..], &["inbox", "--help"]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_kb-index")).args(sub).output().unwrap();
+        assert!(String::from_utf8_lossy(&output.stdout).contains("Examples:"), "{sub:?}");
+    }
+}
