@@ -141,7 +141,11 @@ fn kb_index_exit_codes() {
     std::fs::write(vault.join("z/new.md"), "# new\n").unwrap();
     assert_eq!(kb_index(&vault, &["status"]).0, 1, "stale index is a failed check");
     assert_eq!(kb_index(&vault, &["build", "--full"]).0, 0);
-    assert_eq!(kb_index(&vault, &["search", "x", "--limit", "99"]).0, 2, "bad input");
+    assert_eq!(
+        kb_index(&vault, &["search", "x", "--limit", "1001"]).0,
+        2,
+        "bad input: the CLI takes up to 1000"
+    );
     assert_eq!(kb_index(&vault, &["frobnicate"]).0, 2, "bad usage");
 
     let (code, _, err) = kb_index(&tmp.path().join("missing"), &["build"]);

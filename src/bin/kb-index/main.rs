@@ -49,7 +49,7 @@ struct Cli {
     #[arg(long, global = true)]
     index_dir: Option<PathBuf>,
     /// When to colour the output: auto (on a terminal, unless NO_COLOR is set), always or never.
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", hide_possible_values = true)]
     color: ColorChoice,
     #[command(subcommand)]
     command: Command,
