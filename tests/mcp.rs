@@ -663,6 +663,8 @@ async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_on
     assert!(!text.contains("(a check fails)"), "{text}");
     let one = call(&client, "list_proposals", json!({"status": "all", "limit": 1})).await.unwrap();
     assert!(one.content[0].as_text().unwrap().text.starts_with("1 proposal\n- "));
+    let tags = call(&client, "list_tags", json!({"limit": 1})).await.unwrap();
+    assert!(tags.content[0].as_text().unwrap().text.starts_with("1 tag\n"), "{tags:?}");
     client.cancel().await.unwrap();
 }
 

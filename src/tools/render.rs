@@ -5,18 +5,30 @@ use std::fmt::Write;
 
 use crate::engine::types::*;
 
+/// `1 note`, `2 notes`: `noun` is the singular; the plural adds `s`.
+fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+/// `1 of 3 notes match`, `1 of 1 note matches`.
+fn matching(shown: usize, total: u64) -> String {
+    let verb = if total == 1 { "matches" } else { "match" };
+    format!("{shown} of {} {verb}", count(total, "note"))
+}
+
 pub(super) fn overview(o: &Overview) -> String {
     let mut out = format!(
-        "vault {}: {} notes, {} standards, {} tags, {} links ({} broken), {} orphans, {} proposals pending; index {} documents, {}; access {}",
+        "vault {}: {}, {}, {}, {} ({} broken), {}, {} pending; index {}, {}; access {}",
         o.vault,
-        o.counts.notes,
-        o.counts.standards,
-        o.counts.tags,
-        o.counts.links,
+        count(o.counts.notes, "note"),
+        count(o.counts.standards, "standard"),
+        count(o.counts.tags, "tag"),
+        count(o.counts.links, "link"),
         o.counts.broken_links,
-        o.counts.orphans,
-        o.counts.proposals_pending,
-        o.index.documents,
+        count(o.counts.orphans, "orphan"),
+        count(o.counts.proposals_pending, "proposal"),
+        count(o.index.documents, "note"),
         if o.index.fresh {
             "fresh".to_owned()
         } else {
@@ -56,7 +68,7 @@ fn stale_line(stale: Option<&String>) -> String {
 
 pub(super) fn knowledge(r: &KnowledgeResults) -> String {
     let mut out = stale_line(r.stale.as_ref());
-    let _ = write!(out, "{} of {} notes match `{}`", r.results.len(), r.total, r.query);
+    let _ = write!(out, "{} `{}`", matching(r.results.len(), r.total), r.query);
     for (rank, hit) in r.results.iter().enumerate() {
         let _ = write!(out, "\n{}. {} — {}", rank + 1, hit.path, hit.title);
         if !hit.description.is_empty() {
@@ -68,7 +80,7 @@ pub(super) fn knowledge(r: &KnowledgeResults) -> String {
 
 pub(super) fn content(r: &ContentResults) -> String {
     let mut out = stale_line(r.stale.as_ref());
-    let _ = write!(out, "{} of {} notes match `{}`", r.results.len(), r.total, r.query);
+    let _ = write!(out, "{} `{}`", matching(r.results.len(), r.total), r.query);
     for (rank, hit) in r.results.iter().enumerate() {
         let _ = write!(out, "\n{}. {} — {}", rank + 1, hit.path, hit.title);
         for snippet in &hit.snippets {
@@ -87,7 +99,7 @@ pub(super) fn note(n: &NoteContent) -> String {
 }
 
 pub(super) fn standards(s: &Standards) -> String {
-    let mut out = format!("{} standards", s.standards.len());
+    let mut out = count(s.standards.len() as u64, "standard");
     for entry in &s.standards {
         let _ = write!(out, "\n- {} — {}", entry.path, entry.title);
     }
@@ -95,7 +107,7 @@ pub(super) fn standards(s: &Standards) -> String {
 }
 
 pub(super) fn tags(t: &Tags) -> String {
-    let mut out = format!("{} tags", t.tags.len());
+    let mut out = count(t.tags.len() as u64, "tag");
     for tag in &t.tags {
         let _ =
             write!(out, "\n#{} ({}{})", tag.tag, tag.count, if tag.registered { ", registered" } else { "" });
@@ -157,8 +169,7 @@ pub(super) fn proposed_patch(r: &ProposePatchResult) -> String {
 }
 
 pub(super) fn proposals(r: &Proposals) -> String {
-    let n = r.proposals.len();
-    let mut out = if n == 1 { "1 proposal".to_owned() } else { format!("{n} proposals") };
+    let mut out = count(r.proposals.len() as u64, "proposal");
     for p in &r.proposals {
         // The checks tell whether a pending proposal can still be applied; an
         // applied or rejected one has no such question (its note has moved on).
@@ -185,9 +196,9 @@ pub(super) fn recall(r: &RecallPack) -> String {
     let mut out = stale_line(r.stale.as_ref());
     let _ = write!(
         out,
-        "context for `{}`: {} items, about {} of {} tokens",
+        "context for `{}`: {}, about {} of {} tokens",
         r.topic,
-        r.items.len(),
+        count(r.items.len() as u64, "item"),
         r.used_tokens,
         r.budget_tokens
     );

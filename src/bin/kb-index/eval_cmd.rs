@@ -41,7 +41,11 @@ pub(crate) fn run_eval(
         }
         None => write!(out, "{report}"),
     };
-    written.map_err(|err| format!("cannot write output: {err}"))?;
+    match written {
+        // The reader went away (`kb-index eval … | head`): nothing to say.
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.map_err(|err| format!("cannot write output: {err}"))?,
+    }
     Ok(if report.all_passed() { 0 } else { 1 })
 }
 
