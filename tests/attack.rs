@@ -1779,12 +1779,5 @@ const UNIX_ONLY: &[&str] = &[
 /// everywhere it keeps the list above complete.
 #[test]
 fn unix_only_attacks_are_listed_and_reported_when_skipped() {
-    let marker = concat!("#[cfg(", "unix)]");
-    let count = include_str!("attack.rs").matches(marker).count();
-    assert_eq!(count, UNIX_ONLY.len(), "list every {marker} of tests/attack.rs in UNIX_ONLY");
-    if !cfg!(unix) {
-        for attack in UNIX_ONLY {
-            eprintln!("SKIPPED (not Unix): {attack}");
-        }
-    }
+    common::check_unix_only("tests/attack.rs", include_str!("attack.rs"), UNIX_ONLY);
 }

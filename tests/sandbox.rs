@@ -7,6 +7,8 @@
 //! Every test builds its own small vault in a temporary folder, beside an
 //! `outside` folder holding a secret that must never come back.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -981,12 +983,5 @@ const UNIX_ONLY: &[&str] = &[
 /// everywhere it keeps the list above complete.
 #[test]
 fn unix_only_checks_are_listed_and_reported_when_skipped() {
-    let marker = concat!("#[cfg(", "unix)]");
-    let count = include_str!("sandbox.rs").matches(marker).count();
-    assert_eq!(count, UNIX_ONLY.len(), "list every {marker} of tests/sandbox.rs in UNIX_ONLY");
-    if !cfg!(unix) {
-        for check in UNIX_ONLY {
-            eprintln!("SKIPPED (not Unix): {check}");
-        }
-    }
+    common::check_unix_only("tests/sandbox.rs", include_str!("sandbox.rs"), UNIX_ONLY);
 }

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use super::{Catalog, Engine, catalog_records};
 use crate::error::{ErrorCode, Result};
 use crate::index::IndexDocument;
-use crate::sandbox::{Area, NotePath, ScannedFile};
+use crate::sandbox::{Area, NotePath, ScannedFile, ends_in_md};
 use crate::vault::{Diagnostic, NoteKind, NoteRecord, content_hash, decode_note, parse_note};
 
 /// Files above this size are recorded but not indexed as text.
@@ -240,7 +240,7 @@ impl Engine {
             let path = match NotePath::parse(&rel) {
                 Ok(path) => path,
                 // The walk lists refused Markdown names as skipped; other files do not matter.
-                Err(_) if rel.to_lowercase().ends_with(".md") => return None,
+                Err(_) if ends_in_md(&rel) => return None,
                 Err(_) => continue,
             };
             let folder_prefix = format!("{rel}/");

@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use walkdir::WalkDir;
 
-use super::{Area, NotePath, Policy, Sandbox, hex};
+use super::{Area, NotePath, Policy, Sandbox, ends_in_md, hex};
 use crate::error::{Error, ErrorCode, Result};
 
 /// Largest `kb.toml` read, in bytes.
@@ -338,14 +338,14 @@ pub(super) fn scan(sandbox: &Sandbox) -> Result<Scan> {
             Some((Ok(path), _)) => path,
             Some((Err(err), rel)) => {
                 // A Markdown file whose name we refuse is reported, never silently lost.
-                if rel.to_lowercase().ends_with(".md") {
+                if ends_in_md(&rel) {
                     scan.skipped.push(SkippedFile { path: rel, reason: err.message });
                 }
                 continue;
             }
             None => {
                 let shown = entry.path().to_string_lossy().into_owned();
-                if shown.to_lowercase().ends_with(".md") {
+                if ends_in_md(&shown) {
                     scan.skipped
                         .push(SkippedFile { path: shown, reason: "the name is not valid UTF-8".to_owned() });
                 }

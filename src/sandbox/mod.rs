@@ -32,7 +32,7 @@ pub use index_dir::{
     folder_size, is_disk_full, is_index_file_name, is_read_only,
 };
 pub use lock::InboxLock;
-pub use path::{NotePath, forbidden_char, is_device_name, is_invisible, strip_md};
+pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};
 pub use swap::Replaced;

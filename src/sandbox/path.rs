@@ -80,7 +80,7 @@ impl NotePath {
 
     /// Whether the file name ends in `.md` (any case).
     pub fn is_markdown(&self) -> bool {
-        self.stem().len() != self.file_name().len()
+        ends_in_md(self.file_name())
     }
 }
 
@@ -91,6 +91,12 @@ pub fn strip_md(text: &str) -> &str {
         Some(cut) if text.is_char_boundary(cut) && text[cut..].eq_ignore_ascii_case(".md") => &text[..cut],
         _ => text,
     }
+}
+
+/// Whether `text` ends in `.md` in any case: [`strip_md`]'s rule, for names that
+/// are not (or not yet) a [`NotePath`], such as one the walk refuses.
+pub fn ends_in_md(text: &str) -> bool {
+    strip_md(text).len() != text.len()
 }
 
 impl fmt::Display for NotePath {

@@ -151,3 +151,17 @@ pub fn raw_stdio_server(vault: &Path, access: &str, stderr: std::process::Stdio)
         .spawn()
         .unwrap()
 }
+
+/// Keeps a test file's list of `#[cfg(unix)]` parts complete (one entry per
+/// marker in `source`, the file's own text) and, off Unix, names each skipped
+/// part in the test output so that a green run there does not hide what it left out.
+pub fn check_unix_only(file: &str, source: &str, unix_only: &[&str]) {
+    let marker = concat!("#[cfg(", "unix)]");
+    let count = source.matches(marker).count();
+    assert_eq!(count, unix_only.len(), "list every {marker} of {file} in UNIX_ONLY");
+    if !cfg!(unix) {
+        for part in unix_only {
+            eprintln!("SKIPPED (not Unix): {part}");
+        }
+    }
+}
