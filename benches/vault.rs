@@ -27,6 +27,12 @@
 //! cargo bench -p kb-bench --bench vault -- search_note_content  # one family
 //! ```
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the benchmarks build vaults on disk"
+)]
+
 use std::cell::RefCell;
 use std::fs;
 use std::hint::black_box;

@@ -18,6 +18,12 @@
 //! Failures are collected, not raised one by one, so a run reports every input
 //! that was not refused as expected.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 
 use std::collections::{BTreeMap, HashMap};

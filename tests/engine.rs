@@ -2,6 +2,12 @@
 //! reading, the link graph, tags, standards, recent notes, the overview and
 //! incremental indexing. Expected facts come from `fixtures/VAULT.md`.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 
 use kb_mcp::engine::types::*;

@@ -6,6 +6,12 @@
 //! committed baseline (`fixtures/eval/baselines/`), and kb-mcp to plain BM25 per
 //! language and tool, so search quality cannot regress silently.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 mod eval_baseline;
 

@@ -5,6 +5,12 @@
 //! `cargo test` guards what the fuzzers found without cargo-fuzz, a nightly
 //! feature or a sanitizer. `.ci/fuzz` runs the fuzzers themselves.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 #[path = "fuzz/harness.rs"]
 mod harness;
 

@@ -5,6 +5,12 @@
 //! (32 readers and an applier; small by default, full with `KB_LOAD=1`).
 //! Every server listens on 127.0.0.1 with a port the kernel picks.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -10,6 +10,12 @@
 //! the read-only tests fall back to file modes when they bind this user (not
 //! root), and otherwise print that they were skipped and why.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 
 use std::fs;

@@ -3,6 +3,12 @@
 //! schema validation, access levels, three protocol versions, resources,
 //! prompts, stdout cleanliness, a malformed line, freshness, and exit on EOF.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

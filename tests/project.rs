@@ -2,6 +2,12 @@
 //! the `kb-index` command line's exit codes, and that what the README's server
 //! command leaves in a vault never reaches a test's copy of the fixture.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

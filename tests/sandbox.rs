@@ -7,6 +7,12 @@
 //! Every test builds its own small vault in a temporary folder, beside an
 //! `outside` folder holding a secret that must never come back.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 
 use std::fs;

@@ -6,6 +6,12 @@
 //! note of the fixture vault, and an oracle test that compares our ATX headings with
 //! the `markdown` crate's syntax tree.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,12 @@
 //! a crash after any step is recovered; two concurrent applies of one id give
 //! one success; a tampered or re-targeted proposal writes nothing.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 mod common;
 
 use std::cell::Cell;

@@ -9,6 +9,12 @@
 //! with `--out` it is written to DIR, which must be new or empty and outside
 //! the repository. Prints one JSON line: `{"path": …, "files": …, "bytes": …}`.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the benchmarks build vaults on disk"
+)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;

@@ -13,6 +13,12 @@
 //! links, headings, tags) so a change in memory can be put against what is
 //! held. One JSON line per stage on stdout.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the benchmarks build vaults on disk"
+)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;

@@ -7,6 +7,12 @@
 //! here ever writes inside the repository or the shared corpus: every path it
 //! writes is checked against both first ([`check_writable`]).
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the benchmarks build vaults on disk"
+)]
+
 mod generate;
 pub mod rng;
 pub mod words;

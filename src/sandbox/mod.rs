@@ -8,6 +8,15 @@
 //! areas and the hard-deny list, because a text check alone says nothing about
 //! where a symlink points. Atomic writes live here too, so that no other module
 //! needs `std::fs`.
+//!
+//! `clippy.toml` bans the filesystem calls everywhere; this module alone lifts
+//! the ban, so the compiler keeps the disk behind these checks.
+
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the sandbox is the one module that touches the filesystem"
+)]
 
 mod encoding;
 mod fs;
