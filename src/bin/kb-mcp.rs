@@ -10,6 +10,12 @@
 //! mode, it says how to connect a client instead of waiting silently. On stdio,
 //! stdout belongs to JSON-RPC: everything else goes to stderr.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the binaries read their own files (token file, suites, reports) and check the folders they are given"
+)]
+
 use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -193,7 +199,8 @@ fn main() -> ExitCode {
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("kb-mcp: {error:#}");
+            let hint = error.hint.map(|hint| format!("\nhint: {hint}")).unwrap_or_default();
+            eprintln!("kb-mcp: {}{hint}", error.message);
             ExitCode::from(1)
         }
     }

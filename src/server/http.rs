@@ -42,7 +42,6 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use ::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use anyhow::Context as _;
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
@@ -60,6 +59,7 @@ use tokio_util::task::TaskTracker;
 
 use super::tokens::{Grant, TokenStore};
 use super::{KbServer, ServerOptions, Shared, log};
+use crate::error::{Error, Result};
 use crate::tools::Access;
 
 /// The largest request body accepted (a proposal's content is capped at 2 MiB by
@@ -130,15 +130,14 @@ impl HttpOptions {
 }
 
 /// Serves MCP over Streamable HTTP until SIGINT or SIGTERM.
-pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> anyhow::Result<()> {
-    let tokens = TokenStore::open(&http.tokens).map_err(|error| {
-        let hint = error.hint.clone().map(|hint| format!("\nhint: {hint}")).unwrap_or_default();
-        anyhow::anyhow!("{}{hint}", error.message)
-    })?;
+pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()> {
+    let tokens = TokenStore::open(&http.tokens)?;
     let mut signals = Signals::install()?;
-    let listener =
-        TcpListener::bind(http.addr).await.with_context(|| format!("cannot listen on {}", http.addr))?;
-    let local = listener.local_addr().context("reading the bound address")?;
+    let listener = TcpListener::bind(http.addr)
+        .await
+        .map_err(|err| Error::internal(format!("cannot listen on {}: {err}", http.addr)))?;
+    let local =
+        listener.local_addr().map_err(|err| Error::internal(format!("reading the bound address: {err}")))?;
 
     let shared = Shared::start(&options);
     let sessions_stop = CancellationToken::new();
@@ -253,13 +252,15 @@ struct Signals {
 }
 
 impl Signals {
-    fn install() -> anyhow::Result<Signals> {
+    fn install() -> Result<Signals> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
             Ok(Signals {
-                interrupt: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
-                terminate: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+                interrupt: signal(SignalKind::interrupt())
+                    .map_err(|err| Error::internal(format!("installing the SIGINT handler: {err}")))?,
+                terminate: signal(SignalKind::terminate())
+                    .map_err(|err| Error::internal(format!("installing the SIGTERM handler: {err}")))?,
             })
         }
         #[cfg(not(unix))]

@@ -530,7 +530,7 @@ impl ServerHandler for KbServer {
 }
 
 /// Serves MCP on stdin/stdout until stdin closes.
-pub async fn serve_stdio(options: ServerOptions) -> anyhow::Result<()> {
+pub async fn serve_stdio(options: ServerOptions) -> crate::error::Result<()> {
     let shared = Shared::start(&options);
     let server = KbServer::new(shared, options.access);
     log(
