@@ -6,6 +6,12 @@
 //! text together; short flags, `--limit` up to 1000, `--color`; no "Broken pipe"
 //! when the reader leaves; times in the local time zone; exit codes.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
