@@ -25,5 +25,6 @@ pub use note::{
 pub use obsidian::templates_folders;
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 
+pub use markdown::{BlockIdSpan, HeadingSpan, LinkSpan, Span, TagSpan};
 pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};
-pub use section::{HeadingBlock, atx_heading_line, heading_blocks, line_start, section_range};
+pub use section::{atx_heading_line, heading_blocks, line_start, section_range};

@@ -304,11 +304,11 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
     let (created, problems) = frontmatter::created(&map, yaml);
     diagnostics.extend(problems.into_iter().map(|(message, line)| Diagnostic { line, message }));
 
-    let scanned = markdown::scan(&text[body_offset..], body_line, path.parent());
+    let scanned = markdown::scan(text, body_offset, body_line, path.parent());
     diagnostics.extend(scanned.diagnostics);
 
     let drawing = drawing_name(path);
-    let mut headings = scanned.headings;
+    let mut headings: Vec<Heading> = scanned.headings.into_iter().map(|h| h.heading).collect();
     if drawing.is_some() {
         // The plugin's own headings are not the drawing's outline (nor its title).
         headings.retain(|h| !DRAWING_HEADINGS.contains(&heading_key(&h.text).as_str()));
@@ -317,7 +317,7 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
         .or_else(|| opening_h1(&text[body_offset..], body_line, &headings))
         .unwrap_or_else(|| drawing.unwrap_or(path.stem()).to_owned());
     let mut tags = frontmatter::tags(&map);
-    tags.extend(scanned.tags);
+    tags.extend(scanned.tags.into_iter().map(|t| t.tag));
     Note {
         path: path.clone(),
         title,
@@ -327,8 +327,8 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
         created,
         frontmatter: Value::Object(map),
         headings,
-        links: scanned.links,
-        block_ids: scanned.block_ids,
+        links: scanned.links.into_iter().map(|l| l.link).collect(),
+        block_ids: scanned.block_ids.into_iter().map(|b| b.id).collect(),
         body_offset,
         body_line,
         diagnostics,

@@ -11,30 +11,14 @@ use std::ops::Range;
 
 use super::frontmatter;
 use super::markdown;
+use super::markdown::HeadingSpan;
 use super::note::Heading;
 
-/// A heading and the file lines it spans.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeadingBlock {
-    /// The heading as [`parse_note`](super::parse_note) gives it (`line` is its
-    /// first line).
-    pub heading: Heading,
-    /// Its last line: the same line for `# Heading`, the underline for a setext
-    /// heading (`Setup` over `=====`).
-    pub last_line: u32,
-}
-
-/// The headings of a note's text, frontmatter skipped, with the lines each spans.
-pub fn heading_blocks(text: &str) -> Vec<HeadingBlock> {
+/// The headings of a note's text, frontmatter skipped, with their spans.
+pub fn heading_blocks(text: &str) -> Vec<HeadingSpan> {
     let offset = frontmatter::body_offset(text);
     let first_line = u32::try_from(text[..offset].matches('\n').count() + 1).unwrap_or(u32::MAX);
-    let scanned = markdown::scan(&text[offset..], first_line, "");
-    scanned
-        .headings
-        .into_iter()
-        .zip(scanned.heading_ends)
-        .map(|(heading, last_line)| HeadingBlock { heading, last_line })
-        .collect()
+    markdown::scan(text, offset, first_line, "").headings
 }
 
 /// A line read as an ATX heading (`## Setup`): its level and text, as the
@@ -71,11 +55,21 @@ mod tests {
     fn blocks_and_ranges() {
         let text = "---\na: 1\n---\nSetup\n=====\nx\n## Sub\ny\n\nNext\n===\n";
         let blocks = heading_blocks(text);
-        let lines: Vec<(u8, &str, u32, u32)> = blocks
+        let lines: Vec<(u8, &str, u32, u32, &str, &str)> = blocks
             .iter()
-            .map(|b| (b.heading.level, b.heading.text.as_str(), b.heading.line, b.last_line))
+            .map(|b| {
+                let h = &b.heading;
+                (h.level, h.text.as_str(), h.line, b.last_line, b.span.of(text), b.text.of(text))
+            })
             .collect();
-        assert_eq!(lines, [(1, "Setup", 4, 5), (2, "Sub", 7, 7), (1, "Next", 10, 11)]);
+        assert_eq!(
+            lines,
+            [
+                (1, "Setup", 4, 5, "Setup\n=====", "Setup"),
+                (2, "Sub", 7, 7, "## Sub", "Sub"),
+                (1, "Next", 10, 11, "Next\n===", "Next")
+            ]
+        );
         let headings: Vec<Heading> = blocks.into_iter().map(|b| b.heading).collect();
         assert_eq!(&text[section_range(text, &headings, 0)], "Setup\n=====\nx\n## Sub\ny\n\n");
         assert_eq!(&text[section_range(text, &headings, 2)], "Next\n===\n");

@@ -1,0 +1,153 @@
+//! The one Markdown model of a note: every heading, link, inline tag and block id
+//! the vault knows of, each with its exact byte span in the file.
+//!
+//! Everything that reads Markdown structure goes through here: [`parse_note`]
+//! (titles, outline, links for the graph and the index), sections for
+//! `read_note`, recall and a patch's `replace_section`, and whatever rewrites a
+//! link. A span is a byte range of the file as on disk (frontmatter and BOM
+//! included), so an edit can replace a span and nothing else.
+//!
+//! This is deliberately not a full CommonMark parser: one pass over the lines of
+//! the body ([`blocks`]: fences, HTML comments, GFM tables, ATX and setext
+//! headings, enough of lists and quotes to place them), and an inline scan
+//! ([`inline`]) that jumps from one interesting byte to the next. It never
+//! allocates per character and every search it makes is bounded or cached, so
+//! adversarial lines (`[[[[…`, thousands of backticks) stay linear. Where it
+//! differs from CommonMark on purpose is listed in `tests/vault_parse.rs`
+//! (`INTENDED_DIFFERENCES`), checked against the `markdown` crate there.
+//!
+//! [`parse_note`]: super::parse_note
+
+mod blocks;
+mod inline;
+mod syntax;
+mod target;
+
+use std::ops::Range;
+
+use super::note::{Diagnostic, Heading, Link};
+
+pub(super) use syntax::atx_heading_line;
+
+/// A byte range in a note's text as on disk: frontmatter and BOM included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// The span as a range, for slicing.
+    pub fn range(self) -> Range<usize> {
+        self.start..self.end
+    }
+
+    /// The text it covers; empty when it does not fit `text`.
+    pub fn of(self, text: &str) -> &str {
+        text.get(self.range()).unwrap_or("")
+    }
+}
+
+/// A heading and where it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadingSpan {
+    /// The heading as [`parse_note`](super::parse_note) gives it (`line` is its first line).
+    pub heading: Heading,
+    /// Its last line: the same line for `# Heading`, the underline for a setext
+    /// heading (`Setup` over `=====`).
+    pub last_line: u32,
+    /// Its lines, from the start of the first to the end of the last (the
+    /// underline of a setext heading), without the final line ending.
+    pub span: Span,
+    /// Its text as written: after `#` and spaces and before a closing `#` run, or
+    /// the text lines of a setext heading (their line breaks included: the
+    /// heading's `text` joins them with spaces).
+    pub text: Span,
+}
+
+/// A link and where each of its parts is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkSpan {
+    /// The link as [`parse_note`](super::parse_note) gives it.
+    pub link: Link,
+    /// The whole link: `[[…]]`, `![[…]]`, `[…](…)` or `![…](…)`.
+    pub span: Span,
+    /// The target as written, trimmed: `a/b` in `[[ a/b #h|x]]`; for a Markdown
+    /// link the destination before `#`, still percent-encoded, inside `<…>` when
+    /// it has them. Empty (at the `#`) for a same-note link.
+    pub target: Span,
+    /// The anchor as written, after `#` (`^id` for a block).
+    pub anchor: Option<Span>,
+    /// The display text as written, trimmed: after `|`, or inside `[…]`.
+    pub display: Option<Span>,
+}
+
+/// An inline tag and where it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagSpan {
+    /// The tag without `#`.
+    pub tag: String,
+    /// `#tag` as written.
+    pub span: Span,
+}
+
+/// A block id and where it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockIdSpan {
+    /// The id without `^`.
+    pub id: String,
+    /// `^id` as written.
+    pub span: Span,
+}
+
+/// Everything the scanner found in a body, in file order.
+#[derive(Debug, Default)]
+pub(super) struct Scanned {
+    pub(super) headings: Vec<HeadingSpan>,
+    pub(super) links: Vec<LinkSpan>,
+    pub(super) tags: Vec<TagSpan>,
+    pub(super) block_ids: Vec<BlockIdSpan>,
+    /// Unclosed code fences.
+    pub(super) diagnostics: Vec<Diagnostic>,
+}
+
+/// Scans `text[body_offset..]`, the body, whose first line is file line
+/// `first_line`. `folder` is the note's folder (vault-relative, `""` at the top),
+/// against which Markdown links are resolved. Spans are offsets in `text`.
+pub(super) fn scan(text: &str, body_offset: usize, first_line: u32, folder: &str) -> Scanned {
+    blocks::scan(text, body_offset.min(text.len()), first_line, folder)
+}
+
+/// Longest context a backlink shows for a link, in characters (the ellipsis included).
+const MAX_CONTEXT_CHARS: usize = 160;
+
+/// The trimmed line, cut to at most [`MAX_CONTEXT_CHARS`] characters.
+pub(super) fn make_context(line: &str) -> String {
+    let trimmed = line.trim();
+    match trimmed.char_indices().nth(MAX_CONTEXT_CHARS) {
+        None => trimmed.to_owned(),
+        Some(_) => {
+            let cut = trimmed.char_indices().nth(MAX_CONTEXT_CHARS - 1).map_or(trimmed.len(), |(i, _)| i);
+            let mut out = trimmed[..cut].to_owned();
+            out.push('…');
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contexts() {
+        let long: String = "字".repeat(200);
+        let context = make_context(&long);
+        assert_eq!(context.chars().count(), MAX_CONTEXT_CHARS);
+        assert!(context.ends_with('…'));
+        assert_eq!(make_context("  short  "), "short");
+        assert_eq!(make_context(&"a".repeat(160)).len(), 160);
+    }
+}
