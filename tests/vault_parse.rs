@@ -997,3 +997,338 @@ fn config_errors() {
     let err = VaultConfig::parse(Some("[vault]\ninbox = 'a'\ninbox = 'b'\n")).expect_err("duplicate key");
     assert!(err.message.contains("line 3"), "{}", err.message);
 }
+
+// ---------------------------------------------------------------------------
+// The Markdown model (issue 14): spans, comments, tables, fence indentation
+
+fn spans(text: &str) -> kb_mcp::vault::NoteSpans {
+    kb_mcp::vault::note_spans(&NotePath::parse("z/note.md").expect("path"), text)
+}
+
+#[test]
+fn issue_14_spans_cover_exactly_what_is_written() {
+    let text = "---\ntitle: t\n---\n# Head [[a]] ##\nSee [[ b/c #Sec | shown ]], ![[img.png]], [[#^blk]] and \
+                [x y](<../d e.md#H%20i> \"t\") ![p](p.png) #tag/sub. end ^id-1\n\nSet\next\n===\n";
+    let model = spans(text);
+    let heads: Vec<(&str, &str)> =
+        model.headings.iter().map(|h| (h.span.of(text), h.text.of(text))).collect();
+    assert_eq!(heads, [("# Head [[a]] ##", "Head [[a]]"), ("Set\next\n===", "Set\next")]);
+    let links: Vec<[&str; 4]> = model
+        .links
+        .iter()
+        .map(|l| {
+            let part = |s: Option<kb_mcp::vault::Span>| s.map_or("-", |s| s.of(text));
+            [l.span.of(text), l.target.of(text), part(l.anchor), part(l.display)]
+        })
+        .collect();
+    assert_eq!(
+        links,
+        [
+            ["[[a]]", "a", "-", "-"],
+            ["[[ b/c #Sec | shown ]]", "b/c", "Sec", "shown"],
+            ["![[img.png]]", "img.png", "-", "-"],
+            ["[[#^blk]]", "", "^blk", "-"],
+            ["[x y](<../d e.md#H%20i> \"t\")", "../d e.md", "H%20i", "x y"],
+            ["![p](p.png)", "p.png", "-", "p"],
+        ]
+    );
+    assert_eq!(model.links[3].target.start, text.find("#^blk").unwrap());
+    let tags: Vec<&str> = model.tags.iter().map(|t| t.span.of(text)).collect();
+    assert_eq!(tags, ["#tag/sub"]);
+    let ids: Vec<&str> = model.block_ids.iter().map(|b| b.span.of(text)).collect();
+    assert_eq!(ids, ["^id-1"]);
+    // The model reads what parse_note reads.
+    let note = parse(text);
+    assert_eq!(note.links, model.links.iter().map(|l| l.link.clone()).collect::<Vec<_>>());
+    assert_eq!(note.headings, model.headings.iter().map(|h| h.heading.clone()).collect::<Vec<_>>());
+}
+
+#[test]
+fn issue_14_html_comments_hide_headings_links_tags_and_block_ids() {
+    let cases: &[(&str, &[&str])] = &[
+        ("<!--\n# Hidden\n[[a]] #t ^id\n-->\n# Shown\n", &["H1@5 Shown"]),
+        ("<!-- # one line --> [[a]]\n# After\n", &["H1@2 After"]),
+        ("para\n<!--\n## Hidden\n-->\n", &[]),
+        ("text <!-- [[a]] #t --> [[b]] #u\n", &["wikilink@1 b", "tag u"]),
+        ("text <!-- starts\n[[a]] #t\nends --> [[b]]\n", &["wikilink@3 b"]),
+        ("text <!-- never closed [[a]]\n\n[[b]]\n", &["wikilink@1 a", "wikilink@3 b"]),
+        ("`<!--` [[a]] `-->`\n", &["wikilink@1 a"]),
+        ("```\n<!--\n```\n# Out\n", &["H1@4 Out"]),
+        ("line ^id <!-- x -->\n", &[]),
+        ("line <!-- x --> ^id\n", &["id id"]),
+    ];
+    check_all("comments", cases, |text: &str| {
+        let note = parse(text);
+        let mut out: Vec<String> =
+            note.headings.iter().map(|h| format!("H{}@{} {}", h.level, h.line, h.text)).collect();
+        out.extend(link_summary(note.clone()));
+        out.extend(note.tags.iter().map(|t| format!("tag {t}")));
+        out.extend(note.block_ids.iter().map(|b| format!("id {b}")));
+        out
+    });
+}
+
+#[test]
+fn issue_14_a_table_followed_by_a_rule_stays_a_table() {
+    let cases: &[(&str, &[&str])] = &[
+        ("| a | b |\n| --- | --- |\n| 1 | 2 |\n---\n", &[]),
+        ("a | b\n--|--\n1 | 2\n---\n# After\n", &["H1@5 After"]),
+        ("| a |\n| :-: |\n---\n", &[]),
+        // Not a table (cell counts differ), so the paragraph is a heading.
+        ("a | b\n---\n", &["H2@1 a | b"]),
+        ("| a | b |\n| --- |\n| 1 | 2 |\n---\n", &["H2@1 | a | b | | --- | | 1 | 2 |"]),
+        // A blank line ends the table.
+        ("| a |\n| --- |\n\nText\n---\n", &["H2@4 Text"]),
+    ];
+    check_all("tables", cases, |text: &str| {
+        parse(text)
+            .headings
+            .into_iter()
+            .map(|h| format!("H{}@{} {}", h.level, h.line, h.text))
+            .collect::<Vec<_>>()
+    });
+}
+
+#[test]
+fn issue_14_fences_open_at_most_three_columns_in() {
+    let cases: &[(&str, &[&str])] = &[
+        ("   ```\n[[in code]]\n   ```\n[[out]]\n", &["wikilink@4 out"]),
+        ("para\n    ```\n[[a]]\n    ```\n", &["wikilink@3 a"]),
+        ("- item\n    ```\n    [[code]]\n    ```\n- [[b]]\n", &["wikilink@5 b"]),
+        ("1. item\n\n   ```\n   [[code]]\n   ```\n", &[]),
+        ("```\n[[code]]\n    ```\n[[still code]]\n```\n[[out]]\n", &["wikilink@6 out"]),
+    ];
+    check_all("fences", cases, |text: &str| link_summary(parse(text)));
+}
+
+/// Where our Markdown model differs from CommonMark + GFM (the `markdown`
+/// crate) on purpose. The reference-parser property test below does not
+/// generate these constructs; each is a choice, not an oversight.
+///
+/// 1. Wikilinks, embeds (`[[…]]`, `![[…]]`), inline `#tags` and `^block-ids`
+///    are Obsidian syntax the reference does not know; the test checks instead
+///    that each is found exactly where the reference sees text (not code, not
+///    HTML).
+/// 2. Headings count only at the top level: a heading inside a block quote or a
+///    list item is not in the outline (the reference nests it).
+/// 3. Indented code blocks are not modelled: text indented four columns after
+///    a blank line is read as text, its links are links (in a vault, deep
+///    indentation is nearly always nested list content).
+/// 4. Lists are modelled only as far as placing a fence goes (a fence in a list
+///    item is indented from the item's content column and ends with the item);
+///    list items do not nest otherwise.
+/// 5. An inline HTML comment that spans lines hides every line up to its `-->`
+///    (before the next blank line), even a line that would start a block (a
+///    heading, a fence) and so end the paragraph for the reference.
+/// 6. A heading's text is its source text: inline Markdown (links, emphasis,
+///    escapes, comments) is kept as written, where the reference gives the
+///    rendered words.
+/// 7. A GFM table's rows are not split into cells: a row's links and tags count
+///    wherever they are, and a delimiter row needs the header's cell count.
+/// 8. HTML blocks other than comments (`<div>`, `<details>`) are text: links in
+///    them count, as Obsidian shows them.
+/// 9. A Markdown link is only `[text](destination)` on one line; reference
+///    links (`[text][label]`), autolinks and links spanning lines are not
+///    recorded.
+/// 10. A note that opens with a `---` line has frontmatter up to the next `---`
+///     line (the reference reads a thematic break and text).
+///
+/// Where the reference itself strays from GFM, the generator steers around it
+/// (and says so where it does): `# #todo` is read as the heading `todo`; a table
+/// row starting with `#` ends the table; a comment opened in a table row runs on
+/// over the next rows; after a table lazily continuing a list item or a quote,
+/// later tables are not recognised. Inputs on which it panics are skipped.
+const INTENDED_DIFFERENCES: usize = 10;
+
+/// Inline pieces of generated notes: words, links of every form, tags, code,
+/// comments.
+const INLINE: &[&str] = &[
+    "word",
+    "more words",
+    "[[alpha]]",
+    "[[beta|shown]]",
+    "[[gamma#Sec]]",
+    "![[delta]]",
+    "[text](epsilon.md)",
+    "[t](<z eta.md>)",
+    "![pic](theta.png)",
+    "#todo",
+    "#area/x",
+    "`code [[alpha]] #todo`",
+    "``a ` [[beta]]``",
+    "<!-- c [[alpha]] #todo -->",
+    "\\[[escaped]]",
+    "*em*",
+];
+
+fn inline_line() -> impl Strategy<Value = String> {
+    proptest::collection::vec(proptest::sample::select(INLINE), 1..5).prop_map(|parts| parts.join(" "))
+}
+
+/// Inline pieces that keep a heading's text equal to the reference's words. It
+/// starts with a word: the reference reads `# #todo` as the heading `todo`.
+fn heading_line() -> impl Strategy<Value = String> {
+    let pieces = proptest::sample::select(&["word", "[[alpha]]", "#todo", "two words", "![[delta]]"][..]);
+    proptest::collection::vec(pieces, 0..4).prop_map(|parts| format!("word {}", parts.join(" ")))
+}
+
+fn block() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => proptest::collection::vec(inline_line(), 1..4).prop_map(|lines| lines.join("\n")),
+        2 => (1..=6usize, heading_line()).prop_map(|(level, text)| format!("{} {text}", "#".repeat(level))),
+        1 => (heading_line(), prop_oneof![Just("==="), Just("---")]).prop_map(|(t, u)| format!("{t}\n{u}")),
+        1 => (0..=5usize, prop_oneof![Just("```"), Just("~~~~")], inline_line(), any::<bool>()).prop_map(
+            |(indent, fence, line, close)| {
+                let pad = " ".repeat(indent);
+                if indent > 3 {
+                    // Not a fence: paragraph text (after a blank line it would be
+                    // indented code, difference 3).
+                    return format!("\npara\n{pad}{fence}\n{pad}{line}");
+                }
+                let closing = if close { format!("\n{pad}{fence}") } else { String::new() };
+                format!("{pad}{fence}\n{pad}{line}\n# word inside{closing}")
+            }
+        ),
+        1 => (inline_line(), any::<bool>()).prop_map(|(cell, rule)| {
+            let cell = cell.replace('|', " ");
+            // A rule or a blank line after: the reference ends a table at a row
+            // that starts with `#`, GFM does not.
+            let rule = if rule { "\n---" } else { "\n" };
+            format!("| a | b |\n| --- | :-: |\n| {cell} | x |{rule}")
+        }),
+        1 => (heading_line(), inline_line()).prop_map(|(h, l)| format!("<!--\n# {h}\n{l}\n--> {l}")),
+        // After a blank line: the reference lets a comment opened in a table
+        // row run on over the next rows.
+        1 => (inline_line(), inline_line()).prop_map(|(a, b)| format!("\ntext <!-- {a}\nwords\nend --> {b}")),
+        // A blank line after lists and quotes: the reference misreads every later
+        // table after a table that lazily continues a list item or a quote.
+        1 => (inline_line(), 0..3usize).prop_map(|(l, kind)| match kind {
+            0 => format!("- {l}\n  ```\n  {l}\n  ```\n"),
+            1 => format!("> {l}\n"),
+            _ => format!("1. {l}\n"),
+        }),
+        1 => prop_oneof![Just("---".to_owned()), Just("***".to_owned()), Just("para\n---".to_owned())],
+    ]
+}
+
+fn generated_note() -> impl Strategy<Value = String> {
+    proptest::collection::vec((block(), any::<bool>()), 0..10).prop_map(|blocks| {
+        // Not `---` first: that opens frontmatter (difference 10).
+        let mut out = String::from("intro");
+        for (block, tight) in blocks {
+            if !out.is_empty() {
+                out.push_str(if tight { "\n" } else { "\n\n" });
+            }
+            out.push_str(&block);
+        }
+        out.push('\n');
+        out
+    })
+}
+
+/// What the reference parser sees: byte ranges of code and HTML (where nothing
+/// is a link or tag), the starts of its links and images, its top-level headings.
+#[derive(Default)]
+struct Reference {
+    literal: Vec<std::ops::Range<usize>>,
+    link_starts: Vec<usize>,
+    headings: Vec<(u8, String, u32)>,
+}
+
+fn walk(node: &markdown::mdast::Node, top: bool, out: &mut Reference) {
+    use markdown::mdast::Node;
+    let range = node.position().map_or(0..0, |p| p.start.offset..p.end.offset);
+    match node {
+        Node::Code(_) | Node::InlineCode(_) | Node::Html(_) => out.literal.push(range),
+        Node::Link(_) | Node::Image(_) => out.link_starts.push(range.start),
+        Node::Heading(h) if top => {
+            let line = node.position().map_or(0, |p| u32::try_from(p.start.line).unwrap_or(0));
+            let text = mdast_text(node).split_whitespace().collect::<Vec<_>>().join(" ");
+            out.headings.push((h.depth, text, line));
+        }
+        _ => {}
+    }
+    for child in node.children().into_iter().flatten() {
+        walk(child, false, out);
+    }
+}
+
+fn reference(text: &str) -> Option<Reference> {
+    let owned = text.to_owned();
+    // The reference parser has panicked on generated inputs: such a case is skipped.
+    let tree = std::panic::catch_unwind(move || markdown::to_mdast(&owned, &markdown::ParseOptions::gfm()))
+        .ok()?
+        .ok()?;
+    let mut out = Reference::default();
+    for child in tree.children().into_iter().flatten() {
+        walk(child, true, &mut out);
+    }
+    Some(out)
+}
+
+/// Starts of `needle` in `text` not escaped by a backslash.
+fn occurrences(text: &str, needle: &str) -> Vec<usize> {
+    text.match_indices(needle)
+        .map(|(at, _)| at)
+        .filter(|&at| at == 0 || text.as_bytes()[at - 1] != b'\\')
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Issue 14: our model agrees with the reference parser on generated notes,
+    /// apart from [`INTENDED_DIFFERENCES`].
+    #[test]
+    fn issue_14_model_agrees_with_the_reference_parser(text in generated_note()) {
+        prop_assert_eq!(INTENDED_DIFFERENCES, 10);
+        let Some(reference) = reference(&text) else { return Ok(()) };
+        let model = spans(&text);
+        let literal = |at: usize| reference.literal.iter().any(|r| r.contains(&at));
+        // Headings: level, line and text (whitespace collapsed; inline Markdown
+        // is kept as written, difference 6, so such a text is not compared).
+        let plain = |ours: &str| !ours.contains(['(', '*', '\\', '<', '`']);
+        let ours: Vec<(u8, u32, Option<String>)> = model
+            .headings
+            .iter()
+            .map(|h| (h.heading.level, h.heading.line, Some(kb_mcp::vault::heading_key(&h.heading.text))))
+            .collect();
+        let theirs: Vec<(u8, u32, Option<String>)> = reference
+            .headings
+            .iter()
+            .zip(ours.iter().map(Some).chain(std::iter::repeat(None)))
+            .map(|((l, t, n), mine)| {
+                let compared = mine.and_then(|m| m.2.as_deref()).is_none_or(plain);
+                (*l, *n, if compared { Some(t.to_lowercase()) } else { mine.and_then(|m| m.2.clone()) })
+            })
+            .collect();
+        prop_assert_eq!(ours, theirs, "headings of {:?}", text);
+        // Markdown links and images: exactly the reference's.
+        let mut ours: Vec<usize> = model
+            .links
+            .iter()
+            .filter(|l| !l.span.of(&text).trim_start_matches('!').starts_with("[["))
+            .map(|l| l.span.start)
+            .collect();
+        ours.sort_unstable();
+        let mut theirs = reference.link_starts.clone();
+        theirs.sort_unstable();
+        prop_assert_eq!(ours, theirs, "Markdown links of {:?}", text);
+        // Wikilinks and tags: wherever the reference sees text, and only there.
+        let wikilinks: Vec<usize> = model
+            .links
+            .iter()
+            .filter(|l| l.span.of(&text).trim_start_matches('!').starts_with("[["))
+            .map(|l| l.span.start + usize::from(text[l.span.start..].starts_with('!')))
+            .collect();
+        for at in occurrences(&text, "[[") {
+            prop_assert_eq!(wikilinks.contains(&at), !literal(at), "wikilink at {} of {:?}", at, text);
+        }
+        let tags: Vec<usize> = model.tags.iter().map(|t| t.span.start).collect();
+        for needle in ["#todo", "#area/x"] {
+            for at in occurrences(&text, needle) {
+                prop_assert_eq!(tags.contains(&at), !literal(at), "tag at {} of {:?}", at, text);
+            }
+        }
+    }
+}

@@ -25,6 +25,6 @@ pub use note::{
 pub use obsidian::templates_folders;
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 
-pub use markdown::{BlockIdSpan, HeadingSpan, LinkSpan, Span, TagSpan};
+pub use markdown::{BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, Span, TagSpan, note_spans};
 pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};
 pub use section::{atx_heading_line, heading_blocks, line_start, section_range};

@@ -23,6 +23,7 @@ pub(super) fn scan(text: &str, body_offset: usize, first_line: u32, folder: &str
     for raw in text[body_offset..].split('\n') {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         scanner.line_inner(line, offset, line_no);
+        scanner.prev_start = offset;
         scanner.prev_end = offset + line.len();
         offset += raw.len() + 1;
         line_no = line_no.saturating_add(1);
@@ -50,9 +51,11 @@ struct Fence {
     depth: usize,
     /// File line it was opened on.
     line: u32,
+    /// The content column of the list item it was opened in.
+    item: Option<usize>,
 }
 
-/// An open paragraph, for setext headings and table headers.
+/// An open paragraph, for setext headings.
 #[derive(Debug, Clone, Copy)]
 struct Paragraph {
     /// File line of its first line.
@@ -62,8 +65,6 @@ struct Paragraph {
     /// Whether it lies in a list item, a quote or is indented: then an underline
     /// below it is not a top-level heading.
     nested: bool,
-    /// How many lines it has so far.
-    lines: u32,
 }
 
 pub(super) struct Scanner<'t> {
@@ -84,7 +85,8 @@ pub(super) struct Scanner<'t> {
     list_content: Option<usize>,
     /// Whether the previous line was blank.
     prev_blank: bool,
-    /// Offset of the end of the previous line's content.
+    /// Offsets of the start and of the end of the content of the previous line.
+    prev_start: usize,
     prev_end: usize,
     /// The last search for `-->`: where it started and what it found.
     pub(super) close_cache: Option<(usize, Option<usize>)>,
@@ -105,6 +107,7 @@ impl<'t> Scanner<'t> {
             comment_until: 0,
             list_content: None,
             prev_blank: true,
+            prev_start: 0,
             prev_end: 0,
             close_cache: None,
             blank_cache: None,
@@ -141,14 +144,18 @@ impl<'t> Scanner<'t> {
         let indent = indent_columns(&inner.as_bytes()[..ws]);
         let relative = self.relative(indent);
         if let Some(fence) = self.fence {
-            if depth >= fence.depth {
+            let left_item = fence.item.is_some_and(|column| !text.is_empty() && indent < column);
+            if depth >= fence.depth && !left_item {
                 if relative <= 3 && closes_fence(text.as_bytes(), fence.marker, fence.len) {
                     self.fence = None;
                 }
                 return;
             }
-            // Leaving the blockquote ends a fence opened inside it.
+            // Leaving the blockquote or list item ends a fence opened inside it.
             self.fence = None;
+            if left_item {
+                self.list_content = None;
+            }
         }
         if self.block_comment {
             if line.contains("-->") {
@@ -161,21 +168,31 @@ impl<'t> Scanner<'t> {
             self.table = false;
             return;
         }
+        // A fence or comment may open a list item's content too.
+        let mut opener = text;
         match list_item(text.as_bytes()) {
-            Some(width) if relative <= 3 => self.list_content = Some(indent + width),
-            _ if self.prev_blank && self.list_content.is_some_and(|column| indent < column) => {
+            Some(width) if relative <= 3 => {
+                self.list_content = Some(indent + width);
+                opener = text.get(width..).unwrap_or("");
+            }
+            // Only a paragraph continues lazily: any other line left of the
+            // content column ends the item.
+            _ if (self.prev_blank || self.para.is_none())
+                && self.list_content.is_some_and(|column| indent < column) =>
+            {
                 self.list_content = None;
             }
             _ => {}
         }
         if relative <= 3 {
-            if let Some((marker, len)) = opens_fence(text.as_bytes()) {
-                self.fence = Some(Fence { marker, len, depth, line: line_no });
+            if let Some((marker, len)) = opens_fence(opener.as_bytes()) {
+                let item = self.list_content.filter(|&column| indent >= column || opener.len() < text.len());
+                self.fence = Some(Fence { marker, len, depth, line: line_no, item });
                 self.para = None;
                 self.table = false;
                 return;
             }
-            if let Some(rest) = text.strip_prefix("<!--") {
+            if let Some(rest) = opener.strip_prefix("<!--") {
                 self.block_comment = !rest.contains("-->");
                 self.para = None;
                 self.table = false;
@@ -211,12 +228,11 @@ impl<'t> Scanner<'t> {
             self.table = false;
             return;
         }
-        if let Some(para) = self.para
-            && para.lines == 1
+        if self.para.is_some()
             && is_delimiter_row(text)
-            && table_cells(&self.text[para.start..self.prev_end]) == table_cells(text)
+            && table_cells(&self.text[self.prev_start..self.prev_end]) == table_cells(text)
         {
-            // A GFM table: its header was the paragraph's one line.
+            // A GFM table: its header was the paragraph's last line.
             self.para = None;
             self.table = true;
             return;
@@ -226,11 +242,9 @@ impl<'t> Scanner<'t> {
             return;
         }
         if depth > 0 || list_item(text.as_bytes()).is_some() {
-            self.para = Some(Paragraph { line: line_no, start: offset, nested: true, lines: 1 });
-        } else if let Some(para) = &mut self.para {
-            para.lines += 1;
-        } else {
-            self.para = Some(Paragraph { line: line_no, start: offset, nested: ws > 0, lines: 1 });
+            self.para = Some(Paragraph { line: line_no, start: offset, nested: true });
+        } else if self.para.is_none() {
+            self.para = Some(Paragraph { line: line_no, start: offset, nested: ws > 0 });
         }
         self.text_line(line, 0, offset, line_no, true);
     }

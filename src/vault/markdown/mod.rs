@@ -26,6 +26,7 @@ mod target;
 use std::ops::Range;
 
 use super::note::{Diagnostic, Heading, Link};
+use crate::sandbox::NotePath;
 
 pub(super) use syntax::atx_heading_line;
 
@@ -111,6 +112,34 @@ pub(super) struct Scanned {
     pub(super) block_ids: Vec<BlockIdSpan>,
     /// Unclosed code fences.
     pub(super) diagnostics: Vec<Diagnostic>,
+}
+
+/// The Markdown model of a note: where each of its headings, links, inline tags
+/// and block ids is written, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NoteSpans {
+    /// Headings (outside code, comments and quotes).
+    pub headings: Vec<HeadingSpan>,
+    /// Wikilinks, embeds and local Markdown links.
+    pub links: Vec<LinkSpan>,
+    /// Inline tags (frontmatter tags are values of the `tags` key).
+    pub tags: Vec<TagSpan>,
+    /// Block ids.
+    pub block_ids: Vec<BlockIdSpan>,
+}
+
+/// The spans of a note's text, read exactly as [`parse_note`](super::parse_note)
+/// reads it: the same headings, links, tags and block ids, in the same order.
+pub fn note_spans(path: &NotePath, text: &str) -> NoteSpans {
+    let offset = super::frontmatter::body_offset(text);
+    let first_line = u32::try_from(text[..offset].matches('\n').count() + 1).unwrap_or(u32::MAX);
+    let scanned = scan(text, offset, first_line, path.parent());
+    NoteSpans {
+        headings: scanned.headings,
+        links: scanned.links,
+        tags: scanned.tags,
+        block_ids: scanned.block_ids,
+    }
 }
 
 /// Scans `text[body_offset..]`, the body, whose first line is file line
