@@ -22,7 +22,7 @@ use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
 use crate::vault::{
     AnchorRef, ContentHasher, LinkKind, NoteKind, NoteRecord, body_offset, content_hash, decode_note,
-    heading_key, link_context, parse_note, section_range,
+    link_context, parse_note, section_named,
 };
 
 /// Snippets per content hit.
@@ -287,14 +287,19 @@ impl Engine {
         let mut hints = Vec::new();
         let (content, truncated, next_offset) = match section {
             Some(wanted) => {
-                let found = section_text(text, &note.headings, wanted).ok_or_else(|| {
-                    let available: Vec<String> =
-                        note.headings.iter().take(50).map(|h| cut_chars(&h.text, 100)).collect();
-                    let more = if note.headings.len() > 50 { " | …" } else { "" };
-                    let searched = if whole { "" } else { " (in its first 8 MiB)" };
-                    Error::not_found(format!("{path} has no heading `{}`{searched}", cut_chars(wanted, 200)))
+                let found = section_named(text, &note.headings, wanted)
+                    .and_then(|range| text.get(range))
+                    .ok_or_else(|| {
+                        let available: Vec<String> =
+                            note.headings.iter().take(50).map(|h| cut_chars(&h.text, 100)).collect();
+                        let more = if note.headings.len() > 50 { " | …" } else { "" };
+                        let searched = if whole { "" } else { " (in its first 8 MiB)" };
+                        Error::not_found(format!(
+                            "{path} has no heading `{}`{searched}",
+                            cut_chars(wanted, 200)
+                        ))
                         .with_hint(format!("headings of this note: {}{more}", available.join(" | ")))
-                })?;
+                    })?;
                 if !whole && found.as_ptr() as usize + found.len() == text.as_ptr() as usize + text.len() {
                     hints.push(format!(
                         "this note is {size} bytes; sections are read from its first {WHOLE_MAX} bytes and this one \
@@ -661,14 +666,6 @@ fn page_of(
     let to = ((end - base) as usize).min(bytes.len());
     let truncated = end < len;
     Ok((bytes[from..to].to_vec(), truncated, truncated.then_some(end)))
-}
-
-/// The text of a section: its heading line and everything up to the next heading
-/// of the same or a higher level.
-fn section_text<'a>(text: &'a str, headings: &[crate::vault::Heading], wanted: &str) -> Option<&'a str> {
-    let key = heading_key(wanted.trim_start_matches('#'));
-    let position = headings.iter().position(|h| heading_key(&h.text) == key)?;
-    text.get(section_range(text, headings, position))
 }
 
 impl Engine {

@@ -15,7 +15,7 @@ use super::{Engine, rfc3339};
 use crate::error::Result;
 use crate::sandbox::NotePath;
 use crate::vault::graph::Resolution;
-use crate::vault::{Heading, NoteKind, decode_note, line_start, parse_note, section_range};
+use crate::vault::{Heading, NoteKind, decode_note, parse_note};
 
 /// Notes whose sections are taken as matches.
 const MATCHES: usize = 5;
@@ -70,25 +70,16 @@ fn cut_to(text: &str, tokens: u32) -> &str {
     if last_line > end / 2 { &text[..last_line] } else { &text[..end] }
 }
 
-/// The section of a note holding `line`: from its heading to the next heading of
-/// the same or a higher level. `None` heading: the text before the first heading.
+/// The section of a note holding `line`: its heading's text (`None` before the
+/// first heading) and its text.
 fn section_around<'t>(
     text: &'t str,
     body_offset: usize,
     headings: &[Heading],
     line: u32,
 ) -> (Option<String>, &'t str) {
-    match headings.iter().rposition(|h| h.line <= line) {
-        Some(index) => {
-            let range = section_range(text, headings, index);
-            (Some(headings[index].text.clone()), &text[range])
-        }
-        None => {
-            let end = headings.first().map_or(text.len(), |h| line_start(text, h.line));
-            let start = body_offset.min(end);
-            (None, &text[start..end])
-        }
-    }
+    let (index, range) = crate::vault::section_around(text, body_offset, headings, line);
+    (index.map(|i| headings[i].text.clone()), &text[range])
 }
 
 struct Pack {

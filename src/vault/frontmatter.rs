@@ -67,6 +67,11 @@ pub(super) fn body_offset(text: &str) -> usize {
     find_fences(text).map_or_else(|| bom_len(text), |(_, end, _)| end)
 }
 
+/// The byte range of the YAML between closed fences, without parsing it.
+pub(super) fn yaml_range(text: &str) -> Option<Range<usize>> {
+    find_fences(text).map(|(yaml, _, _)| yaml)
+}
+
 /// Finds the fences and parses the YAML between them.
 pub(super) fn scan(text: &str) -> Scan {
     let Some((yaml, end, body_line)) = find_fences(text) else {

@@ -9,6 +9,7 @@
 mod config;
 mod frontmatter;
 pub mod graph;
+mod keys;
 mod markdown;
 mod note;
 mod obsidian;
@@ -18,6 +19,7 @@ mod section;
 
 pub use config::{Limits, VaultConfig};
 pub use frontmatter::{FRONTMATTER_MAX_BYTES, FRONTMATTER_MAX_DEPTH, Frontmatter, parse_frontmatter};
+pub use keys::{KeySpan, frontmatter_keys};
 pub use note::{
     Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, heading_key, link_context,
     parse_note,
@@ -27,4 +29,6 @@ pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 
 pub use markdown::{BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, Span, TagSpan, note_spans};
 pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};
-pub use section::{atx_heading_line, heading_blocks, line_start, section_range};
+pub use section::{
+    atx_heading_line, heading_blocks, line_start, section_around, section_named, section_range,
+};

@@ -12,7 +12,7 @@ use std::ops::Range;
 use super::frontmatter;
 use super::markdown;
 use super::markdown::HeadingSpan;
-use super::note::Heading;
+use super::note::{Heading, heading_key};
 
 /// The headings of a note's text, frontmatter skipped, with their spans.
 pub fn heading_blocks(text: &str) -> Vec<HeadingSpan> {
@@ -47,6 +47,32 @@ pub fn section_range(text: &str, headings: &[Heading], index: usize) -> Range<us
     start..end.max(start)
 }
 
+/// The section whose heading's text is `wanted` (`#` marks ignored, compared by
+/// [`heading_key`]): the first such heading's section.
+pub fn section_named(text: &str, headings: &[Heading], wanted: &str) -> Option<Range<usize>> {
+    let key = heading_key(wanted.trim_start_matches('#'));
+    let position = headings.iter().position(|h| heading_key(&h.text) == key)?;
+    Some(section_range(text, headings, position))
+}
+
+/// The section holding file line `line`: the index of its heading and its bytes;
+/// no heading when the line comes before the first, then the bytes from the body
+/// (at `body_offset`) to the first heading.
+pub fn section_around(
+    text: &str,
+    body_offset: usize,
+    headings: &[Heading],
+    line: u32,
+) -> (Option<usize>, Range<usize>) {
+    match headings.iter().rposition(|h| h.line <= line) {
+        Some(index) => (Some(index), section_range(text, headings, index)),
+        None => {
+            let end = headings.first().map_or(text.len(), |h| line_start(text, h.line));
+            (None, body_offset.min(end)..end)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +99,12 @@ mod tests {
         let headings: Vec<Heading> = blocks.into_iter().map(|b| b.heading).collect();
         assert_eq!(&text[section_range(text, &headings, 0)], "Setup\n=====\nx\n## Sub\ny\n\n");
         assert_eq!(&text[section_range(text, &headings, 2)], "Next\n===\n");
+        assert_eq!(section_named(text, &headings, "## sub").map(|r| &text[r]), Some("## Sub\ny\n\n"));
+        assert_eq!(section_named(text, &headings, "none"), None);
+        assert_eq!(section_around(text, 13, &headings, 8), (Some(1), section_range(text, &headings, 1)));
+        let before = "---\na: 1\n---\nintro\n# H\n";
+        let headings = [Heading { level: 1, text: "H".into(), line: 5 }];
+        assert_eq!(section_around(before, 13, &headings, 4), (None, 13..19));
         assert_eq!(line_start(text, 1), 0);
         assert_eq!(line_start(text, 99), text.len());
         assert_eq!(atx_heading_line("  ## Setup ##"), Some((2, "Setup".to_owned())));

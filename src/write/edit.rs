@@ -15,7 +15,8 @@ use serde_json::{Map, Value, json};
 use super::yaml;
 use crate::error::{Error, Result};
 use crate::vault::{
-    Heading, atx_heading_line, heading_blocks, heading_key, line_start, parse_frontmatter, section_range,
+    Heading, Span, atx_heading_line, frontmatter_keys, heading_blocks, heading_key, line_start,
+    parse_frontmatter, section_range,
 };
 
 /// One change to a note. Edits apply in order, each to the result of the one before.
@@ -241,35 +242,6 @@ fn occurrences(text: &str, needle: &str) -> usize {
     count
 }
 
-/// One line of the text: its byte range without and with the line ending.
-#[derive(Debug, Clone, Copy)]
-struct Line {
-    start: usize,
-    /// End of the content, before `\r\n` or `\n`.
-    content_end: usize,
-    /// End including the line ending.
-    end: usize,
-}
-
-/// The lines of `text[from..to]`.
-fn lines(text: &str, from: usize, to: usize) -> Vec<Line> {
-    let mut out = Vec::new();
-    let mut start = from;
-    while start < to {
-        let end = text[start..to].find('\n').map_or(to, |at| start + at + 1);
-        let mut content_end = end;
-        if text[start..content_end].ends_with('\n') {
-            content_end -= 1;
-        }
-        if text[start..content_end].ends_with('\r') {
-            content_end -= 1;
-        }
-        out.push(Line { start, content_end, end });
-        start = end;
-    }
-    out
-}
-
 /// Replaces the lines under a heading. Headings are the vault's (`heading_blocks`:
 /// ATX and setext, outside code fences), the same `read_note` serves sections by.
 fn replace_section(text: &str, heading: &str, content: &str, eol: &str) -> Result<String> {
@@ -337,119 +309,6 @@ fn replace_section(text: &str, heading: &str, content: &str, eol: &str) -> Resul
     Ok(if rest.is_empty() { keep_final_newline(text, out, eol) } else { out })
 }
 
-/// One top-level entry of a frontmatter block: its key and its lines.
-#[derive(Debug)]
-struct Entry {
-    key: String,
-    /// Index of the `key:` line and one past its last continuation line.
-    lines: std::ops::Range<usize>,
-}
-
-/// What a frontmatter line is, for finding each key's lines.
-#[derive(Debug, PartialEq, Eq)]
-enum Kind {
-    /// `key: ...` at column 0.
-    Key(String),
-    /// Indented, a `- item` at column 0, or anything else that is not a key:
-    /// the continuation of the entry above.
-    Continuation,
-    /// Empty or only spaces.
-    Blank,
-    /// `# comment` at column 0: ends the entry above, belongs to none.
-    Comment,
-}
-
-fn classify(line: &str) -> Kind {
-    if line.trim().is_empty() {
-        return Kind::Blank;
-    }
-    if line.starts_with([' ', '\t']) || line == "-" || line.starts_with("- ") || line.starts_with("-\t") {
-        return Kind::Continuation;
-    }
-    if line.starts_with('#') {
-        return Kind::Comment;
-    }
-    top_key(line).map_or(Kind::Continuation, Kind::Key)
-}
-
-/// The key of a `key: value` line at column 0 (plain, single- or double-quoted).
-fn top_key(line: &str) -> Option<String> {
-    let is_separator =
-        |rest: &str| rest.starts_with(':') && (rest.len() == 1 || rest[1..].starts_with([' ', '\t']));
-    if let Some(inner) = line.strip_prefix('"') {
-        let mut escaped = false;
-        for (at, c) in inner.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => {
-                    let quoted = &line[..at + 2];
-                    let rest = line[at + 2..].trim_start_matches([' ', '\t']);
-                    return is_separator(rest).then(|| {
-                        yaml_serde::from_str::<String>(quoted).unwrap_or_else(|_| inner[..at].to_owned())
-                    });
-                }
-                _ => {}
-            }
-        }
-        return None;
-    }
-    if let Some(inner) = line.strip_prefix('\'') {
-        let mut chars = inner.char_indices().peekable();
-        while let Some((at, c)) = chars.next() {
-            if c == '\'' {
-                if chars.peek().is_some_and(|&(_, next)| next == '\'') {
-                    chars.next();
-                    continue;
-                }
-                let rest = inner[at + 1..].trim_start_matches([' ', '\t']);
-                return is_separator(rest).then(|| inner[..at].replace("''", "'"));
-            }
-        }
-        return None;
-    }
-    let mut from = 0;
-    while let Some(found) = line[from..].find(':') {
-        let at = from + found;
-        if is_separator(&line[at..]) {
-            let key = line[..at].trim_end_matches([' ', '\t']);
-            return (!key.is_empty()).then(|| key.to_owned());
-        }
-        from = at + 1;
-    }
-    None
-}
-
-/// The top-level entries of a frontmatter block, by line index. Blank lines go
-/// with an entry only when more of its lines follow them (a block scalar).
-fn entries(texts: &[&str]) -> Vec<Entry> {
-    let kinds: Vec<Kind> = texts.iter().map(|line| classify(line)).collect();
-    let mut out: Vec<Entry> = Vec::new();
-    let mut i = 0;
-    while i < kinds.len() {
-        let Kind::Key(key) = &kinds[i] else {
-            i += 1;
-            continue;
-        };
-        let start = i;
-        let mut end = i + 1;
-        let mut probe = i + 1;
-        while probe < kinds.len() {
-            match kinds[probe] {
-                Kind::Continuation => {
-                    probe += 1;
-                    end = probe;
-                }
-                Kind::Blank => probe += 1,
-                Kind::Key(_) | Kind::Comment => break,
-            }
-        }
-        out.push(Entry { key: key.clone(), lines: start..end });
-        i = end.max(start + 1);
-    }
-    out
-}
-
 fn set_frontmatter(text: &str, fields: &Map<String, Value>, eol: &str) -> Result<String> {
     for key in fields.keys() {
         if key.trim().is_empty() || key.chars().any(char::is_control) {
@@ -479,10 +338,7 @@ fn set_frontmatter(text: &str, fields: &Map<String, Value>, eol: &str) -> Result
         }
         return Ok(format!("{}---{eol}{block}---{eol}{}", &text[..bom], &text[bom..]));
     };
-    let yaml = frontmatter.yaml.clone();
-    let spans = lines(text, yaml.start, yaml.end);
-    let texts: Vec<&str> = spans.iter().map(|line| &text[line.start..line.content_end]).collect();
-    let found = entries(&texts);
+    let found = frontmatter_keys(text);
     let current = frontmatter.value.as_object();
     // The keys whose value really changes; setting a key to what it already is
     // keeps its lines (and their formatting) as they are.
@@ -498,30 +354,36 @@ fn set_frontmatter(text: &str, fields: &Map<String, Value>, eol: &str) -> Result
     if changed.is_empty() {
         return Ok(text.to_owned());
     }
-    let mut replaced: Vec<Option<String>> = vec![None; spans.len()];
-    let mut dropped = vec![false; spans.len()];
+    // Each changed key's entries are replaced: the first by the new `key: value`
+    // line (keeping the ending of the line it replaces), the others by nothing.
+    let mut replacements: Vec<(Span, String)> = Vec::new();
     let mut written: Vec<&String> = Vec::new();
     for (key, value) in &changed {
         for entry in found.iter().filter(|entry| &entry.key == *key) {
-            for index in entry.lines.clone() {
-                dropped[index] = true;
-            }
+            let mut replacement = String::new();
             if !value.is_null() && !written.contains(key) {
-                replaced[entry.lines.start] = Some(yaml::entry(key, value)?);
+                let lines = entry.entry.of(text);
+                let ending = match lines.find('\n') {
+                    Some(at) if lines[..at].ends_with('\r') => "\r\n",
+                    Some(_) => "\n",
+                    None => "",
+                };
+                replacement = yaml::entry(key, value)? + ending;
                 written.push(key);
             }
+            replacements.push((entry.entry, replacement));
         }
     }
+    replacements.sort_by_key(|(span, _)| span.start);
+    let yaml = frontmatter.yaml;
     let mut out = String::with_capacity(text.len() + 64);
-    out.push_str(&text[..yaml.start]);
-    for (index, line) in spans.iter().enumerate() {
-        if let Some(entry) = &replaced[index] {
-            out.push_str(entry);
-            out.push_str(&text[line.content_end..line.end]);
-        } else if !dropped[index] {
-            out.push_str(&text[line.start..line.end]);
-        }
+    let mut at = 0;
+    for (span, replacement) in &replacements {
+        out.push_str(&text[at..span.start]);
+        out.push_str(replacement);
+        at = span.end;
     }
+    out.push_str(&text[at..yaml.end]);
     for (key, value) in &changed {
         if !value.is_null() && !written.contains(key) {
             out.push_str(&yaml::entry(key, value)?);
