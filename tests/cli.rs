@@ -200,7 +200,7 @@ fn issue_13_a_stale_patch_tells_the_person_what_to_do() {
     let (code, _, err) = kb_index(&vault, &["inbox", "apply", "--yes", "--only", &id]);
     assert_eq!(code, 1, "{err}");
     assert!(!err.contains("read_note"), "no hint meant for an agent: {err}");
-    assert!(err.contains("kb-index inbox reject"), "{err}");
+    assert!(err.contains(&format!("`kb-index inbox reject {} --reason", &id[2..10])), "{err}");
 }
 
 #[test]

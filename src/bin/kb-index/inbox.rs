@@ -211,7 +211,16 @@ pub(crate) fn run(
                 ));
             };
             let id = engine.resolve_proposal(only)?;
-            let applied = engine.apply_proposal(&ApplyArgs { proposal_id: id }, kb_mcp::write::Actor::Cli)?;
+            let applied = engine
+                .apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::write::Actor::Cli)
+                .map_err(|error| {
+                    // The hint names the command to run next; fill in this proposal.
+                    let mut failure = Failure::from(error);
+                    let short = id.get(2..10).unwrap_or(&id);
+                    failure.message =
+                        failure.message.replace("inbox reject ID", &format!("inbox reject {short}"));
+                    failure
+                })?;
             writeln!(
                 out,
                 "{} {} -> {} ({}); archived in {}{}",
