@@ -43,6 +43,7 @@ mod diff;
 mod edit;
 mod proposal;
 mod propose;
+mod relink;
 mod review;
 mod slug;
 mod yaml;
@@ -51,6 +52,7 @@ pub use apply::{apply, apply_with_failpoint, recover, reject};
 pub use edit::{Edit, apply_edits};
 pub use proposal::{describe, list, pending_count, resolve_id};
 pub use propose::{propose_new, propose_patch};
+pub use relink::{LinkEdit, apply_link_edits, relink};
 pub use review::{FileChange, Review, review};
 
 use serde::{Deserialize, Serialize};

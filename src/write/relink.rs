@@ -1,0 +1,197 @@
+//! Link rewriting for a move: given a link's spans (from the vault's Markdown
+//! model) and the note it points at moving from one path to another, the new
+//! bytes of the link's target, written in the link's own form. Only the target's
+//! span changes: display text, anchors, `!`, brackets and angle brackets stay as
+//! they are, so a move's diff touches link targets and nothing else.
+//!
+//! This is the core a `propose_move` builds on; which links to rewrite (those
+//! that resolve to a moved note) and whether a bare name is still unique after
+//! the move are the caller's to decide, with the vault's graph.
+
+use crate::sandbox::{NotePath, strip_md};
+use crate::vault::{LinkKind, LinkSpan, Span};
+
+/// One replacement in a note's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkEdit {
+    /// The bytes replaced: a link's target as written.
+    pub span: Span,
+    /// What replaces them.
+    pub text: String,
+}
+
+/// The edit that makes `link` (in `text`, a note that will live at `source`
+/// after the move) point at `to`, in the form it was written:
+///
+/// - a wikilink or embed keeps `.md` when it had it, a path when it had one, and
+///   is otherwise the bare name (`bare_is_unique`: the name resolves to `to`
+///   alone after the move) or, when it would not be, the full path;
+/// - a Markdown link is relative to `source`'s folder (`./` kept when it had
+///   it), vault-absolute when it started with `/`, percent-encoded when it was
+///   or when it must be (a space outside `<…>`), and keeps its `<…>`.
+///
+/// `None` when the link already reads exactly so, and for a same-note link
+/// (`[[#h]]`, `[t](#h)`), which points at its own note wherever it lives.
+pub fn relink(
+    text: &str,
+    link: &LinkSpan,
+    source: &NotePath,
+    to: &NotePath,
+    bare_is_unique: bool,
+) -> Option<LinkEdit> {
+    let written = link.target.of(text);
+    if written.is_empty() {
+        return None;
+    }
+    let new = match link.link.kind {
+        LinkKind::Wikilink | LinkKind::Embed if !is_markdown_form(text, link) => {
+            wikilink_target(written, to, bare_is_unique)
+        }
+        _ => markdown_target(text, link, written, source, to),
+    };
+    (new != written).then_some(LinkEdit { span: link.target, text: new })
+}
+
+/// Applies edits to `text`; they must not overlap (each is one link's target).
+pub fn apply_link_edits(text: &str, edits: &[LinkEdit]) -> String {
+    let mut sorted: Vec<&LinkEdit> = edits.iter().collect();
+    sorted.sort_by_key(|edit| edit.span.start);
+    let mut out = String::with_capacity(text.len() + edits.len() * 16);
+    let mut at = 0;
+    for edit in sorted {
+        if edit.span.start < at {
+            continue;
+        }
+        out.push_str(&text[at..edit.span.start]);
+        out.push_str(&edit.text);
+        at = edit.span.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// An embed written as `![alt](path)` rather than `![[path]]`.
+fn is_markdown_form(text: &str, link: &LinkSpan) -> bool {
+    !link.span.of(text).trim_start_matches('!').starts_with("[[")
+}
+
+fn wikilink_target(written: &str, to: &NotePath, bare_is_unique: bool) -> String {
+    let keeps_md = strip_md(written).len() != written.len();
+    let path = to.as_str();
+    let mut out = if written.contains('/') || !bare_is_unique {
+        strip_md(path).to_owned()
+    } else {
+        to.stem().to_owned()
+    };
+    if keeps_md {
+        out.push_str(&path[strip_md(path).len()..]);
+    }
+    out
+}
+
+fn markdown_target(text: &str, link: &LinkSpan, written: &str, source: &NotePath, to: &NotePath) -> String {
+    let angled = link.target.start > 0 && text.as_bytes()[link.target.start - 1] == b'<';
+    let path = if written.starts_with('/') {
+        format!("/{}", to.as_str())
+    } else {
+        let relative = relative_path(source.parent(), to.as_str());
+        if written.starts_with("./") && !relative.starts_with("../") {
+            format!("./{relative}")
+        } else {
+            relative
+        }
+    };
+    let encoded = written.contains('%');
+    let must = !angled && path.bytes().any(|b| matches!(b, b' ' | b'<' | b'>' | b'(' | b')' | b'\t'));
+    if encoded || must { percent_encode(&path) } else { path }
+}
+
+/// The path from a folder (vault-relative, `""` at the top) to a vault path.
+fn relative_path(folder: &str, path: &str) -> String {
+    let from: Vec<&str> = folder.split('/').filter(|s| !s.is_empty()).collect();
+    let to: Vec<&str> = path.split('/').collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count().min(to.len() - 1);
+    let mut out: Vec<&str> = vec![".."; from.len() - common];
+    out.extend(&to[common..]);
+    out.join("/")
+}
+
+/// Percent-encodes every byte but unreserved characters and `/`.
+fn percent_encode(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() * 3);
+    for &b in path.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vault::note_spans;
+
+    fn path(p: &str) -> NotePath {
+        NotePath::parse(p).unwrap()
+    }
+
+    /// Rewrites every link of `text` (a note at `source`, staying there) to `to`.
+    fn check(source: &str, text: &str, to: &str, bare_is_unique: bool, expected: &str) {
+        let source = path(source);
+        let model = note_spans(&source, text);
+        assert!(!model.links.is_empty(), "no link in {text:?}");
+        let edits: Vec<LinkEdit> =
+            model.links.iter().filter_map(|l| relink(text, l, &source, &path(to), bare_is_unique)).collect();
+        assert_eq!(apply_link_edits(text, &edits), expected, "links of {text:?}");
+    }
+
+    #[test]
+    fn wikilinks_keep_their_form() {
+        check("n.md", "see [[a]] now", "z/b.md", true, "see [[b]] now");
+        check("n.md", "see [[a]] now", "z/b.md", false, "see [[z/b]] now");
+        check("n.md", "[[a.md]]", "z/b.md", true, "[[b.md]]");
+        check("n.md", "[[x/a]]", "z/b.md", true, "[[z/b]]");
+        check("n.md", "[[x/a.md]]", "z/b.md", true, "[[z/b.md]]");
+        check("n.md", "[[a|shown]]", "z/b.md", true, "[[b|shown]]");
+        check("n.md", "[[ a #Setup | shown ]]", "z/b.md", true, "[[ b #Setup | shown ]]");
+        check("n.md", "[[a#^blk]]", "z/b.md", true, "[[b#^blk]]");
+        check("n.md", "![[a]] and ![[a#H|x]]", "z/b.md", true, "![[b]] and ![[b#H|x]]");
+        check("n.md", "| [[a\\|s]] |", "z/b.md", true, "| [[b\\|s]] |");
+        check("n.md", "[[note]]", "Note.md", true, "[[Note]]");
+    }
+
+    #[test]
+    fn markdown_links_keep_their_form() {
+        check("z/n.md", "[t](a.md)", "z/b.md", true, "[t](b.md)");
+        check("z/n.md", "[t](./a.md)", "z/b.md", true, "[t](./b.md)");
+        check("z/n.md", "[t](a.md)", "y/b.md", true, "[t](../y/b.md)");
+        check("z/x/n.md", "[t](../a.md)", "b.md", true, "[t](../../b.md)");
+        check("z/n.md", "[t](/z/a.md)", "y/b.md", true, "[t](/y/b.md)");
+        check("z/n.md", "[t](a.md#Set%20up \"title\")", "z/c d.md", true, "[t](c%20d.md#Set%20up \"title\")");
+        check("z/n.md", "[t](my%20a.md)", "z/备份.md", true, "[t](%E5%A4%87%E4%BB%BD.md)");
+        check("z/n.md", "[t](<a b.md>)", "z/c d.md", true, "[t](<c d.md>)");
+        check("z/n.md", "![pic](a.md)", "q/b.md", true, "![pic](../q/b.md)");
+        check("z/n.md", "[t](#local) [[#h]] [u](a.md)", "z/b.md", true, "[t](#local) [[#h]] [u](b.md)");
+    }
+
+    #[test]
+    fn nothing_but_targets_changes() {
+        let text = "# H\nText [[a]] and [t](a.md) `[[a]]` <!-- [[a]] -->\n";
+        check("n.md", text, "b.md", true, "# H\nText [[b]] and [t](b.md) `[[a]]` <!-- [[a]] -->\n");
+        assert_eq!(
+            relink("[[b]]", &note_spans(&path("n.md"), "[[b]]").links[0], &path("n.md"), &path("b.md"), true),
+            None
+        );
+    }
+
+    #[test]
+    fn relative_paths() {
+        assert_eq!(relative_path("", "a/b.md"), "a/b.md");
+        assert_eq!(relative_path("a", "a/b.md"), "b.md");
+        assert_eq!(relative_path("a/c", "a/b.md"), "../b.md");
+        assert_eq!(relative_path("x/y", "b.md"), "../../b.md");
+    }
+}
