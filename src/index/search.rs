@@ -1,0 +1,312 @@
+//! Searches: the request and its hits, the scope's fields and weights, the
+//! query run on one or several threads, rarity boosts, and the explanation.
+
+use std::collections::BTreeSet;
+
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{EnableScoring, Query};
+use tantivy::schema::Field;
+use tantivy::{DocAddress, Executor, Searcher, TantivyDocument, Term};
+
+use super::SearchIndex;
+use super::errors::tantivy_error;
+use super::query;
+use super::tokenizer;
+use crate::error::{Error, Result};
+use crate::sandbox::NotePath;
+use crate::vault::NoteRecord;
+
+/// The most threads one search uses (one per core up to this).
+pub(super) const SEARCH_THREADS: usize = 4;
+
+/// Postings (notes whose body holds a query's terms, summed over its terms)
+/// from which a content search visits the segments on several threads. Below
+/// it the hand-off costs more than it saves (a no-hit search takes 0.15 ms
+/// alone, 0.3 ms spread); above it a one-word search at 10k notes already
+/// gains a sixth, three common words at 100k notes a third.
+const PARALLEL_POSTINGS: u64 = 2_000;
+
+/// See [`SearchScope::min_share`]; chosen with `kb-index eval` (BENCHMARKS.md, "Search quality").
+const KNOWLEDGE_MIN_SHARE: f32 = 0.0;
+
+const CONTENT_MIN_SHARE: f32 = 0.6;
+
+/// Which tool's fields and weights a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchScope {
+    /// Titles (and file names), aliases, descriptions and tags, with headings
+    /// and text weighted low (`search_knowledge`).
+    Knowledge,
+    /// Headings and bodies (`search_note_content`).
+    Content,
+}
+
+impl SearchScope {
+    /// The share of query terms a note must match to rank first; when fewer notes
+    /// than asked for match that many, notes holding any one term follow them.
+    /// Titles and tags are short, so one matching word already says much; bodies are
+    /// long, so a note should hold most of the query's words.
+    fn min_share(self) -> f32 {
+        match self {
+            SearchScope::Knowledge => KNOWLEDGE_MIN_SHARE,
+            SearchScope::Content => CONTENT_MIN_SHARE,
+        }
+    }
+
+    fn weights_key(self) -> &'static str {
+        match self {
+            SearchScope::Knowledge => "search_knowledge",
+            SearchScope::Content => "search_note_content",
+        }
+    }
+}
+
+/// A search request.
+#[derive(Debug, Clone)]
+pub struct SearchRequest<'a> {
+    /// The query text (words, `"phrases"`, `-exclusions`).
+    pub query: &'a str,
+    /// Which tool's fields.
+    pub scope: SearchScope,
+    /// Tags the note must carry (a parent tag matches its children).
+    pub tags: &'a [String],
+    /// A folder the note must lie under, checked by the sandbox.
+    pub folder: Option<&'a NotePath>,
+    /// How many hits to return.
+    pub limit: usize,
+    /// Whether to explain each hit's score.
+    pub explain: bool,
+}
+
+/// One search hit.
+#[derive(Debug, Clone)]
+pub struct SearchHit {
+    /// The note's record.
+    pub record: NoteRecord,
+    /// Its BM25-based score.
+    pub score: f32,
+    /// The fields in which query terms occur (from the record; `body` is decided by snippets).
+    pub matched: Vec<String>,
+    /// tantivy's score explanation, when asked for.
+    pub explanation: Option<serde_json::Value>,
+}
+
+/// A page of search hits.
+#[derive(Debug, Clone)]
+pub struct SearchOutcome {
+    /// All matching notes, not only those returned.
+    pub total: usize,
+    /// The best hits, best first; ties ordered by path.
+    pub hits: Vec<SearchHit>,
+    /// The analysed terms, for snippets.
+    pub terms: BTreeSet<String>,
+    /// Whether the search needed any one term only, because requiring more found nothing.
+    pub relaxed: bool,
+    /// Whether only typo-tolerant matching found anything (snippets may then be empty).
+    pub fuzzy: bool,
+}
+
+impl SearchIndex {
+    /// Runs a search.
+    pub fn search(&self, request: &SearchRequest<'_>) -> Result<SearchOutcome> {
+        let plan = query::parse(request.query);
+        if plan.is_empty() {
+            return Err(Error::invalid("the query has no words to search for")
+                .with_hint("give one or more words, a \"quoted phrase\", or -words to exclude"));
+        }
+        let fields = &self.schema.fields;
+        let weights = &self.schema.weights[request.scope.weights_key()];
+        let filters = query::Filters {
+            tags: request.tags.iter().map(|t| t.trim().trim_start_matches('#').to_lowercase()).collect(),
+            folder: request.folder.map(|folder| folder.as_str().to_owned()),
+        };
+        let searcher = self.reader.searcher();
+        let limit = request.limit.max(1);
+        let mut relaxed = false;
+        let min_share = request.scope.min_share();
+        let boosts = match request.scope {
+            // Title fields weigh a word by its rarity among titles, where any word is
+            // rare; the whole vault's text says how much a word tells.
+            SearchScope::Knowledge => self.rarity_boosts(&searcher, &plan),
+            // Body BM25 already weighs words by their rarity in the text.
+            SearchScope::Content => std::collections::BTreeMap::new(),
+        };
+        let built = query::build(&plan, fields, weights, &filters, min_share, false, &boosts);
+        let terms = plan.positive_terms();
+        let executor = self.executor_for(&searcher, &terms);
+        let (mut top, mut total) = self.run(&searcher, built.as_ref(), limit, executor)?;
+        // Notes holding fewer of the words, ranked after those holding enough.
+        let mut fill = Vec::new();
+        if total < limit && !plan.words.is_empty() && min_share > 0.0 && plan.units().len() > 1 {
+            let any = query::build(&plan, fields, weights, &filters, min_share, true, &boosts);
+            let (more, any_total) = self.run(&searcher, any.as_ref(), limit, executor)?;
+            if total == 0 {
+                relaxed = true;
+                (top, total) = (more, any_total);
+            } else {
+                let strict: BTreeSet<DocAddress> = top.iter().map(|(_, address)| *address).collect();
+                fill = more.into_iter().filter(|(_, address)| !strict.contains(address)).collect();
+                fill.truncate(limit - top.len());
+                total = any_total;
+            }
+        } else if total == 0 && !plan.words.is_empty() {
+            relaxed = true;
+            let any = query::build(&plan, fields, weights, &filters, min_share, true, &boosts);
+            (top, total) = self.run(&searcher, any.as_ref(), limit, executor)?;
+        }
+        let mut fuzzy = false;
+        if total == 0
+            && let Some(typo_tolerant) = query::build_fuzzy(&plan, fields, weights, &filters)
+        {
+            fuzzy = true;
+            (top, total) = self.run(&searcher, typo_tolerant.as_ref(), limit, executor)?;
+        }
+        let strict_hits = top.len();
+        let mut hits = Vec::with_capacity(top.len() + fill.len());
+        for (score, address) in top.into_iter().chain(fill) {
+            let doc: TantivyDocument =
+                searcher.doc(address).map_err(|e| tantivy_error("reading a hit's stored record", e))?;
+            let Some(record) = self.record_of(&doc) else { continue };
+            let matched = matched_fields(&record, &terms);
+            let explanation =
+                request.explain.then(|| self.explain(&searcher, address, &plan, weights, relaxed));
+            hits.push(SearchHit { record, score, matched, explanation });
+        }
+        // Equal scores come out in path order, so results are identical run to run.
+        let order = |a: &SearchHit, b: &SearchHit| {
+            b.score.total_cmp(&a.score).then_with(|| a.record.path.cmp(&b.record.path))
+        };
+        let strict_hits = strict_hits.min(hits.len());
+        hits[..strict_hits].sort_by(order);
+        hits[strict_hits..].sort_by(order);
+        Ok(SearchOutcome { total, hits, terms, relaxed, fuzzy })
+    }
+
+    /// Each query term's boost from its informativeness in the note bodies.
+    fn rarity_boosts(
+        &self,
+        searcher: &Searcher,
+        plan: &query::QueryPlan,
+    ) -> std::collections::BTreeMap<String, f32> {
+        let units = plan.units();
+        if units.len() < 2 {
+            return std::collections::BTreeMap::new();
+        }
+        let documents = searcher.num_docs();
+        let body = self.schema.fields.body;
+        let informativeness = units
+            .into_iter()
+            .map(|unit| {
+                let frequency = searcher.doc_freq(&Term::from_field_text(body, &unit)).unwrap_or(0);
+                let info = query::informativeness(frequency, documents);
+                (unit, info)
+            })
+            .collect();
+        query::rarity_boosts(&informativeness)
+    }
+
+    /// Which fields and terms scored for one hit, each with its weighted BM25 share.
+    /// (tantivy's own explanation of the whole boolean query trips an assertion in
+    /// 0.27 with minimum-match clauses, and a flat list is easier to read anyway.)
+    fn explain(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+        plan: &query::QueryPlan,
+        weights: &[(Field, f32)],
+        relaxed: bool,
+    ) -> serde_json::Value {
+        let schema = &self.schema.schema;
+        let mut scored = Vec::new();
+        for term_text in plan.positive_terms() {
+            for &(field, weight) in weights.iter().filter(|(f, _)| *f != self.schema.fields.name_key) {
+                let term_query = tantivy::query::TermQuery::new(
+                    Term::from_field_text(field, &term_text),
+                    tantivy::schema::IndexRecordOption::WithFreqs,
+                );
+                if let Ok(explanation) = term_query.explain(searcher, address) {
+                    let score = explanation.value() * weight;
+                    if score > 0.0 {
+                        scored.push(serde_json::json!({
+                            "field": schema.get_field_name(field),
+                            "term": term_text,
+                            "score": (score * 1000.0).round() / 1000.0,
+                        }));
+                    }
+                }
+            }
+        }
+        scored.sort_by(|a, b| {
+            b["score"].as_f64().unwrap_or(0.0).total_cmp(&a["score"].as_f64().unwrap_or(0.0))
+        });
+        let exact = tantivy::query::TermQuery::new(
+            Term::from_field_text(self.schema.fields.name_key, &plan.name_key),
+            tantivy::schema::IndexRecordOption::Basic,
+        )
+        .explain(searcher, address)
+        .is_ok();
+        serde_json::json!({
+            "terms": scored,
+            "exact_name_match": exact,
+            "any_term_mode": relaxed,
+        })
+    }
+
+    fn run(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+        limit: usize,
+        executor: &Executor,
+    ) -> Result<(Vec<(f32, DocAddress)>, usize)> {
+        let collector = (TopDocs::with_limit(limit).order_by_score(), Count);
+        let scoring = EnableScoring::enabled_from_searcher(searcher);
+        searcher
+            .search_with_executor(query, &collector, executor, scoring)
+            .map_err(|e| tantivy_error("searching", e))
+    }
+
+    /// Where a content search runs: on several threads when its terms' postings
+    /// in the note bodies (what it mostly walks) reach [`PARALLEL_POSTINGS`] and
+    /// the index has several segments; on the calling thread otherwise.
+    fn executor_for(&self, searcher: &Searcher, terms: &BTreeSet<String>) -> &Executor {
+        const HERE: &Executor = &Executor::SingleThread;
+        let Some(parallel) = &self.parallel else { return HERE };
+        if searcher.segment_readers().len() < 2 {
+            return HERE;
+        }
+        let body = self.schema.fields.body;
+        let mut postings = 0;
+        for term in terms {
+            postings += searcher.doc_freq(&Term::from_field_text(body, term)).unwrap_or(0);
+            if postings >= PARALLEL_POSTINGS {
+                return parallel;
+            }
+        }
+        HERE
+    }
+}
+
+/// Which of a record's searchable fields contain any of the terms.
+fn matched_fields(record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<String> {
+    let mut analyzer = tokenizer::index_analyzer();
+    let mut hits =
+        |text: &str| tokenizer::analyse(&mut analyzer, text).iter().any(|t| terms.contains(&t.text));
+    let mut matched = Vec::new();
+    if hits(&record.title) || hits(record.stem()) {
+        matched.push("title".to_owned());
+    }
+    if record.aliases.iter().any(|a| hits(a)) {
+        matched.push("aliases".to_owned());
+    }
+    if hits(&record.description) {
+        matched.push("description".to_owned());
+    }
+    if record.tags.iter().any(|t| hits(&t.replace('/', " "))) {
+        matched.push("tags".to_owned());
+    }
+    if record.headings.iter().any(|h| hits(h.text)) {
+        matched.push("headings".to_owned());
+    }
+    matched
+}

@@ -1,0 +1,240 @@
+//! Updates: the one writer, taken only for the moment of an update (waiting
+//! while another process holds it), documents added from many threads, the
+//! commit and its payload, and the merges that follow many small updates.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use tantivy::schema::Field;
+use tantivy::{IndexWriter, TantivyDocument, TantivyError, Term};
+
+use super::errors::{folder_error, tantivy_error};
+use super::schema;
+use super::{IndexDocument, SearchIndex};
+use crate::error::{Error, ErrorCode, Result};
+
+/// How long an update waits for another process's writer before giving up.
+const WRITER_WAIT: Duration = Duration::from_secs(30);
+
+/// Memory for a bulk build's writer (split across its threads).
+const BULK_MEMORY: usize = 192 * 1024 * 1024;
+
+/// Segments that small updates may leave before they are merged into one.
+const MAX_SEGMENTS: usize = 16;
+
+/// Segments above this share of all documents are left alone by the merges
+/// that follow small updates.
+const SMALL_SEGMENT_SHARE: f64 = 0.01;
+
+/// Memory for a small update's single-threaded writer (tantivy's minimum is 15 MB).
+const SMALL_MEMORY: usize = 24 * 1024 * 1024;
+
+pub(super) fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+impl SearchIndex {
+    /// Takes the writer, waiting while another process holds it.
+    fn writer(&self, bulk: bool) -> Result<IndexWriter> {
+        let started = Instant::now();
+        loop {
+            let attempt = if bulk {
+                self.index.writer(BULK_MEMORY)
+            } else {
+                self.index.writer_with_num_threads(1, SMALL_MEMORY)
+            };
+            match attempt {
+                Ok(writer) => {
+                    if !bulk {
+                        // A small update must release the writer (and tantivy's cross-process
+                        // lock) as soon as it commits: no merges here, see `update`.
+                        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+                    }
+                    return Ok(writer);
+                }
+                Err(TantivyError::LockFailure(..)) if started.elapsed() < WRITER_WAIT => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(TantivyError::LockFailure(..)) => {
+                    return Err(Error::new(
+                        ErrorCode::Conflict,
+                        format!("the index in {} is being written by another process", self.dir.display()),
+                    )
+                    .with_hint("wait for the other kb-index or kb-mcp to finish its update, then retry"));
+                }
+                Err(err) => return Err(folder_error(&self.dir, "opening the index writer", err)),
+            }
+        }
+    }
+
+    /// Applies a change: with `reset`, the index is emptied first (a full build);
+    /// `remove` paths are deleted; `produce` adds documents through the sink (it may
+    /// call it from many threads). Commits, releases the writer and reloads.
+    pub fn update<F>(&self, reset: bool, remove: &[String], produce: F) -> Result<usize>
+    where
+        F: FnOnce(&DocumentSink<'_>) -> Result<()>,
+    {
+        if let Some(why) = &self.read_only {
+            return Err(Error::new(ErrorCode::IndexUnavailable, format!("cannot update the index: {why}"))
+                .with_hint("searches keep using the index as it is; make the folder writable, or pass --index-dir with a folder you can write"));
+        }
+        let _serial = self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut writer = self.writer(reset)?;
+        if reset {
+            writer.delete_all_documents().map_err(|e| folder_error(&self.dir, "emptying the index", e))?;
+        }
+        for path in remove {
+            writer.delete_term(Term::from_field_text(self.schema.fields.path, path));
+        }
+        let sink = DocumentSink {
+            writer: &writer,
+            fields: &self.schema.fields,
+            added: std::sync::atomic::AtomicUsize::new(0),
+        };
+        let outcome = produce(&sink);
+        let added = sink.added.load(std::sync::atomic::Ordering::Relaxed);
+        if let Err(err) = outcome {
+            let _ = writer.rollback();
+            return Err(err);
+        }
+        let mut payload = self.payload();
+        payload.schema_version = self.schema.version;
+        let stamp = now();
+        if reset || payload.built_at.is_none() {
+            payload.built_at = Some(stamp.clone());
+        }
+        payload.updated_at = Some(stamp);
+        let mut prepared =
+            writer.prepare_commit().map_err(|e| folder_error(&self.dir, "preparing the commit", e))?;
+        prepared.set_payload(&serde_json::to_string(&payload).unwrap_or_default());
+        prepared.commit().map_err(|e| folder_error(&self.dir, "committing the index", e))?;
+        self.reload()?;
+        let searcher = self.reader.searcher();
+        let segments = searcher.segment_readers().len();
+        if reset || segments <= MAX_SEGMENTS {
+            // Bulk merges finish in the background; small updates have none pending.
+            std::thread::spawn(move || {
+                let _ = writer.wait_merging_threads();
+            });
+        } else {
+            // Small updates left many small segments: merge them in the background,
+            // holding the writer meanwhile (other updates wait for it, searches do
+            // not). Only the small ones: rewriting the bulk build's segments too
+            // would hold the writer for seconds at 100k notes.
+            let ids = small_segments(&searcher);
+            std::thread::spawn(move || {
+                let _ = writer.merge(&ids).wait();
+                let _ = writer.wait_merging_threads();
+            });
+        }
+        Ok(added)
+    }
+}
+
+/// Adds documents to an update in progress; usable from many threads.
+pub struct DocumentSink<'a> {
+    writer: &'a IndexWriter,
+    pub(super) fields: &'a schema::Fields,
+    added: std::sync::atomic::AtomicUsize,
+}
+
+impl DocumentSink<'_> {
+    /// Replaces the document of `document.record.path` (deleting any older version).
+    pub fn replace(&self, document: &IndexDocument) -> Result<()> {
+        self.writer.delete_term(Term::from_field_text(self.fields.path, &document.record.path));
+        self.add(document)
+    }
+
+    /// Adds a document (the caller knows the path is not indexed yet).
+    pub fn add(&self, document: &IndexDocument) -> Result<()> {
+        let doc = to_document(self.fields, document)?;
+        self.writer.add_document(doc).map_err(|e| tantivy_error("adding a document", e))?;
+        self.added.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<TantivyDocument> {
+    let record = &document.record;
+    let mut doc = TantivyDocument::new();
+    let text = |doc: &mut TantivyDocument, field: Field, value: &str| doc.add_text(field, value);
+    text(&mut doc, fields.path, &record.path);
+    text(&mut doc, fields.title, &record.title);
+    if !record.stem().eq_ignore_ascii_case(record.title.trim()) {
+        // Obsidian names a note by its file: the name stays searchable as a title.
+        text(&mut doc, fields.title, record.stem());
+    }
+    for alias in &record.aliases {
+        text(&mut doc, fields.aliases, alias);
+    }
+    text(&mut doc, fields.description, &record.description);
+    let mut tag_keys = BTreeSet::new();
+    for tag in &record.tags {
+        text(&mut doc, fields.tags, &tag.replace('/', " "));
+        let lower = tag.to_lowercase();
+        let mut prefix = String::new();
+        for part in lower.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            tag_keys.insert(prefix.clone());
+        }
+    }
+    for key in tag_keys {
+        text(&mut doc, fields.tag_filter, &key);
+    }
+    for heading in record.headings.iter() {
+        text(&mut doc, fields.headings, heading.text);
+    }
+    text(&mut doc, fields.body, &document.body);
+    let mut names = BTreeSet::new();
+    for name in std::iter::once(record.title.as_str())
+        .chain(record.aliases.iter().map(String::as_str))
+        .chain([record.stem()])
+    {
+        let key = name.trim().to_lowercase();
+        if !key.is_empty() {
+            names.insert(key);
+        }
+    }
+    for name in names {
+        text(&mut doc, fields.name_key, &name);
+    }
+    let mut folder = String::new();
+    for part in record.folder().split('/').filter(|p| !p.is_empty()) {
+        if !folder.is_empty() {
+            folder.push('/');
+        }
+        folder.push_str(part);
+        text(&mut doc, fields.folder, &folder);
+    }
+    let json =
+        serde_json::to_string(record).map_err(|e| Error::internal(format!("serialising a record: {e}")))?;
+    text(&mut doc, fields.record, &json);
+    Ok(doc)
+}
+
+/// The segments to merge after many small updates: all but those holding more
+/// than [`SMALL_SEGMENT_SHARE`] of the documents (the bulk build's), at least
+/// two; all of them when too many large ones have piled up.
+fn small_segments(searcher: &tantivy::Searcher) -> Vec<tantivy::index::SegmentId> {
+    let readers = searcher.segment_readers();
+    let total: u64 = readers.iter().map(|r| u64::from(r.max_doc())).sum();
+    let limit = (total as f64 * SMALL_SEGMENT_SHARE) as u64;
+    let mut small: Vec<(u32, tantivy::index::SegmentId)> = readers
+        .iter()
+        .filter(|r| u64::from(r.max_doc()) <= limit.max(1))
+        .map(|r| (r.max_doc(), r.segment_id()))
+        .collect();
+    if readers.len() - small.len() > MAX_SEGMENTS {
+        // Merged small segments grew past the share: once in a long while, all of them.
+        return readers.iter().map(|r| r.segment_id()).collect();
+    }
+    if small.len() < 2 {
+        small = readers.iter().map(|r| (r.max_doc(), r.segment_id())).collect();
+        small.sort_unstable();
+        small.truncate(2);
+    }
+    small.into_iter().map(|(_, id)| id).collect()
+}
