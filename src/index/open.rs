@@ -169,11 +169,7 @@ impl SearchIndex {
         }
     }
 
-    pub(super) fn finish(
-        index: Index,
-        schema: IndexSchema,
-        folder: sandbox::IndexFolder,
-    ) -> Result<SearchIndex> {
+    fn finish(index: Index, schema: IndexSchema, folder: sandbox::IndexFolder) -> Result<SearchIndex> {
         index.tokenizers().register(tokenizer::ANALYZER, tokenizer::index_analyzer());
         let reader = index
             .reader_builder()

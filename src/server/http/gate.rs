@@ -1,0 +1,198 @@
+//! The gate every request passes before its body is read: Host and Origin,
+//! the bearer token and its scope, the rate limit, the body cap, sessions;
+//! refusals say what was wrong.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::limits::{
+    BODY_TIMEOUT, BodyError, MAX_BODY_BYTES, RateLimiter, Watched, read_capped, timeout_event,
+};
+use super::origin::OriginPattern;
+use super::serve::Drain;
+use super::sessions::{Sessions, is_initialize};
+use crate::server::log;
+use crate::server::tokens::TokenStore;
+
+/// The header that names a Streamable HTTP session.
+const HEADER_SESSION_ID: &str = "mcp-session-id";
+
+/// Everything the per-request checks need.
+pub(super) struct Gate {
+    pub(super) tokens: TokenStore,
+    pub(super) origins: Vec<OriginPattern>,
+    pub(super) limiter: RateLimiter,
+    pub(super) request_timeout: Duration,
+    pub(super) drain: Arc<Drain>,
+    pub(super) sessions: Sessions,
+}
+
+/// The checks in front of the MCP service, in order (see the module docs).
+pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    if gate.drain.is_draining() {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down",
+            &[(header::RETRY_AFTER, "5"), (header::CONNECTION, "close")],
+        );
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return too_large();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let allowed = origin.to_str().ok().is_some_and(|o| gate.origins.iter().any(|p| p.matches(o)));
+        if !allowed {
+            log(json!({ "event": "http_refused", "status": 403, "why": "origin not allowed" }));
+            return refuse(StatusCode::FORBIDDEN, "this Origin is not allowed", &[]);
+        }
+    }
+    let Some(grant) = bearer(request.headers()).and_then(|token| gate.tokens.verify(token)) else {
+        log(json!({ "event": "http_refused", "status": 401, "why": "missing or unknown token" }));
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token is required",
+            &[(header::WWW_AUTHENTICATE, "Bearer realm=\"kb-mcp\"")],
+        );
+    };
+    if let Err(wait) = gate.limiter.admit(&grant.name) {
+        log(json!({ "event": "http_refused", "status": 429, "token": &*grant.name }));
+        let seconds = wait.as_secs_f64().ceil().max(1.0).to_string();
+        let mut response = refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests for this token", &[]);
+        if let Ok(value) = HeaderValue::from_str(&seconds) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
+    let (mut parts, body) = request.into_parts();
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, read_capped(body, MAX_BODY_BYTES)).await {
+        Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "the request body took too long", &[]),
+        Ok(Err(BodyError::TooLarge)) => return too_large(),
+        Ok(Err(BodyError::Broken)) => {
+            return refuse(StatusCode::BAD_REQUEST, "the request body broke off", &[]);
+        }
+        Ok(Ok(bytes)) => bytes,
+    };
+    let session = parts.headers.get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let opening = match &session {
+        Some(id) => {
+            if !gate.sessions.admit(id, &grant) {
+                log(
+                    json!({ "event": "http_refused", "status": 404, "why": "session of another token", "token": &*grant.name }),
+                );
+                return refuse(StatusCode::NOT_FOUND, "no such session: start a new one (initialize)", &[]);
+            }
+            None
+        }
+        None if parts.method == Method::POST && is_initialize(&bytes) => {
+            match gate.sessions.reserve(&grant).await {
+                Ok(opening) => Some(opening),
+                Err(open) => {
+                    log(
+                        json!({ "event": "http_refused", "status": 429, "why": "session cap", "token": &*grant.name, "sessions": open }),
+                    );
+                    return refuse_owned(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        format!(
+                            "this token already has {open} open sessions, the most allowed (--sessions-per-token); \
+                         end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id) or wait until they expire"
+                        ),
+                    );
+                }
+            }
+        }
+        None => None,
+    };
+    let method = parts.method.clone();
+    parts.extensions.insert(grant.access);
+    parts.extensions.insert(grant);
+    let timed_out = timeout_event(&bytes);
+    let request = Request::from_parts(parts, Body::from(bytes));
+    // The standalone GET stream lives as long as the session: neither counted nor timed.
+    if method == Method::GET {
+        return next.run(request).await;
+    }
+    if method == Method::DELETE {
+        let response = next.run(request).await;
+        if !response.status().is_success() {
+            return response;
+        }
+        if let Some(id) = &session {
+            gate.sessions.forget(id);
+        }
+        // rmcp answers 202; clients (the official Python SDK) expect 200 or 204 for an ended session.
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    let in_flight = gate.drain.enter();
+    let now = tokio::time::Instant::now();
+    // A timeout too far out to add (a library caller's Duration::MAX) means a year.
+    let deadline =
+        now.checked_add(gate.request_timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
+    match tokio::time::timeout_at(deadline, next.run(request)).await {
+        Ok(response) => {
+            if let (Some(opening), Some(id)) =
+                (opening, response.headers().get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()))
+            {
+                opening.opened(id);
+            }
+            let is_stream = response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            response.map(|body| {
+                Body::new(Watched {
+                    inner: body,
+                    deadline: Box::pin(tokio::time::sleep_until(deadline)),
+                    last_event: if is_stream { timed_out } else { None },
+                    ended: false,
+                    _in_flight: in_flight,
+                })
+            })
+        }
+        Err(_) => {
+            log(json!({ "event": "http_timeout", "after_s": gate.request_timeout.as_secs() }));
+            refuse(StatusCode::GATEWAY_TIMEOUT, "the request took too long", &[])
+        }
+    }
+}
+
+/// The token of an `Authorization: Bearer` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// A short plain-text refusal: never anything about the vault.
+fn refuse(
+    status: StatusCode,
+    message: &'static str,
+    headers: &[(header::HeaderName, &'static str)],
+) -> Response {
+    let mut response = (status, format!("{message}\n")).into_response();
+    for (name, value) in headers {
+        response.headers_mut().insert(name.clone(), HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// A refusal whose text is built at run time (never anything about the vault).
+fn refuse_owned(status: StatusCode, message: String) -> Response {
+    (status, format!("{message}\n")).into_response()
+}
+
+fn too_large() -> Response {
+    log(json!({ "event": "http_refused", "status": 413 }));
+    refuse(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than 4 MiB", &[])
+}
