@@ -1090,3 +1090,45 @@ async fn issue12_skipped_files_are_named_in_every_text() {
     assert_eq!(read.is_error, Some(true), "{read:?}");
     client.cancel().await.unwrap();
 }
+
+/// Issue 12, item 15, for the command line: `kb-index inbox` obeys the rule the
+/// server obeys. With the person's own `Inbox/` where the inbox would be, every
+/// `inbox` command is refused with the message saying how to choose another
+/// inbox in `kb.toml`, and nothing is created in the vault (no lock, no log).
+#[test]
+fn issue12_kb_index_inbox_refuses_a_persons_own_inbox() {
+    let (_tmp, vault) = common::temp_person_vault();
+    let before = common::snapshot(&vault);
+    let id = "p_0123456789abcdef0123456789abcdef";
+    for args in [
+        vec!["inbox", "apply", "--yes", "--only", id],
+        vec!["inbox", "apply"],
+        vec!["inbox", "reject", id, "--reason", "no"],
+        vec!["inbox", "list"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+            .args(&args)
+            .arg("--vault")
+            .arg(&vault)
+            .env_remove("KB_VAULT")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} succeeded: {stderr}");
+        assert!(
+            stderr.contains("Inbox/") && stderr.contains("kb.toml") && stderr.contains("inbox ="),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(common::snapshot(&vault), before, "{args:?} changed the vault");
+    }
+    // With another inbox chosen in kb.toml, the inbox commands work.
+    std::fs::write(vault.join("kb.toml"), "[vault]\ninbox = \"_kb-inbox\"\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(["inbox", "list", "--vault"])
+        .arg(&vault)
+        .env_remove("KB_VAULT")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("no pending proposals"));
+}

@@ -222,7 +222,13 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Search(args) => search::run(&engine, args, &paint, &mut out),
         Command::Status { json } => status::run(&engine, *json, &mut out),
         Command::Build { full } => build::run(&engine, *full, &mut out),
-        Command::Inbox { command } => inbox::run(&engine, command, &paint, &mut out),
+        Command::Inbox { command } => {
+            // The rule the server obeys: never stage or apply among a person's own notes.
+            if let Some(error) = engine.inbox_conflict() {
+                return Err(error.into());
+            }
+            inbox::run(&engine, command, &paint, &mut out)
+        }
         Command::Eval { suite, json, baseline } => {
             eval_cmd::run_eval(&engine, suite, json.as_deref(), *baseline, &mut out).map_err(Failure::usage)
         }
