@@ -1024,9 +1024,21 @@ fn where_is(vault: &Vault, staged: &Staged) -> (Vec<String>, Vec<String>) {
 
 #[test]
 fn a_crash_after_any_step_is_recovered() {
-    let steps = [Step::Claimed, Step::Written, Step::Archiving, Step::Archived, Step::Indexed, Step::Audited];
+    let steps = [
+        Step::Claimed,
+        Step::Swapping,
+        Step::Written,
+        Step::Archiving,
+        Step::Archived,
+        Step::Indexed,
+        Step::Audited,
+    ];
     for kind in [ProposalKind::New, ProposalKind::Patch] {
-        for (number, &step) in steps.iter().enumerate() {
+        for &step in &steps {
+            if step == Step::Swapping && kind == ProposalKind::New {
+                continue; // a new note is created, never swapped
+            }
+            let before_write = matches!(step, Step::Claimed | Step::Swapping);
             for finish_by_apply in [false, true] {
                 let vault = vault();
                 let path = "z/设计.md";
@@ -1060,7 +1072,7 @@ fn a_crash_after_any_step_is_recovered() {
                 let on_disk = vault.exists(&target).then(|| vault.read(&target));
                 let (pending, archived) = where_is(&vault, &staged);
                 if on_disk == old_target {
-                    assert_eq!(number, 0, "{kind:?} {step:?}: the target is untouched only before the write");
+                    assert!(before_write, "{kind:?} {step:?}: the target is untouched only before the write");
                     assert_eq!(pending, staged.files, "{step:?}: the proposal stays pending");
                 } else {
                     assert_eq!(on_disk.as_deref(), Some(staged_bytes.as_slice()), "{kind:?} {step:?}");
@@ -1068,14 +1080,14 @@ fn a_crash_after_any_step_is_recovered() {
                 let audited = vault.audit_for(&staged.proposal_id).len();
                 assert_eq!(audited, usize::from(step == Step::Audited), "{step:?}");
                 let (in_pending, in_archive) = match step {
-                    Step::Claimed | Step::Written => (staged.files.len(), 0),
+                    Step::Claimed | Step::Swapping | Step::Written => (staged.files.len(), 0),
                     Step::Archiving => (staged.files.len() - 1, 1),
                     Step::Archived | Step::Indexed | Step::Audited => (0, staged.files.len()),
                 };
                 assert_eq!((pending.len(), archived.len()), (in_pending, in_archive), "{kind:?} {step:?}");
 
                 // Finish: by the next apply, or by a recovery pass (a server start).
-                if step == Step::Claimed {
+                if before_write {
                     let recovery = write::recover(&vault.sandbox, Actor::Cli, &mut index).unwrap();
                     assert_eq!(recovery, write::Recovery::default(), "nothing to recover before the write");
                     assert_eq!(apply(&vault, &staged.proposal_id).unwrap().new_hash, staged.content_hash);
@@ -2013,4 +2025,97 @@ fn pending_proposals_are_capped_by_count_and_bytes() {
     let err = vault.propose(&big).unwrap_err();
     assert_eq!(err.code, ErrorCode::TooLarge);
     assert!(err.message.contains("pending_max_bytes (2000)"), "{err}");
+}
+
+// ---------------------------------------------------------------- cost independent of history (issue 12, item 12)
+
+/// Issue 12, item 12: applying must not grow with the history. Here the audit
+/// log starts with 2 GiB of garbage (a sparse file: no disk is used), more than
+/// any read of the whole log allows, the rejected archive is not even a folder,
+/// and the applied archive holds a thousand date folders: an apply, a reject's
+/// recovery pass or a server start that read the log or walked the archive
+/// would fail or be slow. They only read the log's end and the journal.
+#[test]
+fn issue_12_applying_reads_neither_the_whole_audit_log_nor_the_archive() {
+    let vault = vault();
+    let first = vault.propose(&note("first")).unwrap();
+    apply(&vault, &first.proposal_id).unwrap();
+    let log = vault.path("inbox/_applied.jsonl");
+    let lines = fs::read(&log).unwrap();
+    let huge = 2u64 << 30;
+    {
+        use std::io::Write;
+        let mut file = fs::File::options().write(true).open(&log).unwrap();
+        file.set_len(huge).unwrap();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).unwrap();
+        file.write_all(b"\n").unwrap();
+        file.write_all(&lines).unwrap();
+    }
+    vault.write("inbox/rejected", "not a folder");
+    for day in 0..1000 {
+        vault.write(
+            &format!("inbox/applied/1990-{:02}-{:02}/x-0123abcd.proposal.json", day / 28 + 1, day % 28 + 1),
+            "{",
+        );
+    }
+
+    let patch = vault.patch("z/设计.md", vec![Edit::Append { content: "more".to_owned() }]).unwrap();
+    let new = vault.propose(&note("second")).unwrap();
+    let recovery = write::recover(&vault.reopen(), Actor::Mcp, &mut no_index).unwrap();
+    assert_eq!(recovery, write::Recovery::default());
+    assert_eq!(apply(&vault, &patch.proposal_id).unwrap().new_hash, patch.content_hash);
+    // Interrupted after the archive: completed from the journal and the log's last line.
+    let err =
+        write::apply_with_failpoint(&vault.sandbox, &new.proposal_id, Actor::Cli, &mut no_index, &mut |at| {
+            if at == Step::Archived { Err(Error::internal("crash")) } else { Ok(()) }
+        })
+        .unwrap_err();
+    assert_eq!(err.message, "crash");
+    let recovery = write::recover(&vault.reopen(), Actor::Mcp, &mut no_index).unwrap();
+    assert_eq!(recovery.completed, vec![new.proposal_id.clone()], "{recovery:?}");
+    assert_eq!(code(apply(&vault, &new.proposal_id)), ErrorCode::ProposalNotPending);
+
+    let size = fs::metadata(&log).unwrap().len();
+    assert!(size > huge, "the log was appended to, never rewritten");
+    let mut file = fs::File::open(&log).unwrap();
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(huge)).unwrap();
+    let mut tail = String::new();
+    std::io::Read::read_to_string(&mut file, &mut tail).unwrap();
+    let ids: Vec<String> = tail
+        .lines()
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["proposal_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, [first.proposal_id, patch.proposal_id, new.proposal_id]);
+}
+
+/// Issue 12, item 12: listing pending proposals reads their metadata, not their
+/// staged notes (500 proposals against one 1.9 MB note made `list_proposals`
+/// read about a gigabyte). A staged note too large to read at all, untouched
+/// since it was proposed, is listed without being read; a staged note changed
+/// after its metadata was written is read and found tampered; `apply` checks
+/// the hash itself either way.
+#[test]
+fn issue_12_listing_does_not_read_staged_notes() {
+    let vault = vault();
+    let edited = vault.patch("z/设计.md", vec![Edit::Append { content: "edited".to_owned() }]).unwrap();
+    let big = vault.propose(&note("big")).unwrap();
+    let meta_time = fs::metadata(vault.path(Vault::meta_file(&big))).unwrap().modified().unwrap();
+    {
+        let file = fs::File::options().write(true).open(vault.path(&big.files[0])).unwrap();
+        file.set_len(2u64 << 30).unwrap();
+        file.set_modified(meta_time).unwrap();
+    }
+    let later = meta_time + std::time::Duration::from_secs(5);
+    let mut text = vault.read(&edited.files[0]);
+    text.extend_from_slice(b"sneaked in\n");
+    vault.write(&edited.files[0], text);
+    fs::File::options().write(true).open(vault.path(&edited.files[0])).unwrap().set_modified(later).unwrap();
+
+    let listed = write::list(&vault.sandbox, StatusFilter::Pending, 10).unwrap();
+    let checks = |id: &str| listed.iter().find(|view| view.proposal_id == id).unwrap().checks;
+    assert!(checks(&big.proposal_id).intact, "listed from its metadata: {listed:?}");
+    assert!(!checks(&edited.proposal_id).intact, "changed after proposing: {listed:?}");
+    assert_eq!(code(apply(&vault, &big.proposal_id)), ErrorCode::ProposalTampered);
+    assert_eq!(code(apply(&vault, &edited.proposal_id)), ErrorCode::ProposalTampered);
 }

@@ -205,14 +205,17 @@ impl Sandbox {
     /// without ever losing a save a person makes meanwhile; see [`Replaced`].
     /// The new file keeps the note's mode (and owner, where the process may).
     /// `conflict_name` is the file name, in the note's folder, under which a save
-    /// caught in the swap is kept.
+    /// caught in the swap is kept. `before_swap` runs after the last re-check,
+    /// right before the swap (an error from it stops there, changing nothing):
+    /// the instant a person's save races, which tests use to land one there.
     pub fn replace_note(
         &self,
         path: &NotePath,
         bytes: &[u8],
         base: &[u8],
         conflict_name: &str,
+        before_swap: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Replaced> {
-        swap::replace_note(self, path, bytes, base, conflict_name)
+        swap::replace_note(self, path, bytes, base, conflict_name, before_swap)
     }
 }

@@ -46,6 +46,7 @@ pub(super) fn replace_note(
     bytes: &[u8],
     base: &[u8],
     conflict_name: &str,
+    before_swap: &mut dyn FnMut() -> Result<()>,
 ) -> Result<Replaced> {
     check_note_target(sandbox, path)?;
     let target = walk_write_chain(sandbox, path, false)?;
@@ -66,6 +67,7 @@ pub(super) fn replace_note(
     if now != base {
         return Ok(Replaced::Changed(Some(now)));
     }
+    before_swap()?;
 
     match exchange(&temp.path, &target) {
         Ok(()) => {

@@ -26,32 +26,46 @@
 //! longer pending (`proposal_not_pending`). Even without working locks, the
 //! create-new write and the never-replacing moves let only one of them through.
 //!
-//! **Crashes.** Every step leaves a state the next apply (or [`recover`], run at
-//! server start) recognises: before the write the proposal is simply still
-//! pending; a pending proposal whose target already holds exactly its content is
-//! archived and audited; an archived proposal without an audit line gets its
-//! leftover files moved, its index update and its audit line. Recovery is
-//! idempotent. Tests crash the apply after every [`Step`] through
-//! [`apply_with_failpoint`].
+//! **Crashes.** Before it changes anything an apply writes a journal naming the
+//! proposal, and removes it after the audit line. Every step leaves a state the
+//! next apply (or [`recover`], run at server start) recognises from the journal
+//! alone: before the write the proposal is simply still pending; a pending
+//! proposal whose target already holds exactly its content is archived and
+//! audited; an archived proposal without its audit line gets its leftover files
+//! moved, its index update and its audit line. Recovery is idempotent, and
+//! neither it nor an apply reads the whole audit log or walks the archive, so
+//! their cost does not grow with the history. Tests crash the apply after every
+//! [`Step`] through [`apply_with_failpoint`], and kill a real process there.
+//!
+//! **Files.** `proposal.rs`: the inbox layout, metadata, finding and listing;
+//! `propose.rs`: staging; `edit.rs`, `diff.rs`, `yaml.rs`, `slug.rs`: building a
+//! staged note and its diff; `apply.rs`: the checks, the write, the archive;
+//! `journal.rs`: the one in-flight proposal; `audit.rs`: the audit log;
+//! `recover.rs`: completing interrupted applies and sweeping leftovers;
+//! `review.rs`: what a person sees before approving; `relink.rs`: rewriting links for a move.
 //!
 //! **Dates and times.** Times in files are RFC 3339 in the machine's local time
 //! zone with its offset; archive folders are named by the local date, the date
 //! a person looking at the inbox expects.
 
 mod apply;
+mod audit;
 mod diff;
 mod edit;
+mod journal;
 mod proposal;
 mod propose;
+mod recover;
 mod relink;
 mod review;
 mod slug;
 mod yaml;
 
-pub use apply::{apply, apply_with_failpoint, recover, reject};
+pub use apply::{apply, apply_with_failpoint, reject};
 pub use edit::{Edit, apply_edits};
 pub use proposal::{describe, list, pending_count, resolve_id};
 pub use propose::{propose_new, propose_patch};
+pub use recover::recover;
 pub use relink::{LinkEdit, apply_link_edits, relink};
 pub use review::{FileChange, Review, review};
 
@@ -200,6 +214,9 @@ pub enum Actor {
 pub enum Step {
     /// The lock is held and every check passed; nothing has changed yet.
     Claimed,
+    /// A patch's note was re-checked right before its swap (patches only): a
+    /// person's save landing now is what the swap must never lose.
+    Swapping,
     /// The target note is written.
     Written,
     /// The metadata file has moved to the archive; the other files not yet.

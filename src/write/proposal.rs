@@ -9,11 +9,15 @@
 //! metadata file (never a path of its own choosing), and the staged note must
 //! still hash to what it recorded.
 
+use std::collections::HashMap;
+
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::audit::AuditLog;
+use super::journal;
 use super::{Checks, ProposalKind, ProposalStatus, ProposalView, StatusFilter};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox, hex};
@@ -89,6 +93,11 @@ impl Inbox {
 
     pub(super) fn lock_file(&self) -> Result<NotePath> {
         self.path("_apply.lock")
+    }
+
+    /// The journal naming the proposal an apply or reject is consuming.
+    pub(super) fn journal_file(&self) -> Result<NotePath> {
+        self.path("_applying.json")
     }
 }
 
@@ -197,55 +206,71 @@ impl Located {
     }
 }
 
-/// Reads and parses a metadata file; `Err` says why it is not valid metadata.
-pub(super) fn read_metadata(sandbox: &Sandbox, path: &NotePath) -> Result<Metadata, String> {
-    let bytes = sandbox.read(path, META_MAX_BYTES).map_err(|err| err.message)?;
-    serde_json::from_slice(&bytes).map_err(|err| format!("{path} is not valid proposal metadata: {err}"))
+/// What is wrong with a proposal's files, as a `proposal_tampered` error whose
+/// message is only the flaw; [`tampered`] words it for a given id.
+fn flaw(why: impl Into<String>) -> Error {
+    Error::new(ErrorCode::ProposalTampered, why)
+}
+
+/// Reads and parses a metadata file; the error says why it is not valid metadata.
+pub(super) fn read_metadata(sandbox: &Sandbox, path: &NotePath) -> Result<Metadata> {
+    let bytes = sandbox.read(path, META_MAX_BYTES).map_err(|err| flaw(err.message))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|err| flaw(format!("{path} is not valid proposal metadata: {err}")))
 }
 
 /// Parses the metadata file at `path` into a [`Located`].
-pub(super) fn locate(sandbox: &Sandbox, path: &NotePath, status: ProposalStatus) -> Result<Located, String> {
+pub(super) fn locate(sandbox: &Sandbox, path: &NotePath, status: ProposalStatus) -> Result<Located> {
     let meta = read_metadata(sandbox, path)?;
     let stem = path.file_name().strip_suffix(META_SUFFIX).unwrap_or(path.file_name()).to_owned();
     Ok(Located { meta, meta_path: path.clone(), dir: path.parent().to_owned(), stem, status })
 }
 
 /// The structural checks: the metadata names exactly the files a proposal of its
-/// kind and id has beside it, and its hashes are well formed. `Err` says what is wrong.
-pub(super) fn validate(inbox: &Inbox, located: &Located) -> Result<(), String> {
+/// kind and id has beside it, and its hashes are well formed. The error says what is wrong.
+pub(super) fn validate(inbox: &Inbox, located: &Located) -> Result<()> {
     let meta = &located.meta;
     if meta.schema != SCHEMA {
-        return Err(format!("its metadata has schema {}, expected {SCHEMA}", meta.schema));
+        return Err(flaw(format!("its metadata has schema {}, expected {SCHEMA}", meta.schema)));
     }
     if !is_id(&meta.proposal_id) {
-        return Err(format!("its metadata holds the malformed id {:?}", meta.proposal_id));
+        return Err(flaw(format!("its metadata holds the malformed id {:?}", meta.proposal_id)));
     }
     if !located.stem.ends_with(&format!("-{}", short_id(&meta.proposal_id))) {
-        return Err(format!("its metadata file {} is not named after its id", located.meta_path));
+        return Err(flaw(format!("its metadata file {} is not named after its id", located.meta_path)));
     }
     let pending = inbox.pending_dir(meta.kind);
     if located.status == ProposalStatus::Pending && located.dir != pending {
-        return Err(format!("a {} proposal lies in {}, not in {pending}", kind_name(meta.kind), located.dir));
+        return Err(flaw(format!(
+            "a {} proposal lies in {}, not in {pending}",
+            kind_name(meta.kind),
+            located.dir
+        )));
     }
     let expected_content = format!("{pending}/{}", content_name(meta.kind, &located.stem));
     if meta.content_file != expected_content {
-        return Err(format!(
+        return Err(flaw(format!(
             "its metadata names content_file {:?}; a proposal's note is always {expected_content:?}",
             meta.content_file
-        ));
+        )));
     }
     let expected_diff =
         (meta.kind == ProposalKind::Patch).then(|| format!("{pending}/{}", diff_name(&located.stem)));
     if meta.diff_file != expected_diff {
-        return Err(format!("its metadata names diff_file {:?}, expected {expected_diff:?}", meta.diff_file));
+        return Err(flaw(format!(
+            "its metadata names diff_file {:?}, expected {expected_diff:?}",
+            meta.diff_file
+        )));
     }
     if !is_hash(&meta.content_sha256) {
-        return Err(format!("content_sha256 {:?} is not a sha256:<hex> hash", meta.content_sha256));
+        return Err(flaw(format!("content_sha256 {:?} is not a sha256:<hex> hash", meta.content_sha256)));
     }
     match (&meta.base_sha256, meta.kind) {
         (Some(base), ProposalKind::Patch) if is_hash(base) => Ok(()),
         (None, ProposalKind::New) => Ok(()),
-        (base, kind) => Err(format!("base_sha256 {base:?} does not fit a {} proposal", kind_name(kind))),
+        (base, kind) => {
+            Err(flaw(format!("base_sha256 {base:?} does not fit a {} proposal", kind_name(kind))))
+        }
     }
 }
 
@@ -257,30 +282,55 @@ fn kind_name(kind: ProposalKind) -> &'static str {
 }
 
 /// Structure, files in place, and the staged note's hash; returns the staged note.
-pub(super) fn intact(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<Vec<u8>, String> {
+pub(super) fn intact(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<Vec<u8>> {
     validate(inbox, located)?;
-    let content_path = located.content_path().map_err(|err| err.message)?;
-    if let Some(diff) = located.diff_path().map_err(|err| err.message)? {
+    let content_path = located.content_path()?;
+    if let Some(diff) = located.diff_path()? {
         match sandbox.stat(&diff) {
             Ok(Some(_)) => {}
-            _ => return Err(format!("its diff {diff} is missing")),
+            _ => return Err(flaw(format!("its diff {diff} is missing"))),
         }
     }
     let content = match sandbox.read(&content_path, FILE_MAX_BYTES) {
         Ok(bytes) => bytes,
         Err(err) if err.code == ErrorCode::NotFound => {
-            return Err(format!("its staged note {content_path} is missing"));
+            return Err(flaw(format!("its staged note {content_path} is missing")));
         }
-        Err(err) => return Err(err.message),
+        Err(err) => return Err(flaw(err.message)),
     };
     let hash = content_hash(&content);
     if hash != located.meta.content_sha256 {
-        return Err(format!(
+        return Err(flaw(format!(
             "{content_path} hashes to {hash}, but the proposal recorded {}",
             located.meta.content_sha256
-        ));
+        )));
     }
     Ok(content)
+}
+
+/// [`intact`] from file metadata alone, for listings: the structure is valid,
+/// the files are in place, and the staged note was not modified after its
+/// metadata file was written (the metadata is written last). Only a staged note
+/// modified later is read and hashed. A listing thus costs the same whatever the
+/// size of the staged notes; `apply` always checks the hash itself.
+fn looks_intact(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> bool {
+    if validate(inbox, located).is_err() {
+        return false;
+    }
+    let present = |path: &NotePath| sandbox.stat(path).ok().flatten();
+    if let Ok(Some(diff)) = located.diff_path()
+        && present(&diff).is_none()
+    {
+        return false;
+    }
+    let (Ok(content_path), Some(meta)) = (located.content_path(), present(&located.meta_path)) else {
+        return false;
+    };
+    match present(&content_path) {
+        None => false,
+        Some(content) if content.modified <= meta.modified => true,
+        Some(_) => intact(sandbox, inbox, located).is_ok(),
+    }
 }
 
 /// The metadata files of pending proposals (`inbox/new`, `inbox/patch`), sorted.
@@ -317,12 +367,29 @@ pub(super) fn archived_files(
 
 /// Finds the pending proposal with exactly this id. `proposal_not_found` when no
 /// proposal has it, `proposal_not_pending` when it was applied or rejected,
-/// `proposal_tampered` when its metadata is unreadable or found twice.
+/// `proposal_tampered` when its metadata is unreadable or found twice. The
+/// pending folders are looked at first; only an id that is not pending costs a
+/// walk through the archive, so finding a pending proposal does not grow with
+/// the history.
 pub(super) fn find(sandbox: &Sandbox, inbox: &Inbox, id: &str) -> Result<Located> {
     if !is_id(id) {
         return Err(not_found(id));
     }
     let suffix = format!("-{}{META_SUFFIX}", short_id(id));
+    let mut found = Vec::new();
+    let mut broken = Vec::new();
+    for path in pending_files(sandbox, inbox)?.iter().filter(|path| path.file_name().ends_with(&suffix)) {
+        match locate(sandbox, path, ProposalStatus::Pending) {
+            Ok(located) if located.id() == id => found.push(located),
+            Ok(_) => {}
+            Err(err) => broken.push(err.message),
+        }
+    }
+    match found.len() {
+        1 => return Ok(found.remove(0)),
+        0 => {}
+        _ => return Err(tampered(id, "its metadata is found in more than one place")),
+    }
     for status in [ProposalStatus::Applied, ProposalStatus::Rejected] {
         for (folder, files) in archived_files(sandbox, inbox, status)? {
             for path in files.iter().filter(|path| path.file_name().ends_with(&suffix)) {
@@ -339,26 +406,19 @@ pub(super) fn find(sandbox: &Sandbox, inbox: &Inbox, id: &str) -> Result<Located
             }
         }
     }
-    let mut found = Vec::new();
-    let mut broken = Vec::new();
-    for path in pending_files(sandbox, inbox)?.iter().filter(|path| path.file_name().ends_with(&suffix)) {
-        match locate(sandbox, path, ProposalStatus::Pending) {
-            Ok(located) if located.id() == id => found.push(located),
-            Ok(_) => {}
-            Err(why) => broken.push(why),
-        }
-    }
-    match (found.len(), broken.first()) {
-        (1, _) => Ok(found.remove(0)),
-        (0, None) => Err(not_found(id)),
-        (0, Some(why)) => Err(tampered(id, why)),
-        (_, _) => Err(tampered(id, "its metadata is found in more than one place")),
+    match broken.first() {
+        None => Err(not_found(id)),
+        Some(why) => Err(tampered(id, why)),
     }
 }
 
-/// The live checks of a proposal.
-pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Checks {
-    let intact = intact(sandbox, inbox, located).is_ok();
+/// The hashes of the notes a listing has read, so that each note is read once
+/// however many proposals target it.
+pub(super) type NoteHashes = HashMap<String, Option<String>>;
+
+/// The live checks of a proposal, cheap enough for a listing (see [`looks_intact`]).
+pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located, hashes: &mut NoteHashes) -> Checks {
+    let intact = looks_intact(sandbox, inbox, located);
     let target = sandbox.resolve_note_target(&located.meta.target).ok();
     match located.meta.kind {
         ProposalKind::New => Checks {
@@ -369,9 +429,10 @@ pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Che
         ProposalKind::Patch => Checks {
             intact,
             base_current: target.is_some_and(|target| {
-                sandbox
-                    .read(&target, FILE_MAX_BYTES)
-                    .is_ok_and(|bytes| Some(content_hash(&bytes)) == located.meta.base_sha256)
+                let hash = hashes.entry(target.as_str().to_owned()).or_insert_with(|| {
+                    sandbox.read(&target, FILE_MAX_BYTES).ok().map(|bytes| content_hash(&bytes))
+                });
+                hash.is_some() && *hash == located.meta.base_sha256
             }),
             target_free: true,
         },
@@ -403,10 +464,12 @@ pub fn list(sandbox: &Sandbox, filter: StatusFilter, limit: usize) -> Result<Vec
     }
     if !archived.is_empty() {
         // Archived is not done: without its audit line the apply was interrupted.
-        let logged = logged_ids(sandbox, &inbox);
-        for located in found.iter_mut().filter(|located| located.status != ProposalStatus::Pending) {
-            if !logged.contains(located.id()) {
-                located.status = ProposalStatus::Interrupted;
+        // Only the proposal the journal names can be in that state.
+        if let Some(id) = interrupted(sandbox, &inbox) {
+            for located in found.iter_mut().filter(|located| located.status != ProposalStatus::Pending) {
+                if located.id() == id {
+                    located.status = ProposalStatus::Interrupted;
+                }
             }
         }
     }
@@ -418,6 +481,7 @@ pub fn list(sandbox: &Sandbox, filter: StatusFilter, limit: usize) -> Result<Vec
             .then_with(|| a.meta_path.cmp(&b.meta_path))
     });
     found.truncate(limit);
+    let mut hashes = NoteHashes::new();
     Ok(found
         .iter()
         .map(|located| ProposalView {
@@ -427,19 +491,17 @@ pub fn list(sandbox: &Sandbox, filter: StatusFilter, limit: usize) -> Result<Vec
             reason: located.meta.reason.clone(),
             created: located.meta.created_at.clone(),
             status: located.status,
-            checks: checks(sandbox, &inbox, located),
+            checks: checks(sandbox, &inbox, located, &mut hashes),
         })
         .collect())
 }
 
-/// The ids the audit log has a line for.
-fn logged_ids(sandbox: &Sandbox, inbox: &Inbox) -> std::collections::HashSet<String> {
-    let bytes = inbox.audit_log().and_then(|log| sandbox.read(&log, FILE_MAX_BYTES)).unwrap_or_default();
-    bytes
-        .split(|&byte| byte == b'\n')
-        .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
-        .filter_map(|entry| entry.get("proposal_id").and_then(serde_json::Value::as_str).map(str::to_owned))
-        .collect()
+/// The id of the proposal whose apply or reject the journal says is under way
+/// (or was interrupted) and whose audit line is not yet the log's last.
+fn interrupted(sandbox: &Sandbox, inbox: &Inbox) -> Option<String> {
+    let journal = journal::read(sandbox, inbox).ok().flatten()?;
+    let log = AuditLog::open(sandbox, inbox).ok()?;
+    (log.last_id() != Some(journal.proposal_id.as_str())).then_some(journal.proposal_id)
 }
 
 /// How many proposals are pending (0 when the inbox cannot be read).
@@ -531,7 +593,7 @@ pub fn describe(sandbox: &Sandbox, id: &str) -> Result<(ProposalView, Option<(u3
         reason: located.meta.reason.clone(),
         created: located.meta.created_at.clone(),
         status: located.status,
-        checks: checks(sandbox, &inbox, &located),
+        checks: checks(sandbox, &inbox, &located, &mut NoteHashes::new()),
     };
     Ok((view, diff_stat))
 }

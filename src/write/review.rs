@@ -10,7 +10,7 @@
 use super::ProposalKind;
 use super::ProposalView;
 use super::diff::unified_diff;
-use super::proposal::{FILE_MAX_BYTES, Inbox, checks, find};
+use super::proposal::{FILE_MAX_BYTES, Inbox, NoteHashes, checks, find};
 use crate::error::Result;
 use crate::sandbox::Sandbox;
 use crate::vault::content_hash;
@@ -101,7 +101,7 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
         reason: located.meta.reason.clone(),
         created: located.meta.created_at.clone(),
         status: located.status,
-        checks: checks(sandbox, &inbox, &located),
+        checks: checks(sandbox, &inbox, &located, &mut NoteHashes::new()),
     };
     Ok(Review { view, files: vec![change], caveat })
 }
