@@ -2119,3 +2119,16 @@ fn issue_12_listing_does_not_read_staged_notes() {
     assert_eq!(code(apply(&vault, &big.proposal_id)), ErrorCode::ProposalTampered);
     assert_eq!(code(apply(&vault, &edited.proposal_id)), ErrorCode::ProposalTampered);
 }
+
+/// The journal is written atomically, so its temporary file exists for an
+/// instant; a server checking meanwhile whether the inbox is a person's own
+/// must not take it for a person's file (the HTTP load test caught it: a racing
+/// apply was refused with `permission_denied`).
+#[test]
+fn issue_12_the_journals_temporary_file_is_kb_mcps_own() {
+    let vault = vault();
+    vault.write("inbox/._applying.json.kb-tmp-0123456789abcdef", "{}");
+    assert_eq!(vault.sandbox.foreign_inboxes(), Vec::new());
+    vault.write("inbox/.notes.kb-tmp-0123456789abcdef", "{}");
+    assert_eq!(vault.sandbox.foreign_inboxes().len(), 1, "only its own files' temporary files are its own");
+}

@@ -9,9 +9,11 @@ use std::fs;
 use std::path::Path;
 
 use super::Sandbox;
+use super::swap::is_temp_name;
 
 /// The top-level names kb-mcp creates in its inbox (compared case-insensitively);
-/// names starting with `_` are its own files too (the audit log, the lock).
+/// names starting with `_` are its own files too (the audit log, the lock, the
+/// journal), and so are the temporary files atomic writes of these leave for an instant.
 const OWN_NAMES: [&str; 4] = ["new", "patch", "applied", "rejected"];
 /// Files the operating system leaves in any folder.
 const SYSTEM_NAMES: [&str; 3] = [".ds_store", "desktop.ini", "thumbs.db"];
@@ -59,7 +61,10 @@ impl Sandbox {
                     .into_iter()
                     .filter(|name| {
                         let lower = name.to_lowercase();
+                        // The temporary file of an atomic write of its own files (the journal).
+                        let own_temp = lower.starts_with("._") && is_temp_name(name, None);
                         !(lower.starts_with('_')
+                            || own_temp
                             || OWN_NAMES.contains(&lower.as_str())
                             || SYSTEM_NAMES.contains(&lower.as_str()))
                     })

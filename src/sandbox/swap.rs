@@ -190,7 +190,7 @@ fn exchange(_: &Path, _: &Path) -> io::Result<()> {
 
 /// Whether a file name is one of our temporary files: `.<name>.kb-tmp-<16 hex>`
 /// (for `for_name`, exactly that name's).
-fn is_temp_name(file: &str, for_name: Option<&str>) -> bool {
+pub(super) fn is_temp_name(file: &str, for_name: Option<&str>) -> bool {
     let Some((head, random)) = file.rsplit_once(TempFile::MARK) else { return false };
     let ours = random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit()) && head.starts_with('.');
     ours && for_name.is_none_or(|name| head[1..] == *name)
