@@ -2132,3 +2132,201 @@ fn issue_12_the_journals_temporary_file_is_kb_mcps_own() {
     vault.write("inbox/.notes.kb-tmp-0123456789abcdef", "{}");
     assert_eq!(vault.sandbox.foreign_inboxes().len(), 1, "only its own files' temporary files are its own");
 }
+
+// ---------------------------------------------------------------- a real kill -9 (issue 12, item 8)
+
+/// Set in the child process of the kill test: `root|id|step|marker`.
+const KILL_CHILD_ENV: &str = "KB_MCP_TEST_KILLED_APPLY";
+
+/// The steps of an apply, by name (for the child's job).
+const STEPS: [(&str, Step); 7] = [
+    ("claimed", Step::Claimed),
+    ("swapping", Step::Swapping),
+    ("written", Step::Written),
+    ("archiving", Step::Archiving),
+    ("archived", Step::Archived),
+    ("indexed", Step::Indexed),
+    ("audited", Step::Audited),
+];
+
+/// A real crash, not a returned error: a child process (this test binary,
+/// re-executed) applies a proposal and stops at one step, where the parent
+/// kills it with SIGKILL. A fresh sandbox's recovery then leaves the note
+/// either as it was or exactly as proposed, one audit line when applied, no
+/// temporary file anywhere, no orphan staged file, no journal, and the
+/// listing says what is true. For every step, for new notes and patches.
+#[test]
+fn issue_12_an_apply_killed_at_any_step_is_recovered() {
+    if let Ok(job) = std::env::var(KILL_CHILD_ENV) {
+        // Child: apply, and at the step, say so and wait to be killed.
+        let parts: Vec<&str> = job.split('|').collect();
+        let (root, id, step, marker) = (Path::new(parts[0]), parts[1], parts[2], Path::new(parts[3]));
+        let step = STEPS.iter().find(|(name, _)| *name == step).unwrap().1;
+        let config = VaultConfig::parse(read_vault_config(root).unwrap().as_deref()).unwrap();
+        let sandbox = Sandbox::open(root, config.policy).unwrap();
+        let _ = write::apply_with_failpoint(&sandbox, id, Actor::Cli, &mut no_index, &mut |at| {
+            if at == step {
+                fs::write(marker, "here").unwrap();
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+            Ok(())
+        });
+        panic!("the apply went past {step:?} without stopping");
+    }
+    if !cfg!(unix) {
+        eprintln!("skipped: killing a process with SIGKILL at a chosen step needs a Unix system");
+        return;
+    }
+    for kind in [ProposalKind::New, ProposalKind::Patch] {
+        for (name, step) in STEPS {
+            if step == Step::Swapping && kind == ProposalKind::New {
+                continue; // a new note is created, never swapped
+            }
+            let vault = vault();
+            let path = "z/设计.md";
+            let original = vault.read(path);
+            let staged = match kind {
+                ProposalKind::New => vault.propose(&note("killed")).unwrap(),
+                ProposalKind::Patch => {
+                    vault.patch(path, vec![Edit::Append { content: "after".to_owned() }]).unwrap()
+                }
+            };
+            let proposed = vault.read(&staged.files[0]);
+            let before = (kind == ProposalKind::Patch).then(|| original.clone());
+            let marker = vault._tmp.path().join("marker");
+            let job = format!("{}|{}|{name}|{}", vault.root.display(), staged.proposal_id, marker.display());
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "issue_12_an_apply_killed_at_any_step_is_recovered", "--test-threads=1"])
+                .env(KILL_CHILD_ENV, job)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let waited = std::time::Instant::now();
+            while !marker.exists() {
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "{kind:?} {step:?}: the child ended before the step"
+                );
+                assert!(
+                    waited.elapsed().as_secs() < 120,
+                    "{kind:?} {step:?}: the child never reached the step"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            child.kill().unwrap(); // SIGKILL on Unix
+            child.wait().unwrap();
+            let label = format!("{kind:?} killed at {step:?}");
+
+            // Right after the crash: the note is before or after, never between,
+            // and the listing says what is true.
+            let on_disk = vault.exists(&staged.target).then(|| vault.read(&staged.target));
+            assert!(on_disk == before || on_disk.as_deref() == Some(proposed.as_slice()), "{label}");
+            let status = |vault: &Vault| {
+                let listed = write::list(&vault.sandbox, StatusFilter::All, 50).unwrap();
+                listed.iter().find(|view| view.proposal_id == staged.proposal_id).map(|view| view.status)
+            };
+            let applied = !matches!(step, Step::Claimed | Step::Swapping);
+            let expected_now = match step {
+                Step::Claimed | Step::Swapping | Step::Written => ProposalStatus::Pending,
+                Step::Archiving | Step::Archived | Step::Indexed => ProposalStatus::Interrupted,
+                Step::Audited => ProposalStatus::Applied,
+            };
+            assert_eq!(status(&vault), Some(expected_now), "{label}");
+
+            // A fresh start recovers.
+            let fresh = vault.reopen();
+            let recovery = write::recover(&fresh, Actor::Mcp, &mut no_index).unwrap();
+            assert!(recovery.failed.is_empty(), "{label}: {recovery:?}");
+            let completed = applied && step != Step::Audited;
+            assert_eq!(recovery.completed.len(), usize::from(completed), "{label}: {recovery:?}");
+            assert_eq!(temp_files(&vault.root), Vec::<String>::new(), "{label}");
+            assert!(!vault.exists("inbox/_applying.json"), "{label}: the journal is settled");
+            let (pending, archived) = where_is(&vault, &staged);
+            let conflicts = conflict_copies(&vault, "z", "设计");
+            assert!(conflicts.is_empty(), "{label}: {conflicts:?}");
+            if applied {
+                assert_eq!(vault.read(&staged.target), proposed, "{label}");
+                assert_eq!(vault.audit_for(&staged.proposal_id).len(), 1, "{label}");
+                assert!(pending.is_empty(), "{label}: {pending:?}");
+                assert_eq!(archived.len(), staged.files.len(), "{label}: {archived:?}");
+                assert_eq!(status(&vault), Some(ProposalStatus::Applied), "{label}");
+            } else {
+                assert_eq!(
+                    vault.exists(&staged.target).then(|| vault.read(&staged.target)),
+                    before,
+                    "{label}"
+                );
+                assert!(vault.audit_for(&staged.proposal_id).is_empty(), "{label}");
+                assert_eq!(pending, staged.files, "{label}: the proposal stays pending, whole");
+                assert_eq!(status(&vault), Some(ProposalStatus::Pending), "{label}");
+                assert_eq!(
+                    apply(&vault, &staged.proposal_id).unwrap().new_hash,
+                    staged.content_hash,
+                    "{label}"
+                );
+                assert_eq!(vault.audit_for(&staged.proposal_id).len(), 1, "{label}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- a save landing in the swap (issue 12, item 2)
+
+/// Deterministic, not timed: the person's save lands at `Step::Swapping`, after
+/// the apply's last re-check of the note and right before the swap, the window
+/// a racing save can still hit. Saved in place or by rename, the save is put
+/// back, the caller gets `conflict` naming the note and the proposed file, and
+/// the proposal stays pending, whole, with no audit line and nothing left over.
+#[test]
+fn issue_12_a_save_landing_right_before_the_swap_is_put_back_and_reported() {
+    for by_rename in [false, true] {
+        let vault = vault();
+        let rel = "z/设计.md";
+        let staged = vault.patch(rel, vec![Edit::Append { content: "proposed".to_owned() }]).unwrap();
+        let save = b"# the person's save\n".to_vec();
+        let note = vault.path(rel);
+        let err = write::apply_with_failpoint(
+            &vault.sandbox,
+            &staged.proposal_id,
+            Actor::Mcp,
+            &mut no_index,
+            &mut |at| {
+                if at == Step::Swapping {
+                    if by_rename {
+                        let temp = vault.path("z/.设计.md.editor-save");
+                        fs::write(&temp, &save).unwrap();
+                        fs::rename(&temp, &note).unwrap();
+                    } else {
+                        fs::write(&note, &save).unwrap();
+                    }
+                }
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        let label = if by_rename { "saved by rename" } else { "saved in place" };
+        assert_eq!(err.code, ErrorCode::Conflict, "{label}: {err}");
+        assert!(err.message.contains(rel) && err.message.contains("stays pending"), "{label}: {err}");
+        let details = err.details.as_ref().unwrap();
+        assert_eq!(details["target"], rel, "{label}");
+        assert_eq!(details["proposed_file"], staged.files[0], "{label}");
+        assert_eq!(vault.read(rel), save, "{label}: the save is kept");
+        let copies = conflict_copies(&vault, "z", "设计");
+        match details["conflict_copy"].as_str() {
+            None => assert!(copies.is_empty(), "{label}: {copies:?}"),
+            Some(copy) => assert!(copies.iter().any(|(path, _)| path == copy), "{label}: {copies:?}"),
+        }
+        let (pending, archived) = where_is(&vault, &staged);
+        assert_eq!(pending, staged.files, "{label}: the proposal stays pending");
+        assert!(archived.is_empty(), "{label}");
+        assert!(vault.audit_for(&staged.proposal_id).is_empty(), "{label}");
+        assert_eq!(temp_files(&vault.root), Vec::<String>::new(), "{label}");
+        assert!(!vault.exists("inbox/_applying.json"), "{label}");
+        let listed = write::list(&vault.sandbox, StatusFilter::Pending, 10).unwrap();
+        assert!(!listed[0].checks.base_current, "{label}: the note moved on");
+        assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::StaleBase, "{label}");
+    }
+}
