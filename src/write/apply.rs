@@ -117,8 +117,11 @@ pub fn reject(sandbox: &Sandbox, id: &str, reason: &str, actor: Actor) -> Result
     let inbox = Inbox::of(sandbox);
     let _lock = lock(sandbox, &inbox)?;
     let mut log = AuditLog::open(sandbox, &inbox)?;
-    // Recovery applies no note here: the index is refreshed at the next start.
-    let recovered = recover_locked(sandbox, &inbox, &mut log, actor, &mut |_| Ok(()));
+    // A reject has no index to update: an apply it completes says its update failed.
+    let mut no_index = |_: &NotePath| -> Result<()> {
+        Err(Error::internal("an interrupted apply was completed by a reject, which cannot update the index"))
+    };
+    let recovered = recover_locked(sandbox, &inbox, &mut log, actor, &mut no_index);
     unsettled(&recovered.summary.failed)?;
     let located = find(sandbox, &inbox, id)?;
     if validate(&inbox, &located).is_ok() && target_holds_content(sandbox, &located) {

@@ -184,6 +184,17 @@ pub(super) fn recover_locked(
                 done.summary.failed.push(format!("the apply journal: {}", err.message));
             }
         }
+        Err(err) if err.code == ErrorCode::ProposalTampered => {
+            // Its files were changed by hand: nothing can be completed safely; say so once.
+            if journal::clear(sandbox, inbox).is_ok() {
+                done.summary.swept.push(format!(
+                    "gave up completing the interrupted {} of {}: {}",
+                    if journal.action == Action::Apply { "apply" } else { "reject" },
+                    journal.proposal_id,
+                    err.message
+                ));
+            }
+        }
         Err(err) => done.summary.failed.push(format!("{}: {}", journal.proposal_id, err.message)),
     }
     done
