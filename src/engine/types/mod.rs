@@ -1,0 +1,41 @@
+//! The engine's requests and results: the contract's parameters and result
+//! fields, as plain data.
+//!
+//! These types are the public API of `TOOLS.md`; their field names are the
+//! contract's. They derive `JsonSchema` so the tools layer can publish input and
+//! output schemas without a mirror type; the engine itself never builds or
+//! checks a schema.
+
+mod bounds;
+mod links;
+mod overview;
+mod proposals;
+mod read;
+mod recall;
+mod recent;
+mod search;
+
+pub use bounds::{
+    Bound, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT, TAGS_LIMIT,
+};
+pub use links::{BacklinkOut, BrokenLink, NoteRefArgs, NoteTitle, Outlink, Related};
+pub use overview::{Counts, IndexState, NoArgs, Overview, Roots, ServerIdentity, SkippedOut, Stale};
+pub use proposals::{
+    ApplyArgs, ApplyResult, IndexUpdate, ListProposalsArgs, ProposalChecks, ProposalEntry,
+    ProposalStatusFilter, Proposals, ProposeNewArgs, ProposeNewResult, ProposePatchArgs, ProposePatchResult,
+    RejectResult, SimilarNote,
+};
+pub use read::{
+    ListTagsArgs, NoteContent, OutlineEntry, ReadNoteArgs, StandardEntry, Standards, TagCount, Tags,
+};
+pub use recall::{RecallArgs, RecallItem, RecallPack};
+pub use recent::{Recent, RecentArgs, RecentNote, RecentSort};
+pub use search::{ContentHit, ContentResults, KnowledgeHit, KnowledgeResults, SearchArgs, SnippetOut};
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}

@@ -1,0 +1,110 @@
+//! `get_vault_overview`: the vault's roots, counts, the index's state
+//! (stale, skipped files) and the server's identity.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The vault's configured folders.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Roots {
+    /// Notes roots (`""` is the whole vault).
+    pub notes: Vec<String>,
+    /// Standards folders.
+    pub standards: Vec<String>,
+    /// The inbox folder.
+    pub inbox: String,
+}
+
+/// Counts for the overview.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Counts {
+    /// Notes.
+    pub notes: u64,
+    /// Standards.
+    pub standards: u64,
+    /// Distinct tags on notes.
+    pub tags: u64,
+    /// Links in notes and standards.
+    pub links: u64,
+    /// Broken links.
+    pub broken_links: u64,
+    /// Notes with no link in or out.
+    pub orphans: u64,
+    /// Proposals waiting for approval.
+    pub proposals_pending: u64,
+}
+
+/// Files on disk the index does not reflect yet.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Stale {
+    /// On disk, not in the index.
+    pub added: u64,
+    /// In the index with other content.
+    pub changed: u64,
+    /// In the index, gone from disk.
+    pub removed: u64,
+}
+
+/// The index's state.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct IndexState {
+    /// Schema version of `index-schema/`.
+    pub schema_version: u32,
+    /// Documents in the index.
+    pub documents: u64,
+    /// Last full build (RFC 3339), or null.
+    pub built_at: Option<String>,
+    /// Last update (RFC 3339), or null.
+    pub updated_at: Option<String>,
+    /// True only when every note on disk is in the index at its current content.
+    pub fresh: bool,
+    /// What the index does not reflect yet.
+    pub stale: Stale,
+    /// Markdown files (and symlinked folders) found in the readable folders but
+    /// not served as notes: a refused name, a symlink leading out of the vault,
+    /// not UTF-8, unreadable, or a template (see `skipped`).
+    pub skipped_files: u64,
+    /// The first skipped files (by path) with the reason each is left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedOut>,
+}
+
+/// A file found in the vault but not served as a note, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct SkippedOut {
+    /// Its vault-relative path.
+    pub path: String,
+    /// Why it is left out (and, where there is a way, how to bring it in).
+    pub reason: String,
+}
+
+/// The server's name and version.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ServerIdentity {
+    /// `kb-mcp`.
+    pub name: String,
+    /// The crate version.
+    pub version: String,
+}
+
+/// `get_vault_overview` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Overview {
+    /// The vault folder's name.
+    pub vault: String,
+    /// The caller's access level: `read`, `propose` or `apply`.
+    pub access: String,
+    /// Configured folders.
+    pub roots: Roots,
+    /// Counts.
+    pub counts: Counts,
+    /// Index state and freshness.
+    pub index: IndexState,
+    /// Server identity.
+    pub server: ServerIdentity,
+}
+
+/// No arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}

@@ -1,0 +1,214 @@
+//! The write tools: proposing a new note or a patch, listing proposals,
+//! applying or rejecting one.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::bounds::PROPOSALS_LIMIT;
+
+/// `propose_new_note` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeNewArgs {
+    /// The note's title; the file name is derived from it (Chinese kept).
+    pub title: String,
+    /// The note's Markdown body (without frontmatter; the server writes it).
+    pub body: String,
+    /// Why this note should exist, for the person who approves it.
+    pub reason: String,
+    /// A folder inside a notes root (default: the first notes root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
+    /// Tags (prefer registered ones: see list_tags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// Other names of the note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aliases: Option<Vec<String>>,
+    /// One sentence on what the note is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// An existing note a new one may duplicate.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct SimilarNote {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Search score against the proposal's title.
+    pub score: f32,
+}
+
+/// `propose_new_note` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ProposeNewResult {
+    /// The proposal's id (give it to the person; apply_proposal takes it).
+    pub proposal_id: String,
+    /// `new`.
+    pub kind: String,
+    /// Where the note will be written when applied.
+    pub target: String,
+    /// The inbox files written.
+    pub files: Vec<String>,
+    /// `sha256:<hex>` of the staged note.
+    pub content_hash: String,
+    /// The start of the staged note.
+    pub preview: String,
+    /// Existing notes this one may duplicate, best first.
+    pub similar: Vec<SimilarNote>,
+    /// Always false: proposing never changes a note.
+    pub vault_changed: bool,
+}
+
+/// `propose_note_patch` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposePatchArgs {
+    /// The note's vault-relative path.
+    pub path: String,
+    /// The `hash` read_note returned; the patch is refused if the file changed since.
+    pub base_hash: String,
+    /// Why this change, for the person who approves it.
+    pub reason: String,
+    /// Edits, applied in order.
+    pub edits: Vec<crate::write::Edit>,
+}
+
+/// `propose_note_patch` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ProposePatchResult {
+    /// The proposal's id.
+    pub proposal_id: String,
+    /// `patch`.
+    pub kind: String,
+    /// The note the patch changes.
+    pub target: String,
+    /// The hash the patch was made against.
+    pub base_hash: String,
+    /// `sha256:<hex>` of the patched note.
+    pub content_hash: String,
+    /// Unified diff.
+    pub diff: String,
+    /// Lines added.
+    pub added: u32,
+    /// Lines removed.
+    pub removed: u32,
+    /// The inbox files written.
+    pub files: Vec<String>,
+    /// Always false: proposing never changes a note.
+    pub vault_changed: bool,
+}
+
+/// `list_proposals` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListProposalsArgs {
+    /// `pending` (default), `applied` or `all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ProposalStatusFilter>,
+    /// How many ([`PROPOSALS_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = PROPOSALS_LIMIT.min, max = PROPOSALS_LIMIT.max), description = PROPOSALS_LIMIT.how_many("How many"))]
+    pub limit: Option<u32>,
+}
+
+/// Which proposals `list_proposals` shows.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalStatusFilter {
+    /// Waiting for approval.
+    #[default]
+    Pending,
+    /// Already applied.
+    Applied,
+    /// Everything, rejected ones included.
+    All,
+}
+
+/// A proposal's live checks.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ProposalChecks {
+    /// Its files are in place and match their hash.
+    pub intact: bool,
+    /// For a patch: the note still has the hash the patch was made against.
+    pub base_current: bool,
+    /// For a new note: the target does not exist yet.
+    pub target_free: bool,
+}
+
+/// A proposal.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ProposalEntry {
+    /// Its id.
+    pub proposal_id: String,
+    /// `new` or `patch`.
+    pub kind: String,
+    /// The note it writes.
+    pub target: String,
+    /// Why, as the agent said.
+    pub reason: String,
+    /// When it was staged (RFC 3339).
+    pub created: String,
+    /// `pending`, `applied` or `rejected`.
+    pub status: String,
+    /// Live checks.
+    pub checks: ProposalChecks,
+}
+
+/// `list_proposals` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Proposals {
+    /// Newest first.
+    pub proposals: Vec<ProposalEntry>,
+}
+
+/// `apply_proposal` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyArgs {
+    /// The proposal to apply, as propose_* or list_proposals returned it.
+    pub proposal_id: String,
+}
+
+/// The index update after an apply.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct IndexUpdate {
+    /// Whether the note is searchable now.
+    pub updated: bool,
+    /// Why not, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `apply_proposal` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ApplyResult {
+    /// The proposal.
+    pub proposal_id: String,
+    /// `applied`, or `applied_index_failed` (the note is written and the proposal consumed:
+    /// never apply it again; rebuild the index).
+    pub status: String,
+    /// The note written.
+    pub target: String,
+    /// `sha256:<hex>` of the note now.
+    pub new_hash: String,
+    /// Where the proposal's files were archived.
+    pub archive: String,
+    /// The line appended to the audit log.
+    pub audit: serde_json::Value,
+    /// The index update.
+    pub index: IndexUpdate,
+}
+
+/// `kb-index inbox reject` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct RejectResult {
+    /// The proposal.
+    pub proposal_id: String,
+    /// Where its files went.
+    pub archive: String,
+    /// The line appended to the audit log.
+    pub audit: serde_json::Value,
+}

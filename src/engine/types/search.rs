@@ -1,0 +1,115 @@
+//! `search_knowledge` and `search_note_content`: the request and the hits.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::bounds::SEARCH_LIMIT;
+use super::is_zero;
+
+/// `search_knowledge` and `search_note_content` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// Words, `"exact phrase"`, `-excluded`. Chinese, Japanese and Korean need no spaces.
+    pub query: String,
+    /// Only notes carrying all of these tags (a parent tag such as `type` matches `type/synthesis`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// Only notes under this vault-relative folder, e.g. `z/tech`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
+    /// How many results ([`SEARCH_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = SEARCH_LIMIT.min, max = SEARCH_LIMIT.max), description = SEARCH_LIMIT.how_many("How many results"))]
+    pub limit: Option<u32>,
+    /// Also return, per hit, which fields and terms scored and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<bool>,
+}
+
+/// One `search_knowledge` hit.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct KnowledgeHit {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Aliases (the first 20).
+    pub aliases: Vec<String>,
+    /// Description (cut to 300 characters).
+    pub description: String,
+    /// Tags (the first 20).
+    pub tags: Vec<String>,
+    /// Relevance score (higher is better; comparable within one result list only).
+    pub score: f32,
+    /// Fields in which query terms occur: `title`, `aliases`, `description`, `tags`.
+    pub matched: Vec<String>,
+    /// Aliases left out of `aliases` (read the note for all).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub aliases_omitted: u64,
+    /// Tags left out of `tags` (read the note for all).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tags_omitted: u64,
+    /// Why it scored, when `explain` was true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<serde_json::Value>,
+}
+
+/// `search_knowledge` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct KnowledgeResults {
+    /// The query as given.
+    pub query: String,
+    /// All matching notes, not only those returned.
+    pub total: u64,
+    /// Best first.
+    pub results: Vec<KnowledgeHit>,
+    /// Present when the answer may miss recent changes: the index had not yet
+    /// caught up with the files (a server answering during its start-up sync).
+    /// Ask again in a moment for a complete answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
+}
+
+/// A highlighted excerpt.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct SnippetOut {
+    /// The line with matched terms in `**…**`.
+    pub text: String,
+    /// The heading the line sits under, or null.
+    pub heading: Option<String>,
+    /// 1-based line in the file.
+    pub line: u32,
+}
+
+/// One `search_note_content` hit.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ContentHit {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Relevance score.
+    pub score: f32,
+    /// Up to three excerpts, best first.
+    pub snippets: Vec<SnippetOut>,
+    /// Why it scored, when `explain` was true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<serde_json::Value>,
+}
+
+/// `search_note_content` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ContentResults {
+    /// The query as given.
+    pub query: String,
+    /// All matching notes, not only those returned.
+    pub total: u64,
+    /// Best first.
+    pub results: Vec<ContentHit>,
+    /// Present when the answer may miss recent changes: the index had not yet
+    /// caught up with the files (a server answering during its start-up sync).
+    /// Ask again in a moment for a complete answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
+}
