@@ -1,16 +1,6 @@
-//! The index folder: where it may be, whose it is, and what may be deleted in it.
-//!
-//! The index is derived data, so kb-mcp rebuilds it freely; that makes the
-//! folder it lives in the one place where kb-mcp deletes files, and the one
-//! place where a mistyped `--index-dir` could cost a person their notes. The
-//! rules here keep deletion to what kb-mcp can prove it wrote: a folder is the
-//! index's only when it lies outside the vault's readable areas and the inbox,
-//! is a real folder (not a symbolic link, not a file), holds nothing but the
-//! index's own file names, and carries the ownership marker written when the
-//! index was created. Clearing removes only those names, as regular files, and
-//! never follows a link. A folder that fails a rule is refused with an error
-//! naming it and saying what to pass instead. When the vault itself cannot hold
-//! `.kb/`, a per-user cache folder keyed by the vault's real path is used.
+//! Claiming a folder for the index: where it may lie, that it holds nothing
+//! but the index's own files and carries the ownership marker, and the
+//! per-user cache folder used when the vault cannot hold `.kb/`.
 
 use std::ffi::OsStr;
 use std::fs;
@@ -19,206 +9,22 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
-use super::fs::is_missing;
-use super::{NotePath, Sandbox};
+use super::errors::{io_error, is_read_only};
+use super::folder::{
+    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MARKER_TEXT, is_index_file_name,
+};
 use crate::error::{Error, ErrorCode, Result};
-
-/// The ownership marker's file name.
-pub const INDEX_MARKER: &str = "kb-mcp-index.json";
-/// What the marker says (a person who finds the folder learns what it is).
-const MARKER_TEXT: &str = "{\"kb_mcp_index\": 1, \"note\": \"This folder holds kb-mcp's search index: derived data, rebuilt from the notes. kb-mcp deletes only its own files here.\"}\n";
-/// The index folder's name inside the vault.
-pub const DEFAULT_INDEX_DIR: &str = ".kb";
-/// tantivy's segment file extensions (after `<32 hex>.`).
-const SEGMENT_EXTENSIONS: [&str; 7] = ["idx", "pos", "term", "store", "store.temp", "fast", "fieldnorm"];
-/// tantivy's own files besides the segments; the lock files are never deleted
-/// (another process may hold them).
-const TANTIVY_FILES: [&str; 2] = ["meta.json", ".managed.json"];
-const TANTIVY_LOCKS: [&str; 2] = [".tantivy-meta.lock", ".tantivy-writer.lock"];
-
-/// Bytes used by the files below a folder (symlinks not followed).
-pub fn folder_size(dir: &Path) -> u64 {
-    walkdir::WalkDir::new(dir)
-        .follow_links(false)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.metadata().ok())
-        .filter(|meta| meta.is_file())
-        .map(|meta| meta.len())
-        .sum()
-}
-
-/// The real path of a folder, or the path as given when it cannot be resolved.
-pub fn canonical_or_same(dir: &Path) -> PathBuf {
-    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned())
-}
-
-/// Whether a file name is one the index writes: tantivy's files, its segments,
-/// its temporary files, and the marker.
-pub fn is_index_file_name(name: &str) -> bool {
-    if TANTIVY_FILES.contains(&name) || TANTIVY_LOCKS.contains(&name) || name == INDEX_MARKER {
-        return true;
-    }
-    // tantivy's atomic writes: `tempfile`'s `.tmp` plus six letters or digits.
-    if let Some(rest) = name.strip_prefix(".tmp") {
-        return rest.len() == 6 && rest.bytes().all(|b| b.is_ascii_alphanumeric());
-    }
-    let Some((id, extension)) = name.split_once('.') else { return false };
-    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
-        return false;
-    }
-    if SEGMENT_EXTENSIONS.contains(&extension) {
-        return true;
-    }
-    // Deletes: `<id>.<opstamp>.del`.
-    extension
-        .strip_suffix(".del")
-        .is_some_and(|opstamp| !opstamp.is_empty() && opstamp.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// How an index folder is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexAccess {
-    /// Create the folder (and the marker) when missing.
-    Create,
-    /// Create nothing: a missing folder is reported as absent (`kb-index status`).
-    Existing,
-}
-
-/// An index folder that passed the checks of this module.
-#[derive(Debug, Clone)]
-pub struct IndexFolder {
-    path: PathBuf,
-    exists: bool,
-    owned: bool,
-    access: IndexAccess,
-    /// Why the folder is not the one asked for (the per-user cache folder).
-    moved: Option<String>,
-}
-
-impl IndexFolder {
-    /// Its path (real, free of symlinks, when it exists).
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Whether the folder exists (only [`IndexAccess::Existing`] leaves it absent).
-    pub fn exists(&self) -> bool {
-        self.exists
-    }
-
-    /// How the folder was claimed: with [`IndexAccess::Existing`] nothing may be written.
-    pub fn access(&self) -> IndexAccess {
-        self.access
-    }
-
-    /// Whether kb-mcp can prove the folder is its own (the marker, or the
-    /// vault's own `.kb/`), and so may delete the index's files in it.
-    pub fn owned(&self) -> bool {
-        self.owned
-    }
-
-    /// Why the index lives somewhere other than the vault's `.kb/` (the vault
-    /// cannot hold it), when it does.
-    pub fn moved(&self) -> Option<&str> {
-        self.moved.as_deref()
-    }
-
-    /// Whether the folder holds any of the index's files besides the marker and
-    /// the lock files (a `meta.json` or segments).
-    pub fn holds_index_files(&self) -> Result<bool> {
-        Ok(index_entries(&self.path)?.iter().any(|name| {
-            name != INDEX_MARKER && !TANTIVY_LOCKS.contains(&name.as_str()) && is_index_file_name(name)
-        }))
-    }
-
-    /// Writes the marker into a folder that holds a working index kb-mcp did not
-    /// mark (one built before markers existed). Best effort: a folder that
-    /// cannot be written is served as it is.
-    pub fn adopt(&mut self) {
-        if !self.owned && self.access == IndexAccess::Create && write_marker(&self.path).is_ok() {
-            self.owned = true;
-        }
-    }
-
-    /// Deletes the index's files (not the marker, not the lock files) before a
-    /// rebuild. Refused unless the folder is proven the index's own and still
-    /// holds nothing else; only regular files are removed, never through a link.
-    pub fn clear(&self) -> Result<()> {
-        let shown = self.path.display();
-        if !self.owned {
-            return Err(Error::new(
-                ErrorCode::IndexUnavailable,
-                format!(
-                    "the index in {shown} cannot be opened, and kb-mcp will not delete it: the folder has no \
-                     {INDEX_MARKER} marker, so kb-mcp cannot prove it wrote those files"
-                ),
-            )
-            .with_hint(format!(
-                "if {shown} holds only an old kb-mcp index, delete the folder yourself; otherwise pass \
-                 --index-dir with a new or empty folder"
-            )));
-        }
-        check_entries(&self.path)?;
-        let names = index_entries(&self.path)?;
-        for name in names {
-            if name == INDEX_MARKER || TANTIVY_LOCKS.contains(&name.as_str()) {
-                continue;
-            }
-            let file = self.path.join(&name);
-            let meta = match fs::symlink_metadata(&file) {
-                Ok(meta) => meta,
-                Err(err) if is_missing(&err) => continue,
-                Err(err) => return Err(io_error(&file, &err)),
-            };
-            if !meta.is_file() {
-                return Err(foreign(&self.path, &[name]));
-            }
-            match fs::remove_file(&file) {
-                Ok(()) => {}
-                Err(err) if is_missing(&err) => {}
-                Err(err) => return Err(io_error(&file, &err)),
-            }
-        }
-        super::fs::sync_dir(&self.path);
-        Ok(())
-    }
-}
-
-/// An I/O error on the index folder, with a full disk and a read-only folder
-/// said plainly.
-pub(super) fn io_error(path: &Path, err: &io::Error) -> Error {
-    if is_disk_full(err) {
-        return disk_full(path);
-    }
-    Error::io(path.display(), err)
-}
-
-/// The error for a full disk, naming the folder.
-pub fn disk_full(path: &Path) -> Error {
-    Error::new(
-        ErrorCode::IndexUnavailable,
-        format!("the disk holding {} is full (no space left on device)", path.display()),
-    )
-    .with_hint("free some space on that disk; kb-mcp tries again on the next call (no restart needed)")
-}
-
-/// Whether an I/O error means the disk is full (or the user's quota is used up).
-pub fn is_disk_full(err: &io::Error) -> bool {
-    matches!(err.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
-        || (cfg!(unix) && err.raw_os_error() == Some(28))
-}
-
-/// Whether an I/O error means the place cannot be written (permissions or a
-/// read-only file system).
-pub fn is_read_only(err: &io::Error) -> bool {
-    matches!(err.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem)
-}
+use crate::sandbox::fs::is_missing;
+use crate::sandbox::{NotePath, Sandbox};
 
 /// Finds, checks and (with [`IndexAccess::Create`]) creates the index folder
 /// of a vault: `requested` (`--index-dir`), else `<vault>/.kb`, else, when the
 /// vault cannot hold `.kb/`, the per-user cache folder.
-pub(super) fn claim(sandbox: &Sandbox, requested: Option<&Path>, access: IndexAccess) -> Result<IndexFolder> {
+pub(in crate::sandbox) fn claim(
+    sandbox: &Sandbox,
+    requested: Option<&Path>,
+    access: IndexAccess,
+) -> Result<IndexFolder> {
     if let Some(requested) = requested {
         let requested = std::path::absolute(requested).map_err(|err| Error::io(requested.display(), &err))?;
         return claim_at(sandbox, &requested, access, false)
@@ -392,10 +198,10 @@ fn check_location(sandbox: &Sandbox, shown: &Path, real: &Path) -> Result<()> {
     let probe = NotePath::parse(&format!("{relative}/index.md")).ok();
     if let Some(area) = probe.and_then(|probe| sandbox.policy().area_of(&probe)) {
         let what = match area {
-            super::Area::Note => "the notes",
-            super::Area::Standard => "a standards folder",
-            super::Area::ReadAlso => "a read_also folder",
-            super::Area::Inbox => "the proposals inbox",
+            crate::sandbox::Area::Note => "the notes",
+            crate::sandbox::Area::Standard => "a standards folder",
+            crate::sandbox::Area::ReadAlso => "a read_also folder",
+            crate::sandbox::Area::Inbox => "the proposals inbox",
         };
         return Err(Error::invalid(format!(
             "the index folder {shown} lies inside {what} of the vault ({relative}): the index must not mix with notes"
@@ -407,7 +213,7 @@ fn check_location(sandbox: &Sandbox, shown: &Path, real: &Path) -> Result<()> {
 
 /// Refuses a folder holding anything that is not one of the index's files (a
 /// regular file with one of its names).
-fn check_entries(dir: &Path) -> Result<()> {
+pub(super) fn check_entries(dir: &Path) -> Result<()> {
     let mut strangers = Vec::new();
     let entries = fs::read_dir(dir).map_err(|err| io_error(dir, &err))?;
     for entry in entries {
@@ -425,7 +231,7 @@ fn check_entries(dir: &Path) -> Result<()> {
     Err(foreign(dir, &strangers))
 }
 
-fn foreign(dir: &Path, strangers: &[String]) -> Error {
+pub(super) fn foreign(dir: &Path, strangers: &[String]) -> Error {
     let shown: Vec<&str> = strangers.iter().take(5).map(String::as_str).collect();
     let more = if strangers.len() > 5 { format!(" and {} more", strangers.len() - 5) } else { String::new() };
     Error::invalid(format!(
@@ -438,7 +244,7 @@ fn foreign(dir: &Path, strangers: &[String]) -> Error {
 }
 
 /// The names of the index's files in a folder (everything, when it was checked).
-fn index_entries(dir: &Path) -> Result<Vec<String>> {
+pub(super) fn index_entries(dir: &Path) -> Result<Vec<String>> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) if is_missing(&err) => return Ok(Vec::new()),
@@ -455,7 +261,7 @@ fn index_entries(dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-fn write_marker(dir: &Path) -> io::Result<()> {
+pub(super) fn write_marker(dir: &Path) -> io::Result<()> {
     let temp = dir.join(format!(".tmp{}", marker_suffix()));
     let result = (|| {
         let mut file = fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
@@ -466,7 +272,7 @@ fn write_marker(dir: &Path) -> io::Result<()> {
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
-    super::fs::sync_dir(dir);
+    crate::sandbox::fs::sync_dir(dir);
     result
 }
 
@@ -501,6 +307,6 @@ pub fn cache_folder(vault: &Path) -> Option<PathBuf> {
         .take(40)
         .collect();
     let digest = sha2::Sha256::digest(vault.as_os_str().as_encoded_bytes());
-    let digest = super::hex(&digest[..8]);
+    let digest = crate::sandbox::hex(&digest[..8]);
     Some(base.join("kb-mcp").join(format!("{name}-{digest}")))
 }
