@@ -1,0 +1,190 @@
+//! From a query's words to a tantivy query: one clause per term across the
+//! tool's weighted fields (exact and stemmed), the share that must match,
+//! phrase and exact-title boosts, filters, and the typo-tolerant pass.
+
+use std::collections::BTreeMap;
+
+use tantivy::Term;
+use tantivy::query::{
+    AllQuery, BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, PhraseQuery, Query, TermQuery,
+};
+use tantivy::schema::{Field, IndexRecordOption};
+
+use super::words::{QueryPlan, word_forms};
+use crate::index::fuzzy::PrefixedFuzzyQuery;
+use crate::index::schema::Fields;
+use crate::index::tokenizer::Analysed;
+
+/// How much a stemmed match (`runs` for `running`) counts against an exact one.
+const STEM_WEIGHT: f32 = 0.6;
+
+/// A term or phrase across weighted fields, as one should-clause.
+fn across_fields(
+    word_terms: &[Analysed],
+    fields: &[(Field, f32)],
+    phrase_only: bool,
+) -> Option<Box<dyn Query>> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for &(field, weight) in fields {
+        let query: Box<dyn Query> = match word_terms {
+            [] => continue,
+            [one] if !phrase_only => Box::new(TermQuery::new(
+                Term::from_field_text(field, &one.text),
+                IndexRecordOption::WithFreqs,
+            )),
+            [one] => Box::new(TermQuery::new(
+                Term::from_field_text(field, &one.text),
+                IndexRecordOption::WithFreqs,
+            )),
+            many => {
+                let first = many[0].position;
+                let terms = many
+                    .iter()
+                    .map(|t| (t.position - first, Term::from_field_text(field, &t.text)))
+                    .collect::<Vec<_>>();
+                Box::new(PhraseQuery::new_with_offset(terms))
+            }
+        };
+        clauses.push((Occur::Should, Box::new(BoostQuery::new(query, weight))));
+    }
+    if clauses.is_empty() { None } else { Some(Box::new(BooleanQuery::new(clauses))) }
+}
+
+/// Filters shared by both search tools.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filters {
+    /// Lowercased tags the note must carry (a parent matches its children).
+    pub(crate) tags: Vec<String>,
+    /// A folder the note must lie under.
+    pub(crate) folder: Option<String>,
+}
+
+/// Builds the tantivy query. `min_share` is the share of term clauses that must
+/// match; `boosts` scales each term's clause (see [`rarity_boosts`]; absent is 1).
+pub(crate) fn build(
+    plan: &QueryPlan,
+    fields: &Fields,
+    weights: &[(Field, f32)],
+    filters: &Filters,
+    min_share: f32,
+    relaxed: bool,
+    boosts: &BTreeMap<String, f32>,
+) -> Box<dyn Query> {
+    let text_weights: Vec<(Field, f32)> =
+        weights.iter().copied().filter(|(f, _)| *f != fields.name_key).collect();
+    let name_weight = weights.iter().find(|(f, _)| *f == fields.name_key).map(|(_, w)| *w);
+    let mut top: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+
+    let units = plan.units();
+    if !units.is_empty() {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for unit in &units {
+            let boost = boosts.get(unit).copied().unwrap_or(1.0);
+            let scaled = |factor: f32| -> Vec<(Field, f32)> {
+                text_weights.iter().map(|&(f, w)| (f, w * boost * factor)).collect()
+            };
+            let term = Analysed { text: unit.clone(), from: 0, to: 0, position: 0 };
+            let Some(exact) = across_fields(std::slice::from_ref(&term), &scaled(1.0), false) else {
+                continue;
+            };
+            let stemmed = scaled(STEM_WEIGHT);
+            let other_forms: Vec<(Occur, Box<dyn Query>)> = word_forms(unit)
+                .into_iter()
+                .filter_map(|form| {
+                    let term = Analysed { text: form, from: 0, to: 0, position: 0 };
+                    across_fields(std::slice::from_ref(&term), &stemmed, false).map(|q| (Occur::Should, q))
+                })
+                .collect();
+            if other_forms.is_empty() {
+                clauses.push((Occur::Should, exact));
+            } else {
+                // The better of the exact and the stemmed match, not both: a note
+                // holding the word as typed scores as it did without stemming.
+                let stemmed: Box<dyn Query> = Box::new(BooleanQuery::new(other_forms));
+                let either = DisjunctionMaxQuery::with_tie_breaker(vec![exact, stemmed], 0.0);
+                clauses.push((Occur::Should, Box::new(either)));
+            }
+        }
+        let n = clauses.len();
+        let required = if relaxed { 1 } else { ((n as f32 * min_share).ceil() as usize).clamp(1, n.max(1)) };
+        if n > 1 && required < n {
+            // Coordination: a note holding every term scores its terms twice.
+            let all: Vec<(Occur, Box<dyn Query>)> =
+                clauses.iter().map(|(_, q)| (Occur::Must, q.box_clone())).collect();
+            top.push((Occur::Should, Box::new(BooleanQuery::new(all))));
+        }
+        top.push((Occur::Must, Box::new(BooleanQuery::with_minimum_required_clauses(clauses, required))));
+        for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
+            let boosted: Vec<(Field, f32)> = text_weights.iter().map(|&(f, w)| (f, w * 1.5)).collect();
+            if let Some(q) = across_fields(&word.terms, &boosted, true) {
+                top.push((Occur::Should, q));
+            }
+        }
+    }
+    for phrase in &plan.phrases {
+        if let Some(q) = across_fields(&phrase.terms, &text_weights, true) {
+            top.push((Occur::Must, q));
+        }
+    }
+    if let (Some(weight), false) = (name_weight, plan.name_key.is_empty()) {
+        let exact =
+            TermQuery::new(Term::from_field_text(fields.name_key, &plan.name_key), IndexRecordOption::Basic);
+        top.push((Occur::Should, Box::new(BoostQuery::new(Box::new(exact), weight))));
+    }
+    for word in &plan.excluded {
+        if let Some(q) = across_fields(&word.terms, &text_weights, true) {
+            top.push((Occur::MustNot, q));
+        }
+    }
+    push_filters(&mut top, fields, filters);
+    if !top.iter().any(|(occur, _)| *occur == Occur::Must) {
+        top.push((Occur::Must, Box::new(AllQuery)));
+    }
+    Box::new(BooleanQuery::new(top))
+}
+
+/// Adds the tag and folder filters as required clauses.
+fn push_filters(top: &mut Vec<(Occur, Box<dyn Query>)>, fields: &Fields, filters: &Filters) {
+    for tag in &filters.tags {
+        let term = Term::from_field_text(fields.tag_filter, tag);
+        top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
+    }
+    if let Some(folder) = &filters.folder {
+        let term = Term::from_field_text(fields.folder, folder);
+        top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
+    }
+}
+
+/// The last resort when nothing matched: Latin words of four letters or more
+/// matched within one edit (two from eight letters), transpositions included, so
+/// `zettlekasten` still finds `Zettelkasten`. `None` when the query has no such word.
+pub(crate) fn build_fuzzy(
+    plan: &QueryPlan,
+    fields: &Fields,
+    weights: &[(Field, f32)],
+    filters: &Filters,
+) -> Option<Box<dyn Query>> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for unit in plan.units() {
+        let letters = unit.chars().count();
+        if letters < 4 || !unit.chars().all(|c| c.is_ascii_alphanumeric()) {
+            continue;
+        }
+        let distance = if letters >= 8 { 2 } else { 1 };
+        for &(field, weight) in weights.iter().filter(|(f, _)| *f != fields.name_key) {
+            let Some(fuzzy) = PrefixedFuzzyQuery::new(field, &unit, distance) else { continue };
+            clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(fuzzy), weight))));
+        }
+    }
+    if clauses.is_empty() {
+        return None;
+    }
+    let mut top: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(clauses)))];
+    push_filters(&mut top, fields, filters);
+    for word in &plan.excluded {
+        if let Some(q) = across_fields(&word.terms, weights, true) {
+            top.push((Occur::MustNot, q));
+        }
+    }
+    Some(Box::new(BooleanQuery::new(top)))
+}

@@ -1,0 +1,25 @@
+//! From a person's query to a tantivy query.
+//!
+//! The contract's syntax is words, `"exact phrase"` and `-excluded`. Words are
+//! analysed like the index (CJK into bigrams), question and stop words in both
+//! languages are dropped unless nothing else is left, and each remaining term is
+//! one clause searched across the tool's fields with the weights from
+//! `index-schema/`. A share of the clauses must match, so notes with more of the
+//! query rank first; when that finds nothing the search runs again needing any
+//! one term, so a natural question never comes back empty merely because one of
+//! its words is in no note. Adjacent terms of one word (a Chinese run, `graph-view`)
+//! add a phrase boost; an exact title, alias or file-name match adds a large one.
+//!
+//! An English word also matches its other forms (issue 19): each term's clause
+//! is the better of its exact match and, at [`STEM_WEIGHT`], its stemmed one
+//! (see the tokenizer), so `depressed` finds `depression` while a note holding
+//! `depressed` itself ranks as before. `search_knowledge` weighs each term of a
+//! multi-word query by how informative it is in the note bodies of the whole
+//! vault ([`rarity_boosts`]): rarity among short titles says little, and a
+//! common word that sits in some title must not outrank a question's rare words.
+
+mod build;
+mod words;
+
+pub(crate) use build::{Filters, build, build_fuzzy};
+pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};
