@@ -1,27 +1,15 @@
-//! Link resolution and the link graph.
-//!
-//! Targets resolve as Obsidian resolves them: an exact vault path first (with or
-//! without `.md`), then a path suffix or a bare file name, case-insensitively,
-//! the shortest path winning when several notes share the name; heading and
-//! block anchors are then checked against the target's headings and block ids.
-//! Where Obsidian would leave a link unresolved, an alias that exactly one note
-//! carries still resolves it (the contract's order for `ref`), so a link written
-//! as `[[backup repo]]` is not reported broken when the note says it has that name.
-//! A `ref` argument resolves the same way and then by alias, but there a tie is
-//! an `ambiguous_ref` error listing the candidates instead of a silent pick.
-//!
-//! The [`Graph`] is computed from all records at once and is immutable; the
-//! engine rebuilds it lazily after the vault changes.
+//! Link resolution: a link's target text to the note it names (by path, file
+//! name or alias, in Obsidian's order), through sorted `(hash, note)` tables
+//! whose hits are checked against the note, so a collision costs a comparison.
 
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{AnchorRef, LinkKind, LinkRef, NoteKind, NoteRecord, heading_key};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::strip_md;
+use crate::vault::{AnchorRef, LinkKind, LinkRef, NoteRecord, heading_key};
 
 /// Where a link leads. Indexes are `u32` (a vault has far fewer than 4 billion
 /// files) so that a resolution takes 8 bytes: a 100,000-note vault has about
@@ -49,7 +37,7 @@ pub enum Broken {
 }
 
 /// A list index as the graph stores it.
-fn id(index: usize) -> u32 {
+pub(super) fn id(index: usize) -> u32 {
     u32::try_from(index).unwrap_or(u32::MAX)
 }
 
@@ -59,11 +47,11 @@ fn id(index: usize) -> u32 {
 /// run of equal hashes and keeps the entries whose own key really is the one
 /// asked for (so a hash collision costs a comparison, never a wrong answer).
 #[derive(Debug, Default)]
-struct KeyTable {
-    entries: Vec<(u64, u32)>,
+pub(super) struct KeyTable {
+    pub(super) entries: Vec<(u64, u32)>,
 }
 
-fn key_hash(key: &str) -> u64 {
+pub(super) fn key_hash(key: &str) -> u64 {
     let mut hasher = std::hash::DefaultHasher::new();
     key.hash(&mut hasher);
     hasher.finish()
@@ -72,7 +60,10 @@ fn key_hash(key: &str) -> u64 {
 impl KeyTable {
     /// Builds the table from `(key, index)` pairs; within one key the indexes
     /// keep the order `rank` gives them (best first).
-    fn new<K: Ord>(pairs: impl Iterator<Item = (String, usize)>, rank: impl Fn(usize) -> K) -> KeyTable {
+    pub(super) fn new<K: Ord>(
+        pairs: impl Iterator<Item = (String, usize)>,
+        rank: impl Fn(usize) -> K,
+    ) -> KeyTable {
         let mut entries: Vec<(u64, u32)> = pairs.map(|(key, index)| (key_hash(&key), id(index))).collect();
         entries.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| rank(a.1 as usize).cmp(&rank(b.1 as usize))));
         entries.dedup();
@@ -92,9 +83,9 @@ impl KeyTable {
 /// Looks notes up by path, file name and alias, and attachments by path and name.
 #[derive(Debug, Default)]
 pub struct Resolver {
-    by_path_lower: KeyTable,
-    by_stem_lower: KeyTable,
-    by_alias_lower: KeyTable,
+    pub(super) by_path_lower: KeyTable,
+    pub(super) by_stem_lower: KeyTable,
+    pub(super) by_alias_lower: KeyTable,
     attachments_by_name: KeyTable,
 }
 
@@ -120,9 +111,9 @@ fn file_name(path: &str) -> &str {
 /// What the resolver looks in: the records (sorted by path) and the attachment
 /// paths (sorted), both owned by the catalog.
 #[derive(Clone, Copy)]
-struct Files<'a> {
-    records: &'a [Arc<NoteRecord>],
-    attachments: &'a [String],
+pub(super) struct Files<'a> {
+    pub(super) records: &'a [Arc<NoteRecord>],
+    pub(super) attachments: &'a [String],
 }
 
 impl Files<'_> {
@@ -167,7 +158,7 @@ impl Resolver {
     }
 
     /// The notes carrying an alias (lowercased), best first.
-    fn aliased(&self, files: Files<'_>, key: &str) -> Vec<usize> {
+    pub(super) fn aliased(&self, files: Files<'_>, key: &str) -> Vec<usize> {
         self.by_alias_lower.run(key).filter(|&i| files.has_alias(i, key)).collect()
     }
 
@@ -190,7 +181,7 @@ impl Resolver {
     }
 
     /// The notes a link target could mean, best first (exact path, then path suffix or name).
-    fn candidates(&self, files: Files<'_>, target: &str) -> Vec<usize> {
+    pub(super) fn candidates(&self, files: Files<'_>, target: &str) -> Vec<usize> {
         let target = target.trim().trim_start_matches('/');
         if target.is_empty() {
             return Vec::new();
@@ -221,7 +212,7 @@ impl Resolver {
     /// Where a link's non-empty target leads, its anchor aside: a note, or else
     /// the attachment or broken link it is. The same for every link written
     /// with the same kind and target, whichever note holds it.
-    fn target(&self, files: Files<'_>, link: LinkRef<'_>) -> Target {
+    pub(super) fn target(&self, files: Files<'_>, link: LinkRef<'_>) -> Target {
         let target_index = if link.kind == LinkKind::Markdown {
             // Markdown links are already vault-relative: exact path, then any case.
             self.exact(files, link.target)
@@ -306,11 +297,11 @@ impl Resolver {
 
 /// Where a link's target leads before its anchor is checked: a note (index
 /// into the records), or the final resolution when it is not a note.
-type Target = std::result::Result<usize, Resolution>;
+pub(super) type Target = std::result::Result<usize, Resolution>;
 
 /// A link's resolution once its target is known: a heading or block anchor
 /// must exist in the note.
-fn anchored(records: &[Arc<NoteRecord>], target: Target, link: LinkRef<'_>) -> Resolution {
+pub(super) fn anchored(records: &[Arc<NoteRecord>], target: Target, link: LinkRef<'_>) -> Resolution {
     let index = match target {
         Ok(index) => index,
         Err(elsewhere) => return elsewhere,
@@ -345,216 +336,4 @@ fn ambiguous(records: &[Arc<NoteRecord>], target: &str, candidates: &[usize]) ->
     )
     .with_hint("pass the exact `path` of the note you mean")
     .with_details(json!({ "candidates": paths }))
-}
-
-/// A backlink: another note linking to this one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backlink {
-    /// Index of the linking note.
-    pub from: u32,
-    /// Index of the link in the linking note.
-    pub link: u32,
-}
-
-/// The whole vault's links, resolved. Per-note lists are slices of two flat
-/// arrays (a note's entries start where its offset says), so the graph of a
-/// 100,000-note vault is two allocations of a few megabytes rather than
-/// 200,000 small ones.
-#[derive(Debug, Default)]
-pub struct Graph {
-    /// The resolver the graph was built with.
-    pub resolver: Resolver,
-    /// Every note's links' resolutions, note after note, in each note's link order.
-    resolutions: Vec<Resolution>,
-    /// Where each note's resolutions start in `resolutions` (one more entry than notes).
-    resolution_starts: Vec<u32>,
-    /// Every note's backlinks, note after note, each note's by linking path then line.
-    backlinks: Vec<Backlink>,
-    /// Where each note's backlinks start in `backlinks` (one more entry than notes).
-    backlink_starts: Vec<u32>,
-    /// Notes (kind `Note`) with no resolved link in or out.
-    pub orphans: Vec<usize>,
-    /// Maps of content.
-    pub mocs: Vec<usize>,
-    /// Number of links in notes (not standards or read_also files).
-    pub link_count: usize,
-    /// Number of broken links in notes.
-    pub broken_count: usize,
-}
-
-impl Graph {
-    /// Resolves every link of every record (sorted by path) against the records
-    /// and the attachment paths (sorted).
-    pub fn build(records: &[Arc<NoteRecord>], attachments: &[String]) -> Graph {
-        let resolver = Resolver::new(records, attachments);
-        let files = Files { records, attachments };
-        let mut targets: HashMap<(bool, &str), Target> = HashMap::new();
-        let total: usize = records.iter().map(|r| r.links.len()).sum();
-        let mut resolutions = Vec::with_capacity(total);
-        let mut resolution_starts = Vec::with_capacity(records.len() + 1);
-        let mut incoming = vec![0u32; records.len()];
-        let mut linked: Vec<bool> = vec![false; records.len()];
-        let (mut link_count, mut broken_count) = (0, 0);
-        for (from, record) in records.iter().enumerate() {
-            resolution_starts.push(id(resolutions.len()));
-            // The counts describe the notes' graph; standards and read_also files may
-            // still link to notes (and show up as backlinks).
-            let counted = record.kind == NoteKind::Note;
-            for link in record.links.iter() {
-                let resolution = if link.target.trim().is_empty() {
-                    // `[[#heading]]`: a link within the note itself.
-                    anchored(records, Ok(from), link)
-                } else {
-                    // Popular targets are written thousands of times: resolve each once.
-                    let key = (link.kind == LinkKind::Markdown, link.target);
-                    let target = *targets.entry(key).or_insert_with(|| resolver.target(files, link));
-                    anchored(records, target, link)
-                };
-                link_count += usize::from(counted);
-                match resolution {
-                    Resolution::Note(to) if to as usize != from => {
-                        incoming[to as usize] += 1;
-                        linked[to as usize] = true;
-                        linked[from] = true;
-                    }
-                    Resolution::Broken(_) => broken_count += usize::from(counted),
-                    _ => {}
-                }
-                resolutions.push(resolution);
-            }
-        }
-        resolution_starts.push(id(resolutions.len()));
-
-        // Backlinks by target: count, then fill in linking order (by path, then
-        // link order), which is the order a backlink list shows.
-        let mut backlink_starts = Vec::with_capacity(records.len() + 1);
-        let mut next = 0u32;
-        for count in &incoming {
-            backlink_starts.push(next);
-            next += count;
-        }
-        backlink_starts.push(next);
-        let mut fill: Vec<u32> = backlink_starts[..records.len()].to_vec();
-        let mut backlinks = vec![Backlink { from: 0, link: 0 }; next as usize];
-        for from in 0..records.len() {
-            let (start, end) = (resolution_starts[from] as usize, resolution_starts[from + 1] as usize);
-            for (link, resolution) in resolutions[start..end].iter().enumerate() {
-                if let Resolution::Note(to) = *resolution
-                    && to as usize != from
-                {
-                    backlinks[fill[to as usize] as usize] = Backlink { from: id(from), link: id(link) };
-                    fill[to as usize] += 1;
-                }
-            }
-        }
-        let orphans =
-            (0..records.len()).filter(|&i| !linked[i] && records[i].kind == NoteKind::Note).collect();
-        let mocs = (0..records.len()).filter(|&i| records[i].is_moc()).collect();
-        Graph {
-            resolver,
-            resolutions,
-            resolution_starts,
-            backlinks,
-            backlink_starts,
-            orphans,
-            mocs,
-            link_count,
-            broken_count,
-        }
-    }
-
-    /// A note's links' resolutions, in the order of the note's `links`.
-    pub fn outlinks(&self, note: usize) -> &[Resolution] {
-        let (start, end) = (self.resolution_starts[note] as usize, self.resolution_starts[note + 1] as usize);
-        &self.resolutions[start..end]
-    }
-
-    /// The links pointing at a note from other notes, by linking path then line.
-    pub fn backlinks(&self, note: usize) -> &[Backlink] {
-        let (start, end) = (self.backlink_starts[note] as usize, self.backlink_starts[note + 1] as usize);
-        &self.backlinks[start..end]
-    }
-
-    /// The maps of content that link to a note (backlinks are ordered by the
-    /// linking note, so each map is one binary search).
-    pub fn mocs_linking(&self, target: usize) -> Vec<usize> {
-        let backlinks = self.backlinks(target);
-        self.mocs
-            .iter()
-            .copied()
-            .filter(|&m| backlinks.binary_search_by_key(&id(m), |b| b.from).is_ok())
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sandbox::NotePath;
-    use crate::vault::parse_note;
-
-    fn record(path: &str, text: &str) -> Arc<NoteRecord> {
-        let note = parse_note(&NotePath::parse(path).unwrap(), text);
-        Arc::new(NoteRecord::from_note(note, NoteKind::Note, 0, 0, None, String::new()))
-    }
-
-    #[test]
-    fn a_hash_collision_never_resolves_to_the_wrong_note() {
-        let records = vec![
-            record("a/Alpha.md", "---\naliases: [shared]\n---\n"),
-            record("x/b/Beta.md", "[[Alpha]] [[beta]]"),
-        ];
-        let mut resolver = Resolver::new(&records, &[]);
-        // Every key of every table now hashes as `beta` does: the run for `beta`
-        // holds both notes, and only the one really named so may come out.
-        for table in [&mut resolver.by_path_lower, &mut resolver.by_stem_lower, &mut resolver.by_alias_lower]
-        {
-            for entry in &mut table.entries {
-                entry.0 = key_hash("beta");
-            }
-        }
-        let files = Files { records: &records, attachments: &[] };
-        assert_eq!(resolver.candidates(files, "beta"), vec![1]);
-        assert_eq!(resolver.candidates(files, "BETA.md"), vec![1]);
-        assert_eq!(resolver.candidates(files, "b/beta"), vec![1]);
-        assert!(resolver.aliased(files, "beta").is_empty());
-        assert_eq!(resolver.resolve_ref(&records, &[], "Beta").unwrap().0, 1);
-        assert!(resolver.resolve_ref(&records, &[], "gamma").is_err());
-    }
-
-    #[test]
-    fn per_note_lists_are_slices_of_the_flat_graph() {
-        let records = vec![
-            record("a.md", "[[b]] [[c]] [[missing]] [[b#Nope]]"),
-            record("b.md", "# Top\n[[a]]"),
-            record("c.md", "[[b#Top]] ![[pic.png]]"),
-            record("d.md", "alone"),
-            record("moc.md", "---\ntags: [MOC]\n---\n[[b]]"),
-        ];
-        let attachments = vec!["img/pic.png".to_owned()];
-        let graph = Graph::build(&records, &attachments);
-        assert_eq!(
-            graph.outlinks(0),
-            &[
-                Resolution::Note(1),
-                Resolution::Note(2),
-                Resolution::Broken(Broken::MissingNote),
-                Resolution::Broken(Broken::MissingHeading(1)),
-            ]
-        );
-        assert_eq!(graph.outlinks(2), &[Resolution::Note(1), Resolution::Attachment(0)]);
-        assert!(graph.outlinks(3).is_empty());
-        // Backlinks of `b`: from `a` (its first link), then `c`, then the map; `a#Nope` is broken.
-        assert_eq!(
-            graph.backlinks(1),
-            &[Backlink { from: 0, link: 0 }, Backlink { from: 2, link: 0 }, Backlink { from: 4, link: 0 }]
-        );
-        assert_eq!(graph.backlinks(0), &[Backlink { from: 1, link: 0 }]);
-        assert!(graph.backlinks(3).is_empty());
-        assert_eq!(graph.orphans, vec![3]);
-        assert_eq!((graph.link_count, graph.broken_count), (8, 2));
-        assert_eq!(graph.mocs, vec![4]);
-        assert_eq!(graph.mocs_linking(1), vec![4]);
-        assert!(graph.mocs_linking(0).is_empty());
-    }
 }
