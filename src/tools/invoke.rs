@@ -1,0 +1,132 @@
+//! Running a call: parse the arguments, call the one engine method, and turn
+//! its result (or its error) into the tool result with text and structure.
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::Access;
+use super::admit::invalid_arguments;
+use super::render;
+use super::table::exists;
+use crate::engine::Engine;
+use crate::engine::types::*;
+use crate::error::Error;
+
+pub(super) fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result<T, Error> {
+    serde_json::from_value(arguments).map_err(|e| invalid_arguments(name, &[(String::new(), e.to_string())]))
+}
+
+/// The contract's error result: `isError` with `{"error": {code, message, hint}}`.
+pub fn error_result(error: &Error) -> CallToolResult {
+    let mut object = json!({ "code": error.code.as_str(), "message": error.message });
+    if let Some(hint) = &error.hint {
+        object["hint"] = json!(hint);
+    }
+    if let Some(Value::Object(details)) = &error.details {
+        for (key, value) in details {
+            object[key.as_str()] = value.clone();
+        }
+    }
+    let text = match &error.hint {
+        Some(hint) => format!("{}: {}\nhint: {hint}", error.code, error.message),
+        None => format!("{}: {}", error.code, error.message),
+    };
+    let mut result = CallToolResult::structured_error(json!({ "error": object }));
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+pub(super) fn success<T: Serialize>(value: &T, text: String) -> Result<CallToolResult, McpError> {
+    let value = serde_json::to_value(value).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    let mut result = CallToolResult::structured(value);
+    result.content = vec![ContentBlock::text(text)];
+    Ok(result)
+}
+
+/// What a call needs besides the engine.
+#[derive(Debug, Clone, Copy)]
+pub struct CallContext {
+    /// The caller's access level.
+    pub access: Access,
+}
+
+/// Runs an admitted call (blocking: run it off the async runtime).
+pub fn invoke(
+    engine: &Engine,
+    context: CallContext,
+    name: &str,
+    arguments: Value,
+) -> Result<CallToolResult, McpError> {
+    if !exists(name) {
+        return Err(McpError::invalid_params(format!("unknown tool `{name}`"), None));
+    }
+    let outcome = (|| match name {
+        "get_vault_overview" => {
+            let _: NoArgs = parse(name, arguments)?;
+            let pending = engine.pending_proposals();
+            engine.overview(context.access.as_str(), pending).map(|v| (render::overview(&v), to_value(&v)))
+        }
+        "search_knowledge" => {
+            let args: SearchArgs = parse(name, arguments)?;
+            engine.search_knowledge(&args).map(|v| (render::knowledge(&v), to_value(&v)))
+        }
+        "search_note_content" => {
+            let args: SearchArgs = parse(name, arguments)?;
+            engine.search_note_content(&args).map(|v| (render::content(&v), to_value(&v)))
+        }
+        "read_note" => {
+            let args: ReadNoteArgs = parse(name, arguments)?;
+            engine.read_note(&args).map(|v| (render::note(&v), to_value(&v)))
+        }
+        "list_standards" => {
+            let _: NoArgs = parse(name, arguments)?;
+            engine.list_standards().map(|v| (render::standards(&v), to_value(&v)))
+        }
+        "list_tags" => {
+            let args: ListTagsArgs = parse(name, arguments)?;
+            engine.list_tags(&args).map(|v| (render::tags(&v), to_value(&v)))
+        }
+        "get_related_notes" => {
+            let args: NoteRefArgs = parse(name, arguments)?;
+            engine.get_related_notes(&args).map(|v| (render::related(&v), to_value(&v)))
+        }
+        "list_recent_notes" => {
+            let args: RecentArgs = parse(name, arguments)?;
+            engine.list_recent_notes(&args).map(|v| (render::recent(&v), to_value(&v)))
+        }
+        "recall_context" => {
+            let args: RecallArgs = parse(name, arguments)?;
+            engine.recall_context(&args).map(|v| (render::recall(&v), to_value(&v)))
+        }
+        "propose_new_note" => {
+            let args: ProposeNewArgs = parse(name, arguments)?;
+            engine.propose_new_note(&args).map(|v| (render::proposed_new(&v), to_value(&v)))
+        }
+        "propose_note_patch" => {
+            let args: ProposePatchArgs = parse(name, arguments)?;
+            engine.propose_note_patch(&args).map(|v| (render::proposed_patch(&v), to_value(&v)))
+        }
+        "list_proposals" => {
+            let args: ListProposalsArgs = parse(name, arguments)?;
+            engine.list_proposals(&args).map(|v| (render::proposals(&v), to_value(&v)))
+        }
+        "apply_proposal" => {
+            let args: ApplyArgs = parse(name, arguments)?;
+            engine
+                .apply_proposal(&args, crate::write::Actor::Mcp)
+                .map(|v| (render::applied(&v), to_value(&v)))
+        }
+        other => Err(Error::internal(format!("tool `{other}` is declared but not wired"))),
+    })();
+    match outcome {
+        Ok((text, value)) => success(&value, text),
+        Err(error) => Ok(error_result(&error)),
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
