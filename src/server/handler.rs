@@ -1,0 +1,242 @@
+//! rmcp's `ServerHandler`: initialize with the instructions, tools, resources
+//! and prompts, each call run on a blocking thread and mapped to its answer.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode as RpcCode,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::json;
+
+use super::confirm;
+use super::log;
+use super::prompts;
+use super::resources;
+use super::shared::Shared;
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::tools::{self, Access, CallContext};
+
+/// The instructions sent in the `initialize` result.
+pub const INSTRUCTIONS: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
+Find: search_knowledge (what notes are about) and search_note_content (text inside notes); then read_note. Explore: get_related_notes, list_tags, list_recent_notes.
+Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; 5) stop and ask the person to review the proposal. Never apply a proposal the person has not approved.
+Use only paths that tools returned; all paths are vault-relative with forward slashes.";
+
+/// One connection's handler.
+#[derive(Clone)]
+pub struct KbServer {
+    pub(super) shared: Arc<Shared>,
+    pub(super) access: Access,
+}
+
+impl KbServer {
+    /// A handler for a connection with `access`.
+    pub fn new(shared: Arc<Shared>, access: Access) -> Self {
+        KbServer { shared, access }
+    }
+
+    /// The access level of this request (HTTP requests carry their token's scope).
+    pub(super) fn access(&self, context: &RequestContext<RoleServer>) -> Access {
+        context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Access>())
+            .copied()
+            .unwrap_or(self.access)
+    }
+
+    async fn engine_or_error(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, McpError> {
+        self.shared
+            .engine(context)
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), Some(json!({ "code": e.code.as_str() }))))
+    }
+}
+
+/// Maps an engine error to a JSON-RPC error (for resources and prompts, which have no `isError`).
+fn rpc_error(error: &Error) -> McpError {
+    use crate::error::ErrorCode::*;
+    let data = Some(json!({ "code": error.code.as_str(), "hint": error.hint }));
+    match error.code {
+        NotFound => McpError::resource_not_found(error.message.clone(), data),
+        InvalidArgument | PathDenied | AmbiguousRef | TooLarge | PermissionDenied => {
+            McpError::invalid_params(error.message.clone(), data)
+        }
+        _ => McpError::internal_error(error.message.clone(), data),
+    }
+}
+
+impl ServerHandler for KbServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build(),
+        )
+        .with_server_info(
+            Implementation::new("kb-mcp", env!("CARGO_PKG_VERSION"))
+                .with_title("kb-mcp: your Markdown knowledge vault")
+                .with_description("Search, read and (by proposal only) extend a local Obsidian-style vault"),
+        )
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools::list(self.access(&context))))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let started = Instant::now();
+        let name = request.name.to_string();
+        let access = self.access(&context);
+        let responses = request.input_responses.clone();
+        let arguments = match tools::admit(&name, access, request.arguments)? {
+            Ok(arguments) => arguments,
+            Err(refused) => {
+                // Not granted (`permission_denied`) or arguments off the schema (`invalid_argument`).
+                let outcome = refused
+                    .structured_content
+                    .as_ref()
+                    .and_then(|v| v["error"]["code"].as_str())
+                    .unwrap_or("error")
+                    .to_owned();
+                log(json!({ "event": "tool", "tool": name, "ms": 0, "outcome": outcome }));
+                return Ok(refused.into());
+            }
+        };
+        let engine = match self.shared.engine(&context).await {
+            Ok(engine) => engine,
+            Err(error) => return Ok(tools::error_result(&error).into()),
+        };
+        if name == "apply_proposal" {
+            let id = arguments["proposal_id"].as_str().unwrap_or_default().to_owned();
+            match confirm::apply(&engine, &id, responses.as_ref(), &context).await? {
+                confirm::Confirmation::Proceed => {}
+                confirm::Confirmation::Ask(question) => return Ok(question.into()),
+                confirm::Confirmation::Declined => {
+                    let error = Error::new(
+                        crate::error::ErrorCode::PermissionDenied,
+                        format!("the person declined to apply proposal {id}; it stays pending"),
+                    )
+                    .with_hint("do not retry; ask the person what to change, or leave the proposal for them");
+                    log(
+                        json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": "declined" }),
+                    );
+                    return Ok(tools::error_result(&error).into());
+                }
+            }
+        }
+        let shared = self.shared.clone();
+        let call_context = CallContext { access };
+        let tool = name.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            // The kb.toml on disk is in force before anything is answered.
+            if let Err(error) = engine.refresh_config() {
+                return Ok(tools::error_result(&error));
+            }
+            // The propose and apply levels are refused while the inbox is a folder of the person's own.
+            if tools::level(&tool) > Some(Access::Read)
+                && let Some(error) = engine.inbox_conflict()
+            {
+                return Ok(tools::error_result(&error));
+            }
+            shared.check_files(&engine);
+            tools::invoke(&engine, call_context, &tool, arguments)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
+        let outcome = match &result {
+            Ok(r) if r.is_error == Some(true) => r
+                .structured_content
+                .as_ref()
+                .and_then(|v| v["error"]["code"].as_str())
+                .unwrap_or("error")
+                .to_owned(),
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("rpc_error {}", e.code.0),
+        };
+        log(
+            json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": outcome }),
+        );
+        result.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(resources::fixed()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let engine = self.engine_or_error(&context).await?;
+        let uri = request.uri.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            engine.refresh_config()?;
+            resources::read(&engine, &uri)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
+        result.map(Into::into).map_err(|e| rpc_error(&e))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(prompts::list()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        // rmcp hands known methods with malformed params here; they are bad params, not unknown methods.
+        match request.method.as_str() {
+            "tools/call" | "resources/read" | "prompts/get" | "tools/list" => Err(McpError::invalid_params(
+                format!(
+                    "malformed params for `{}`: check the request against the MCP schema",
+                    request.method
+                ),
+                None,
+            )),
+            other => Err(McpError::new(RpcCode::METHOD_NOT_FOUND, format!("unknown method `{other}`"), None)),
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! What every session of one server shares: the engine once it is ready, the
+//! background start-up and sync, and the waits a call makes for them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::RoleServer;
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::RequestContext;
+use serde_json::json;
+use tokio::sync::watch as channel;
+
+use super::watch;
+use super::{ServerOptions, log};
+use crate::engine::{Engine, EngineOptions};
+use crate::error::Error;
+
+/// Where the engine is in its start-up.
+#[derive(Clone)]
+enum Readiness {
+    /// Opening the vault or building the index for the first time: (done, total) files.
+    Starting(usize, usize),
+    /// Serving from an existing index while the start-up sync compares it with
+    /// the files: calls wait for it a little ([`CATCH_UP_WAIT`]), then answer
+    /// with what the index holds and searches say they may be stale.
+    CatchingUp(Arc<Engine>),
+    /// Serving.
+    Ready(Arc<Engine>),
+    /// The vault or index could not be opened.
+    Failed(Error),
+}
+
+/// State shared by every connection of one server process.
+pub struct Shared {
+    readiness: channel::Receiver<Readiness>,
+    /// Set by a call that found start-up failed: start-up tries again at once
+    /// (its cause, a full disk say, may be gone), so the server comes back
+    /// without a restart.
+    retry: AtomicBool,
+    /// Whether a file watcher is running; when not, calls re-check the files.
+    watching: AtomicBool,
+    last_check: std::sync::Mutex<Instant>,
+}
+
+/// The longest a call waits for the first index build.
+const READY_WAIT: Duration = Duration::from_secs(300);
+
+/// The longest a call waits for the start-up sync of an existing index before
+/// it answers from the index as it is (searches then carry `stale`). The sync
+/// of an unchanged vault is a walk: about 0.6 s at 100,000 notes
+/// (`incremental/walk_1_note` in BENCHMARKS.md).
+const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
+
+impl Shared {
+    /// Starts opening the vault and syncing the index in the background.
+    pub fn start(options: &ServerOptions) -> Arc<Shared> {
+        let (sender, readiness) = channel::channel(Readiness::Starting(0, 0));
+        let shared = Arc::new(Shared {
+            readiness,
+            retry: AtomicBool::new(false),
+            watching: AtomicBool::new(false),
+            last_check: std::sync::Mutex::new(Instant::now()),
+        });
+        let engine_options =
+            EngineOptions { vault: options.vault.clone(), index_dir: options.index_dir.clone() };
+        let background = shared.clone();
+        std::thread::spawn(move || background.bring_up(&engine_options, sender));
+        shared
+    }
+
+    fn bring_up(self: &Arc<Self>, options: &EngineOptions, sender: channel::Sender<Readiness>) {
+        let mut started = Instant::now();
+        let engine = loop {
+            let engine = match Engine::open(options) {
+                Ok(engine) => {
+                    let dir = engine.index().dir().display().to_string();
+                    if let Some(reason) = engine.index_repaired() {
+                        log(json!({ "event": "index_rebuilt", "dir": dir, "reason": reason }));
+                    }
+                    if let Some(reason) = engine.index_moved() {
+                        log(json!({ "event": "index_location", "dir": dir, "reason": reason }));
+                    }
+                    if let Some(reason) = engine.index().read_only() {
+                        log(json!({ "event": "index_read_only", "dir": dir, "reason": reason }));
+                    }
+                    Arc::new(engine)
+                }
+                Err(error) => {
+                    log(json!({ "event": "open_failed", "error": error.to_string() }));
+                    self.fail_until_retry(&sender, &options.vault, error, "opening the vault again");
+                    started = Instant::now();
+                    continue;
+                }
+            };
+            // An existing index is served while it catches up (calls wait for that a little).
+            let has_index = !engine.catalog().records().is_empty();
+            if has_index {
+                let _ = sender.send(Readiness::CatchingUp(engine.clone()));
+            }
+            let progress = |done: usize, total: usize| {
+                if !has_index && (done.is_multiple_of(64) || done == total) {
+                    let _ = sender.send(Readiness::Starting(done, total));
+                }
+            };
+            match engine.sync(false, Some(&progress)) {
+                Ok(report) => {
+                    log(json!({
+                        "event": "index_synced",
+                        "files": report.files, "added": report.added, "changed": report.changed,
+                        "removed": report.removed, "full": report.full, "ms": started.elapsed().as_millis() as u64,
+                    }));
+                    if report.files == 0 {
+                        log(json!({ "event": "no_notes", "warning": engine.why_no_notes() }));
+                    }
+                }
+                Err(error) => {
+                    log(json!({ "event": "sync_failed", "error": error.to_string() }));
+                    if !has_index {
+                        self.fail_until_retry(&sender, &options.vault, error, "building the index again");
+                        started = Instant::now();
+                        continue;
+                    }
+                }
+            }
+            break engine;
+        };
+        // Ready even when the sync failed over an existing index: that index is
+        // served, and its searches keep saying they may be stale.
+        let _ = sender.send(Readiness::Ready(engine.clone()));
+        match engine.recover_proposals(crate::write::Actor::Mcp) {
+            Ok(completed) if !completed.is_empty() => {
+                log(json!({ "event": "recovered", "proposals": completed }))
+            }
+            Ok(_) => {}
+            Err(error) => log(json!({ "event": "recover_failed", "error": error.to_string() })),
+        }
+        let watching = watch::spawn(engine);
+        self.watching.store(watching, Ordering::Relaxed);
+    }
+
+    /// After a failed start-up: waits until `kb.toml` changes or a call asks
+    /// to try again; says which (the log event's name).
+    fn wait_for_retry(&self, vault: &std::path::Path) -> &'static str {
+        let read = || crate::sandbox::read_vault_config(vault).map_err(|error| error.to_string());
+        let before = read();
+        for tick in 1u64.. {
+            std::thread::sleep(Duration::from_millis(100));
+            if self.retry.swap(false, Ordering::Relaxed) {
+                return "retry_requested";
+            }
+            if tick.is_multiple_of(5) && read() != before {
+                return "config_changed";
+            }
+        }
+        unreachable!("the loop above only ends by returning")
+    }
+
+    /// Tells calls that start-up failed with `error`, then waits until it is worth
+    /// trying again: an invalid kb.toml is the usual cause (it changed), or a call
+    /// asks (a full disk may have been freed meanwhile). Start-up then begins anew.
+    fn fail_until_retry(
+        &self,
+        sender: &channel::Sender<Readiness>,
+        vault: &std::path::Path,
+        error: Error,
+        action: &str,
+    ) {
+        let _ = sender.send(Readiness::Failed(error));
+        let why = self.wait_for_retry(vault);
+        log(json!({ "event": why, "action": action }));
+        let _ = sender.send(Readiness::Starting(0, 0));
+    }
+
+    /// The engine, waiting for start-up and telling the client how far it got.
+    pub(super) async fn engine(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, Error> {
+        let mut readiness = self.readiness.clone();
+        let asked = Instant::now();
+        let deadline = asked + READY_WAIT;
+        let token = context.meta.get_progress_token();
+        let mut retried = false;
+        loop {
+            let state = readiness.borrow_and_update().clone();
+            match state {
+                Readiness::Ready(engine) => {
+                    if asked.elapsed() >= Duration::from_millis(1) {
+                        log(
+                            json!({ "event": "waited_for_start_up", "ms": asked.elapsed().as_millis() as u64 }),
+                        );
+                    }
+                    return Ok(engine);
+                }
+                Readiness::CatchingUp(engine) => {
+                    let waited = asked.elapsed();
+                    if waited >= CATCH_UP_WAIT {
+                        log(
+                            json!({ "event": "answered_while_catching_up", "waited_ms": waited.as_millis() as u64 }),
+                        );
+                        return Ok(engine);
+                    }
+                    if let Ok(Err(_)) =
+                        tokio::time::timeout(CATCH_UP_WAIT - waited, readiness.changed()).await
+                    {
+                        return Ok(engine); // start-up ended without saying more
+                    }
+                }
+                Readiness::Failed(error) if retried => return Err(error),
+                Readiness::Failed(_) => {
+                    // Start-up failed earlier: ask it to try again (once per call), since
+                    // its cause may be gone, and wait for the outcome.
+                    retried = true;
+                    self.retry.store(true, Ordering::Relaxed);
+                    while matches!(*readiness.borrow_and_update(), Readiness::Failed(_)) {
+                        if Instant::now() >= deadline
+                            || tokio::time::timeout(Duration::from_secs(5), readiness.changed())
+                                .await
+                                .is_err()
+                        {
+                            break;
+                        }
+                    }
+                }
+                Readiness::Starting(done, total) => {
+                    if let Some(token) = &token {
+                        let message = if total == 0 {
+                            "opening the vault".to_owned()
+                        } else {
+                            format!("indexing notes: {done} of {total}")
+                        };
+                        let mut param =
+                            ProgressNotificationParam::new(token.clone(), done as f64).with_message(message);
+                        if total > 0 {
+                            param = param.with_total(total as f64);
+                        }
+                        let _ = context.peer.notify_progress(param).await;
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(Error::new(
+                            crate::error::ErrorCode::IndexUnavailable,
+                            format!("the index is still being built ({done} of {total} notes)"),
+                        )
+                        .with_hint("retry in a minute"));
+                    }
+                    let _ = tokio::time::timeout(Duration::from_millis(500), readiness.changed()).await;
+                }
+            }
+        }
+    }
+
+    /// Without a watcher, re-checks the files before answering, at most every two seconds.
+    pub(super) fn check_files(&self, engine: &Engine) {
+        if self.watching.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut last = self.last_check.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() >= Duration::from_secs(2) {
+            *last = Instant::now();
+            if let Err(error) = engine.sync(false, None) {
+                log(json!({ "event": "sync_failed", "error": error.to_string() }));
+            }
+        }
+    }
+}
