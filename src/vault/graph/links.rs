@@ -150,8 +150,8 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vault::graph::resolver::{Broken, key_hash};
     use crate::sandbox::NotePath;
+    use crate::vault::graph::resolver::{Broken, key_hash};
     use crate::vault::parse_note;
 
     fn record(path: &str, text: &str) -> Arc<NoteRecord> {
