@@ -218,8 +218,8 @@ impl Engine {
     /// does to which note (for a patch, the size of its diff), then its reason. `None` when
     /// it is not pending (the apply itself then reports why).
     pub fn proposal_summary(&self, id: &str) -> Option<String> {
-        let (view, diff) = write::describe(&self.sandbox(), id).ok()?;
-        let change = match (view.kind, diff) {
+        let view = write::describe(&self.sandbox(), id).ok()?;
+        let change = match (view.kind, view.diff_stat) {
             (ProposalKind::New, _) => format!("create the new note {}", view.target),
             (ProposalKind::Patch, Some((added, removed))) => {
                 format!("change {} (+{added} -{removed} lines)", view.target)

@@ -571,9 +571,24 @@ pub fn resolve_id(sandbox: &Sandbox, id_or_slug: &str) -> Result<String> {
     }
 }
 
-/// What a person deciding on a pending proposal should see: the proposal with
-/// its live checks and, for a patch, the lines its diff adds and removes.
-pub fn describe(sandbox: &Sandbox, id: &str) -> Result<(ProposalView, Option<(u32, u32)>)> {
+/// A pending proposal in a line, for a person: what it does to which note and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Description {
+    /// New note or patch.
+    pub kind: ProposalKind,
+    /// The note it writes.
+    pub target: String,
+    /// Why it was proposed.
+    pub reason: String,
+    /// For a patch, the lines its diff adds and removes.
+    pub diff_stat: Option<(u32, u32)>,
+}
+
+/// What a person deciding on a pending proposal should see in a listing: its
+/// target, its reason and, for a patch, the lines its diff adds and removes.
+/// Reads its metadata and its diff only (no live checks, which would read the
+/// note: a listing of many proposals would read it once per proposal).
+pub fn describe(sandbox: &Sandbox, id: &str) -> Result<Description> {
     let inbox = Inbox::of(sandbox);
     let located = find(sandbox, &inbox, id)?;
     let diff_stat = match located.diff_path()? {
@@ -586,14 +601,10 @@ pub fn describe(sandbox: &Sandbox, id: &str) -> Result<(ProposalView, Option<(u3
         }),
         None => None,
     };
-    let view = ProposalView {
-        proposal_id: located.meta.proposal_id.clone(),
+    Ok(Description {
         kind: located.meta.kind,
-        target: located.meta.target.clone(),
-        reason: located.meta.reason.clone(),
-        created: located.meta.created_at.clone(),
-        status: located.status,
-        checks: checks(sandbox, &inbox, &located, &mut NoteHashes::new()),
-    };
-    Ok((view, diff_stat))
+        target: located.meta.target,
+        reason: located.meta.reason,
+        diff_stat,
+    })
 }

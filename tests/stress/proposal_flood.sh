@@ -70,7 +70,8 @@ flood_s = time.perf_counter() - started
 print(f"{label}: {staged} patch proposals staged in {flood_s:.1f} s")
 if refused:
     print(f"{label}: proposal {staged + 1} refused: {refused['code']}: {refused['message']}")
-listed, list_s = call("list_proposals", {"limit": 1000})
+listed, list_s = call("list_proposals", {"limit": 500})
+assert not listed.get("isError"), listed
 print(f"{label}: list_proposals ({len(listed['structuredContent']['proposals'])} pending): {list_s * 1000:.0f} ms")
 new, _ = call("propose_new_note", {"title": "Unrelated", "body": "Unrelated.\n", "reason": "flood"})
 applied, apply_s = call("apply_proposal", {"proposal_id": new["structuredContent"]["proposal_id"]})
@@ -85,10 +86,10 @@ PY
     python3 -c "print('$3: kb-index inbox list: %.0f ms' % (($end - $start) * 1000))"
 }
 
-echo "== caps raised: pending_max_count = 1000, pending_max_bytes = 4 GiB"
+echo "== caps raised: pending_max_count = 1000, pending_max_bytes = 1 GiB"
 make_vault "$work/raised" "[limits]
 pending_max_count = 1000
-pending_max_bytes = 4294967296
+pending_max_bytes = 1073741824
 "
 flood "$work/raised" "$COUNT" raised
 rm -rf "$work/raised"
