@@ -703,6 +703,8 @@ enum Target {
     ContentFolder,
     /// `recall_context {folder}`, when the server lists that tool.
     RecallFolder,
+    /// `list_notes {folder}`.
+    ListFolder,
     /// `propose_note_patch {path}`.
     PatchPath,
     /// `propose_new_note {folder}`.
@@ -715,7 +717,7 @@ enum Target {
     ExpandPrompt,
 }
 
-const TARGETS: [Target; 12] = [
+const TARGETS: [Target; 13] = [
     Target::ReadPath,
     Target::ReadRef,
     Target::RelatedPath,
@@ -723,6 +725,7 @@ const TARGETS: [Target; 12] = [
     Target::KnowledgeFolder,
     Target::ContentFolder,
     Target::RecallFolder,
+    Target::ListFolder,
     Target::PatchPath,
     Target::NewFolder,
     Target::ApplyId,
@@ -746,6 +749,7 @@ impl Target {
             KnowledgeFolder => server.call("search_knowledge", json!({"query": "备份", "folder": input})),
             ContentFolder => server.call("search_note_content", json!({"query": "备份", "folder": input})),
             RecallFolder => server.call("recall_context", json!({"topic": "备份", "folder": input})),
+            ListFolder => server.call("list_notes", json!({"folder": input})),
             PatchPath => server.call(
                 "propose_note_patch",
                 json!({"path": input, "base_hash": ZERO_HASH, "reason": "attack suite", "edits": [{"op": "append", "content": "probe\n"}]}),
@@ -867,10 +871,12 @@ fn rpc_code_of(code: &str) -> i64 {
 /// - A **ref** is a name looked up among indexed notes and never a path on disk:
 ///   `not_found` unless it names an indexed note, `invalid_argument` when its
 ///   name part (before `#`) is blank.
-/// - A **folder** (`search_*`, `recall_context`, `propose_new_note`) is
-///   `path_denied` exactly where a path would be; a missing folder is no error
-///   (a search finds nothing, a proposal may create the folder), and an empty
-///   one means "no folder" (search everywhere, or the first notes root).
+/// - A **folder** (`search_*`, `recall_context`, `propose_new_note`,
+///   `list_notes`) is `path_denied` exactly where a path would be; a missing
+///   folder is no error (a search finds nothing, a proposal may create the
+///   folder) except for `list_notes` (`not_found`: there is nothing to list), and
+///   an empty one means "no folder" (search everywhere, the first notes root, or
+///   the vault's top level).
 /// - `apply_proposal` takes no path: every input is `proposal_not_found`.
 /// - `expand_note` only puts the text into a prompt: accepted, or `-32602` when blank.
 /// - Resources have no `isError`: a contract code comes as a JSON-RPC error
@@ -900,14 +906,21 @@ impl Row {
 
     /// A path that is refused as a file but is a legitimate folder.
     fn folder_accepted(self, why: &'static str) -> Row {
-        [Target::KnowledgeFolder, Target::ContentFolder, Target::RecallFolder, Target::NewFolder]
-            .into_iter()
-            .fold(self, |row, target| row.except(target, Want::Accept, why))
+        [
+            Target::KnowledgeFolder,
+            Target::ContentFolder,
+            Target::RecallFolder,
+            Target::ListFolder,
+            Target::NewFolder,
+        ]
+        .into_iter()
+        .fold(self, |row, target| row.except(target, Want::Accept, why))
     }
 
     fn want(&self, target: Target) -> Want {
         use Target::*;
-        if let Some((_, want, _)) = self.except.iter().find(|(t, _, _)| *t == target) {
+        // A later exception overrides an earlier one for the same target.
+        if let Some((_, want, _)) = self.except.iter().rev().find(|(t, _, _)| *t == target) {
             return *want;
         }
         let input = self.input.as_str();
@@ -921,9 +934,11 @@ impl Row {
                 let name = input.split('#').next().unwrap_or_default().trim();
                 if name.is_empty() { Want::Code("invalid_argument") } else { Want::Code("not_found") }
             }
-            (KnowledgeFolder | ContentFolder | RecallFolder | NewFolder, Kind::Denied) => {
+            (KnowledgeFolder | ContentFolder | RecallFolder | ListFolder | NewFolder, Kind::Denied) => {
                 Want::Code("path_denied")
             }
+            (ListFolder, Kind::Missing) => Want::Code("not_found"),
+            (ListFolder, Kind::Empty) => Want::Accept,
             (KnowledgeFolder | ContentFolder | RecallFolder | NewFolder, Kind::Missing | Kind::Empty) => {
                 Want::Accept
             }
@@ -1054,7 +1069,8 @@ fn table(fx: &Fixture) -> Vec<Row> {
         // The fullwidth colon is an ordinary character of Chinese names (the
         // sandbox allows it): not Markdown as a file, a new folder as a folder.
         denied("z/备份仓库.md\u{FF1A}secret")
-            .folder_accepted("U+FF1A is allowed in names: as a folder, one inside the notes root"),
+            .folder_accepted("U+FF1A is allowed in names: as a folder, one inside the notes root")
+            .except(Target::ListFolder, Want::Code("not_found"), "a well-formed folder that does not exist"),
         // NUL and control characters.
         denied("z/备份仓库.md\0"),
         denied("z/\0../../etc/passwd"),
@@ -1317,6 +1333,7 @@ fn hostile_table(server: &mut Server, fx: &Fixture, tools: &[Value], findings: &
         "search_knowledge",
         "search_note_content",
         "recall_context",
+        "list_notes",
         "propose_note_patch",
         "propose_new_note",
     ];

@@ -981,3 +981,173 @@ fn issue12_a_changed_templates_setting_takes_effect_without_a_restart() {
     assert!(engine.refresh_config().unwrap());
     assert!(engine.catalog().get("Templates/Meeting.md").is_none());
 }
+
+fn ls(engine: &Engine, folder: &str) -> NoteList {
+    engine.list_notes(&ListNotesArgs { folder: Some(folder.to_owned()), ..Default::default() }).unwrap()
+}
+
+fn folder_counts(list: &NoteList) -> Vec<(&str, u64)> {
+    list.folders.iter().map(|f| (f.path.as_str(), f.notes)).collect()
+}
+
+fn listed_paths(list: &NoteList) -> Vec<&str> {
+    list.notes.iter().map(|n| n.path.as_str()).collect()
+}
+
+/// Issue 15: `list_notes` is the vault's `ls`: a folder's direct notes and its
+/// subfolders with counts; templates, skipped files and denied folders never
+/// appear; a tag filters notes and counts.
+#[cfg(unix)]
+#[test]
+fn issue15_list_notes_lists_a_folder_like_ls() {
+    let (_tmp, vault) = common::person_vault_with_exclusions();
+    let engine = open(&vault);
+    let top = engine.list_notes(&ListNotesArgs::default()).unwrap();
+    assert_eq!(top.folder, "");
+    assert_eq!(
+        folder_counts(&top),
+        [("Daily", 2), ("Drawings", 1), ("Inbox", 2), ("Meetings", 1), ("读书笔记", 1)],
+        "no Templates (templates), no Shared (a symlink out of the vault): {top:?}"
+    );
+    assert_eq!((top.total, top.notes.len(), top.next_cursor.as_deref()), (0, 0, None));
+
+    let daily = ls(&engine, "Daily/");
+    assert_eq!(daily.folder, "Daily");
+    assert_eq!(listed_paths(&daily), ["Daily/2026-11-30.md", "Daily/2026-12-01.md"], "not 旧笔记.md (GBK)");
+    assert_eq!(daily.total, 2);
+    assert!(daily.folders.is_empty());
+    assert_eq!(daily.notes[0].tags, ["daily"]);
+    assert!(daily.notes[0].updated.ends_with('Z') && !daily.notes[0].title.is_empty(), "{daily:?}");
+
+    // A tag filters the notes and the folder counts.
+    let tagged =
+        engine.list_notes(&ListNotesArgs { tag: Some("#Daily".into()), ..Default::default() }).unwrap();
+    assert_eq!(folder_counts(&tagged), [("Daily", 2)], "{tagged:?}");
+
+    // Denied and configured folders (the fixture vault's kb.toml).
+    let (_tmp2, fixture) = common::temp_vault();
+    let engine = open(&fixture);
+    let top = engine.list_notes(&ListNotesArgs::default()).unwrap();
+    let top_folders: Vec<&str> = top.folders.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(top_folders, ["docs", "refs", "z"], "{top:?}");
+    let z = ls(&engine, "z");
+    assert!(!z.folders.iter().any(|f| f.path == "z/private"), "{z:?}");
+    let below: u64 = z.folders.iter().map(|f| f.notes).sum::<u64>() + z.total;
+    let indexed = engine.catalog().records().iter().filter(|r| r.path.starts_with("z/")).count() as u64;
+    assert_eq!(below, indexed, "every note under z is counted once: {z:?}");
+    let nested = ls(&engine, "z/tech");
+    assert!(nested.folders.iter().any(|f| f.path == "z/tech/search engines"), "{nested:?}");
+}
+
+/// Issue 15: `list_notes` errors say what was wrong: a folder outside the
+/// readable ones, a missing folder, a bad or foreign cursor, a limit out of range.
+#[test]
+fn issue15_list_notes_refuses_bad_arguments_clearly() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let fail = |args: ListNotesArgs| engine.list_notes(&args).unwrap_err();
+    for folder in ["z/private", ".obsidian", "inbox", "../x", "/etc", ".git"] {
+        let err = fail(ListNotesArgs { folder: Some(folder.into()), ..Default::default() });
+        assert_eq!(err.code, ErrorCode::PathDenied, "{folder}: {err:?}");
+    }
+    let err = fail(ListNotesArgs { folder: Some("z/nothing-here".into()), ..Default::default() });
+    assert_eq!(err.code, ErrorCode::NotFound, "{err:?}");
+    assert!(err.message.contains("z/nothing-here"), "{err:?}");
+    let err =
+        fail(ListNotesArgs { folder: Some("z/tech/git/git 远程仓库.md".into()), ..Default::default() });
+    assert_ne!(err.code, ErrorCode::Internal, "{err:?}");
+    for limit in [0, 201] {
+        let err = fail(ListNotesArgs { limit: Some(limit), ..Default::default() });
+        assert!(err.code == ErrorCode::InvalidArgument && err.message.contains("`limit`"), "{err:?}");
+    }
+    for cursor in ["", "nonsense", "l1zz", "l1616263"] {
+        let err = fail(ListNotesArgs { cursor: Some(cursor.into()), ..Default::default() });
+        assert_eq!(err.code, ErrorCode::InvalidArgument, "{cursor:?}: {err:?}");
+        assert!(err.message.contains("`cursor`"), "{err:?}");
+    }
+    let first = engine
+        .list_notes(&ListNotesArgs { folder: Some("z".into()), limit: Some(2), ..Default::default() })
+        .unwrap();
+    let cursor = first.next_cursor.expect("z holds more than two notes");
+    let err = fail(ListNotesArgs {
+        folder: Some("z".into()),
+        sort: Some(ListSort::Updated),
+        cursor: Some(cursor),
+        ..Default::default()
+    });
+    assert!(err.code == ErrorCode::InvalidArgument && err.message.contains("another folder"), "{err:?}");
+    let err = fail(ListNotesArgs { tag: Some(" # ".into()), ..Default::default() });
+    assert_eq!(err.code, ErrorCode::InvalidArgument, "{err:?}");
+}
+
+/// Issue 15: pages cut by the cursor are stable while notes change: every note
+/// that stays is listed exactly once across pages, whatever is added or removed
+/// between two calls; `updated` and `created` list newest first.
+#[test]
+fn issue15_list_notes_pages_stay_stable_while_notes_change() {
+    let (_tmp, vault) = common::temp_vault();
+    let folder = vault.join("z/pages");
+    std::fs::create_dir_all(&folder).unwrap();
+    let base = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+    for n in 0..25u64 {
+        let file = folder.join(format!("note {n:02}.md"));
+        std::fs::write(&file, format!("# Note {n:02}\n\n#paged\n")).unwrap();
+        let at = base + std::time::Duration::from_secs(60 * n);
+        std::fs::File::options().write(true).open(&file).unwrap().set_modified(at).unwrap();
+    }
+    let engine = open(&vault);
+    for sort in [ListSort::Path, ListSort::Updated, ListSort::Created] {
+        let args = |cursor: Option<String>| ListNotesArgs {
+            folder: Some("z/pages".into()),
+            sort: Some(sort),
+            limit: Some(10),
+            cursor,
+            ..Default::default()
+        };
+        let everything = engine.list_notes(&ListNotesArgs { limit: Some(200), ..args(None) }).unwrap();
+        let first = engine.list_notes(&args(None)).unwrap();
+        assert_eq!((first.total, first.notes.len()), (25, 10), "{sort:?}");
+        assert_eq!(first.notes[..], everything.notes[..10], "{sort:?}");
+        if sort == ListSort::Updated {
+            assert_eq!(first.notes[0].path, "z/pages/note 24.md", "newest first");
+        }
+        let mut seen: Vec<String> = first.notes.iter().map(|n| n.path.clone()).collect();
+        // Between pages: a note listed already and one not yet listed go away, a new one comes.
+        let gone_seen = seen[3].clone();
+        let gone_later = everything.notes[20].path.as_str();
+        std::fs::remove_file(vault.join(&gone_seen)).unwrap();
+        std::fs::remove_file(vault.join(gone_later)).unwrap();
+        std::fs::write(folder.join("note 00a.md"), "# New\n").unwrap();
+        engine.sync(false, None).unwrap();
+        let mut cursor = first.next_cursor.clone();
+        let mut pages = 1;
+        while let Some(next) = cursor {
+            let page = engine.list_notes(&args(Some(next))).unwrap();
+            assert!(page.folders.is_empty(), "subfolders come on the first page only");
+            seen.extend(page.notes.iter().map(|n| n.path.clone()));
+            cursor = page.next_cursor;
+            pages += 1;
+            assert!(pages < 10, "paging does not end");
+        }
+        let mut unique = seen.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), seen.len(), "{sort:?}: a note was listed twice: {seen:?}");
+        for n in 0..25u64 {
+            let path = format!("z/pages/note {n:02}.md");
+            if path != gone_seen && path != gone_later {
+                assert!(seen.contains(&path), "{sort:?}: {path} was missed: {seen:?}");
+            }
+        }
+        assert!(!seen.iter().any(|p| p == gone_later), "{sort:?}: a removed note was listed");
+        // Put the vault back for the next order.
+        for n in 0..25u64 {
+            let file = folder.join(format!("note {n:02}.md"));
+            std::fs::write(&file, format!("# Note {n:02}\n\n#paged\n")).unwrap();
+            let at = base + std::time::Duration::from_secs(60 * n);
+            std::fs::File::options().write(true).open(&file).unwrap().set_modified(at).unwrap();
+        }
+        std::fs::remove_file(folder.join("note 00a.md")).unwrap();
+        engine.sync(false, None).unwrap();
+    }
+}

@@ -89,6 +89,7 @@ fn read_calls() -> Vec<(&'static str, Value)> {
         ("get_related_notes", json!({"path": "z/备份仓库.md"})),
         ("list_recent_notes", json!({"days": 30, "sort": "created"})),
         ("recall_context", json!({"topic": "如何同步远程仓库", "budget_tokens": 800})),
+        ("list_notes", json!({"folder": "z", "sort": "updated", "limit": 5})),
     ]
 }
 
@@ -134,7 +135,8 @@ async fn every_read_tool_answers_with_content_that_matches_its_output_schema() {
             "list_tags",
             "get_related_notes",
             "list_recent_notes",
-            "recall_context"
+            "recall_context",
+            "list_notes"
         ]
     );
     for (name, arguments) in read_calls() {
@@ -180,6 +182,9 @@ async fn failures_are_is_error_results_and_bad_arguments_are_invalid_argument() 
         ("get_related_notes", json!({"path": "C:\\Windows\\win.ini"}), "path_denied"),
         ("search_note_content", json!({"query": "x", "folder": "/etc"}), "path_denied"),
         ("search_knowledge", json!({"query": "  "}), "invalid_argument"),
+        ("list_notes", json!({"folder": "z/private"}), "path_denied"),
+        ("list_notes", json!({"folder": "z/没有"}), "not_found"),
+        ("list_notes", json!({"cursor": "bogus"}), "invalid_argument"),
     ];
     for (name, arguments, code) in cases {
         let result = call(&client, name, arguments.clone()).await.unwrap();
@@ -199,6 +204,7 @@ async fn failures_are_is_error_results_and_bad_arguments_are_invalid_argument() 
         ("search_knowledge", json!({}), "query", "required"),
         ("read_note", json!({"path": "z/备份仓库.md", "bogus": true}), "bogus", "not allowed"),
         ("list_recent_notes", json!({"sort": "sideways"}), "`sort`", "sideways"),
+        ("list_notes", json!({"limit": 500}), "`limit`", "maximum"),
     ];
     for (name, arguments, argument, rule) in malformed {
         let result = call(&client, name, arguments.clone()).await.unwrap();
@@ -252,7 +258,7 @@ async fn every_protocol_version_works_from_a_real_client() {
         }
         assert_eq!(info.server_info.as_ref().unwrap().name, "kb-mcp");
         assert!(info.instructions.as_deref().unwrap_or("").contains("propose"));
-        assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 9, "{version:?}");
+        assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 10, "{version:?}");
         let result = call(&client, "search_knowledge", json!({"query": "Zettelkasten"})).await.unwrap();
         assert_eq!(
             result.structured_content.unwrap()["results"][0]["path"],
@@ -383,7 +389,7 @@ fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process
     }
     assert!(seen[&2]["result"]["structuredContent"]["total"].as_u64().unwrap() > 0);
     assert_eq!(seen[&3]["error"]["code"], -32602);
-    assert_eq!(seen[&4]["result"]["tools"].as_array().unwrap().len(), 9);
+    assert_eq!(seen[&4]["result"]["tools"].as_array().unwrap().len(), 10);
     drop(stdin);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -570,7 +576,7 @@ async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_on
     let (_tmp, vault) = common::temp_vault();
     let client = connect(&vault, "apply").await;
     let tools = client.list_tools(None).await.unwrap().tools;
-    assert_eq!(tools.len(), 13, "the twelve tools and recall_context at --access apply");
+    assert_eq!(tools.len(), 14, "the twelve tools, recall_context and list_notes at --access apply");
     let apply_tool = tools.iter().find(|t| t.name == "apply_proposal").unwrap().annotations.clone().unwrap();
     assert_eq!((apply_tool.read_only_hint, apply_tool.destructive_hint), (Some(false), Some(true)));
     let propose_tool =
@@ -680,7 +686,7 @@ async fn propose_level_cannot_apply() {
     let client = connect(&vault, "propose").await;
     let names: Vec<String> =
         client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names.len(), 12);
+    assert_eq!(names.len(), 13);
     assert!(!names.contains(&"apply_proposal".to_owned()));
     let staged = propose_new(&client, "Propose only", "body\n").await;
     let refused =
@@ -1131,4 +1137,69 @@ fn issue12_kb_index_inbox_refuses_a_persons_own_inbox() {
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stdout).contains("no pending proposals"));
+}
+
+/// Issue 15: `list_notes` through rmcp's client: listed at the read level, folders
+/// with counts, a page and its cursor, the text rendering.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue15_list_notes_walks_the_vault_page_by_page() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "read").await;
+    let top = call(&client, "list_notes", json!({})).await.unwrap();
+    let structured = top.structured_content.clone().unwrap();
+    let folders: Vec<&str> =
+        structured["folders"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(folders, ["docs", "refs", "z"], "{structured}");
+    assert!(top.content[0].as_text().unwrap().text.contains("z/ ("), "{top:?}");
+
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut totals = Vec::new();
+    loop {
+        let mut arguments = json!({"folder": "z", "limit": 4});
+        if let Some(cursor) = &cursor {
+            arguments["cursor"] = json!(cursor);
+        }
+        let page = call(&client, "list_notes", arguments).await.unwrap();
+        assert_ne!(page.is_error, Some(true), "{page:?}");
+        let page = page.structured_content.unwrap();
+        totals.push(page["total"].as_u64().unwrap());
+        seen.extend(page["notes"].as_array().unwrap().iter().map(|n| n["path"].as_str().unwrap().to_owned()));
+        match page.get("next_cursor").and_then(Value::as_str) {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert!(totals.len() > 1 && totals.iter().all(|&t| t == seen.len() as u64), "{totals:?} {seen:?}");
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(sorted, seen, "by path, each once");
+    assert!(seen.iter().all(|p| p.starts_with("z/") && !p[2..].contains('/')), "{seen:?}");
+    client.cancel().await.unwrap();
+}
+
+/// Issue 15: `kb-index ls [FOLDER]` prints a folder's subfolders with counts and
+/// its notes, from the same engine method as `list_notes`; errors exit 2.
+#[test]
+fn issue15_kb_index_ls_lists_a_folder() {
+    let (_tmp, vault) = common::temp_person_vault();
+    let kb_index = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kb-index")).args(args).arg("--vault").arg(&vault).output().unwrap()
+    };
+    let top = kb_index(&["ls"]);
+    let text = String::from_utf8_lossy(&top.stdout);
+    assert!(top.status.success(), "{text}{}", String::from_utf8_lossy(&top.stderr));
+    assert!(text.starts_with("Daily/  (2 notes)\nDrawings/  (1 note)\n"), "{text}");
+    assert!(!text.contains("Templates"), "{text}");
+    let daily = kb_index(&["ls", "Daily", "--sort", "updated"]);
+    let text = String::from_utf8_lossy(&daily.stdout);
+    assert!(text.contains("Daily/2026-12-01.md  ") && text.contains("Daily: 2 notes, 0 folders"), "{text}");
+    let json = kb_index(&["ls", "--tag", "meeting", "--json"]);
+    let listing: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(listing["folders"], json!([{"path": "Meetings", "notes": 1}]), "{listing}");
+    let denied = kb_index(&["ls", ".obsidian"]);
+    assert_eq!(denied.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&denied.stderr).contains("path_denied"), "{denied:?}");
+    let none = kb_index(&["ls", "Daily", "--tag", "nothing-carries-this"]);
+    assert_eq!(none.status.code(), Some(1), "nothing matched");
 }

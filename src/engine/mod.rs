@@ -9,6 +9,7 @@
 //! async callers run them on a blocking thread.
 
 mod bounded;
+mod list;
 mod person;
 mod read;
 mod recall;

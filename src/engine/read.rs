@@ -613,7 +613,7 @@ impl Engine {
     }
 }
 
-fn created_nanos(record: &NoteRecord) -> i128 {
+pub(super) fn created_nanos(record: &NoteRecord) -> i128 {
     record
         .created
         .as_deref()
@@ -623,7 +623,7 @@ fn created_nanos(record: &NoteRecord) -> i128 {
         .unwrap_or(i128::from(record.modified_ns))
 }
 
-fn created_rfc3339(record: &NoteRecord) -> String {
+pub(super) fn created_rfc3339(record: &NoteRecord) -> String {
     match &record.created {
         Some(created) => created.clone(),
         None => rfc3339(record.born_ns.unwrap_or(record.modified_ns)),

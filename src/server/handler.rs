@@ -25,7 +25,7 @@ use crate::tools::{self, Access, CallContext};
 
 /// The instructions sent in the `initialize` result.
 pub const INSTRUCTIONS: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
-Find: search_knowledge (what notes are about) and search_note_content (text inside notes); then read_note. Explore: get_related_notes, list_tags, list_recent_notes.
+Find: search_knowledge (what notes are about) and search_note_content (text inside notes); then read_note. Explore: get_related_notes, list_tags, list_recent_notes, list_notes (a folder's notes and subfolders).
 Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; 5) stop and ask the person to review the proposal. Never apply a proposal the person has not approved.
 Use only paths that tools returned; all paths are vault-relative with forward slashes.";
 

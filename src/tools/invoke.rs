@@ -101,6 +101,10 @@ pub fn invoke(
             let args: RecallArgs = parse(name, arguments)?;
             engine.recall_context(&args).map(|v| (render::recall(&v), to_value(&v)))
         }
+        "list_notes" => {
+            let args: ListNotesArgs = parse(name, arguments)?;
+            engine.list_notes(&args).map(|v| (render::notes(&v), to_value(&v)))
+        }
         "propose_new_note" => {
             let args: ProposeNewArgs = parse(name, arguments)?;
             engine.propose_new_note(&args).map(|v| (render::proposed_new(&v), to_value(&v)))

@@ -215,3 +215,24 @@ pub(super) fn recall(r: &RecallPack) -> String {
     }
     out
 }
+
+pub(super) fn notes(l: &NoteList) -> String {
+    let shown = if l.folder.is_empty() { "the vault's top level" } else { l.folder.as_str() };
+    let mut out = format!("{shown}: {} of {} notes", l.notes.len(), l.total);
+    if !l.folders.is_empty() {
+        let _ = write!(out, ", {} folders", l.folders.len() as u64 + l.folders_omitted);
+    }
+    for folder in &l.folders {
+        let _ = write!(out, "\n{}/ ({} notes)", folder.path, folder.notes);
+    }
+    if l.folders_omitted > 0 {
+        let _ = write!(out, "\n… and {} more folders", l.folders_omitted);
+    }
+    for note in &l.notes {
+        let _ = write!(out, "\n- {} — {} (updated {})", note.path, note.title, note.updated);
+    }
+    if let Some(cursor) = &l.next_cursor {
+        let _ = write!(out, "\n[more: call again with cursor {cursor}]");
+    }
+    out
+}

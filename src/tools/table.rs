@@ -153,6 +153,15 @@ pub(super) static TOOLS: &[ToolDef] = &[
         output: output::<RecallPack>,
     },
     ToolDef {
+        name: "list_notes",
+        title: "List a folder",
+        description: "The vault's ls: the notes directly in one folder (default: the vault's top level) and its subfolders, each with the number of notes below it. Use it to see what a folder holds or to walk the vault folder by folder; use search_knowledge to find notes on a topic. Filters: `tag` (a parent tag matches its children; folder counts count tagged notes only). `sort`: path (default), updated or created (newest first). Returns path, title, updated and created times and tags of each note, `total` (the folder's notes on all pages) and, when more remain, `next_cursor`: pass it as `cursor` with the same folder, tag and sort for the next page (limit 1 to 200, default 50). Subfolders come on the first page. Pages stay consistent while notes change. Templates and files that are not notes are not listed (see get_vault_overview).",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<ListNotesArgs>,
+        output: output::<NoteList>,
+    },
+    ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
         description: "Stage a new note for the person to approve; nothing in the vault changes. Before calling: search_knowledge for existing notes on the topic (do not duplicate one), and read the relevant standards (list_standards). Give the title (the file name is derived from it; Chinese is kept), the Markdown body without frontmatter (the server writes title, aliases, tags, description and created), the reason, and optionally a folder inside a notes root, tags (prefer registered ones: list_tags), aliases and a description. Writes only two files under the inbox. Returns the proposal_id, the target path it would create, the inbox files, a preview, and `similar`: existing notes it may duplicate. Fails with target_exists if that note already exists. Then stop and ask the person to review it; only they apply it.",
@@ -237,14 +246,15 @@ pub fn level(name: &str) -> Option<Access> {
 mod tests {
     use super::*;
     use crate::engine::types::{
-        Bound, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT, TAGS_LIMIT,
+        Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT,
+        TAGS_LIMIT,
     };
 
     /// Each numeric argument's bound reaches the input schema (minimum, maximum,
     /// and the numbers in its description) and the tool description's defaults.
     #[test]
     fn bounds_reach_schemas_and_descriptions() {
-        let cases: [(&str, &str, Bound); 7] = [
+        let cases: [(&str, &str, Bound); 8] = [
             ("search_knowledge", "limit", SEARCH_LIMIT),
             ("search_note_content", "limit", SEARCH_LIMIT),
             ("list_tags", "limit", TAGS_LIMIT),
@@ -252,6 +262,7 @@ mod tests {
             ("list_recent_notes", "limit", RECENT_LIMIT),
             ("list_proposals", "limit", PROPOSALS_LIMIT),
             ("recall_context", "budget_tokens", RECALL_BUDGET),
+            ("list_notes", "limit", LIST_NOTES_LIMIT),
         ];
         for (tool, argument, bound) in cases {
             let def = def(tool).unwrap();

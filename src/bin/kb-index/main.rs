@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand};
 mod build;
 mod eval_cmd;
 mod inbox;
+mod ls;
 mod output;
 mod search;
 mod status;
@@ -66,6 +67,8 @@ enum Command {
     /// Search notes: titles and text together (or --titles, --content); the index is updated first.
     #[command(after_help = search::EXAMPLES)]
     Search(search::SearchArgs),
+    /// List a folder: its subfolders with their note counts, then its notes (what list_notes returns).
+    Ls(ls::LsArgs),
     /// Show the vault and index state (what get_vault_overview returns); exit 1 when the index is stale.
     Status {
         /// Print JSON instead of text.
@@ -220,6 +223,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match &cli.command {
         Command::Search(args) => search::run(&engine, args, &paint, &mut out),
+        Command::Ls(args) => ls::run(&engine, args, &mut out),
         Command::Status { json } => status::run(&engine, *json, &mut out),
         Command::Build { full } => build::run(&engine, *full, &mut out),
         Command::Inbox { command } => {

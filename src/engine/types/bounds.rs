@@ -51,6 +51,8 @@ pub const RECENT_LIMIT: Bound = Bound { default: 20, min: 1, max: 200 };
 
 /// `limit` of `list_proposals`.
 pub const PROPOSALS_LIMIT: Bound = Bound { default: 50, min: 1, max: 500 };
+/// `limit` of `list_notes`.
+pub const LIST_NOTES_LIMIT: Bound = Bound { default: 50, min: 1, max: 200 };
 
 /// `budget_tokens` of `recall_context`.
 pub const RECALL_BUDGET: Bound = Bound { default: 4000, min: 200, max: 32000 };

@@ -8,6 +8,7 @@
 
 mod bounds;
 mod links;
+mod list;
 mod overview;
 mod proposals;
 mod read;
@@ -16,9 +17,10 @@ mod recent;
 mod search;
 
 pub use bounds::{
-    Bound, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT, TAGS_LIMIT,
+    Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT, TAGS_LIMIT,
 };
 pub use links::{BacklinkOut, BrokenLink, NoteRefArgs, NoteTitle, Outlink, Related};
+pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList};
 pub use overview::{Counts, IndexState, NoArgs, Overview, Roots, ServerIdentity, SkippedOut, Stale};
 pub use proposals::{
     ApplyArgs, ApplyResult, IndexUpdate, ListProposalsArgs, ProposalChecks, ProposalEntry,

@@ -1,0 +1,172 @@
+//! `list_notes`: the vault's `ls`, a folder's direct notes and subfolders.
+//!
+//! Everything comes from the catalog (sorted by path), so a folder is one range
+//! of it and nothing is read from disk but the folder check: what the catalog
+//! leaves out (denied notes, templates, skipped files) is never listed. Pages are
+//! cut by a cursor that names the last note returned (its sort key and path), not
+//! a position, so notes added or removed between two calls never shift a page:
+//! a note is never listed twice, and one that stays is never missed.
+
+use super::Engine;
+use super::bounded::{HIT_LIST_MAX, TEXT_MAX_CHARS, cap_list, cut_chars};
+use super::read::{created_nanos, created_rfc3339};
+use super::rfc3339;
+use super::types::{FolderCount, LIST_NOTES_LIMIT, ListNotesArgs, ListSort, ListedNote, NoteList};
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{hex, unhex};
+use crate::vault::NoteRecord;
+
+/// Most subfolders one answer lists (the rest are counted in `folders_omitted`).
+const FOLDERS_MAX: usize = 500;
+
+/// Where a page starts: after the note with this sort key and path.
+#[derive(Debug, PartialEq, Eq)]
+struct Cursor {
+    key: i128,
+    path: String,
+}
+
+/// What a cursor is bound to, so that one is never used with other arguments.
+fn scope(folder: &str, tag: &str, sort: ListSort) -> String {
+    let sort = match sort {
+        ListSort::Path => "path",
+        ListSort::Updated => "updated",
+        ListSort::Created => "created",
+    };
+    format!("{sort}\n{folder}\n{tag}")
+}
+
+impl Cursor {
+    /// `l1` and the hex of `scope\nkey\npath`: opaque to the agent, checked on return.
+    fn encode(&self, scope: &str) -> String {
+        format!("l1{}", hex(format!("{scope}\n{}\n{}", self.key, self.path).as_bytes()))
+    }
+
+    fn decode(text: &str, scope: &str) -> Result<Cursor> {
+        let bad = || {
+            Error::invalid(format!("`cursor` {:?} is not a cursor list_notes returned", cut(text)))
+                .with_hint("pass the `next_cursor` of the previous answer unchanged, or leave `cursor` out to start again")
+        };
+        let digits = text.strip_prefix("l1").ok_or_else(bad)?;
+        if digits.len() % 2 != 0 {
+            return Err(bad());
+        }
+        let bytes: Vec<u8> = digits
+            .as_bytes()
+            .chunks_exact(2)
+            .map(|pair| std::str::from_utf8(pair).ok().and_then(unhex::<1>).map(|[byte]| byte))
+            .collect::<Option<_>>()
+            .ok_or_else(bad)?;
+        let text = String::from_utf8(bytes).map_err(|_| bad())?;
+        let (front, path) = text.rsplit_once('\n').ok_or_else(bad)?;
+        let (given, key) = front.rsplit_once('\n').ok_or_else(bad)?;
+        if given != scope {
+            return Err(Error::invalid("`cursor` belongs to a listing with another folder, tag or sort")
+                .with_hint("pass the same folder, tag and sort as the call that returned the cursor"));
+        }
+        Ok(Cursor { key: key.parse().map_err(|_| bad())?, path: path.to_owned() })
+    }
+}
+
+/// At most 40 characters of a bad argument, for an error message.
+fn cut(text: &str) -> String {
+    text.chars().take(40).collect()
+}
+
+/// Whether a note carries `tag` (lowercase, no `#`) or a tag below it.
+fn carries(record: &NoteRecord, tag: &str) -> bool {
+    record.tags.iter().any(|own| {
+        let own = own.to_lowercase();
+        own == tag || own.strip_prefix(tag).is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
+impl Engine {
+    /// `list_notes`.
+    pub fn list_notes(&self, args: &ListNotesArgs) -> Result<NoteList> {
+        let limit = LIST_NOTES_LIMIT.check("limit", args.limit)? as usize;
+        let sort = args.sort.unwrap_or_default();
+        let folder = match self.sandbox().resolve_folder(args.folder.as_deref().unwrap_or(""))? {
+            Some(folder) if !self.sandbox().is_folder(&folder) => {
+                return Err(Error::new(
+                    ErrorCode::NotFound,
+                    format!("there is no folder {folder} in the vault"),
+                )
+                .with_hint("call list_notes without `folder` to see the top-level folders"));
+            }
+            Some(folder) => folder.as_str().to_owned(),
+            None => String::new(),
+        };
+        let tag = args.tag.as_deref().map(|t| t.trim().trim_start_matches('#').to_lowercase());
+        if tag.as_deref().is_some_and(str::is_empty) {
+            return Err(
+                Error::invalid("`tag` is empty").with_hint("give a tag such as daily, or leave `tag` out")
+            );
+        }
+        let scope = scope(&folder, tag.as_deref().unwrap_or(""), sort);
+        let cursor = args.cursor.as_deref().map(|text| Cursor::decode(text, &scope)).transpose()?;
+
+        let catalog = self.catalog();
+        let records = catalog.records();
+        let prefix = if folder.is_empty() { String::new() } else { format!("{folder}/") };
+        let start = records.partition_point(|r| r.path.as_str() < prefix.as_str());
+        let below = records[start..].iter().take_while(|r| r.path.starts_with(&prefix));
+        let mut folders: Vec<FolderCount> = Vec::new();
+        let mut notes: Vec<(i128, &NoteRecord)> = Vec::new();
+        for record in below {
+            if tag.as_deref().is_some_and(|tag| !carries(record, tag)) {
+                continue;
+            }
+            let rest = &record.path[prefix.len()..];
+            match rest.split_once('/') {
+                // Records come by path, so one subfolder's notes are adjacent.
+                Some((sub, _)) => match folders.last_mut() {
+                    Some(last) if last.path[prefix.len()..] == *sub => last.notes += 1,
+                    _ => folders.push(FolderCount { path: format!("{prefix}{sub}"), notes: 1 }),
+                },
+                None => {
+                    let key = match sort {
+                        ListSort::Path => 0,
+                        ListSort::Updated => i128::from(record.modified_ns),
+                        ListSort::Created => created_nanos(record),
+                    };
+                    notes.push((key, record));
+                }
+            }
+        }
+        // Newest first for times; by path within one key (and for `path`).
+        notes.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.path.cmp(&b.1.path)));
+        let total = notes.len() as u64;
+        let from = match &cursor {
+            None => 0,
+            Some(after) => notes.partition_point(|(key, record)| {
+                *key > after.key || (*key == after.key && record.path.as_str() <= after.path.as_str())
+            }),
+        };
+        let page = &notes[from..(from + limit).min(notes.len())];
+        let next_cursor = (from + page.len() < notes.len())
+            .then(|| page.last())
+            .flatten()
+            .map(|(key, record)| Cursor { key: *key, path: record.path.clone() }.encode(&scope));
+        let notes = page
+            .iter()
+            .map(|(_, record)| {
+                let (tags, tags_omitted) = cap_list(&record.tags, HIT_LIST_MAX);
+                ListedNote {
+                    path: record.path.clone(),
+                    title: cut_chars(&record.title, TEXT_MAX_CHARS),
+                    updated: rfc3339(record.modified_ns),
+                    created: created_rfc3339(record),
+                    tags,
+                    tags_omitted,
+                }
+            })
+            .collect();
+        if cursor.is_some() {
+            folders.clear();
+        }
+        let folders_omitted = folders.len().saturating_sub(FOLDERS_MAX) as u64;
+        folders.truncate(FOLDERS_MAX);
+        Ok(NoteList { folder, folders, folders_omitted, notes, total, next_cursor })
+    }
+}
