@@ -45,17 +45,16 @@ pub(super) fn overview(o: &Overview) -> String {
 
 /// The files left out of the notes, one line each with its reason, after a
 /// line with their count (empty when none is).
-fn skipped_lines(count: u64, first: &[SkippedOut]) -> String {
-    if count == 0 {
+fn skipped_lines(skipped: u64, first: &[SkippedOut]) -> String {
+    if skipped == 0 {
         return String::new();
     }
-    let mut out =
-        format!("\n{count} file{} skipped (not served as notes):", if count == 1 { "" } else { "s" });
-    for skipped in first {
-        let _ = write!(out, "\n- {}: {}", skipped.path, skipped.reason);
+    let mut out = format!("\n{} skipped (not served as notes):", count(skipped, "file"));
+    for file in first {
+        let _ = write!(out, "\n- {}: {}", file.path, file.reason);
     }
-    if count > first.len() as u64 {
-        let _ = write!(out, "\n- … and {} more", count - first.len() as u64);
+    if skipped > first.len() as u64 {
+        let _ = write!(out, "\n- … and {} more", skipped - first.len() as u64);
     }
     out
 }
@@ -218,15 +217,15 @@ pub(super) fn recall(r: &RecallPack) -> String {
 
 pub(super) fn notes(l: &NoteList) -> String {
     let shown = if l.folder.is_empty() { "the vault's top level" } else { l.folder.as_str() };
-    let mut out = format!("{shown}: {} of {} notes", l.notes.len(), l.total);
+    let mut out = format!("{shown}: {} of {}", l.notes.len(), count(l.total, "note"));
     if !l.folders.is_empty() {
-        let _ = write!(out, ", {} folders", l.folders.len() as u64 + l.folders_omitted);
+        let _ = write!(out, ", {}", count(l.folders.len() as u64 + l.folders_omitted, "folder"));
     }
     for folder in &l.folders {
-        let _ = write!(out, "\n{}/ ({} notes)", folder.path, folder.notes);
+        let _ = write!(out, "\n{}/ ({})", folder.path, count(folder.notes, "note"));
     }
     if l.folders_omitted > 0 {
-        let _ = write!(out, "\n… and {} more folders", l.folders_omitted);
+        let _ = write!(out, "\n… and {}", count(l.folders_omitted, "more folder"));
     }
     for note in &l.notes {
         let _ = write!(out, "\n- {} — {} (updated {})", note.path, note.title, note.updated);
