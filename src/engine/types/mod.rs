@@ -17,7 +17,8 @@ mod recent;
 mod search;
 
 pub use bounds::{
-    Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT, TAGS_LIMIT,
+    Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT,
+    TAGS_LIMIT,
 };
 pub use links::{BacklinkOut, BrokenLink, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList};
