@@ -9,9 +9,7 @@ use super::Engine;
 use super::types::*;
 use crate::error::Result;
 use crate::index::SearchScope;
-use crate::write::{
-    self, Actor, ApplyStatus, NewNote, PatchRequest, ProposalKind, ProposalStatus, StatusFilter,
-};
+use crate::write::{self, Actor, ApplyStatus, NewNote, PatchRequest, ProposalKind, StatusFilter};
 
 /// How many similar notes a new proposal reports.
 const SIMILAR: usize = 5;
@@ -106,25 +104,7 @@ impl Engine {
         };
         let proposals = write::list(&self.sandbox(), filter, limit as usize)?
             .into_iter()
-            .map(|view| ProposalEntry {
-                proposal_id: view.proposal_id,
-                kind: kind_name(view.kind).to_owned(),
-                target: view.target,
-                reason: view.reason,
-                created: view.created,
-                status: match view.status {
-                    ProposalStatus::Pending => "pending",
-                    ProposalStatus::Applied => "applied",
-                    ProposalStatus::Rejected => "rejected",
-                    ProposalStatus::Interrupted => "interrupted",
-                }
-                .to_owned(),
-                checks: ProposalChecks {
-                    intact: view.checks.intact,
-                    base_current: view.checks.base_current,
-                    target_free: view.checks.target_free,
-                },
-            })
+            .map(super::review::entry)
             .collect();
         Ok(Proposals { proposals })
     }

@@ -57,6 +57,28 @@ struct AuditLine<'a> {
     recovered: bool,
 }
 
+impl<'a> AuditLine<'a> {
+    /// The fields every line of an archived proposal shares; an apply adds
+    /// `index`, a rejection `status` and `reason`.
+    fn of(archived: &'a Located, actor: Actor, recovered: bool) -> Self {
+        let meta = &archived.meta;
+        AuditLine {
+            at: proposal::rfc3339(Timestamp::now()),
+            proposal_id: &meta.proposal_id,
+            kind: meta.kind,
+            target: &meta.target,
+            archive: &archived.dir,
+            content_sha256: &meta.content_sha256,
+            base_sha256: meta.base_sha256.as_deref(),
+            by: actor,
+            index: None,
+            status: None,
+            reason: None,
+            recovered,
+        }
+    }
+}
+
 /// The record beside a rejected proposal.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Rejection {
@@ -142,18 +164,8 @@ pub(super) fn finish_apply(
 ) -> Result<Applied> {
     let meta = &archived.meta;
     let line = AuditLine {
-        at: proposal::rfc3339(Timestamp::now()),
-        proposal_id: &meta.proposal_id,
-        kind: meta.kind,
-        target: &meta.target,
-        archive: &archived.dir,
-        content_sha256: &meta.content_sha256,
-        base_sha256: meta.base_sha256.as_deref(),
-        by: actor,
         index: Some(if index_result.is_ok() { "ok" } else { "failed" }),
-        status: None,
-        reason: None,
-        recovered,
+        ..AuditLine::of(archived, actor, recovered)
     };
     let audit = log.append(sandbox, &line)?;
     Ok(Applied {
@@ -178,18 +190,9 @@ pub(super) fn finish_reject(
 ) -> Result<Rejected> {
     let meta = &archived.meta;
     let line = AuditLine {
-        at: proposal::rfc3339(Timestamp::now()),
-        proposal_id: &meta.proposal_id,
-        kind: meta.kind,
-        target: &meta.target,
-        archive: &archived.dir,
-        content_sha256: &meta.content_sha256,
-        base_sha256: meta.base_sha256.as_deref(),
-        by: actor,
-        index: None,
         status: Some("rejected"),
         reason: Some(reason),
-        recovered,
+        ..AuditLine::of(archived, actor, recovered)
     };
     let audit = log.append(sandbox, &line)?;
     Ok(Rejected { proposal_id: meta.proposal_id.clone(), archive: archived.dir.clone(), audit })
