@@ -30,6 +30,7 @@ READ_CALLS = [
     ("get_related_notes", {"path": "z/备份仓库.md"}),
     ("list_recent_notes", {"days": 3650}),
     ("recall_context", {"topic": "同步不等于备份", "budget_tokens": 600}),
+    ("list_notes", {"folder": "z", "limit": 5}),
 ]
 
 results = []
@@ -45,7 +46,7 @@ async def session(binary, vault, mode):
     async with Client(params, mode=mode) as client:
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]
-        check(f"[{mode}] tools/list has the nine read tools", names == [c[0] for c in READ_CALLS], str(names))
+        check(f"[{mode}] tools/list has the ten read tools", names == [c[0] for c in READ_CALLS], str(names))
         for tool in tools.tools:
             check(f"[{mode}] {tool.name} declares title and output schema", bool(tool.title) and tool.output_schema is not None)
         for name, arguments in READ_CALLS:
@@ -55,6 +56,11 @@ async def session(binary, vault, mode):
         first = await client.call_tool("search_knowledge", {"query": "Zettelkasten"})
         top = first.structured_content["results"][0]["path"] if first.structured_content else None
         check(f"[{mode}] search_knowledge ranks the alias match first", top == "z/卡片笔记法.md", str(top))
+        listed = await client.call_tool("list_notes", {"folder": "z", "limit": 2})
+        page = listed.structured_content or {}
+        paths = [n["path"] for n in page.get("notes", [])]
+        ok = len(paths) == 2 and all(p.startswith("z/") for p in paths) and bool(page.get("next_cursor"))
+        check(f"[{mode}] list_notes pages a folder", ok, str(paths))
         denied = await client.call_tool("read_note", {"path": "../../etc/passwd"})
         code = (denied.structured_content or {}).get("error", {}).get("code")
         check(f"[{mode}] a hostile path is refused with path_denied", denied.is_error and code == "path_denied", str(code))
