@@ -5,6 +5,8 @@
 //! the index update after an apply, so the applied note is searchable before
 //! `apply_proposal` returns.
 
+use std::collections::BTreeMap;
+
 use super::Engine;
 use super::types::*;
 use crate::error::Result;
@@ -198,14 +200,26 @@ impl Engine {
     /// does to which note (for a patch, the size of its diff), then its reason. `None` when
     /// it is not pending (the apply itself then reports why).
     pub fn proposal_summary(&self, id: &str) -> Option<String> {
-        let view = write::describe(&self.sandbox(), id).ok()?;
-        let change = match (view.kind, view.diff_stat) {
-            (ProposalKind::New, _) => format!("create the new note {}", view.target),
-            (ProposalKind::Patch, Some((added, removed))) => {
-                format!("change {} (+{added} -{removed} lines)", view.target)
-            }
-            (ProposalKind::Patch, None) => format!("change {}", view.target),
-        };
-        Some(format!("{change}.\nReason given: {}", view.reason))
+        write::describe(&self.sandbox(), id).ok().map(summary)
     }
+
+    /// [`Engine::proposal_summary`] of every pending proposal, by id, at the
+    /// cost of one listing of the inbox.
+    pub fn proposal_summaries(&self) -> BTreeMap<String, String> {
+        let described = write::describe_pending(&self.sandbox()).unwrap_or_default();
+        described.into_iter().map(|(id, view)| (id, summary(view))).collect()
+    }
+}
+
+/// A pending proposal's summary for the person: what it does to which note (for a
+/// patch, the size of its diff), then its reason.
+fn summary(view: write::Description) -> String {
+    let change = match (view.kind, view.diff_stat) {
+        (ProposalKind::New, _) => format!("create the new note {}", view.target),
+        (ProposalKind::Patch, Some((added, removed))) => {
+            format!("change {} (+{added} -{removed} lines)", view.target)
+        }
+        (ProposalKind::Patch, None) => format!("change {}", view.target),
+    };
+    format!("{change}.\nReason given: {}", view.reason)
 }

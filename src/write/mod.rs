@@ -63,7 +63,7 @@ mod yaml;
 
 pub use apply::{apply, apply_with_failpoint, reject};
 pub use edit::{Edit, apply_edits};
-pub use proposal::{Description, describe, list, pending_count, resolve_id};
+pub use proposal::{Description, describe, describe_pending, list, pending_count, resolve_id};
 pub use propose::{propose_new, propose_patch};
 pub use recover::recover;
 pub use relink::{LinkEdit, apply_link_edits, relink};

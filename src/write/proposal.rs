@@ -9,7 +9,7 @@
 //! metadata file (never a path of its own choosing), and the staged note must
 //! still hash to what it recorded.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
@@ -590,7 +590,28 @@ pub struct Description {
 /// note: a listing of many proposals would read it once per proposal).
 pub fn describe(sandbox: &Sandbox, id: &str) -> Result<Description> {
     let inbox = Inbox::of(sandbox);
-    let located = find(sandbox, &inbox, id)?;
+    description(sandbox, find(sandbox, &inbox, id)?)
+}
+
+/// [`describe`] for every pending proposal, by id, from one listing of the
+/// pending folders: looking each one up again would cost a listing of many
+/// proposals the square of their number.
+pub fn describe_pending(sandbox: &Sandbox) -> Result<BTreeMap<String, Description>> {
+    let inbox = Inbox::of(sandbox);
+    let mut out = BTreeMap::new();
+    for path in pending_files(sandbox, &inbox)? {
+        if let Ok(located) = locate(sandbox, &path, ProposalStatus::Pending) {
+            let id = located.id().to_owned();
+            if let Ok(description) = description(sandbox, located) {
+                out.insert(id, description);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What [`describe`] says of a proposal found.
+fn description(sandbox: &Sandbox, located: Located) -> Result<Description> {
     let diff_stat = match located.diff_path()? {
         Some(path) => sandbox.read(&path, FILE_MAX_BYTES).ok().map(|bytes| {
             let text = String::from_utf8_lossy(&bytes);

@@ -109,6 +109,7 @@ pub(crate) fn run(
             if proposals.proposals.is_empty() {
                 writeln!(out, "no pending proposals")?;
             }
+            let summaries = engine.proposal_summaries();
             for (n, p) in proposals.proposals.iter().enumerate() {
                 if *diff && n > 0 {
                     writeln!(out)?;
@@ -123,12 +124,7 @@ pub(crate) fn run(
                     if passes { paint.good("checks pass") } else { paint.bad("a check fails") },
                     local_time(&p.created),
                     p.reason,
-                    engine
-                        .proposal_summary(&p.proposal_id)
-                        .unwrap_or_default()
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
+                    summaries.get(&p.proposal_id).and_then(|s| s.lines().next()).unwrap_or_default()
                 )?;
                 if *diff {
                     write_diff(engine, &p.proposal_id, paint, out)?;
