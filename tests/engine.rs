@@ -467,7 +467,7 @@ fn the_watchers_sync_reads_only_the_reported_paths() {
 fn many_small_updates_are_merged_in_the_background_and_lose_nothing() {
     let (_tmp, vault) = common::temp_vault();
     let engine = open(&vault);
-    let bulk = engine.index().segment_count();
+    let bulk = engine.index_segments().unwrap();
     let updates = 40;
     for n in 0..updates {
         let path = vault.join(format!("z/更新{n}.md"));
@@ -477,11 +477,10 @@ fn many_small_updates_are_merged_in_the_background_and_lose_nothing() {
     // Each update committed a one-note segment; past 16, the small ones are merged
     // (in the background, so wait for the reader to see it).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while engine.index().segment_count() > 17 && std::time::Instant::now() < deadline {
+    while engine.index_segments().unwrap() > 17 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        engine.index().reload().unwrap();
     }
-    let segments = engine.index().segment_count();
+    let segments = engine.index_segments().unwrap();
     assert!(segments <= 17, "{segments} segments after {updates} updates (bulk build: {bulk})");
     for n in 0..updates {
         assert_eq!(
@@ -490,7 +489,7 @@ fn many_small_updates_are_merged_in_the_background_and_lose_nothing() {
             "update {n}"
         );
     }
-    assert_eq!(engine.index().meta().documents, 45 + updates as u64);
+    assert_eq!(engine.overview("read", 0).unwrap().index.documents, 45 + updates as u64);
 }
 
 #[test]

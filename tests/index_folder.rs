@@ -149,7 +149,7 @@ fn issue12_an_index_dir_inside_a_readable_area_or_a_file_is_refused() {
     assert!(error.message.contains("is a file"), "{error}");
     // Outside the readable areas (a hidden folder of the vault, or elsewhere) is fine.
     let engine = open(&vault, Some(&vault.join(".cache/kb"))).unwrap();
-    assert!(engine.index().dir().join(kb_mcp::sandbox::INDEX_MARKER).is_file());
+    assert!(engine.index_location().dir.join(kb_mcp::sandbox::INDEX_MARKER).is_file());
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn issue12_a_rebuild_deletes_only_the_index_files_of_a_marked_folder() {
     assert_ne!(meta, bumped, "meta.json records the schema version in its payload");
     fs::write(index.join("meta.json"), bumped).unwrap();
     let engine = open(&vault, Some(&index)).unwrap();
-    let why = engine.index_repaired().expect("the index was rebuilt");
+    let why = engine.index_location().repaired.expect("the index was rebuilt");
     assert!(why.contains("schema version"), "{why}");
     engine.sync(false, None).unwrap();
     assert_eq!(first_hit(&engine, "备份仓库").as_deref(), Some("z/备份仓库.md"));
@@ -242,7 +242,7 @@ fn issue12_a_damaged_index_is_rebuilt_on_open() {
         damage(&index);
         let engine =
             open(&vault, None).unwrap_or_else(|e| panic!("{case}: the damaged index was not repaired: {e}"));
-        let why = engine.index_repaired().unwrap_or_else(|| panic!("{case}: no reason was given"));
+        let why = engine.index_location().repaired.unwrap_or_else(|| panic!("{case}: no reason was given"));
         assert!(!why.is_empty(), "{case}");
         engine.sync(false, None).unwrap();
         assert_eq!(engine.catalog().records().len(), notes, "{case}");

@@ -34,6 +34,7 @@ use crate::index::SearchIndex;
 use crate::sandbox::{IndexAccess, Policy, Sandbox, read_template_settings, read_vault_config};
 use crate::vault::graph::Graph;
 use crate::vault::{NoteRecord, VaultConfig};
+use types::IndexLocation;
 
 /// How a vault is opened.
 #[derive(Debug, Clone)]
@@ -165,14 +166,14 @@ impl Engine {
     ///
     /// The index folder is checked first (see [`Sandbox::claim_index_folder`]);
     /// an index that cannot be opened is rebuilt from scratch, and
-    /// [`Engine::index_repaired`] says why.
+    /// [`Engine::index_location`]'s `repaired` says why.
     pub fn open(options: &EngineOptions) -> Result<Engine> {
         Self::open_with(options, IndexAccess::Create)
     }
 
     /// Opens a vault without creating or repairing anything (`kb-index status`):
     /// when there is no index, or it cannot be opened, the engine starts from an
-    /// empty index in memory and [`Engine::index_repaired`] says what is wrong.
+    /// empty index in memory and [`Engine::index_location`]'s `repaired` says what is wrong.
     pub fn open_existing(options: &EngineOptions) -> Result<Engine> {
         Self::open_with(options, IndexAccess::Existing)
     }
@@ -213,9 +214,9 @@ impl Engine {
         self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The sandbox in force (for the write layer and resources). A configuration
-    /// change swaps in a new one; callers keep the one they got for one operation.
-    pub fn sandbox(&self) -> Arc<Sandbox> {
+    /// The sandbox in force (for the write layer). A configuration change swaps
+    /// in a new one; callers keep the one they got for one operation.
+    pub(crate) fn sandbox(&self) -> Arc<Sandbox> {
         self.settings().sandbox
     }
 
@@ -308,21 +309,32 @@ impl Engine {
         Ok(true)
     }
 
-    /// The index.
-    pub fn index(&self) -> &SearchIndex {
+    /// The index (the engine's own; callers outside ask the methods below).
+    pub(crate) fn index(&self) -> &SearchIndex {
         &self.index
     }
 
-    /// Why the index was rebuilt from scratch while the vault was opened (it was
-    /// damaged or from another schema version), when it was: one line to log.
-    pub fn index_repaired(&self) -> Option<&str> {
-        self.index_repaired.as_deref()
+    /// Where the index lives and what state its folder is in.
+    pub fn index_location(&self) -> IndexLocation {
+        IndexLocation {
+            dir: self.index.dir().to_owned(),
+            exists: self.index.folder().exists(),
+            moved: self.index.folder().moved().map(str::to_owned),
+            read_only: self.index.read_only().map(str::to_owned),
+            repaired: self.index_repaired.clone(),
+        }
     }
 
-    /// Why the index lives in the per-user cache folder rather than the vault's
-    /// `.kb/`, when it does.
-    pub fn index_moved(&self) -> Option<&str> {
-        self.index.folder().moved()
+    /// Bytes the index's files take on disk.
+    pub fn index_size(&self) -> u64 {
+        crate::index::folder_size(self.index.dir())
+    }
+
+    /// Segments a search sees now, after taking in commits made meanwhile
+    /// (background merges included): small updates add one each until merged.
+    pub fn index_segments(&self) -> Result<usize> {
+        self.index.reload()?;
+        Ok(self.index.segment_count())
     }
 
     /// Why a sync found no notes, for a warning: a notes folder `kb.toml` names

@@ -74,14 +74,15 @@ impl Shared {
         let engine = loop {
             let engine = match Engine::open(options) {
                 Ok(engine) => {
-                    let dir = engine.index().dir().display().to_string();
-                    if let Some(reason) = engine.index_repaired() {
+                    let index = engine.index_location();
+                    let dir = index.dir.display().to_string();
+                    if let Some(reason) = &index.repaired {
                         log(json!({ "event": "index_rebuilt", "dir": dir, "reason": reason }));
                     }
-                    if let Some(reason) = engine.index_moved() {
+                    if let Some(reason) = &index.moved {
                         log(json!({ "event": "index_location", "dir": dir, "reason": reason }));
                     }
-                    if let Some(reason) = engine.index().read_only() {
+                    if let Some(reason) = &index.read_only {
                         log(json!({ "event": "index_read_only", "dir": dir, "reason": reason }));
                     }
                     Arc::new(engine)

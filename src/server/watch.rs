@@ -21,7 +21,7 @@ use crate::engine::Engine;
 /// Starts watching the vault; returns whether a watcher is running.
 pub(super) fn spawn(engine: Arc<Engine>) -> bool {
     let root = engine.root().to_owned();
-    let index_dir: PathBuf = crate::sandbox::canonical_or_same(engine.index().dir());
+    let index_dir: PathBuf = crate::sandbox::canonical_or_same(&engine.index_location().dir);
     // kb.toml and Obsidian's templates settings (they name the folder left out).
     let mut settings_files = vec![root.join("kb.toml")];
     settings_files.extend(

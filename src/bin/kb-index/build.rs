@@ -39,7 +39,7 @@ pub(crate) fn run(engine: &Engine, full: bool, out: &mut dyn Write) -> Result<u8
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let size = kb_mcp::index::folder_size(engine.index().dir());
+    let size = engine.index_size();
     if report.files == 0 {
         eprintln!("kb-index: warning: no notes were indexed: {}", engine.why_no_notes());
     }
@@ -61,7 +61,7 @@ pub(crate) fn run(engine: &Engine, full: bool, out: &mut dyn Write) -> Result<u8
         report.unchanged,
         human_bytes(report.bytes_indexed),
         human_bytes(size),
-        engine.index().dir().display()
+        engine.index_location().dir.display()
     )?;
     Ok(0)
 }

@@ -200,18 +200,19 @@ fn open(cli: &Cli) -> Result<Engine, Failure> {
     let options = EngineOptions { vault, index_dir: cli.index_dir.clone() };
     let status = matches!(cli.command, Command::Status { .. });
     let engine = if status { Engine::open_existing(&options)? } else { Engine::open(&options)? };
-    let dir = engine.index().dir().display();
-    if let Some(reason) = engine.index_repaired() {
+    let index = engine.index_location();
+    let dir = index.dir.display();
+    if let Some(reason) = &index.repaired {
         if status {
             eprintln!("kb-index: {reason}");
         } else {
             eprintln!("kb-index: rebuilding the index in {dir} from scratch: {reason}");
         }
     }
-    if let Some(reason) = engine.index_moved() {
+    if let Some(reason) = &index.moved {
         eprintln!("kb-index: {reason} {dir}");
     }
-    if let Some(reason) = engine.index().read_only() {
+    if let Some(reason) = &index.read_only {
         eprintln!("kb-index: {reason}; the index is used as it is (it may be stale)");
     }
     Ok(engine)

@@ -16,6 +16,7 @@ pub(crate) fn run(engine: &Engine, json: bool, out: &mut dyn Write) -> Result<u8
     }
     let c = &overview.counts;
     let i = &overview.index;
+    let index = engine.index_location();
     writeln!(out, "vault      {}", engine.root().display())?;
     writeln!(out, "notes      {} ({} standards, {} tags)", c.notes, c.standards, c.tags)?;
     writeln!(out, "links      {} ({} broken), {} orphans", c.links, c.broken_links, c.orphans)?;
@@ -25,15 +26,15 @@ pub(crate) fn run(engine: &Engine, json: bool, out: &mut dyn Write) -> Result<u8
         "index      {} notes, schema v{}, at {}",
         i.documents,
         i.schema_version,
-        engine.index().dir().display()
+        index.dir.display()
     )?;
-    if !engine.index().folder().exists() {
+    if !index.exists {
         writeln!(out, "           no index yet (run `kb-index build` to create it)")?;
     }
-    if let Some(reason) = engine.index_moved() {
+    if let Some(reason) = &index.moved {
         writeln!(out, "           ({reason})")?;
     }
-    if let Some(reason) = engine.index().read_only() {
+    if let Some(reason) = &index.read_only {
         writeln!(out, "           ({reason}: served as it is)")?;
     }
     let time = |at: Option<&String>| at.map_or_else(|| "never".to_owned(), |at| local_time(at));

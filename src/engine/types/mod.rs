@@ -22,7 +22,9 @@ pub use bounds::{
 };
 pub use links::{BacklinkOut, BrokenLink, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList};
-pub use overview::{Counts, IndexState, NoArgs, Overview, Roots, ServerIdentity, SkippedOut, Stale};
+pub use overview::{
+    Counts, IndexLocation, IndexState, NoArgs, Overview, Roots, ServerIdentity, SkippedOut, Stale,
+};
 pub use proposals::{
     ApplyArgs, ApplyResult, IndexUpdate, ListProposalsArgs, ProposalChecks, ProposalEntry,
     ProposalStatusFilter, Proposals, ProposeNewArgs, ProposeNewResult, ProposePatchArgs, ProposePatchResult,

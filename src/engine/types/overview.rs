@@ -108,3 +108,21 @@ pub struct Overview {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
+
+/// Where the index lives and what state its folder is in: what logs, the
+/// command line and `kb-index status` say about it (not a tool result).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexLocation {
+    /// The folder the index lives in.
+    pub dir: std::path::PathBuf,
+    /// Whether the folder holds an index yet.
+    pub exists: bool,
+    /// Why it lives in the per-user cache folder rather than the vault's `.kb/`, when it does.
+    pub moved: Option<String>,
+    /// Why it cannot be updated (its folder cannot be written), when so: searches
+    /// use it as it is.
+    pub read_only: Option<String>,
+    /// Why it was rebuilt from scratch while the vault was opened (damaged, or from
+    /// another schema version), when it was.
+    pub repaired: Option<String>,
+}
