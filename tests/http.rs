@@ -401,6 +401,9 @@ async fn each_token_sees_and_may_call_only_what_its_scope_grants() {
         let expected: Vec<String> =
             kb_mcp::tools::list(level).into_iter().map(|t| t.name.to_string()).collect();
         assert_eq!(listed, expected, "{level:?}: the same list as stdio at that level");
+        // The instructions follow the token's scope, not the server's default.
+        let told = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
+        assert_eq!(told, kb_mcp::server::instructions(level), "{level:?}");
         clients.push(client);
     }
     let counts: Vec<usize> = [Access::Read, Access::Propose, Access::Apply]

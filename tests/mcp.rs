@@ -257,7 +257,10 @@ async fn every_protocol_version_works_from_a_real_client() {
             assert_eq!(info.protocol_version, version);
         }
         assert_eq!(info.server_info.as_ref().unwrap().name, "kb-mcp");
-        assert!(info.instructions.as_deref().unwrap_or("").contains("propose"));
+        // Told what a read connection can do, and nothing it cannot.
+        let told = info.instructions.as_deref().unwrap_or("");
+        assert!(told.contains("recall_context") && told.contains("can only read"), "{version:?}: {told}");
+        assert!(!told.contains("propose_new_note") && !told.contains("apply_proposal"), "{version:?}");
         assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 10, "{version:?}");
         let result = call(&client, "search_knowledge", json!({"query": "Zettelkasten"})).await.unwrap();
         assert_eq!(
@@ -318,7 +321,9 @@ async fn resources_and_prompts() {
         .await
         .unwrap();
     let text = &prompt.messages[0].content.as_text().unwrap().text;
-    assert!(text.contains("冷备份") && text.contains("propose_new_note") && text.contains("approval"));
+    // At read access the prompt ends in "show me the note", not in a tool it cannot call.
+    assert!(text.contains("冷备份") && text.contains("cannot stage proposals"), "{text}");
+    assert!(!text.contains("propose_new_note"), "{text}");
     assert!(client.get_prompt(GetPromptRequestParams::new("expand_note")).await.is_err(), "missing argument");
     client.cancel().await.unwrap();
 }
@@ -688,6 +693,18 @@ async fn propose_level_cannot_apply() {
         client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect();
     assert_eq!(names.len(), 13);
     assert!(!names.contains(&"apply_proposal".to_owned()));
+    let told = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
+    assert!(told.contains("propose_new_note") && told.contains("cannot apply"), "{told}");
+    assert!(!told.contains("apply_proposal"), "{told}");
+    let prompt = client
+        .get_prompt(
+            GetPromptRequestParams::new("new_knowledge_note")
+                .with_arguments(args(json!({"topic": "冷备份"}))),
+        )
+        .await
+        .unwrap();
+    let text = &prompt.messages[0].content.as_text().unwrap().text;
+    assert!(text.contains("propose_new_note") && text.contains("approval"), "{text}");
     let staged = propose_new(&client, "Propose only", "body\n").await;
     let refused =
         call(&client, "apply_proposal", json!({"proposal_id": staged["proposal_id"]})).await.unwrap();

@@ -5,29 +5,24 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode as RpcCode,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, DiscoverResult,
+    ErrorCode as RpcCode, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
 use super::confirm;
+use super::guide;
 use super::log;
-use super::prompts;
 use super::resources;
 use super::shared::Shared;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::tools::{self, Access, CallContext};
-
-/// The instructions sent in the `initialize` result.
-pub const INSTRUCTIONS: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
-Find: search_knowledge (what notes are about) and search_note_content (text inside notes); then read_note. Explore: get_related_notes, list_tags, list_recent_notes, list_notes (a folder's notes and subfolders).
-Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; 5) stop and ask the person to review the proposal. Never apply a proposal the person has not approved.
-Use only paths that tools returned; all paths are vault-relative with forward slashes.";
 
 /// One connection's handler.
 #[derive(Clone)]
@@ -83,7 +78,25 @@ impl ServerHandler for KbServer {
                 .with_title("kb-mcp: your Markdown knowledge vault")
                 .with_description("Search, read and (by proposal only) extend a local Obsidian-style vault"),
         )
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(guide::instructions(self.access))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        // Over HTTP the token's scope, not the server's default, decides.
+        result.instructions = Some(guide::instructions(self.access(&context)));
+        Ok(result)
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        let mut info = self.get_info();
+        info.instructions = Some(guide::instructions(self.access(&context)));
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info))
     }
 
     async fn list_tools(
@@ -211,15 +224,15 @@ impl ServerHandler for KbServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(prompts::list()))
+        Ok(ListPromptsResult::with_all_items(guide::list()))
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
+        guide::get(&request.name, request.arguments.as_ref(), self.access(&context)).map(Into::into)
     }
 
     async fn on_custom_request(

@@ -11,8 +11,8 @@
 //! stderr and never contain note text.
 
 mod confirm;
+mod guide;
 mod http;
-mod prompts;
 mod resources;
 mod stdio;
 mod tokens;
@@ -27,7 +27,8 @@ pub use tokens::{TokenFile, TokenRecord};
 mod handler;
 mod shared;
 
-pub use handler::{INSTRUCTIONS, KbServer};
+pub use guide::instructions;
+pub use handler::KbServer;
 pub use shared::Shared;
 
 use crate::tools::Access;

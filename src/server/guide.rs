@@ -1,0 +1,185 @@
+//! What the agent is told: the `initialize` instructions and the prompts
+//! (guided workflows through the safe order of work: overview, search for
+//! duplicates, read the standards, propose, stop for the person's approval).
+//!
+//! Both depend on the connection's access level, so that an agent is never told
+//! to call a tool it is not given: at `read` the writing steps become "show the
+//! person the text", at `propose` the agent stages and stops, and only at `apply`
+//! is `apply_proposal` mentioned.
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};
+
+use crate::tools::Access;
+
+const FIND: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
+Start: recall_context {question} gathers the notes that bear on a question within a token budget; get_vault_overview shows the vault, its standards and whether the index is fresh.
+Find: search_knowledge (what notes are about: titles, aliases, tags, descriptions) and search_note_content (text inside notes); write queries in the language of the notes you look for (Chinese and English both work as typed); then read_note. Explore: get_related_notes, list_tags, list_recent_notes, list_notes (a folder's notes and subfolders), list_standards.
+Use only paths that tools returned; all paths are vault-relative with forward slashes.";
+
+const READ_ONLY: &str = "This connection can only read (access level `read`). When the person wants a note added or changed, write the text in your answer and say which note it belongs to: they make the change themselves, or connect kb-mcp with `propose` access so that you can stage it for their approval.";
+
+const PROPOSE: &str = "Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; 5) stop and ask the person to review the proposal (`kb-index inbox show ID` shows it whole).";
+
+const PROPOSE_ONLY: &str =
+    "This connection cannot apply proposals (access level `propose`): the person applies them.";
+
+const APPLY: &str = "Call apply_proposal only for a proposal the person has approved in this conversation (their client may also ask them to confirm); never apply one they have not seen.";
+
+/// The instructions sent in the `initialize` (and discovery) result for a
+/// connection with `access`.
+pub fn instructions(access: Access) -> String {
+    match access {
+        Access::Read => format!("{FIND}\n{READ_ONLY}"),
+        Access::Propose => format!("{FIND}\n{PROPOSE}\n{PROPOSE_ONLY}"),
+        Access::Apply => format!("{FIND}\n{PROPOSE}\n{APPLY}"),
+    }
+}
+
+struct PromptDef {
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    argument: &'static str,
+    argument_description: &'static str,
+    /// The steps; `{}` is the argument, `{write}` the closing steps.
+    template: &'static str,
+    /// The closing steps where proposals can be staged.
+    propose: &'static str,
+    /// The closing steps at `read` access.
+    read: &'static str,
+}
+
+const PROMPTS: &[PromptDef] = &[
+    PromptDef {
+        name: "new_knowledge_note",
+        title: "Write a new note",
+        description: "Draft a new note on a topic and stage it as a proposal for the person to approve",
+        argument: "topic",
+        argument_description: "What the note is about",
+        template: "I want a new note in my vault about: {}.\n\nWork in this order:\n1. Call get_vault_overview to see the vault and your access level.\n2. Search for existing notes on this topic with search_knowledge and search_note_content (in the languages the vault uses). If a note already covers it, stop and tell me; suggest a patch to that note instead.\n3. Call list_standards and read the standards that apply (writing rules, frontmatter, tag registry) with read_note. Use list_tags to pick registered tags.\n4. Write the note following the standards, linking related notes with [[wikilinks]] to paths that exist.\n{write}",
+        propose: "5. Stage it with propose_new_note, giving a clear reason.\n6. Stop. Show me the proposal (target, preview, similar notes) and wait for my approval. Do not apply it yourself.",
+        read: "5. This connection cannot stage proposals: show me the whole note (the path it should have, its frontmatter and text) in your answer, and I will add it myself.",
+    },
+    PromptDef {
+        name: "expand_note",
+        title: "Expand a note",
+        description: "Propose additions to an existing note, following the vault's standards",
+        argument: "path",
+        argument_description: "Vault-relative path of the note to expand",
+        template: "Please expand my note {}.\n\nWork in this order:\n1. Read it with read_note (keep its `hash`), and look at its links with get_related_notes.\n2. Search the vault for material on the same topic (search_knowledge, search_note_content) so you add what is missing rather than repeat other notes; link to them instead.\n3. Read the standards that apply (list_standards, read_note).\n{write}",
+        propose: "4. Stage your additions with propose_note_patch, base_hash set to the hash you read, using the smallest edits (append, replace_section, find_replace) rather than replace_all.\n5. Stop. Show me the diff and wait for my approval. Do not apply it yourself.",
+        read: "4. This connection cannot stage proposals: show me each addition as the exact text to insert and the heading it belongs under, and I will make the change myself.",
+    },
+    PromptDef {
+        name: "review_note",
+        title: "Review a note",
+        description: "Review a note against the vault's standards and its links, and suggest fixes",
+        argument: "path",
+        argument_description: "Vault-relative path of the note to review",
+        template: "Please review my note {}.\n\n1. Read it with read_note and its links with get_related_notes (note broken links).\n2. Read the standards (list_standards, read_note) and check the note against them: frontmatter keys, title, tags (list_tags shows the registered ones), one idea per note, links.\n3. Report what is good and what to fix, most important first, citing line numbers.\n{write}",
+        propose: "4. Only if I ask for it, stage the fixes with propose_note_patch (base_hash from read_note) and stop for my approval.",
+        read: "4. Only if I ask for it, write out the corrected passages in your answer (this connection cannot change notes).",
+    },
+    PromptDef {
+        name: "learning_path",
+        title: "Learning path",
+        description: "Build a reading order through the vault's notes on a topic",
+        argument: "topic",
+        argument_description: "The topic to learn",
+        template: "Build me a learning path through my own notes on: {}.\n\n1. Find the notes with search_knowledge and search_note_content; look for maps of content (MOC) among the results and with get_related_notes.\n2. Read the key notes (read_note) and follow their links to order them from foundations to advanced.\n3. Answer with a numbered reading list: each note's path, one line on what it teaches, and gaps where my notes are thin.\n{write}",
+        propose: "4. If a new note or a MOC would help, offer to stage it with propose_new_note, and wait for my approval before doing so.",
+        read: "4. If a new note or a MOC would help, say so and draft it in your answer.",
+    },
+];
+
+/// The prompts, listed the same at every access level (their steps differ).
+pub(super) fn list() -> Vec<Prompt> {
+    PROMPTS
+        .iter()
+        .map(|p| {
+            let argument =
+                PromptArgument::new(p.argument).with_description(p.argument_description).with_required(true);
+            Prompt::new(p.name, Some(p.description), Some(vec![argument])).with_title(p.title)
+        })
+        .collect()
+}
+
+/// The prompt `name` with its argument filled in, worded for `access`.
+pub(super) fn get(
+    name: &str,
+    arguments: Option<&JsonObject>,
+    access: Access,
+) -> Result<GetPromptResult, McpError> {
+    let prompt = PROMPTS.iter().find(|p| p.name == name).ok_or_else(|| {
+        McpError::invalid_params(
+            format!("unknown prompt `{name}`; prompts/list has the available ones"),
+            None,
+        )
+    })?;
+    let value = arguments
+        .and_then(|a| a.get(prompt.argument))
+        .and_then(|v| v.as_str())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            McpError::invalid_params(
+                format!("prompt `{name}` needs the argument `{}`", prompt.argument),
+                None,
+            )
+        })?;
+    let closing = if access == Access::Read { prompt.read } else { prompt.propose };
+    let text = prompt.template.replacen("{}", value, 1).replacen("{write}", closing, 1);
+    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+        .with_description(prompt.description))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(access: Access) -> Vec<String> {
+        crate::tools::list(access).iter().map(|tool| tool.name.to_string()).collect()
+    }
+
+    /// The tool names a text mentions, out of every tool at any level.
+    fn mentioned(text: &str) -> Vec<String> {
+        let all = names(Access::Apply);
+        let words: Vec<&str> = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).collect();
+        all.into_iter().filter(|name| words.contains(&name.as_str())).collect()
+    }
+
+    #[test]
+    fn an_agent_is_told_only_of_tools_it_is_given() {
+        for access in [Access::Read, Access::Propose, Access::Apply] {
+            let given = names(access);
+            let mut texts = vec![instructions(access)];
+            for prompt in PROMPTS {
+                let closing = if access == Access::Read { prompt.read } else { prompt.propose };
+                texts.push(prompt.template.replacen("{write}", closing, 1));
+            }
+            for text in &texts {
+                for name in mentioned(text) {
+                    assert!(given.contains(&name), "{access:?} is told of {name}, which it is not given");
+                }
+            }
+            let told = instructions(access);
+            assert!(told.contains("recall_context") && told.contains("list_notes"), "{access:?}");
+            assert_eq!(told.contains("propose_new_note"), access != Access::Read, "{access:?}");
+            assert_eq!(told.contains("apply_proposal"), access == Access::Apply, "{access:?}");
+            assert!(
+                told.contains(&format!("`{}`", access.as_str())) || access == Access::Apply,
+                "{access:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_prompt_has_one_place_for_its_argument_and_for_its_closing_steps() {
+        for prompt in PROMPTS {
+            assert_eq!(prompt.template.matches("{}").count(), 1, "{}", prompt.name);
+            assert_eq!(prompt.template.matches("{write}").count(), 1, "{}", prompt.name);
+            assert!(!prompt.read.contains("propose_"), "{}", prompt.name);
+        }
+    }
+}
