@@ -69,100 +69,81 @@ pub(crate) fn run(
         }
         eprintln!("kb-index: warning: searching the index as it is, which may be stale: {error}");
     }
-    let json = |out: &mut dyn Write, value: &dyn erased::Json| -> Result<(), Failure> {
-        writeln!(out, "{}", value.pretty())?;
-        Ok(())
-    };
-    let hit = |out: &mut dyn Write, rank: usize, path: &str, title: &str| -> std::io::Result<()> {
-        if args.paths {
-            writeln!(out, "{path}")
-        } else {
-            writeln!(out, "{:>2}. {}  {}", rank + 1, paint.path(path), title)
-        }
-    };
-    let snippets = |out: &mut dyn Write, snippets: &[SnippetOut]| -> std::io::Result<()> {
-        if args.paths {
-            return Ok(());
-        }
-        for snippet in snippets {
-            writeln!(
-                out,
-                "      {}: {}",
-                paint.line(&snippet.line.to_string()),
-                paint.snippet(&snippet.text)
-            )?;
-        }
-        Ok(())
-    };
+    let shown = Shown { args, paint };
     let found = if args.titles {
         let results = engine.search_titles_for_person(&request)?;
-        if args.json {
-            json(out, &results)?;
-        } else {
-            for (rank, found) in results.results.iter().enumerate() {
-                hit(out, rank, &found.path, &found.title)?;
-            }
-            if !args.paths {
-                writeln!(
-                    out,
-                    "{} of {} by title",
-                    results.results.len(),
-                    count(results.total, "matching note")
-                )?;
-            }
-        }
-        results.results.len()
+        let hits = results.results.iter().map(|found| (found.path.as_str(), found.title.as_str(), &[][..]));
+        let summary =
+            format!("{} of {} by title", results.results.len(), count(results.total, "matching note"));
+        shown.print(out, &results, hits, &summary)?
     } else if args.content {
         let results = engine.search_text_for_person(&request)?;
-        if args.json {
-            json(out, &results)?;
-        } else {
-            for (rank, found) in results.results.iter().enumerate() {
-                hit(out, rank, &found.path, &found.title)?;
-                snippets(out, &found.snippets)?;
-            }
-            if !args.paths {
-                writeln!(
-                    out,
-                    "{} of {} by text",
-                    results.results.len(),
-                    count(results.total, "matching note")
-                )?;
-            }
-        }
-        results.results.len()
+        let hits = results
+            .results
+            .iter()
+            .map(|found| (found.path.as_str(), found.title.as_str(), &found.snippets[..]));
+        let summary =
+            format!("{} of {} by text", results.results.len(), count(results.total, "matching note"));
+        shown.print(out, &results, hits, &summary)?
     } else {
         let results = engine.search_notes(&request)?;
-        if args.json {
-            json(out, &results)?;
-        } else {
-            for (rank, found) in results.results.iter().enumerate() {
-                hit(out, rank, &found.path, &found.title)?;
-                snippets(out, &found.snippets)?;
-            }
-            if !args.paths {
-                writeln!(
-                    out,
-                    "{} shown; {} by title, {} by text",
-                    count(results.results.len() as u64, "note"),
-                    results.titles_total,
-                    results.text_total
-                )?;
-            }
-        }
-        results.results.len()
+        let hits = results
+            .results
+            .iter()
+            .map(|found| (found.path.as_str(), found.title.as_str(), &found.snippets[..]));
+        let summary = format!(
+            "{} shown; {} by title, {} by text",
+            count(results.results.len() as u64, "note"),
+            results.titles_total,
+            results.text_total
+        );
+        shown.print(out, &results, hits, &summary)?
     };
     Ok(if found == 0 { 1 } else { 0 })
 }
 
-/// Pretty JSON of any of the three result types.
-mod erased {
-    pub(crate) trait Json {
-        fn pretty(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn pretty(&self) -> String {
-            serde_json::to_string_pretty(self).unwrap_or_default()
+/// How the notes found are printed, whichever way they were searched: JSON,
+/// paths only (as `rg -l`), or ranked lines with their snippets and a summary.
+struct Shown<'a> {
+    args: &'a SearchArgs,
+    paint: &'a Paint,
+}
+
+impl Shown<'_> {
+    /// Prints `results` (their JSON) or `hits` (path, title, snippets); returns how many notes were found.
+    fn print<'h>(
+        &self,
+        out: &mut dyn Write,
+        results: &impl serde::Serialize,
+        hits: impl Iterator<Item = (&'h str, &'h str, &'h [SnippetOut])>,
+        summary: &str,
+    ) -> Result<usize, Failure> {
+        let mut found = 0;
+        if self.args.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(results).unwrap_or_default())?;
         }
+        for (rank, (path, title, snippets)) in hits.enumerate() {
+            found += 1;
+            if self.args.json {
+                continue;
+            }
+            if self.args.paths {
+                writeln!(out, "{path}")?;
+                continue;
+            }
+            writeln!(out, "{:>2}. {}  {}", rank + 1, self.paint.path(path), title)?;
+            for snippet in snippets {
+                writeln!(
+                    out,
+                    "      {}: {}",
+                    self.paint.line(&snippet.line.to_string()),
+                    self.paint.snippet(&snippet.text)
+                )?;
+            }
+        }
+        if !self.args.json && !self.args.paths {
+            writeln!(out, "{summary}")?;
+        }
+        Ok(found)
     }
 }
