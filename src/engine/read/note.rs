@@ -1,0 +1,215 @@
+//! `read_note`: finding a note by path or reference, and serving one page of
+//! it (or of one section) with its title, frontmatter and outline, all bounded
+//! by the page size, from a file of any size read in one streaming pass.
+
+use crate::engine::bounded::{
+    self, METADATA_BUDGET, TEXT_MAX_CHARS, WHOLE_MAX, cap_frontmatter, cut_chars, window_text,
+};
+use crate::engine::types::*;
+use crate::engine::{Engine, NoteName, one_of, rfc3339};
+use crate::error::{Error, Result};
+use crate::sandbox::NotePath;
+use crate::vault::{ContentHasher, content_hash, decode_note, section_named};
+
+impl Engine {
+    /// Resolves `path` or `ref` to a readable note path (and a `#heading` from the ref).
+    pub(crate) fn locate(&self, name: &NoteName) -> Result<(NotePath, Option<String>)> {
+        match name {
+            NoteName::Path(path) => Ok((self.sandbox().resolve_read(path)?, None)),
+            NoteName::Ref(reference) => {
+                let catalog = self.catalog();
+                let (index, anchor) = catalog.graph().resolver.resolve_ref(
+                    catalog.records(),
+                    catalog.attachments(),
+                    reference,
+                )?;
+                let path = self.sandbox().resolve_read(&catalog.records()[index].path)?;
+                Ok((path, anchor.map(str::to_owned)))
+            }
+        }
+    }
+
+    /// `read_note`. A note up to [`WHOLE_MAX`] is read and parsed whole (the parse
+    /// cached by content hash); a larger one is hashed in one streaming pass that
+    /// keeps only its first `WHOLE_MAX` bytes (parsed for title, frontmatter, outline
+    /// and sections) and the requested page. Frontmatter and outline are capped to
+    /// the page size (see [`METADATA_BUDGET`]).
+    pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
+        let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
+        let (path, anchor) = self.locate(&name)?;
+        let page_max = self.config().limits.read_max_bytes;
+        let max = args.max_bytes.unwrap_or(page_max).clamp(1, page_max) as usize;
+        let offset = args.offset.unwrap_or(0);
+        let section = args.section.clone().or(anchor);
+        let section = section.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let file = self.sandbox().open_read(&path)?;
+        let size = file.len();
+        let whole = size <= WHOLE_MAX;
+        let not_utf8 = |message: &str| {
+            Error::invalid(format!("{path} is not UTF-8 text: {message}"))
+                .with_hint("only UTF-8 Markdown notes can be read")
+        };
+        // Whole: every byte. Otherwise the head, and the page's bytes (plus a few to
+        // find character boundaries) when the page is not inside the head.
+        let page_span = (offset, offset.saturating_add(max as u64 + 4));
+        let (head, page_bytes, hash) = if whole {
+            let bytes = file.read_at(0, usize::try_from(size).unwrap_or(usize::MAX).saturating_add(1))?;
+            let hash = content_hash(&bytes);
+            (bytes, None, hash)
+        } else {
+            let mut hasher = ContentHasher::default();
+            let mut head = Vec::new();
+            let mut page = Vec::new();
+            let want_page = section.is_none() && page_span.1 > WHOLE_MAX;
+            file.for_each_chunk(|at, chunk| {
+                hasher.update(chunk);
+                let end = at + chunk.len() as u64;
+                if at < WHOLE_MAX {
+                    head.extend_from_slice(&chunk[..(WHOLE_MAX.min(end) - at) as usize]);
+                }
+                if want_page && at < page_span.1 && end > page_span.0 {
+                    let from = page_span.0.max(at) - at;
+                    let to = page_span.1.min(end) - at;
+                    page.extend_from_slice(&chunk[from as usize..to as usize]);
+                }
+                true
+            })?;
+            (head, want_page.then_some(page), hasher.finish())
+        };
+        let text = if whole {
+            decode_note(&head).map_err(|d| not_utf8(&d.message))?
+        } else {
+            window_text(&head).ok_or_else(|| not_utf8("an invalid byte in its first 8 MiB"))?
+        };
+        let note = bounded::parsed(&path, &hash, text);
+        let mut hints = Vec::new();
+        let (content, truncated, next_offset) = match section {
+            Some(wanted) => {
+                let found = section_named(text, &note.headings, wanted)
+                    .and_then(|range| text.get(range))
+                    .ok_or_else(|| {
+                        let available: Vec<String> =
+                            note.headings.iter().take(50).map(|h| cut_chars(&h.text, 100)).collect();
+                        let more = if note.headings.len() > 50 { " | …" } else { "" };
+                        let searched = if whole { "" } else { " (in its first 8 MiB)" };
+                        Error::not_found(format!(
+                            "{path} has no heading `{}`{searched}",
+                            cut_chars(wanted, 200)
+                        ))
+                        .with_hint(format!("headings of this note: {}{more}", available.join(" | ")))
+                    })?;
+                if !whole && found.as_ptr() as usize + found.len() == text.as_ptr() as usize + text.len() {
+                    hints.push(format!(
+                        "this note is {size} bytes; sections are read from its first {WHOLE_MAX} bytes and this one \
+                         may go on: read on without `section` from offset {}",
+                        text.len()
+                    ));
+                }
+                page_of(found.as_bytes(), 0, offset, max, found.len() as u64)?
+            }
+            None => match page_bytes {
+                Some(bytes) => page_of(&bytes, offset, offset, max, size)?,
+                None => {
+                    page_of(head.as_slice(), 0, offset, max, if whole { head.len() as u64 } else { size })?
+                }
+            },
+        };
+        let content = String::from_utf8(content).map_err(|_| not_utf8("an invalid byte in the page read"))?;
+        let budget = max.clamp(METADATA_BUDGET.0, METADATA_BUDGET.1);
+        let frontmatter = match &note.frontmatter {
+            serde_json::Value::Object(map) => map,
+            _ => &serde_json::Map::new(),
+        };
+        let (frontmatter, frontmatter_omitted) = cap_frontmatter(frontmatter, budget);
+        if frontmatter_omitted > 0 {
+            hints.push(
+                "frontmatter is cut to fit the page: the whole frontmatter is the start of the note's text \
+                 (read from offset 0)"
+                    .to_owned(),
+            );
+        }
+        let mut outline = Vec::new();
+        let mut used = 2usize;
+        for heading in &note.headings {
+            let entry = OutlineEntry {
+                level: heading.level,
+                text: cut_chars(&heading.text, TEXT_MAX_CHARS),
+                line: heading.line,
+            };
+            used += entry.text.len() + 32;
+            if used > budget {
+                break;
+            }
+            outline.push(entry);
+        }
+        let outline_omitted = (note.headings.len() - outline.len()) as u64;
+        if outline_omitted > 0 {
+            hints.push(format!(
+                "outline lists {} of {} headings: read a part with `section` or page with `offset`",
+                outline.len(),
+                note.headings.len()
+            ));
+        }
+        if !whole {
+            hints.push(format!(
+                "this note is {size} bytes: its title, frontmatter and outline come from its first {WHOLE_MAX} bytes"
+            ));
+        }
+        let stat = self.sandbox().stat(&path)?;
+        Ok(NoteContent {
+            path: path.as_str().to_owned(),
+            title: cut_chars(&note.title, TEXT_MAX_CHARS),
+            frontmatter,
+            content,
+            hash,
+            size,
+            modified: stat.map(|s| rfc3339(crate::engine::sync::nanos(s.modified))).unwrap_or_default(),
+            outline,
+            truncated,
+            next_offset,
+            frontmatter_truncated: frontmatter_omitted > 0,
+            frontmatter_omitted,
+            outline_truncated: outline_omitted > 0 || !whole,
+            outline_omitted,
+            hint: (!hints.is_empty()).then(|| hints.join("; ")),
+        })
+    }
+}
+
+/// The page of at most `max` bytes from `offset` of a content of `len` bytes, of
+/// which `bytes` holds the part from `base` on (at least up to the page's end and
+/// a few bytes more, or to the end): cut to character boundaries, returned with
+/// whether more follows and where it continues.
+fn page_of(
+    bytes: &[u8],
+    base: u64,
+    offset: u64,
+    max: usize,
+    len: u64,
+) -> Result<(Vec<u8>, bool, Option<u64>)> {
+    if offset > len {
+        return Err(Error::invalid(format!("`offset` {offset} is past the end ({len} bytes)")));
+    }
+    let is_boundary = |at: u64| -> bool {
+        at >= len || bytes.get((at - base) as usize).is_none_or(|&b| (b as i8) >= -0x40)
+    };
+    let mut start = offset;
+    while !is_boundary(start) {
+        start += 1;
+    }
+    let mut end = start.saturating_add(max as u64).min(len);
+    while end > start && !is_boundary(end) {
+        end -= 1;
+    }
+    if end == start && start < len {
+        // A page smaller than one character still returns that character.
+        end = start + 1;
+        while !is_boundary(end) {
+            end += 1;
+        }
+    }
+    let from = ((start - base) as usize).min(bytes.len());
+    let to = ((end - base) as usize).min(bytes.len());
+    let truncated = end < len;
+    Ok((bytes[from..to].to_vec(), truncated, truncated.then_some(end)))
+}

@@ -1,0 +1,72 @@
+//! `get_vault_overview`: counts, roots, the index's state (fresh or stale,
+//! skipped files) and the server's identity.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use crate::engine::Engine;
+use crate::engine::types::*;
+use crate::error::Result;
+use crate::vault::NoteKind;
+
+/// Skipped files the overview lists (with their reasons); the count covers all.
+const SKIPPED_SHOWN: usize = 20;
+
+impl Engine {
+    /// `get_vault_overview`. `access` is the caller's level, for the report.
+    pub fn overview(&self, access: &str, proposals_pending: u64) -> Result<Overview> {
+        let crate::engine::sync::Staleness { added, changed, removed, skipped } = self.staleness()?;
+        let catalog = self.catalog();
+        let graph = catalog.graph();
+        let records = catalog.records();
+        let notes = records.iter().filter(|r| r.kind == NoteKind::Note).count() as u64;
+        let standards = records.iter().filter(|r| r.kind == NoteKind::Standard).count() as u64;
+        // Distinct tags in any case; most are written in lowercase and are not copied.
+        let mut tags: HashSet<Cow<'_, str>> = HashSet::new();
+        for tag in records.iter().filter(|r| r.kind == NoteKind::Note).flat_map(|r| r.tags.iter()) {
+            if tag.chars().all(|c| c.to_lowercase().eq([c])) {
+                tags.insert(Cow::Borrowed(tag.as_str()));
+            } else {
+                tags.insert(Cow::Owned(tag.to_lowercase()));
+            }
+        }
+        let meta = self.index.meta();
+        let policy = self.policy();
+        Ok(Overview {
+            vault: self.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            access: access.to_owned(),
+            roots: Roots {
+                notes: policy.notes.clone(),
+                standards: policy.standards.clone(),
+                inbox: policy.inbox.clone(),
+            },
+            counts: Counts {
+                notes,
+                standards,
+                tags: tags.len() as u64,
+                links: graph.link_count as u64,
+                broken_links: graph.broken_count as u64,
+                orphans: graph.orphans.len() as u64,
+                proposals_pending,
+            },
+            index: IndexState {
+                schema_version: meta.schema_version,
+                documents: meta.documents,
+                built_at: meta.built_at,
+                updated_at: meta.updated_at,
+                fresh: added == 0 && changed == 0 && removed == 0,
+                stale: Stale { added, changed, removed },
+                skipped_files: skipped.len() as u64,
+                skipped: skipped
+                    .into_iter()
+                    .take(SKIPPED_SHOWN)
+                    .map(|(path, reason)| SkippedOut { path, reason })
+                    .collect(),
+            },
+            server: ServerIdentity {
+                name: "kb-mcp".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+        })
+    }
+}

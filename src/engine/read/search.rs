@@ -1,0 +1,195 @@
+//! The two searches (`search_knowledge`, `search_note_content`): checking a
+//! search's arguments, running it on the index, cutting each content hit's
+//! snippets from its file as it is now; and the plain BM25 yardstick the
+//! evaluation compares the ranking with.
+
+use std::collections::BTreeSet;
+
+use rayon::prelude::*;
+
+use crate::engine::Engine;
+use crate::engine::bounded::{
+    HIT_LIST_MAX, SNIPPET_WINDOW, TEXT_MAX_CHARS, cap_list, cut_chars, window_text,
+};
+use crate::engine::types::*;
+use crate::error::{Error, Result};
+use crate::index::{SearchRequest, SearchScope};
+use crate::sandbox::NotePath;
+use crate::vault::{NoteRecord, body_offset, content_hash, decode_note, parse_note};
+
+/// Snippets per content hit.
+const SNIPPETS_PER_HIT: usize = 3;
+/// Longest description in a search hit, in characters.
+const DESCRIPTION_CHARS: usize = 300;
+/// Largest file the yardstick index reads whole.
+const READ_FILE_MAX: u64 = 64 * 1024 * 1024;
+
+impl Engine {
+    /// The `folder` argument of a search, checked by the sandbox.
+    fn search_folder(&self, args: &SearchArgs) -> Result<Option<NotePath>> {
+        match args.folder.as_deref() {
+            Some(folder) => self.sandbox().resolve_folder(folder),
+            None => Ok(None),
+        }
+    }
+
+    fn search_request<'a>(
+        &self,
+        args: &'a SearchArgs,
+        scope: SearchScope,
+        tags: &'a [String],
+        folder: Option<&'a NotePath>,
+        max: u32,
+    ) -> Result<SearchRequest<'a>> {
+        let limit = Bound { max, ..SEARCH_LIMIT }.check("limit", args.limit)?;
+        if args.query.trim().is_empty() {
+            return Err(Error::invalid("`query` is empty").with_hint("give one or more words to search for"));
+        }
+        if args.query.len() > 1000 {
+            return Err(Error::invalid("`query` is longer than 1000 bytes")
+                .with_hint("search for the key words only"));
+        }
+        self.reload_if_due()?;
+        Ok(SearchRequest {
+            query: &args.query,
+            scope,
+            tags,
+            folder,
+            limit: limit as usize,
+            explain: args.explain.unwrap_or(false),
+        })
+    }
+
+    /// `search_knowledge`: titles, aliases, descriptions and tags.
+    pub fn search_knowledge(&self, args: &SearchArgs) -> Result<KnowledgeResults> {
+        self.search_knowledge_up_to(args, SEARCH_LIMIT.max)
+    }
+
+    /// `search_knowledge` with `limit` allowed up to `max` (the CLI's larger cap).
+    pub(in crate::engine) fn search_knowledge_up_to(
+        &self,
+        args: &SearchArgs,
+        max: u32,
+    ) -> Result<KnowledgeResults> {
+        let tags = args.tags.clone().unwrap_or_default();
+        let folder = self.search_folder(args)?;
+        let request = self.search_request(args, SearchScope::Knowledge, &tags, folder.as_ref(), max)?;
+        let outcome = self.index.search(&request)?;
+        let results = outcome
+            .hits
+            .into_iter()
+            .map(|hit| {
+                let (aliases, aliases_omitted) = cap_list(&hit.record.aliases, HIT_LIST_MAX);
+                let (tags, tags_omitted) = cap_list(&hit.record.tags, HIT_LIST_MAX);
+                KnowledgeHit {
+                    path: hit.record.path.clone(),
+                    title: cut_chars(&hit.record.title, TEXT_MAX_CHARS),
+                    aliases,
+                    description: cut_chars(&hit.record.description, DESCRIPTION_CHARS),
+                    tags,
+                    score: hit.score,
+                    matched: hit.matched.into_iter().filter(|f| f != "headings").collect(),
+                    aliases_omitted,
+                    tags_omitted,
+                    explain: hit.explanation,
+                }
+            })
+            .collect();
+        Ok(KnowledgeResults {
+            query: args.query.clone(),
+            total: outcome.total as u64,
+            results,
+            stale: self.stale_notice(),
+        })
+    }
+
+    /// `search_note_content`: headings and bodies, with snippets cut from the files.
+    pub fn search_note_content(&self, args: &SearchArgs) -> Result<ContentResults> {
+        self.search_note_content_up_to(args, SEARCH_LIMIT.max)
+    }
+
+    /// `search_note_content` with `limit` allowed up to `max` (the CLI's larger cap).
+    pub(in crate::engine) fn search_note_content_up_to(
+        &self,
+        args: &SearchArgs,
+        max: u32,
+    ) -> Result<ContentResults> {
+        let tags = args.tags.clone().unwrap_or_default();
+        let folder = self.search_folder(args)?;
+        let request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref(), max)?;
+        let outcome = self.index.search(&request)?;
+        // Cutting snippets reads and analyses each hit's file: the hits are independent.
+        let results = outcome
+            .hits
+            .into_par_iter()
+            .map(|hit| ContentHit {
+                snippets: self.snippets_of(&hit.record, &outcome.terms),
+                path: hit.record.path.clone(),
+                title: hit.record.title.clone(),
+                score: hit.score,
+                explain: hit.explanation,
+            })
+            .collect();
+        Ok(ContentResults {
+            query: args.query.clone(),
+            total: outcome.total as u64,
+            results,
+            stale: self.stale_notice(),
+        })
+    }
+
+    fn snippets_of(&self, record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
+        self.snippets_within(record, terms, SNIPPET_WINDOW)
+    }
+
+    /// Snippets from the first `window` bytes of a hit's file: a note of any size
+    /// costs a search at most that much reading and analysing.
+    pub(crate) fn snippets_within(
+        &self,
+        record: &NoteRecord,
+        terms: &BTreeSet<String>,
+        window: u64,
+    ) -> Vec<SnippetOut> {
+        let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
+        let Ok(file) = self.sandbox().open_read(&path) else { return Vec::new() };
+        let whole = file.len() <= window;
+        let Ok(bytes) = file.read_at(0, usize::try_from(file.len().min(window)).unwrap_or(usize::MAX)) else {
+            return Vec::new();
+        };
+        let text = if whole { decode_note(&bytes).ok() } else { window_text(&bytes) };
+        let Some(text) = text else { return Vec::new() };
+        // The file may have changed since it was indexed: cut from what is there now,
+        // parsing it again only when its bytes are not the ones the record describes
+        // (for a window, when its size is not).
+        let unchanged = if whole { content_hash(&bytes) == record.hash } else { file.len() == record.size };
+        let (offset, headings) = if unchanged {
+            (body_offset(text), record.headings.to_vec())
+        } else {
+            let parsed = parse_note(&path, text);
+            (parsed.body_offset, parsed.headings)
+        };
+        crate::index::snippets(text, offset, terms, &headings, SNIPPETS_PER_HIT)
+            .into_iter()
+            .map(|s| SnippetOut {
+                text: s.text,
+                heading: s.heading.map(|h| cut_chars(&h, TEXT_MAX_CHARS)),
+                line: s.line,
+            })
+            .collect()
+    }
+}
+
+impl Engine {
+    /// The yardstick ranking: every indexed file's whole text in a plain BM25
+    /// index with tantivy's default tokenizer (see `index::BaselineIndex`).
+    pub fn baseline_index(&self) -> Result<crate::index::BaselineIndex> {
+        let catalog = self.catalog();
+        let documents = catalog.records().iter().filter_map(|record| {
+            let path = NotePath::parse(&record.path).ok()?;
+            let bytes = self.sandbox().read(&path, READ_FILE_MAX).ok()?;
+            let text = decode_note(&bytes).ok()?.to_owned();
+            Some((record.path.clone(), text))
+        });
+        crate::index::BaselineIndex::build(documents)
+    }
+}
