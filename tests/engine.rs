@@ -1150,3 +1150,57 @@ fn issue15_list_notes_pages_stay_stable_while_notes_change() {
         engine.sync(false, None).unwrap();
     }
 }
+
+/// The big note of issue 13's size report: 459 KiB, a heading every 1.5 KB.
+fn issue13_big_note() -> String {
+    let mut text = String::from("---\ntitle: Big note\n---\n# Big note\n");
+    let mut n = 0;
+    while text.len() < 459 * 1024 {
+        n += 1;
+        text.push_str(&format!("\n## Section {n}\n\n{}\n", "Syncing is not a backup. ".repeat(60)));
+    }
+    text
+}
+
+/// Issue 13 (lean answers): `read_note` on a 459 KB note answered a 256 KiB page,
+/// and every page, however far in and however small, carried the whole outline.
+/// The default page is 64 KiB (`[limits] read_page_bytes`), `max_bytes` still
+/// reaches `read_max_bytes`, and the outline comes with the first page only.
+#[test]
+fn issue13_read_note_pages_64_kib_by_default_and_sends_the_outline_once() {
+    let (_tmp, vault) = common::temp_vault();
+    let text = issue13_big_note();
+    std::fs::write(vault.join("z/big.md"), &text).unwrap();
+    let engine = open(&vault);
+    let read = |offset: Option<u64>, max_bytes: Option<u64>| {
+        engine
+            .read_note(&ReadNoteArgs {
+                path: Some("z/big.md".into()),
+                offset,
+                max_bytes,
+                ..Default::default()
+            })
+            .unwrap()
+    };
+    let first = read(None, None);
+    assert_eq!(first.content.len(), 65_536);
+    assert_eq!(first.next_offset, Some(65_536));
+    assert!(!first.outline.is_empty() && first.outline[0].text == "Big note", "{:?}", &first.outline[..1]);
+    let second = read(first.next_offset, None);
+    assert_eq!(second.content, text[65_536..131_072]);
+    assert!(second.outline.is_empty(), "the outline came again with a later page");
+    assert!(!second.outline_truncated && second.outline_omitted == 0);
+    let small = read(Some(100_000), Some(2048));
+    assert!(small.outline.is_empty() && small.content.len() == 2048);
+    // An agent may still ask for up to read_max_bytes.
+    assert_eq!(read(None, Some(262_144)).content.len(), 262_144);
+    assert_eq!(read(None, Some(10_000_000)).content.len(), 262_144);
+    // The default page is configurable.
+    let config = std::fs::read_to_string(vault.join("kb.toml")).unwrap();
+    assert!(config.trim_end().ends_with("proposal_max_bytes = 2097152"), "[limits] comes last");
+    std::fs::write(vault.join("kb.toml"), config + "read_page_bytes = 1000\n").unwrap();
+    let engine = open(&vault);
+    let page =
+        engine.read_note(&ReadNoteArgs { path: Some("z/big.md".into()), ..Default::default() }).unwrap();
+    assert_eq!((page.content.len(), page.next_offset), (1000, Some(1000)));
+}

@@ -1220,3 +1220,64 @@ fn issue15_kb_index_ls_lists_a_folder() {
     let none = kb_index(&["ls", "Daily", "--tag", "nothing-carries-this"]);
     assert_eq!(none.status.code(), Some(1), "nothing matched");
 }
+
+/// Issue 13 (lean answers): on a 459 KB note `read_note` answered 535 KB (a 256 KiB
+/// page as text and again as structure, the whole outline with every page), and
+/// `kb://note/…` returned the whole file; `kb://tree` was 887 KB on obsidian-help.
+/// A page's text is the page, the default page is 64 KiB, the note resource is
+/// that page with a pointer to `read_note`, and the tree is capped with a pointer to
+/// `list_notes`.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue13_answers_and_resources_stay_lean_on_a_big_note_and_a_big_vault() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut text = String::from("# Big note\n");
+    let mut n = 0;
+    while text.len() < 459 * 1024 {
+        n += 1;
+        text.push_str(&format!("\n## Section {n}\n\n{}\n", "Syncing is not a backup. ".repeat(60)));
+    }
+    std::fs::write(vault.join("z/big.md"), &text).unwrap();
+    let many = vault.join("z/many");
+    std::fs::create_dir_all(&many).unwrap();
+    for n in 0..1500 {
+        let name = format!("a rather long note name to fill the tree quickly, number {n:04}");
+        std::fs::write(many.join(format!("{name}.md")), format!("# {name}\n")).unwrap();
+    }
+    let client = connect(&vault, "read").await;
+
+    let page = call(&client, "read_note", json!({"path": "z/big.md"})).await.unwrap();
+    let structured = page.structured_content.as_ref().unwrap();
+    assert_eq!(structured["content"].as_str().unwrap().len(), 65_536);
+    let shown = page.content[0].as_text().unwrap();
+    assert!(shown.text.contains(&text[..65_536]), "the text content is the page itself");
+    assert!(serde_json::from_str::<Value>(&shown.text).is_err(), "the text content is not JSON");
+    let whole = serde_json::to_string(&page).unwrap();
+    assert!(whole.len() < 2 * 65_536 + 16 * 1024, "read_note answered {} bytes", whole.len());
+    let later = call(&client, "read_note", json!({"path": "z/big.md", "offset": 100_000, "max_bytes": 2048}))
+        .await
+        .unwrap();
+    let later = serde_json::to_string(&later).unwrap();
+    assert!(later.len() < 6 * 1024, "a 2 KB page answered {} bytes: {later}", later.len());
+
+    let resource = client.read_resource(ReadResourceRequestParams::new("kb://note/z/big.md")).await.unwrap();
+    let ResourceContents::TextResourceContents { text: served, .. } = &resource.contents[0] else { panic!() };
+    assert!(served.starts_with(&text[..65_536]), "the resource starts with the note's first page");
+    assert!(served.len() < 65_536 + 512, "kb://note answered {} bytes", served.len());
+    assert!(
+        served.trim_end().ends_with(&format!(
+            "read on with the read_note tool: {{\"path\": \"z/big.md\", \"offset\": 65536}} -->"
+        )),
+        "{}",
+        &served[65_536..]
+    );
+
+    let tree = client.read_resource(ReadResourceRequestParams::new("kb://tree")).await.unwrap();
+    let ResourceContents::TextResourceContents { text: tree, .. } = &tree.contents[0] else { panic!() };
+    assert!(tree.len() <= 64 * 1024, "kb://tree answered {} bytes", tree.len());
+    let tree: Value = serde_json::from_str(tree).unwrap();
+    assert_eq!(tree["truncated"], true);
+    assert!(tree["notes_total"].as_u64().unwrap() > 1500);
+    assert!(tree["folders"].as_array().unwrap().iter().any(|f| f == "z/many"));
+    assert!(tree["hint"].as_str().unwrap().contains("list_notes"), "{}", tree["hint"]);
+    client.cancel().await.unwrap();
+}

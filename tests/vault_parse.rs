@@ -853,6 +853,7 @@ fn config_defaults() {
     assert!(defaults.policy.read_also.is_empty() && defaults.policy.deny.is_empty());
     assert_eq!(defaults.tag_registry, None);
     assert_eq!(defaults.limits.read_max_bytes, 262_144);
+    assert_eq!(defaults.limits.read_page_bytes, 65_536);
     assert_eq!(defaults.limits.proposal_max_bytes, 2_097_152);
     assert_eq!(VaultConfig::parse(Some("")).expect("empty file"), defaults);
     assert_eq!(VaultConfig::parse(Some("# only a comment\n[vault]\n")).expect("empty section"), defaults);
@@ -871,6 +872,7 @@ deny = ["z/private", "*.secret.md"]
 registry = "docs/tags.md"
 [limits]
 read_max_bytes = 1000
+read_page_bytes = 500
 proposal_max_bytes = 1073741824
 "#;
     let config = VaultConfig::parse(Some(text)).expect("valid");
@@ -881,6 +883,7 @@ proposal_max_bytes = 1073741824
     assert_eq!(config.policy.deny, strings(&["z/private", "*.secret.md"]));
     assert_eq!(config.tag_registry.as_deref(), Some("docs/tags.md"));
     assert_eq!(config.limits.read_max_bytes, 1000);
+    assert_eq!(config.limits.read_page_bytes, 500);
     assert_eq!(config.limits.proposal_max_bytes, 1 << 30);
 
     let fixture =

@@ -13,14 +13,17 @@ use crate::error::{Error, Result};
 use crate::vault::NoteKind;
 
 const NOTE_PREFIX: &str = "kb://note/";
-/// Most notes listed by `kb://tree`.
-const TREE_CAP: usize = 20_000;
+/// The most `kb://tree` answers, in bytes: past it, the notes are cut and a hint
+/// points at `list_notes`, which pages.
+const TREE_BUDGET: usize = 64 * 1024;
 
 pub(super) fn fixed() -> Vec<Resource> {
     vec![
         Resource::new("kb://tree", "tree")
             .with_title("Folders and notes")
-            .with_description("Every folder and note of the vault, with titles, as JSON")
+            .with_description(
+                "The vault's folders and notes with titles, as JSON, capped at 64 KiB (list_notes pages)",
+            )
             .with_mime_type("application/json"),
         Resource::new("kb://tags", "tags")
             .with_title("Tags")
@@ -41,7 +44,7 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
     vec![
         ResourceTemplate::new("kb://note/{path}", "note")
             .with_title("A note")
-            .with_description("A note, standard or read_also file by vault-relative path, exactly as on disk")
+            .with_description("A note, standard or read_also file by vault-relative path, as on disk: its first page (read_note pages)")
             .with_mime_type("text/markdown"),
     ]
 }
@@ -53,27 +56,25 @@ fn percent_decode(text: &str) -> Result<String> {
 }
 
 fn json_contents(uri: &str, value: &impl serde::Serialize) -> Result<ReadResourceResult> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Error::internal(e.to_string()))?;
+    let text = serde_json::to_string(value).map_err(|e| Error::internal(e.to_string()))?;
     Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type("application/json")]))
 }
 
 pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
     if let Some(encoded) = uri.strip_prefix(NOTE_PREFIX) {
         let path = percent_decode(encoded)?;
-        let mut content = String::new();
-        let mut offset = 0u64;
-        // A resource is the whole note: page through read_note up to its hard cap.
-        loop {
-            let page = engine.read_note(&ReadNoteArgs {
-                path: Some(path.clone()),
-                offset: Some(offset),
-                ..ReadNoteArgs::default()
-            })?;
-            content.push_str(&page.content);
-            match page.next_offset {
-                Some(next) if content.len() < 16 * 1024 * 1024 => offset = next,
-                _ => break,
-            }
+        // One page, as `read_note` serves it: a resource cannot be paged, so a longer
+        // note ends with a Markdown comment (invisible when rendered) that says how
+        // to read on with the tool that pages.
+        let page = engine.read_note(&ReadNoteArgs { path: Some(path), ..ReadNoteArgs::default() })?;
+        let mut content = page.content;
+        if let Some(next) = page.next_offset {
+            content.push_str(&format!(
+                "\n\n<!-- kb-mcp: this resource holds the first {next} of the note's {} bytes; read on with \
+                 the read_note tool: {{\"path\": {}, \"offset\": {next}}} -->\n",
+                page.size,
+                serde_json::Value::String(page.path),
+            ));
         }
         return Ok(ReadResourceResult::new(vec![
             ResourceContents::text(content, uri).with_mime_type("text/markdown"),
@@ -87,9 +88,9 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
         "kb://standards" => json_contents(uri, &engine.list_standards()?),
         "kb://tree" => {
             let catalog = engine.catalog();
+            let records = catalog.records();
             let mut folders = std::collections::BTreeSet::new();
-            let mut notes = Vec::new();
-            for record in catalog.records().iter().take(TREE_CAP) {
+            for record in records.iter() {
                 let mut folder = String::new();
                 for part in record.folder().split('/').filter(|p| !p.is_empty()) {
                     if !folder.is_empty() {
@@ -98,6 +99,23 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
                     folder.push_str(part);
                     folders.insert(folder.clone());
                 }
+            }
+            // Every folder (up to the budget's half), then notes in path order while
+            // the answer stays within TREE_BUDGET bytes.
+            let mut used = 0usize;
+            let folders: Vec<String> = folders
+                .into_iter()
+                .take_while(|f| {
+                    used += f.len() + 3;
+                    used <= TREE_BUDGET / 2
+                })
+                .collect();
+            let mut notes = Vec::new();
+            for record in records.iter() {
+                used += record.path.len() + record.title.len() + 40;
+                if used > TREE_BUDGET {
+                    break;
+                }
                 let kind = match record.kind {
                     NoteKind::Note => "note",
                     NoteKind::Standard => "standard",
@@ -105,8 +123,24 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
                 };
                 notes.push(json!({ "path": record.path, "title": record.title, "kind": kind }));
             }
-            let truncated = catalog.records().len() > TREE_CAP;
-            json_contents(uri, &json!({ "folders": folders, "notes": notes, "truncated": truncated }))
+            let truncated = notes.len() < records.len();
+            let mut tree = json!({
+                "folders": folders,
+                "notes": notes,
+                "notes_total": records.len(),
+                "truncated": truncated,
+            });
+            if truncated {
+                tree["hint"] = json!(format!(
+                    "the tree lists {} of {} notes (it is capped at {} KiB): walk the vault folder by folder \
+                     with the list_notes tool ({{\"folder\": \"…\"}}, paged with `cursor`), or find notes with \
+                     search_knowledge",
+                    notes.len(),
+                    records.len(),
+                    TREE_BUDGET / 1024
+                ));
+            }
+            json_contents(uri, &tree)
         }
         other => Err(Error::not_found(format!("no resource `{other}`")).with_hint(
             "resources are kb://tree, kb://tags, kb://recent, kb://standards and kb://note/{path}",

@@ -101,7 +101,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "read_note",
         title: "Read a note",
-        description: "Read one note, standard or read_also file, by exact vault-relative `path` (e.g. z/备份仓库.md) or by `ref`, a wikilink target (备份仓库, z/备份仓库 or 备份仓库#Heading); give exactly one. Returns the text exactly as on disk (frontmatter included), the parsed frontmatter, an outline of headings with 1-based line numbers, the size, the modification time, and `hash`, which is the base_hash a patch proposal needs. `section` returns one heading and everything under it. Long notes come in pages: when `truncated` is true, call again with `offset` set to `next_offset`.",
+        description: "Read one note, standard or read_also file, by exact vault-relative `path` (e.g. z/备份仓库.md) or by `ref`, a wikilink target (备份仓库, z/备份仓库 or 备份仓库#Heading); give exactly one. Returns the text exactly as on disk (frontmatter included), the parsed frontmatter, an outline of headings with 1-based line numbers, the size, the modification time, and `hash`, which is the base_hash a patch proposal needs. `section` returns one heading and everything under it. Long notes come in pages (64 KiB unless `max_bytes` says otherwise; the outline comes with the first page): when `truncated` is true, call again with `offset` set to `next_offset`.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ReadNoteArgs>,

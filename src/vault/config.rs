@@ -15,8 +15,12 @@ use crate::sandbox::{NotePath, Policy};
 /// Size limits from `[limits]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest file `read_note` returns in one call, in bytes (default 262144).
+    /// Largest page `read_note` returns in one call, in bytes (default 262144): the
+    /// most an agent may ask for with `max_bytes`.
     pub read_max_bytes: u64,
+    /// The page `read_note` returns when the agent does not say (`max_bytes`), in
+    /// bytes (default 65536); never more than `read_max_bytes`.
+    pub read_page_bytes: u64,
     /// Largest proposal, in bytes (default 2097152).
     pub proposal_max_bytes: u64,
     /// Most proposals pending at once (default 100).
@@ -29,6 +33,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             read_max_bytes: 262_144,
+            read_page_bytes: 65_536,
             proposal_max_bytes: 2_097_152,
             pending_max_count: 100,
             pending_max_bytes: 128 << 20,
@@ -78,6 +83,7 @@ impl VaultConfig {
                     "vault.deny" => config.policy.deny = deny_rules(&name, value)?,
                     "tags.registry" => config.tag_registry = Some(registry(&name, value)?),
                     "limits.read_max_bytes" => config.limits.read_max_bytes = limit(&name, value)?,
+                    "limits.read_page_bytes" => config.limits.read_page_bytes = limit(&name, value)?,
                     "limits.pending_max_count" => config.limits.pending_max_count = limit(&name, value)?,
                     "limits.pending_max_bytes" => config.limits.pending_max_bytes = limit(&name, value)?,
                     _ => config.limits.proposal_max_bytes = limit(&name, value)?,
@@ -92,14 +98,23 @@ impl VaultConfig {
 const SECTIONS: [(&str, &[&str]); 3] = [
     ("vault", &["notes", "standards", "inbox", "read_also", "deny"]),
     ("tags", &["registry"]),
-    ("limits", &["read_max_bytes", "proposal_max_bytes", "pending_max_count", "pending_max_bytes"]),
+    (
+        "limits",
+        &[
+            "read_max_bytes",
+            "read_page_bytes",
+            "proposal_max_bytes",
+            "pending_max_count",
+            "pending_max_bytes",
+        ],
+    ),
 ];
 
 /// The largest limit accepted: 1 GiB.
 const MAX_LIMIT: u64 = 1 << 30;
 
 const KEYS_HINT: &str = "kb.toml may hold [vault] notes, standards, inbox, read_also, deny; \
-                         [tags] registry; [limits] read_max_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes";
+                         [tags] registry; [limits] read_max_bytes, read_page_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes";
 
 fn invalid(message: String) -> Error {
     Error::invalid(format!("kb.toml: {message}")).with_hint(KEYS_HINT)

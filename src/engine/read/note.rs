@@ -37,9 +37,12 @@ impl Engine {
     pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
         let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
         let (path, anchor) = self.locate(&name)?;
-        let page_max = self.config().limits.read_max_bytes;
-        let max = args.max_bytes.unwrap_or(page_max).clamp(1, page_max) as usize;
+        let limits = self.config().limits;
+        let page_max = limits.read_max_bytes;
+        let max = args.max_bytes.unwrap_or(limits.read_page_bytes).clamp(1, page_max) as usize;
         let offset = args.offset.unwrap_or(0);
+        // The outline describes the whole note: it comes once, with the first page.
+        let first_page = offset == 0;
         let section = args.section.clone().or(anchor);
         let section = section.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let file = self.sandbox().open_read(&path)?;
@@ -130,7 +133,7 @@ impl Engine {
         }
         let mut outline = Vec::new();
         let mut used = 2usize;
-        for heading in &note.headings {
+        for heading in note.headings.iter().filter(|_| first_page) {
             let entry = OutlineEntry {
                 level: heading.level,
                 text: cut_chars(&heading.text, TEXT_MAX_CHARS),
@@ -142,7 +145,7 @@ impl Engine {
             }
             outline.push(entry);
         }
-        let outline_omitted = (note.headings.len() - outline.len()) as u64;
+        let outline_omitted = if first_page { (note.headings.len() - outline.len()) as u64 } else { 0 };
         if outline_omitted > 0 {
             hints.push(format!(
                 "outline lists {} of {} headings: read a part with `section` or page with `offset`",
@@ -150,7 +153,7 @@ impl Engine {
                 note.headings.len()
             ));
         }
-        if !whole {
+        if !whole && first_page {
             hints.push(format!(
                 "this note is {size} bytes: its title, frontmatter and outline come from its first {WHOLE_MAX} bytes"
             ));
@@ -169,7 +172,7 @@ impl Engine {
             next_offset,
             frontmatter_truncated: frontmatter_omitted > 0,
             frontmatter_omitted,
-            outline_truncated: outline_omitted > 0 || !whole,
+            outline_truncated: outline_omitted > 0 || (!whole && first_page),
             outline_omitted,
             hint: (!hints.is_empty()).then(|| hints.join("; ")),
         })

@@ -24,7 +24,7 @@ pub struct ReadNoteArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub offset: Option<u64>,
-    /// Most bytes of content to return (capped by the server's `read_max_bytes`).
+    /// Most bytes of content to return (default 65536, `read_page_bytes`; at most `read_max_bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_bytes: Option<u64>,
@@ -58,7 +58,7 @@ pub struct NoteContent {
     pub size: u64,
     /// Last modification time (RFC 3339).
     pub modified: String,
-    /// Headings with 1-based lines.
+    /// Headings with 1-based lines (on the first page only: empty when `offset` > 0).
     pub outline: Vec<OutlineEntry>,
     /// Whether more content follows.
     pub truncated: bool,
