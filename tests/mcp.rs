@@ -1264,9 +1264,9 @@ async fn issue13_answers_and_resources_stay_lean_on_a_big_note_and_a_big_vault()
     assert!(served.starts_with(&text[..65_536]), "the resource starts with the note's first page");
     assert!(served.len() < 65_536 + 512, "kb://note answered {} bytes", served.len());
     assert!(
-        served.trim_end().ends_with(&format!(
-            "read on with the read_note tool: {{\"path\": \"z/big.md\", \"offset\": 65536}} -->"
-        )),
+        served
+            .trim_end()
+            .ends_with("read on with the read_note tool: {\"path\": \"z/big.md\", \"offset\": 65536} -->"),
         "{}",
         &served[65_536..]
     );
