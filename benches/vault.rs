@@ -8,8 +8,9 @@
 //! through a walk), `apply_proposal` end to end (until a search finds the
 //! applied note), both searches with snippets for five
 //! kinds of query on a warm searcher, `read_note`, `get_related_notes` (a
-//! typical note and the most linked-to one), `list_tags` and
-//! `get_vault_overview`. Setup (generating vaults, changing files, emptying
+//! typical note and the most linked-to one), `list_tags`,
+//! `get_vault_overview`, `audit_vault` (every check) and `list_notes` (the
+//! largest folder's first page and a page from its middle). Setup (generating vaults, changing files, emptying
 //! index folders) is never timed.
 //!
 //! Criterion reports means and medians; tail latency is not its business, so
@@ -42,7 +43,10 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use kb_bench::{Stats, VaultSpec, bench_dir, copy_tree, copy_vault, markdown_files, replace_file};
-use kb_mcp::engine::types::{ApplyArgs, ListTagsArgs, NoteRefArgs, ProposeNewArgs, ReadNoteArgs, SearchArgs};
+use kb_mcp::engine::types::{
+    ApplyArgs, AuditArgs, LIST_NOTES_LIMIT, ListNotesArgs, ListTagsArgs, NoteRefArgs, ProposeNewArgs,
+    ReadNoteArgs, SearchArgs,
+};
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::sandbox::NotePath;
 use kb_mcp::vault::{NoteKind, parse_note};
@@ -448,5 +452,42 @@ fn bench_read_tools(c: &mut Criterion, bench: &Bench, engine: &Engine) {
     timed(&mut group, bench.id(), &format!("get_vault_overview/{label}"), || {
         engine.overview("read", 0).expect("overview").counts.notes
     });
+    group.finish();
+
+    // Every check over the whole vault, the text checks (mentions, empty notes) included.
+    let mut group = c.benchmark_group("audit_vault");
+    bench.configure(&mut group, true);
+    let args = AuditArgs::default();
+    timed(&mut group, bench.id(), &format!("audit_vault/{label}"), || {
+        engine.audit_vault(&args).expect("audit_vault").total
+    });
+    group.finish();
+
+    // The folder with the most notes: its first page and a page from its middle.
+    let mut by_folder: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for &i in &notes {
+        *by_folder.entry(records[i].folder()).or_default() += 1;
+    }
+    let folder = by_folder.iter().max_by_key(|(_, n)| **n).map(|(f, _)| (*f).to_owned()).unwrap_or_default();
+    let first = ListNotesArgs {
+        folder: Some(folder.clone()),
+        limit: Some(LIST_NOTES_LIMIT.default),
+        ..ListNotesArgs::default()
+    };
+    let mut middle = first.clone();
+    let pages = by_folder.get(folder.as_str()).copied().unwrap_or(0) / LIST_NOTES_LIMIT.default as usize;
+    for _ in 0..pages / 2 {
+        match engine.list_notes(&middle).expect("list_notes").next_cursor {
+            Some(cursor) => middle.cursor = Some(cursor),
+            None => break,
+        }
+    }
+    let mut group = c.benchmark_group("list_notes");
+    bench.configure(&mut group, false);
+    for (which, args) in [("first", &first), ("middle", &middle)] {
+        timed(&mut group, BenchmarkId::new(which, label), &format!("list_notes/{which}/{label}"), || {
+            engine.list_notes(args).expect("list_notes").notes.len()
+        });
+    }
     group.finish();
 }

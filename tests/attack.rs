@@ -705,6 +705,8 @@ enum Target {
     RecallFolder,
     /// `list_notes {folder}`.
     ListFolder,
+    /// `audit_vault {folder}`.
+    AuditFolder,
     /// `propose_note_patch {path}`.
     PatchPath,
     /// `propose_new_note {folder}`.
@@ -717,7 +719,7 @@ enum Target {
     ExpandPrompt,
 }
 
-const TARGETS: [Target; 13] = [
+const TARGETS: [Target; 14] = [
     Target::ReadPath,
     Target::ReadRef,
     Target::RelatedPath,
@@ -726,6 +728,7 @@ const TARGETS: [Target; 13] = [
     Target::ContentFolder,
     Target::RecallFolder,
     Target::ListFolder,
+    Target::AuditFolder,
     Target::PatchPath,
     Target::NewFolder,
     Target::ApplyId,
@@ -750,6 +753,7 @@ impl Target {
             ContentFolder => server.call("search_note_content", json!({"query": "备份", "folder": input})),
             RecallFolder => server.call("recall_context", json!({"topic": "备份", "folder": input})),
             ListFolder => server.call("list_notes", json!({"folder": input})),
+            AuditFolder => server.call("audit_vault", json!({"folder": input, "checks": ["orphan"], "limit": 1})),
             PatchPath => server.call(
                 "propose_note_patch",
                 json!({"path": input, "base_hash": ZERO_HASH, "reason": "attack suite", "edits": [{"op": "append", "content": "probe\n"}]}),
@@ -911,6 +915,7 @@ impl Row {
             Target::ContentFolder,
             Target::RecallFolder,
             Target::ListFolder,
+            Target::AuditFolder,
             Target::NewFolder,
         ]
         .into_iter()
@@ -934,11 +939,12 @@ impl Row {
                 let name = input.split('#').next().unwrap_or_default().trim();
                 if name.is_empty() { Want::Code("invalid_argument") } else { Want::Code("not_found") }
             }
-            (KnowledgeFolder | ContentFolder | RecallFolder | ListFolder | NewFolder, Kind::Denied) => {
-                Want::Code("path_denied")
-            }
-            (ListFolder, Kind::Missing) => Want::Code("not_found"),
-            (ListFolder, Kind::Empty) => Want::Accept,
+            (
+                KnowledgeFolder | ContentFolder | RecallFolder | ListFolder | AuditFolder | NewFolder,
+                Kind::Denied,
+            ) => Want::Code("path_denied"),
+            (ListFolder | AuditFolder, Kind::Missing) => Want::Code("not_found"),
+            (ListFolder | AuditFolder, Kind::Empty) => Want::Accept,
             (KnowledgeFolder | ContentFolder | RecallFolder | NewFolder, Kind::Missing | Kind::Empty) => {
                 Want::Accept
             }
@@ -1070,7 +1076,8 @@ fn table(fx: &Fixture) -> Vec<Row> {
         // sandbox allows it): not Markdown as a file, a new folder as a folder.
         denied("z/备份仓库.md\u{FF1A}secret")
             .folder_accepted("U+FF1A is allowed in names: as a folder, one inside the notes root")
-            .except(Target::ListFolder, Want::Code("not_found"), "a well-formed folder that does not exist"),
+            .except(Target::ListFolder, Want::Code("not_found"), "a well-formed folder that does not exist")
+            .except(Target::AuditFolder, Want::Code("not_found"), "a well-formed folder that does not exist"),
         // NUL and control characters.
         denied("z/备份仓库.md\0"),
         denied("z/\0../../etc/passwd"),
@@ -1334,6 +1341,7 @@ fn hostile_table(server: &mut Server, fx: &Fixture, tools: &[Value], findings: &
         "search_note_content",
         "recall_context",
         "list_notes",
+        "audit_vault",
         "propose_note_patch",
         "propose_new_note",
     ];

@@ -1204,3 +1204,227 @@ fn issue13_read_note_pages_64_kib_by_default_and_sends_the_outline_once() {
         engine.read_note(&ReadNoteArgs { path: Some("z/big.md".into()), ..Default::default() }).unwrap();
     assert_eq!((page.content.len(), page.next_offset), (1000, Some(1000)));
 }
+
+fn audit(engine: &Engine, args: AuditArgs) -> Audit {
+    engine.audit_vault(&args).unwrap()
+}
+
+/// `check path:line message` lines, for comparing with what is expected.
+fn finding_lines(findings: &[Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .map(|f| {
+            let line = f.line.map_or(String::new(), |l| format!(":{l}"));
+            format!("{} {}{line} {}", f.check.name(), f.path, f.message)
+        })
+        .collect()
+}
+
+/// Issue 15: every check finds exactly what the messy vault holds and nothing
+/// else, by path, line and check, with the mechanical fixes it can offer.
+#[cfg(unix)]
+#[test]
+fn issue15_audit_vault_finds_each_problem_of_a_messy_vault() {
+    let (_tmp, vault) = common::messy_vault();
+    let engine = open(&vault);
+    let all = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
+    let expected = [
+        "unregistered_tag z/Rust.md tag #synthesis is not in the tag registry docs/tags.md; did you mean #type/synthesis?",
+        "frontmatter z/Rust.md frontmatter `status` must be one of draft, done, found \"wip\"",
+        "frontmatter z/Trusty.md frontmatter lacks `tags`, which [lint] requires of every note",
+        "unregistered_tag z/Trusty.md tag #gitt is not in the tag registry docs/tags.md; did you mean #git?",
+        "unlinked_mention z/Trusty.md:9 mentions `Rust` (z/Rust.md) without linking it",
+        "duplicate_title z/a/Setup.md its title `Setup` is also the title or an alias of z/b/Setup.md",
+        "empty_note z/a/Setup.md nothing but frontmatter and a title",
+        "duplicate_title z/b/Setup.md its title `Setup` is also the title or an alias of z/a/Setup.md",
+        "skipped_file z/bad.md not served as a note: not UTF-8 (invalid byte 0xE9 at offset 3; perhaps Latin-1, GBK or another legacy encoding); convert the file to UTF-8 to index it",
+        "frontmatter z/daily/2026-03-02.md frontmatter lacks `created`, which [lint] requires of notes under z/daily/",
+        "unregistered_tag z/daily/2026-03-02.md tag #daily is not in the tag registry docs/tags.md",
+        "unlinked_mention z/daily/2026-03-02.md:4 mentions `备份仓库` (z/备份仓库.md) without linking it",
+        "broken_anchor z/Git 远程仓库.md:8 [[备份仓库#同步不等与备份]]: z/备份仓库.md has no heading `同步不等与备份`; did you mean `同步不等于备份`?",
+        "ambiguous_link z/Git 远程仓库.md:10 [[Setup]] could mean 2 notes: z/a/Setup.md, z/b/Setup.md; it opens the first",
+        "oversize_note z/Large note.md 1451 bytes, more than read_note returns at once (read_max_bytes = 1000): split it",
+        "broken_anchor z/Large note.md:6 [[Rust#^nope]]: z/Rust.md has no block ^nope",
+        "orphan z/孤立笔记.md no note links here and it links to no note",
+        // Its one link names a block Rust lacks: no link leads anywhere.
+        "orphan z/Large note.md no note links here and it links to no note",
+        "moc_missing z/孤立笔记.md it carries #backup, but the map of content z/Backup MOC.md does not link it",
+        "broken_link z/Backup MOC.md:7 [[备份仓]] leads to no note or file; did you mean z/备份仓库.md?",
+        "broken_link z/Backup MOC.md:8 [[Nonexistent thing]] leads to no note or file",
+    ];
+    let mut got = finding_lines(&all.findings);
+    let mut want: Vec<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(all.total, 21);
+    assert_eq!(all.errors, 7, "2 broken links, 2 broken anchors, 3 frontmatter problems");
+    let counts: Vec<(&str, u64)> = all.counts.iter().map(|(c, n)| (c.as_str(), *n)).collect();
+    assert_eq!(
+        counts,
+        [
+            ("ambiguous_link", 1),
+            ("broken_anchor", 2),
+            ("broken_link", 2),
+            ("duplicate_title", 2),
+            ("empty_note", 1),
+            ("frontmatter", 3),
+            ("moc_missing", 1),
+            ("orphan", 2),
+            ("oversize_note", 1),
+            ("skipped_file", 1),
+            ("unlinked_mention", 2),
+            ("unregistered_tag", 3),
+        ]
+    );
+    assert_eq!(all.checks_run.len(), 12);
+    // Severities: errors for what leads nowhere or breaks a rule.
+    for f in &all.findings {
+        let want = match f.check {
+            AuditCheck::BrokenLink | AuditCheck::BrokenAnchor | AuditCheck::Frontmatter => Severity::Error,
+            AuditCheck::Orphan | AuditCheck::UnlinkedMention => Severity::Info,
+            _ => Severity::Warning,
+        };
+        assert_eq!(f.severity, want, "{f:?}");
+    }
+    // Fixes: the note a broken link meant, the heading an anchor meant, the
+    // registered tag nearest, the line a map of content lacks.
+    let fixes: Vec<(String, Option<String>, String)> = all
+        .findings
+        .iter()
+        .filter_map(|f| f.fix.as_ref().map(|x| (x.path.clone(), x.old.clone(), x.new.clone())))
+        .collect();
+    assert_eq!(
+        fixes,
+        [
+            ("z/Backup MOC.md".to_owned(), Some("备份仓".to_owned()), "备份仓库".to_owned()),
+            ("z/Git 远程仓库.md".to_owned(), Some("同步不等与备份".to_owned()), "同步不等于备份".to_owned()),
+            ("z/Rust.md".to_owned(), Some("synthesis".to_owned()), "type/synthesis".to_owned()),
+            ("z/Trusty.md".to_owned(), Some("gitt".to_owned()), "git".to_owned()),
+            ("z/Backup MOC.md".to_owned(), None, "- [[孤立笔记]]".to_owned()),
+        ]
+    );
+    // The order is by path, line, check; the same from run to run.
+    let again = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
+    assert_eq!(again.findings, all.findings);
+    let paths: Vec<&str> = all.findings.iter().map(|f| f.path.as_str()).collect();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(paths, sorted);
+    // A folder and a choice of checks narrow it.
+    let daily = audit(&engine, AuditArgs { folder: Some("z/daily".into()), ..Default::default() });
+    assert_eq!(daily.total, 3, "{:#?}", finding_lines(&daily.findings));
+    let broken = audit(
+        &engine,
+        AuditArgs { checks: Some(vec![AuditCheck::BrokenLink, AuditCheck::Orphan]), ..Default::default() },
+    );
+    assert_eq!(finding_lines(&broken.findings).len(), 4, "2 broken links, 2 orphans");
+    assert_eq!(broken.checks_run, [AuditCheck::BrokenLink, AuditCheck::Orphan]);
+    assert_eq!(broken.counts.len(), 2);
+}
+
+/// Issue 15: pages of findings follow each other without a repeat or a gap,
+/// also when notes change between two pages; bad arguments are clear errors.
+#[cfg(unix)]
+#[test]
+fn issue15_audit_vault_pages_stay_stable_and_refuses_bad_arguments() {
+    let (_tmp, vault) = common::messy_vault();
+    let engine = open(&vault);
+    let everything = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() }).findings;
+    let first = audit(&engine, AuditArgs { limit: Some(6), ..Default::default() });
+    assert_eq!((first.findings.len(), first.total), (6, 21));
+    assert_eq!(first.findings[..], everything[..6]);
+    // A new note sorting before the cursor (an orphan) and one after it.
+    std::fs::write(vault.join("z/0 first.md"), "---\ntags: [git]\n---\nalone\n").unwrap();
+    std::fs::write(vault.join("z/zz last.md"), "---\ntags: [git]\n---\nalone too\n").unwrap();
+    engine.sync(false, None).unwrap();
+    let mut seen = first.findings.clone();
+    let mut cursor = first.next_cursor.clone();
+    let mut pages = 1;
+    while let Some(next) = cursor {
+        let page = audit(&engine, AuditArgs { limit: Some(6), cursor: Some(next), ..Default::default() });
+        seen.extend(page.findings);
+        cursor = page.next_cursor;
+        pages += 1;
+        assert!(pages < 10, "paging does not end");
+    }
+    let lines = finding_lines(&seen);
+    let mut unique = lines.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), lines.len(), "a finding came twice");
+    for f in finding_lines(&everything) {
+        assert!(lines.contains(&f), "missed {f}");
+    }
+    assert!(lines.contains(&"orphan z/zz last.md no note links here and it links to no note".to_owned()));
+    assert!(!lines.iter().any(|l| l.contains("z/0 first.md")), "before the cursor: on no later page");
+
+    let fail = |args: AuditArgs| engine.audit_vault(&args).unwrap_err();
+    let err = fail(AuditArgs { cursor: Some("bogus".into()), ..Default::default() });
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("not a cursor audit_vault returned"), "{}", err.message);
+    let err = fail(AuditArgs {
+        checks: Some(vec![AuditCheck::Orphan]),
+        cursor: first.next_cursor.clone(),
+        ..Default::default()
+    });
+    assert!(err.message.contains("other checks or another folder"), "{}", err.message);
+    let err = fail(AuditArgs { folder: Some("../etc".into()), ..Default::default() });
+    assert_eq!(err.code, ErrorCode::PathDenied);
+    let err = fail(AuditArgs { folder: Some("z/nothing".into()), ..Default::default() });
+    assert_eq!(err.code, ErrorCode::NotFound);
+    let err = fail(AuditArgs { limit: Some(501), ..Default::default() });
+    assert!(err.message.contains("between 1 and 500"), "{}", err.message);
+    let err = fail(AuditArgs { checks: Some(vec![]), ..Default::default() });
+    assert!(err.message.contains("`checks` is empty"), "{}", err.message);
+}
+
+/// Issue 15: `fix: true` stages one patch proposal per note holding all its
+/// mechanical fixes, touching no note; applying them removes those findings.
+#[cfg(unix)]
+#[test]
+fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
+    let (_tmp, vault) = common::messy_vault();
+    let engine = open(&vault);
+    let before = common::snapshot(&vault.join("z"));
+    let staged = audit(&engine, AuditArgs { fix: true, limit: Some(1), ..Default::default() });
+    assert_eq!(staged.proposals.len(), 4, "MOC (2 fixes), Git 远程仓库, Rust, Trusty");
+    assert_eq!(common::snapshot(&vault.join("z")), before, "staging touches no note");
+    let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
+    let mut targets: Vec<&str> = pending.proposals.iter().map(|p| p.target.as_str()).collect();
+    targets.sort();
+    assert_eq!(targets, ["z/Backup MOC.md", "z/Git 远程仓库.md", "z/Rust.md", "z/Trusty.md"]);
+    for id in &staged.proposals {
+        engine.apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::write::Actor::Cli).unwrap();
+    }
+    let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
+    assert_eq!(
+        read("z/Backup MOC.md"),
+        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[备份仓库]]\n- [[备份仓库]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n"
+    );
+    assert!(read("z/Git 远程仓库.md").contains("[[备份仓库#同步不等于备份]]"));
+    assert!(read("z/Rust.md").starts_with("---\ntags: [type/synthesis]\nstatus: wip\n---\n"));
+    assert!(read("z/Trusty.md").contains(", #git and `Rust`"));
+    let after = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
+    let left: Vec<(&str, u64)> =
+        after.counts.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.as_str(), *n)).collect();
+    assert_eq!(
+        left,
+        [
+            ("ambiguous_link", 1),
+            ("broken_anchor", 1),
+            ("broken_link", 1),
+            ("duplicate_title", 2),
+            ("empty_note", 1),
+            ("frontmatter", 3),
+            ("orphan", 1),
+            ("oversize_note", 1),
+            ("skipped_file", 1),
+            ("unlinked_mention", 2),
+            ("unregistered_tag", 1),
+        ]
+    );
+    assert!(after.findings.iter().all(|f| f.fix.is_none()), "every fix was made");
+    // Nothing left to stage: no proposal.
+    let again = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert!(again.proposals.is_empty());
+}

@@ -90,6 +90,7 @@ fn read_calls() -> Vec<(&'static str, Value)> {
         ("list_recent_notes", json!({"days": 30, "sort": "created"})),
         ("recall_context", json!({"topic": "如何同步远程仓库", "budget_tokens": 800})),
         ("list_notes", json!({"folder": "z", "sort": "updated", "limit": 5})),
+        ("audit_vault", json!({"checks": ["broken_link", "orphan"], "limit": 5})),
     ]
 }
 
@@ -136,7 +137,8 @@ async fn every_read_tool_answers_with_content_that_matches_its_output_schema() {
             "get_related_notes",
             "list_recent_notes",
             "recall_context",
-            "list_notes"
+            "list_notes",
+            "audit_vault"
         ]
     );
     for (name, arguments) in read_calls() {
@@ -261,7 +263,7 @@ async fn every_protocol_version_works_from_a_real_client() {
         let told = info.instructions.as_deref().unwrap_or("");
         assert!(told.contains("recall_context") && told.contains("can only read"), "{version:?}: {told}");
         assert!(!told.contains("propose_new_note") && !told.contains("apply_proposal"), "{version:?}");
-        assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 10, "{version:?}");
+        assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 11, "{version:?}");
         let result = call(&client, "search_knowledge", json!({"query": "Zettelkasten"})).await.unwrap();
         assert_eq!(
             result.structured_content.unwrap()["results"][0]["path"],
@@ -394,7 +396,7 @@ fn stdout_is_json_rpc_only_a_malformed_line_is_survived_and_eof_ends_the_process
     }
     assert!(seen[&2]["result"]["structuredContent"]["total"].as_u64().unwrap() > 0);
     assert_eq!(seen[&3]["error"]["code"], -32602);
-    assert_eq!(seen[&4]["result"]["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(seen[&4]["result"]["tools"].as_array().unwrap().len(), 11);
     drop(stdin);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -581,7 +583,11 @@ async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_on
     let (_tmp, vault) = common::temp_vault();
     let client = connect(&vault, "apply").await;
     let tools = client.list_tools(None).await.unwrap().tools;
-    assert_eq!(tools.len(), 14, "the twelve tools, recall_context and list_notes at --access apply");
+    assert_eq!(
+        tools.len(),
+        15,
+        "the twelve tools, recall_context, list_notes and audit_vault at --access apply"
+    );
     let apply_tool = tools.iter().find(|t| t.name == "apply_proposal").unwrap().annotations.clone().unwrap();
     assert_eq!((apply_tool.read_only_hint, apply_tool.destructive_hint), (Some(false), Some(true)));
     let propose_tool =
@@ -691,7 +697,7 @@ async fn propose_level_cannot_apply() {
     let client = connect(&vault, "propose").await;
     let names: Vec<String> =
         client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names.len(), 13);
+    assert_eq!(names.len(), 14);
     assert!(!names.contains(&"apply_proposal".to_owned()));
     let told = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
     assert!(told.contains("propose_new_note") && told.contains("cannot apply"), "{told}");
@@ -1280,4 +1286,87 @@ async fn issue13_answers_and_resources_stay_lean_on_a_big_note_and_a_big_vault()
     assert!(tree["folders"].as_array().unwrap().iter().any(|f| f == "z/many"));
     assert!(tree["hint"].as_str().unwrap().contains("list_notes"), "{}", tree["hint"]);
     client.cancel().await.unwrap();
+}
+
+/// Issue 15: `audit_vault` through rmcp's client: a read tool whose broken
+/// links and anchors add up to the overview's count, whose `fix: true` is
+/// refused below access propose, and whose unknown checks are argument errors.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue15_audit_vault_over_mcp_agrees_with_the_overview() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "read").await;
+    let overview = call(&client, "get_vault_overview", json!({})).await.unwrap().structured_content.unwrap();
+    let result = call(&client, "audit_vault", json!({"checks": ["broken_link", "broken_anchor", "orphan"]}))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let audit = result.structured_content.unwrap();
+    let broken =
+        audit["counts"]["broken_link"].as_u64().unwrap() + audit["counts"]["broken_anchor"].as_u64().unwrap();
+    assert_eq!(broken, overview["counts"]["broken_links"].as_u64().unwrap(), "{audit}");
+    assert_eq!(audit["counts"]["orphan"], 1);
+    let orphans: Vec<&str> = audit["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "orphan")
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(orphans, ["z/reading/孤立的想法.md"]);
+    assert!(result.content[0].as_text().unwrap().text.contains("orphan z/reading/孤立的想法.md"), "{audit}");
+    let refused = call(&client, "audit_vault", json!({"fix": true})).await.unwrap();
+    assert_eq!(error_code(&refused), "permission_denied");
+    let unknown = call(&client, "audit_vault", json!({"checks": ["spelling"]})).await.unwrap();
+    assert_eq!(error_code(&unknown), "invalid_argument");
+    client.cancel().await.unwrap();
+
+    // At access propose the fixes are staged, one proposal per note.
+    let (_tmp, messy) = common::messy_vault();
+    let client = connect(&messy, "propose").await;
+    let fixed = call(&client, "audit_vault", json!({"fix": true, "limit": 1})).await.unwrap();
+    assert_ne!(fixed.is_error, Some(true), "{fixed:?}");
+    assert_eq!(fixed.structured_content.unwrap()["proposals"].as_array().unwrap().len(), 4);
+    let pending = call(&client, "list_proposals", json!({})).await.unwrap().structured_content.unwrap();
+    assert_eq!(pending["proposals"].as_array().unwrap().len(), 4, "{pending}");
+    client.cancel().await.unwrap();
+}
+
+/// Issue 15: `kb-index audit` prints every finding and exits 1 on errors;
+/// `--fix` stages the fixes, `--fix --yes` applies them; an unknown check is bad usage.
+#[test]
+fn issue15_kb_index_audit_reports_and_fixes() {
+    let (_tmp, vault) = common::messy_vault();
+    let kb_index = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kb-index")).args(args).arg("--vault").arg(&vault).output().unwrap()
+    };
+    let all = kb_index(&["audit"]);
+    let text = String::from_utf8_lossy(&all.stdout);
+    assert_eq!(all.status.code(), Some(1), "{text}{}", String::from_utf8_lossy(&all.stderr));
+    assert!(
+        text.contains("z/Backup MOC.md:7: error [broken_link] [[备份仓]] leads to no note or file"),
+        "{text}"
+    );
+    assert!(text.contains("    fix: link to z/备份仓库.md instead of `备份仓`"), "{text}");
+    assert!(text.trim_end().ends_with("21 findings, 7 errors (ambiguous_link 1, broken_anchor 2, broken_link 2, duplicate_title 2, empty_note 1, frontmatter 3, moc_missing 1, orphan 2, oversize_note 1, skipped_file 1, unlinked_mention 2, unregistered_tag 3)"), "{text}");
+    let json = kb_index(&["audit", "z/daily", "--json"]);
+    let audit: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(audit["total"], 3, "{audit}");
+    let orphans = kb_index(&["audit", "--checks", "orphan,duplicate_title"]);
+    assert_eq!(orphans.status.code(), Some(0), "no errors among these");
+    let bad = kb_index(&["audit", "--checks", "spelling"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown check `spelling`"), "{bad:?}");
+    let before = std::fs::read(vault.join("z/Backup MOC.md")).unwrap();
+    let staged = kb_index(&["audit", "--fix"]);
+    let text = String::from_utf8_lossy(&staged.stdout);
+    assert!(text.contains("staged 4 fix proposals: "), "{text}");
+    assert_eq!(std::fs::read(vault.join("z/Backup MOC.md")).unwrap(), before, "--fix alone writes no note");
+    let applied = kb_index(&["audit", "--fix", "--yes", "--checks", "broken_link,moc_missing"]);
+    let text = String::from_utf8_lossy(&applied.stdout);
+    assert!(text.contains("applied 1 fix proposal: ") && text.contains("after the fixes: 1 error"), "{text}");
+    assert!(
+        std::fs::read_to_string(vault.join("z/Backup MOC.md"))
+            .unwrap()
+            .ends_with("- [[备份仓库]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n")
+    );
 }

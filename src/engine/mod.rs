@@ -8,6 +8,8 @@
 //! their checks cannot drift apart. Methods block (tantivy, rayon, disk I/O);
 //! async callers run them on a blocking thread.
 
+mod audit;
+mod audit_fix;
 mod bounded;
 mod list;
 mod person;

@@ -105,6 +105,17 @@ pub fn invoke(
             let args: ListNotesArgs = parse(name, arguments)?;
             engine.list_notes(&args).map(|v| (render::notes(&v), to_value(&v)))
         }
+        "audit_vault" => {
+            let args: AuditArgs = parse(name, arguments)?;
+            if args.fix && context.access < Access::Propose {
+                return Err(Error::new(
+                    crate::error::ErrorCode::PermissionDenied,
+                    format!("`audit_vault` with `fix: true` needs access level `propose`; this connection has `{}`", context.access.as_str()),
+                )
+                .with_hint("call audit_vault without `fix` to see the findings, or ask the person for access propose"));
+            }
+            engine.audit_vault(&args).map(|v| (render::audit(&v), to_value(&v)))
+        }
         "propose_new_note" => {
             let args: ProposeNewArgs = parse(name, arguments)?;
             engine.propose_new_note(&args).map(|v| (render::proposed_new(&v), to_value(&v)))

@@ -215,6 +215,37 @@ pub(super) fn recall(r: &RecallPack) -> String {
     out
 }
 
+pub(super) fn audit(a: &Audit) -> String {
+    let mut out = format!("{}, {} of them errors", count(a.total, "finding"), a.errors);
+    for (check, n) in a.counts.iter().filter(|(_, n)| **n > 0) {
+        let _ = write!(out, "\n{check}: {n}");
+    }
+    for f in &a.findings {
+        let line = f.line.map_or(String::new(), |l| format!(":{l}"));
+        let severity = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        };
+        let _ = write!(out, "\n- {severity} {} {}{line}: {}", f.check.name(), f.path, f.message);
+        if let Some(fix) = &f.fix {
+            let _ = write!(out, " [fix: {}]", fix.summary);
+        }
+    }
+    if !a.proposals.is_empty() {
+        let _ = write!(
+            out,
+            "\nstaged {}: {}",
+            count(a.proposals.len() as u64, "proposal"),
+            a.proposals.join(", ")
+        );
+    }
+    if let Some(cursor) = &a.next_cursor {
+        let _ = write!(out, "\n[more: call again with cursor {cursor}]");
+    }
+    out
+}
+
 pub(super) fn notes(l: &NoteList) -> String {
     let shown = if l.folder.is_empty() { "the vault's top level" } else { l.folder.as_str() };
     let mut out = format!("{shown}: {} of {}", l.notes.len(), count(l.total, "note"));

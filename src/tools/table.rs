@@ -162,6 +162,15 @@ pub(super) static TOOLS: &[ToolDef] = &[
         output: output::<NoteList>,
     },
     ToolDef {
+        name: "audit_vault",
+        title: "Audit the vault's health",
+        description: "Find what needs care: broken links and anchors, ambiguous links, orphans, unregistered tags, frontmatter breaking kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's map of content, skipped files, empty and oversize notes. `checks` picks some (default all), `folder` narrows. Returns counts per check, `errors`, and findings {check, severity, path, line, message, fix} by path; `fix` is the mechanical change when there is one. Page with `next_cursor` (limit 1 to 500, default 100). With access propose, `fix: true` stages the fixes as one patch proposal per note and returns their ids.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<AuditArgs>,
+        output: output::<Audit>,
+    },
+    ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
         description: "Stage a new note for the person to approve; nothing in the vault changes. Before calling: search_knowledge for existing notes on the topic (do not duplicate one), and read the relevant standards (list_standards). Give the title (the file name is derived from it; Chinese is kept), the Markdown body without frontmatter (the server writes title, aliases, tags, description and created), the reason, and optionally a folder inside a notes root, tags (prefer registered ones: list_tags), aliases and a description. Writes only two files under the inbox. Returns the proposal_id, the target path it would create, the inbox files, a preview, and `similar`: existing notes it may duplicate. Fails with target_exists if that note already exists. Then stop and ask the person to review it; only they apply it.",
@@ -246,15 +255,15 @@ pub fn level(name: &str) -> Option<Access> {
 mod tests {
     use super::*;
     use crate::engine::types::{
-        Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT,
-        TAGS_LIMIT,
+        AUDIT_LIMIT, Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT,
+        SEARCH_LIMIT, TAGS_LIMIT,
     };
 
     /// Each numeric argument's bound reaches the input schema (minimum, maximum,
     /// and the numbers in its description) and the tool description's defaults.
     #[test]
     fn bounds_reach_schemas_and_descriptions() {
-        let cases: [(&str, &str, Bound); 8] = [
+        let cases: [(&str, &str, Bound); 9] = [
             ("search_knowledge", "limit", SEARCH_LIMIT),
             ("search_note_content", "limit", SEARCH_LIMIT),
             ("list_tags", "limit", TAGS_LIMIT),
@@ -263,6 +272,7 @@ mod tests {
             ("list_proposals", "limit", PROPOSALS_LIMIT),
             ("recall_context", "budget_tokens", RECALL_BUDGET),
             ("list_notes", "limit", LIST_NOTES_LIMIT),
+            ("audit_vault", "limit", AUDIT_LIMIT),
         ];
         for (tool, argument, bound) in cases {
             let def = def(tool).unwrap();

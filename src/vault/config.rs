@@ -50,6 +50,8 @@ pub struct VaultConfig {
     pub tag_registry: Option<String>,
     /// Size limits.
     pub limits: Limits,
+    /// Frontmatter rules (`[lint]`), checked by `audit_vault`.
+    pub lint: super::lint::LintRules,
 }
 
 impl VaultConfig {
@@ -60,8 +62,12 @@ impl VaultConfig {
         let Some(text) = text else { return Ok(config) };
         let table: Table = toml::from_str(text).map_err(|err| syntax_error(text, &err))?;
         for (section, value) in &table {
+            if section == "lint" {
+                config.lint = super::lint::LintRules::parse(value)?;
+                continue;
+            }
             let Some(&(_, keys)) = SECTIONS.iter().find(|(name, _)| name == section) else {
-                let names = SECTIONS.iter().map(|(name, _)| *name);
+                let names = SECTIONS.iter().map(|(name, _)| *name).chain(["lint"]);
                 return Err(unknown(&format!("section `[{section}]`"), suggest(section, names)));
             };
             let Value::Table(entries) = value else {
@@ -114,7 +120,8 @@ const SECTIONS: [(&str, &[&str]); 3] = [
 const MAX_LIMIT: u64 = 1 << 30;
 
 const KEYS_HINT: &str = "kb.toml may hold [vault] notes, standards, inbox, read_also, deny; \
-                         [tags] registry; [limits] read_max_bytes, read_page_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes";
+                         [tags] registry; [limits] read_max_bytes, read_page_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes; \
+                         [lint] required, types, folders";
 
 fn invalid(message: String) -> Error {
     Error::invalid(format!("kb.toml: {message}")).with_hint(KEYS_HINT)
@@ -204,6 +211,11 @@ fn folder(name: &str, raw: &str, root_ok: bool) -> Result<String> {
     Ok(trimmed.to_owned())
 }
 
+/// A folder named in `[lint.folders]`: lexically safe and not hard-denied.
+pub(super) fn check_folder(name: &str, raw: &str, folder: &str) -> Result<()> {
+    check_path(name, raw, folder, "folder").map(|_| ())
+}
+
 /// Lexical checks of [`NotePath::parse`] plus the built-in hard-deny list.
 fn check_path(name: &str, raw: &str, path: &str, what: &str) -> Result<NotePath> {
     let parsed = NotePath::parse(path).map_err(|err| {
@@ -291,7 +303,7 @@ fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
 }
 
 /// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

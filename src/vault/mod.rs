@@ -10,6 +10,7 @@ mod config;
 mod frontmatter;
 pub mod graph;
 mod keys;
+mod lint;
 mod markdown;
 mod note;
 mod obsidian;
@@ -17,9 +18,10 @@ mod packed;
 mod record;
 mod section;
 
-pub use config::{Limits, VaultConfig};
+pub use config::{Limits, VaultConfig, edit_distance};
 pub use frontmatter::{FRONTMATTER_MAX_BYTES, FRONTMATTER_MAX_DEPTH, Frontmatter, parse_frontmatter};
 pub use keys::{KeySpan, frontmatter_keys};
+pub use lint::{FolderRules, LintProblem, LintRules, ValueType};
 pub use note::{
     Anchor, Diagnostic, Heading, Link, LinkKind, Note, body_offset, decode_note, heading_key, link_context,
     parse_note,
@@ -27,7 +29,7 @@ pub use note::{
 pub use obsidian::templates_folders;
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 
-pub use markdown::{BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, Span, TagSpan, note_spans};
+pub use markdown::{BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, Span, TagSpan, note_spans, prose_spans};
 pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};
 pub use section::{
     atx_heading_line, heading_blocks, line_start, section_around, section_named, section_range,

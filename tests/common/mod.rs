@@ -165,3 +165,57 @@ pub fn check_unix_only(file: &str, source: &str, unix_only: &[&str]) {
         }
     }
 }
+
+/// Issue 15: a vault built to hold one of every problem `audit_vault` looks for
+/// (and decoys it must not report: a Latin title inside a longer word, a title
+/// inside inline and fenced code, a Chinese title inside a link).
+pub fn messy_vault() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    let files: &[(&str, &str)] = &[
+        (
+            "kb.toml",
+            "[vault]\nnotes = [\"z\"]\nstandards = [\"docs\"]\n[tags]\nregistry = \"docs/tags.md\"\n\
+             [limits]\nread_max_bytes = 1000\n\
+             [lint]\nrequired = [\"tags\"]\ntypes = { created = \"date\", status = [\"draft\", \"done\"] }\n\
+             [lint.folders.\"z/daily\"]\nrequired = [\"created\"]\n",
+        ),
+        ("docs/tags.md", "# Tags\n\n- #git\n- #type/synthesis\n- #backup\n- #moc\n"),
+        (
+            "z/备份仓库.md",
+            "---\ntags: [backup]\n---\n# 备份仓库\n\n## 同步不等于备份\n同步会把删除也同步过去。[[Git 远程仓库#推送]]\n",
+        ),
+        (
+            "z/Git 远程仓库.md",
+            "---\ntags: [git]\ncreated: 2026-03-01\n---\n# Git 远程仓库\n\n## 推送\n推送之前先做快照：[[备份仓库#同步不等与备份]]\n\n先读 [[Setup]]。\n",
+        ),
+        (
+            "z/daily/2026-03-02.md",
+            "---\ntags: [daily]\n---\n今天整理了备份仓库的目录。\n\n[[Git 远程仓库]]\n",
+        ),
+        ("z/Rust.md", "---\ntags: [synthesis]\nstatus: wip\n---\n# Rust\n\nA language.\n"),
+        (
+            "z/Trusty.md",
+            "# Trusty\n\nTrusty rusty tools, #gitt and `Rust` in code.\n\n```\nRust\n```\n\nLearning Rust is fun. [[备份仓库]]\n",
+        ),
+        ("z/孤立笔记.md", "---\ntags: [backup]\n---\n孤零零。\n"),
+        (
+            "z/Backup MOC.md",
+            "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[备份仓库]]\n- [[备份仓]]\n- [[Nonexistent thing]]\n",
+        ),
+        ("z/a/Setup.md", "---\ntags: [git]\n---\n# Setup\n"),
+        ("z/b/Setup.md", "---\ntags: [git]\n---\n# Setup\n\nSee [[Rust]].\n"),
+    ];
+    for (path, text) in files {
+        let file = vault.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let big = format!(
+        "---\ntags: [git]\n---\n# Large note\n\n[[Rust#^nope]]\n\n{}\n",
+        "lorem ipsum dolor sit amet. ".repeat(50)
+    );
+    std::fs::write(vault.join("z/Large note.md"), big).unwrap();
+    std::fs::write(vault.join("z/bad.md"), b"caf\xe9 latin-1\n").unwrap();
+    (dir, vault)
+}

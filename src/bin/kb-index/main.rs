@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod audit;
 mod build;
 mod eval_cmd;
 mod inbox;
@@ -67,6 +68,8 @@ enum Command {
     /// Search notes: titles and text together (or --titles, --content); the index is updated first.
     #[command(after_help = search::EXAMPLES)]
     Search(search::SearchArgs),
+    /// Check the vault's health (what audit_vault finds); exit 1 when there are errors. --fix stages the mechanical fixes.
+    Audit(audit::AuditCmdArgs),
     /// List a folder: its subfolders with their note counts, then its notes (what list_notes returns).
     Ls(ls::LsArgs),
     /// Show the vault and index state (what get_vault_overview returns); exit 1 when the index is stale.
@@ -225,6 +228,14 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     match &cli.command {
         Command::Search(args) => search::run(&engine, args, &paint, &mut out),
         Command::Ls(args) => ls::run(&engine, args, &mut out),
+        Command::Audit(args) => {
+            if args.fix
+                && let Some(error) = engine.inbox_conflict()
+            {
+                return Err(error.into());
+            }
+            audit::run(&engine, args, &paint, &mut out)
+        }
         Command::Status { json } => status::run(&engine, *json, &mut out),
         Command::Build { full } => build::run(&engine, *full, &mut out),
         Command::Inbox { command } => {

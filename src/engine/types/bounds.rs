@@ -56,3 +56,6 @@ pub const LIST_NOTES_LIMIT: Bound = Bound { default: 50, min: 1, max: 200 };
 
 /// `budget_tokens` of `recall_context`.
 pub const RECALL_BUDGET: Bound = Bound { default: 4000, min: 200, max: 32000 };
+
+/// `limit` of `audit_vault`.
+pub const AUDIT_LIMIT: Bound = Bound { default: 100, min: 1, max: 500 };

@@ -6,6 +6,7 @@
 //! output schemas without a mirror type; the engine itself never builds or
 //! checks a schema.
 
+mod audit;
 mod bounds;
 mod links;
 mod list;
@@ -16,9 +17,10 @@ mod recall;
 mod recent;
 mod search;
 
+pub use audit::{Audit, AuditArgs, AuditCheck, Finding, Fix, Severity};
 pub use bounds::{
-    Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT, SEARCH_LIMIT,
-    TAGS_LIMIT,
+    AUDIT_LIMIT, Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT,
+    SEARCH_LIMIT, TAGS_LIMIT,
 };
 pub use links::{BacklinkOut, BrokenLink, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList};

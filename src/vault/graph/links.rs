@@ -135,6 +135,17 @@ impl Graph {
         &self.backlinks[start..end]
     }
 
+    /// The notes a wikilink target could mean, best first (exact path, then path
+    /// suffix or file name): more than one when several notes share the name.
+    pub fn candidates(
+        &self,
+        records: &[Arc<NoteRecord>],
+        attachments: &[String],
+        target: &str,
+    ) -> Vec<usize> {
+        self.resolver.candidates(Files { records, attachments }, target)
+    }
+
     /// The maps of content that link to a note (backlinks are ordered by the
     /// linking note, so each map is one binary search).
     pub fn mocs_linking(&self, target: usize) -> Vec<usize> {

@@ -16,8 +16,11 @@ use super::{BlockIdSpan, HeadingSpan, Scanned, Span};
 use crate::vault::note::{Diagnostic, Heading};
 
 /// Scans `text[body_offset..]`; see [`super::scan`].
-pub(super) fn scan(text: &str, body_offset: usize, first_line: u32, folder: &str) -> Scanned {
+pub(super) fn scan(text: &str, body_offset: usize, first_line: u32, folder: &str, prose: bool) -> Scanned {
     let mut scanner = Scanner::new(text, folder);
+    if prose {
+        scanner.out.prose = Some(Vec::new());
+    }
     let mut line_no = first_line;
     let mut offset = body_offset;
     for raw in text[body_offset..].split('\n') {

@@ -38,6 +38,12 @@ impl Scanner<'_> {
         multiline: bool,
     ) -> Option<usize> {
         let b = line.as_bytes();
+        if let Some(prose) = &mut self.out.prose
+            && from < b.len()
+        {
+            prose.push(Span { start: offset + from, end: offset + b.len() });
+        }
+        let collect = self.out.prose.is_some();
         let mut i = from;
         let mut visible_from = from;
         let mut escaped = usize::MAX;
@@ -66,7 +72,12 @@ impl Scanner<'_> {
                 b'`' => {
                     let run = b[i..].iter().take_while(|&&c| c == b'`').count();
                     i = match code_closers.find(b, i + run, run, &mut budget) {
-                        Some(end) => end,
+                        Some(end) => {
+                            if collect {
+                                self.out.hidden.push(Span { start: offset + i, end: offset + end });
+                            }
+                            end
+                        }
                         None => i + run,
                     };
                 }
@@ -78,12 +89,20 @@ impl Scanner<'_> {
                     let close = if i + 4 >= no_comment_close_from { None } else { find(&b[i + 4..], b"-->") };
                     match close {
                         Some(at) => {
+                            if collect {
+                                self.out
+                                    .hidden
+                                    .push(Span { start: offset + i, end: offset + i + 4 + at + 3 });
+                            }
                             i += 4 + at + 3;
                             visible_from = i;
                         }
                         None => {
                             no_comment_close_from = i + 4;
                             if multiline && let Some(end) = self.comment_close(offset + i + 4) {
+                                if collect {
+                                    self.out.hidden.push(Span { start: offset + i, end: offset + b.len() });
+                                }
                                 self.comment_until = end;
                                 return None;
                             }

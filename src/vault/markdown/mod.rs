@@ -112,6 +112,11 @@ pub(super) struct Scanned {
     pub(super) block_ids: Vec<BlockIdSpan>,
     /// Unclosed code fences.
     pub(super) diagnostics: Vec<Diagnostic>,
+    /// When asked for ([`prose_spans`]): every stretch of text the inline pass
+    /// read (outside fences, comment blocks and frontmatter), in file order.
+    pub(super) prose: Option<Vec<Span>>,
+    /// With `prose`: the code spans and inline comments inside those stretches.
+    pub(super) hidden: Vec<Span>,
 }
 
 /// The Markdown model of a note: where each of its headings, links, inline tags
@@ -146,7 +151,41 @@ pub fn note_spans(path: &NotePath, text: &str) -> NoteSpans {
 /// `first_line`. `folder` is the note's folder (vault-relative, `""` at the top),
 /// against which Markdown links are resolved. Spans are offsets in `text`.
 pub(super) fn scan(text: &str, body_offset: usize, first_line: u32, folder: &str) -> Scanned {
-    blocks::scan(text, body_offset.min(text.len()), first_line, folder)
+    blocks::scan(text, body_offset.min(text.len()), first_line, folder, false)
+}
+
+/// A note's prose: the byte ranges of its text where words are written as words,
+/// in file order. Left out: frontmatter, code (fenced and inline), HTML
+/// comments, links (their display text too) and inline tags. What an unlinked
+/// mention is looked for in.
+pub fn prose_spans(path: &NotePath, text: &str) -> Vec<Span> {
+    let offset = super::frontmatter::body_offset(text);
+    let first_line = u32::try_from(text[..offset].matches('\n').count() + 1).unwrap_or(u32::MAX);
+    let scanned = blocks::scan(text, offset.min(text.len()), first_line, path.parent(), true);
+    let mut hidden = scanned.hidden;
+    hidden.extend(scanned.links.iter().map(|link| link.span));
+    hidden.extend(scanned.tags.iter().map(|tag| tag.span));
+    hidden.sort_by_key(|span| span.start);
+    let mut out = Vec::new();
+    let mut next_hidden = 0;
+    for stretch in scanned.prose.unwrap_or_default() {
+        let mut at = stretch.start;
+        while next_hidden < hidden.len() && hidden[next_hidden].end <= at {
+            next_hidden += 1;
+        }
+        let mut k = next_hidden;
+        while k < hidden.len() && hidden[k].start < stretch.end {
+            if hidden[k].start > at {
+                out.push(Span { start: at, end: hidden[k].start });
+            }
+            at = at.max(hidden[k].end);
+            k += 1;
+        }
+        if at < stretch.end {
+            out.push(Span { start: at, end: stretch.end });
+        }
+    }
+    out
 }
 
 /// Longest context a backlink shows for a link, in characters (the ellipsis included).
