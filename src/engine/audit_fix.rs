@@ -115,10 +115,8 @@ fn fixed_text(path: &str, text: &str, fixes: &[&Finding]) -> Option<(String, Vec
                     }
                 }
             }
-            (AuditCheck::MocMissing, None) => {
-                if !text.contains(&fix.new) && !appended.contains(&fix.new) {
-                    appended.push(fix.new.clone());
-                }
+            (AuditCheck::MocMissing, None) if !text.contains(&fix.new) && !appended.contains(&fix.new) => {
+                appended.push(fix.new.clone());
             }
             _ => {}
         }
