@@ -271,7 +271,7 @@ mod tests {
             keys("z/a.md", json!({"created": "soon", "status": "done"})),
             ["tags", "created", "status"]
         );
-        assert_eq!(keys("z/daily/d.md", json!({"tags": "x"})), ["tags", "date"]);
+        assert_eq!(keys("z/daily/d.md", json!({"tags": "x"})), ["date", "tags"]);
         assert_eq!(keys("z/dailyx.md", json!({"tags": "x"})), Vec::<String>::new());
         assert_eq!(keys("z/a.md", Json::Null), ["tags"]);
     }
