@@ -1428,3 +1428,74 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
     let again = audit(&engine, AuditArgs { fix: true, ..Default::default() });
     assert!(again.proposals.is_empty());
 }
+
+/// Issue 15: `get_vault_overview {since}` lists the notes added, changed and
+/// removed since an earlier overview's cursor, who changed them (an agent's or
+/// the person's applied proposal, else outside kb-mcp), and the proposals
+/// applied and rejected; another process reading the same index agrees; a bad
+/// cursor is an argument error, and a rebuild since makes the answer incomplete.
+#[test]
+fn issue15_overview_since_lists_what_changed_and_who_changed_it() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let first = engine.overview_since("read", 0, None).unwrap().changes;
+    assert!(first.added.is_empty() && first.changed.is_empty() && first.applied.is_empty(), "{first:?}");
+    // Outside kb-mcp: a new note, an edit, a deletion.
+    std::fs::write(vault.join("z/New idea.md"), "# New idea\n").unwrap();
+    let drills = vault.join("z/Restore drills.md");
+    let mut text = std::fs::read_to_string(&drills).unwrap();
+    text.push_str("\nOne more drill.\n");
+    std::fs::write(&drills, text).unwrap();
+    std::fs::remove_file(vault.join("z/reading/孤立的想法.md")).unwrap();
+    engine.sync(false, None).unwrap();
+    // Through kb-mcp: an agent's patch applied, a new note the person rejected.
+    let path = "z/备份仓库.md";
+    let note = engine.read_note(&ReadNoteArgs { path: Some(path.into()), ..Default::default() }).unwrap();
+    let patch = engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: path.into(),
+            base_hash: note.hash,
+            reason: "test".into(),
+            edits: serde_json::from_value(serde_json::json!([{"op": "append", "content": "\nmore\n"}]))
+                .unwrap(),
+        })
+        .unwrap();
+    engine
+        .apply_proposal(&ApplyArgs { proposal_id: patch.proposal_id.clone() }, kb_mcp::write::Actor::Mcp)
+        .unwrap();
+    let new = engine
+        .propose_new_note(&ProposeNewArgs {
+            title: "Rejected idea".into(),
+            body: "no\n".into(),
+            reason: "test".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    engine.reject_proposal(&new.proposal_id, "not needed", kb_mcp::write::Actor::Cli).unwrap();
+
+    let later = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    let changes = later.overview_since("read", 0, Some(&first.cursor)).unwrap().changes;
+    let notes =
+        |list: &[ChangedNote]| list.iter().map(|n| format!("{} {}", n.path, n.by)).collect::<Vec<_>>();
+    assert_eq!(notes(&changes.added), ["z/New idea.md outside"]);
+    assert_eq!(notes(&changes.changed), ["z/Restore drills.md outside", "z/备份仓库.md mcp"]);
+    assert_eq!(notes(&changes.removed), ["z/reading/孤立的想法.md outside"]);
+    let events = |list: &[ProposalEvent]| {
+        list.iter().map(|e| format!("{} {} {}", e.proposal_id, e.target, e.by)).collect::<Vec<_>>()
+    };
+    assert_eq!(events(&changes.applied), [format!("{} z/备份仓库.md mcp", patch.proposal_id)]);
+    assert_eq!(events(&changes.rejected), [format!("{} z/Rejected idea.md cli", new.proposal_id)]);
+    assert!(!changes.incomplete);
+    assert_eq!(engine.overview_since("read", 0, Some(&first.cursor)).unwrap().changes, changes);
+
+    let quiet = later.overview_since("read", 0, Some(&changes.cursor)).unwrap().changes;
+    assert!(quiet.added.is_empty() && quiet.changed.is_empty() && quiet.removed.is_empty(), "{quiet:?}");
+    assert!(quiet.applied.is_empty() && quiet.rejected.is_empty() && !quiet.incomplete, "{quiet:?}");
+    for bad in ["bogus", "c1zz", "c1", "c16869"] {
+        let err = later.overview_since("read", 0, Some(bad)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgument, "{bad}");
+        assert!(err.message.contains("not a cursor get_vault_overview returned"), "{}", err.message);
+    }
+    later.sync(true, None).unwrap();
+    assert!(later.overview_since("read", 0, Some(&changes.cursor)).unwrap().changes.incomplete);
+}

@@ -1292,7 +1292,7 @@ async fn issue13_answers_and_resources_stay_lean_on_a_big_note_and_a_big_vault()
 /// links and anchors add up to the overview's count, whose `fix: true` is
 /// refused below access propose, and whose unknown checks are argument errors.
 #[tokio::test(flavor = "multi_thread")]
-async fn issue15_audit_vault_over_mcp_agrees_with_the_overview() {
+async fn issue15_audit_vault_and_overview_since_over_mcp() {
     let (_tmp, vault) = common::temp_vault();
     let client = connect(&vault, "read").await;
     let overview = call(&client, "get_vault_overview", json!({})).await.unwrap().structured_content.unwrap();
@@ -1318,6 +1318,14 @@ async fn issue15_audit_vault_over_mcp_agrees_with_the_overview() {
     assert_eq!(error_code(&refused), "permission_denied");
     let unknown = call(&client, "audit_vault", json!({"checks": ["spelling"]})).await.unwrap();
     assert_eq!(error_code(&unknown), "invalid_argument");
+    // The overview's changes since its own cursor: none; a garbled cursor is an argument error.
+    let cursor = overview["changes"]["cursor"].as_str().unwrap();
+    let since = call(&client, "get_vault_overview", json!({"since": cursor})).await.unwrap();
+    let changes = &since.structured_content.unwrap()["changes"];
+    assert_eq!(changes["added"], json!([]), "{changes}");
+    assert_eq!(changes["applied"], json!([]), "{changes}");
+    let garbled = call(&client, "get_vault_overview", json!({"since": "c1garbled"})).await.unwrap();
+    assert_eq!(error_code(&garbled), "invalid_argument");
     client.cancel().await.unwrap();
 
     // At access propose the fixes are staged, one proposal per note.

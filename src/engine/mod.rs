@@ -11,6 +11,7 @@
 mod audit;
 mod audit_fix;
 mod bounded;
+mod changes;
 mod list;
 mod person;
 mod read;

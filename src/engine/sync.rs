@@ -435,9 +435,10 @@ impl Engine {
             }
             Ok(())
         };
-        self.index.update(full, removed, produce)?;
+        let before = |path: &str| catalog.get(path).map(|record| record.hash.clone());
+        self.index.update(full, removed, &before, produce)?;
         if !written.vanished.is_empty() {
-            self.index.update(false, &written.vanished, |_| Ok(()))?;
+            self.index.update(false, &written.vanished, &before, |_| Ok(()))?;
         }
         Ok(written)
     }
@@ -562,13 +563,15 @@ impl Engine {
             _ => None,
         };
         let gone: HashSet<String> = [path.as_str().to_owned()].into_iter().collect();
+        let catalog = self.catalog();
+        let before = |path: &str| catalog.get(path).map(|record| record.hash.clone());
         match document {
             Some(document) => {
-                self.index.update(false, &[], |sink| sink.replace(&document))?;
+                self.index.update(false, &[], &before, |sink| sink.replace(&document))?;
                 self.apply_delta(&gone, vec![document.record], None);
             }
             None => {
-                self.index.update(false, &[path.as_str().to_owned()], |_| Ok(()))?;
+                self.index.update(false, &[path.as_str().to_owned()], &before, |_| Ok(()))?;
                 self.apply_delta(&gone, Vec::new(), None);
             }
         }

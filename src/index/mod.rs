@@ -33,7 +33,7 @@ pub use open::OpenedIndex;
 pub use script::{is_cjk, is_han, is_hangul, is_kana};
 pub use search::{SearchHit, SearchOutcome, SearchRequest, SearchScope};
 pub use snippet::Snippet;
-pub use writer::DocumentSink;
+pub use writer::{DocumentSink, Journal};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -60,6 +60,53 @@ struct Payload {
     schema_version: u32,
     built_at: Option<String>,
     updated_at: Option<String>,
+    /// Commits so far: each update counts one.
+    #[serde(default)]
+    seq: u64,
+    /// Changes after this commit are all in `journal` (older ones were dropped,
+    /// or the index was rebuilt then).
+    #[serde(default)]
+    journal_from: u64,
+    /// The latest notes added, changed and removed, oldest first, at most
+    /// [`JOURNAL_MAX`]: what `get_vault_overview {since}` reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    journal: Vec<JournalEntry>,
+}
+
+/// Most changes the commit payload remembers (about 60 bytes each).
+const JOURNAL_MAX: usize = 1000;
+
+/// One note added, changed or removed by a commit.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+struct JournalEntry {
+    seq: u64,
+    op: ChangeOp,
+    path: String,
+}
+
+/// What a commit did to a note.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChangeOp {
+    /// It was not in the index before.
+    #[serde(rename = "a")]
+    Added,
+    /// It was, with other content.
+    #[serde(rename = "c")]
+    Changed,
+    /// It left the index.
+    #[serde(rename = "r")]
+    Removed,
+}
+
+/// The notes the index took in or dropped after a commit, by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangesSince {
+    /// The last commit: where the next look starts.
+    pub seq: u64,
+    /// False when some changes since were forgotten (too many, or a rebuild).
+    pub complete: bool,
+    /// Each note's net change (added then removed is none), by path.
+    pub changes: Vec<(ChangeOp, String)>,
 }
 
 /// Facts about the index for `get_vault_overview` and `kb-index status`.
@@ -146,6 +193,39 @@ impl SearchIndex {
             .and_then(|m| m.payload)
             .and_then(|p| serde_json::from_str(&p).ok())
             .unwrap_or_default()
+    }
+
+    /// The notes added, changed and removed by the commits after commit `seq`
+    /// (`None`: none, only where to start next time), from the journal the
+    /// commits carry: nothing is read but the index's metadata.
+    pub fn changes_since(&self, seq: Option<u64>) -> ChangesSince {
+        let payload = self.payload();
+        let Some(after) = seq else {
+            return ChangesSince { seq: payload.seq, complete: true, changes: Vec::new() };
+        };
+        // Per path: whether it was indexed before the first change and after the last.
+        let mut net: std::collections::BTreeMap<&str, (bool, bool)> = std::collections::BTreeMap::new();
+        for entry in payload.journal.iter().filter(|e| e.seq > after) {
+            let exists = entry.op != ChangeOp::Removed;
+            net.entry(entry.path.as_str()).or_insert((entry.op != ChangeOp::Added, exists)).1 = exists;
+        }
+        let changes = net
+            .into_iter()
+            .filter_map(|(path, state)| {
+                let op = match state {
+                    (false, true) => ChangeOp::Added,
+                    (true, true) => ChangeOp::Changed,
+                    (true, false) => ChangeOp::Removed,
+                    (false, false) => return None,
+                };
+                Some((op, path.to_owned()))
+            })
+            .collect();
+        ChangesSince {
+            seq: payload.seq,
+            complete: after >= payload.journal_from && after <= payload.seq,
+            changes,
+        }
     }
 
     /// Facts about the index as last committed.

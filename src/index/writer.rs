@@ -70,7 +70,11 @@ impl SearchIndex {
     /// Applies a change: with `reset`, the index is emptied first (a full build);
     /// `remove` paths are deleted; `produce` adds documents through the sink (it may
     /// call it from many threads). Commits, releases the writer and reloads.
-    pub fn update<F>(&self, reset: bool, remove: &[String], produce: F) -> Result<usize>
+    ///
+    /// `before` gives the content hash a path had in the index before (`None`:
+    /// not indexed): the commit's journal records each note added, changed (to
+    /// other content) or removed, for `get_vault_overview {since}`.
+    pub fn update<F>(&self, reset: bool, remove: &[String], before: Journal<'_>, produce: F) -> Result<usize>
     where
         F: FnOnce(&DocumentSink<'_>) -> Result<()>,
     {
@@ -90,9 +94,11 @@ impl SearchIndex {
             writer: &writer,
             fields: &self.schema.fields,
             added: std::sync::atomic::AtomicUsize::new(0),
+            written: std::sync::Mutex::new(Vec::new()),
         };
         let outcome = produce(&sink);
         let added = sink.added.load(std::sync::atomic::Ordering::Relaxed);
+        let written = sink.written.into_inner().unwrap_or_else(|p| p.into_inner());
         if let Err(err) = outcome {
             let _ = writer.rollback();
             return Err(err);
@@ -104,6 +110,38 @@ impl SearchIndex {
             payload.built_at = Some(stamp.clone());
         }
         payload.updated_at = Some(stamp);
+        payload.seq += 1;
+        if reset {
+            // A rebuild lists everything anew: a look from before it cannot be answered.
+            payload.journal.clear();
+            payload.journal_from = payload.seq;
+        } else {
+            let seq = payload.seq;
+            let mut entries: Vec<super::JournalEntry> = Vec::new();
+            for (path, hash) in written {
+                let op = match before(&path) {
+                    None => super::ChangeOp::Added,
+                    Some(old) if old != hash => super::ChangeOp::Changed,
+                    Some(_) => continue,
+                };
+                entries.push(super::JournalEntry { seq, op, path });
+            }
+            for path in remove {
+                if before(path).is_some() {
+                    entries.push(super::JournalEntry {
+                        seq,
+                        op: super::ChangeOp::Removed,
+                        path: path.clone(),
+                    });
+                }
+            }
+            payload.journal.extend(entries);
+            if payload.journal.len() > super::JOURNAL_MAX {
+                let drop = payload.journal.len() - super::JOURNAL_MAX;
+                payload.journal_from = payload.journal_from.max(payload.journal[drop - 1].seq);
+                payload.journal.drain(..drop);
+            }
+        }
         let mut prepared =
             writer.prepare_commit().map_err(|e| folder_error(&self.dir, "preparing the commit", e))?;
         prepared.set_payload(&serde_json::to_string(&payload).unwrap_or_default());
@@ -136,7 +174,13 @@ pub struct DocumentSink<'a> {
     writer: &'a IndexWriter,
     pub(super) fields: &'a schema::Fields,
     added: std::sync::atomic::AtomicUsize,
+    /// The path and content hash of every document added, for the journal.
+    written: std::sync::Mutex<Vec<(String, String)>>,
 }
+
+/// The content hash each path had in the index before an update (`None`: not
+/// indexed), for the commit's journal.
+pub type Journal<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
 
 impl DocumentSink<'_> {
     /// Replaces the document of `document.record.path` (deleting any older version).
@@ -150,6 +194,10 @@ impl DocumentSink<'_> {
         let doc = to_document(self.fields, document)?;
         self.writer.add_document(doc).map_err(|e| tantivy_error("adding a document", e))?;
         self.added.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((document.record.path.clone(), document.record.hash.clone()));
         Ok(())
     }
 }

@@ -65,9 +65,11 @@ pub fn invoke(
     }
     let outcome = (|| match name {
         "get_vault_overview" => {
-            let _: NoArgs = parse(name, arguments)?;
+            let args: OverviewArgs = parse(name, arguments)?;
             let pending = engine.pending_proposals();
-            engine.overview(context.access.as_str(), pending).map(|v| (render::overview(&v), to_value(&v)))
+            engine
+                .overview_since(context.access.as_str(), pending, args.since.as_deref())
+                .map(|v| (render::overview(&v), to_value(&v)))
         }
         "search_knowledge" => {
             let args: SearchArgs = parse(name, arguments)?;

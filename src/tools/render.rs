@@ -40,6 +40,26 @@ pub(super) fn overview(o: &Overview) -> String {
         o.access
     );
     out.push_str(&skipped_lines(o.index.skipped_files, &o.index.skipped));
+    let c = &o.changes;
+    let notes = c.added.len() + c.changed.len() + c.removed.len();
+    if notes + c.applied.len() + c.rejected.len() > 0 {
+        let _ = write!(
+            out,
+            "\nsince the cursor: {} added, {} changed, {} removed; {} applied, {} rejected{}",
+            c.added.len(),
+            c.changed.len(),
+            c.removed.len(),
+            c.applied.len(),
+            c.rejected.len(),
+            if c.incomplete { " (incomplete)" } else { "" }
+        );
+        for (what, list) in [("added", &c.added), ("changed", &c.changed), ("removed", &c.removed)] {
+            for note in list {
+                let _ = write!(out, "\n{what} {} (by {})", note.path, note.by);
+            }
+        }
+    }
+    let _ = write!(out, "\nchanges cursor: {}", c.cursor);
     out
 }
 

@@ -74,10 +74,10 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here. Returns the vault's folders (notes roots, standards, inbox), counts of notes, standards, tags, links, broken links, orphans and pending proposals, the index state (documents, last build and update, and `fresh`: true only when every note on disk is indexed at its current content), the server version, and your access level. Takes no arguments.",
+        description: "Start here. Returns the vault's folders (notes roots, standards, inbox), counts of notes, standards, tags, links, broken links, orphans and pending proposals, the index state (documents, last build and update, and `fresh`: true only when every note on disk is indexed at its current content), the server version, your access level, and `changes`: pass its `cursor` as `since` next time to get the notes added, changed and removed since (by mcp, cli or outside) and the proposals applied and rejected.",
         level: Access::Read,
         effect: Effect::Reads,
-        input: input::<NoArgs>,
+        input: input::<OverviewArgs>,
         output: output::<Overview>,
     },
     ToolDef {

@@ -197,3 +197,57 @@ pub(super) fn finish_reject(
     let audit = log.append(sandbox, &line)?;
     Ok(Rejected { proposal_id: meta.proposal_id.clone(), archive: archived.dir.clone(), audit })
 }
+
+/// Most of the audit log one look reads: older lines are reported as missed.
+const SINCE_MAX_BYTES: u64 = 4 << 20;
+
+/// The audit log's lines after an offset, and where the next look starts.
+#[derive(Debug, Clone, Default)]
+pub struct AuditSince {
+    /// The complete lines after the offset, oldest first (lines that are not
+    /// JSON objects are left out).
+    pub lines: Vec<Value>,
+    /// The offset just after the last complete line.
+    pub end: u64,
+    /// Whether lines were skipped: more than 4 MiB were written since, or the
+    /// log is shorter than the offset (not the log it was taken from).
+    pub missed: bool,
+}
+
+/// The lines appended to the audit log after byte `from` (`None`: none, only
+/// the offset to look from next time). Reads from the offset to the end, never
+/// the whole log.
+pub fn audit_since(sandbox: &Sandbox, from: Option<u64>) -> Result<AuditSince> {
+    let path = Inbox::of(sandbox).audit_log()?;
+    let file = match sandbox.open_read(&path) {
+        Ok(file) => file,
+        Err(err) if err.code == ErrorCode::NotFound => {
+            return Ok(AuditSince { lines: Vec::new(), end: 0, missed: from.is_some_and(|f| f > 0) });
+        }
+        Err(err) => return Err(err),
+    };
+    let len = file.len();
+    let (start, missed) = match from {
+        // Only the end is wanted: the last line's end is within its last 1 MiB.
+        None => (len.saturating_sub(LINE_MAX_BYTES), false),
+        Some(from) if from > len => (len.saturating_sub(SINCE_MAX_BYTES), true),
+        Some(from) if len - from > SINCE_MAX_BYTES => (len - SINCE_MAX_BYTES, true),
+        Some(from) => (from, false),
+    };
+    let bytes = file.read_at(start, usize::try_from(len - start).unwrap_or(usize::MAX))?;
+    let Some(last) = bytes.iter().rposition(|&b| b == b'\n') else {
+        return Ok(AuditSince { lines: Vec::new(), end: start, missed });
+    };
+    let end = start + last as u64 + 1;
+    if from.is_none() {
+        return Ok(AuditSince { lines: Vec::new(), end, missed });
+    }
+    // Started inside a line (lines were skipped): drop its rest.
+    let first = if missed { bytes.iter().position(|&b| b == b'\n').map_or(0, |at| at + 1) } else { 0 };
+    let lines = bytes[first.min(last)..last]
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter(Value::is_object)
+        .collect();
+    Ok(AuditSince { lines, end, missed })
+}

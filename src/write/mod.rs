@@ -62,6 +62,7 @@ mod slug;
 mod yaml;
 
 pub use apply::{apply, apply_with_failpoint, reject};
+pub use audit::{AuditSince, audit_since};
 pub use edit::{Edit, apply_edits};
 pub use proposal::{Description, describe, describe_pending, list, pending_count, resolve_id};
 pub use propose::{propose_new, propose_patch};

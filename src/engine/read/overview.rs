@@ -13,8 +13,20 @@ use crate::vault::NoteKind;
 const SKIPPED_SHOWN: usize = 20;
 
 impl Engine {
-    /// `get_vault_overview`. `access` is the caller's level, for the report.
+    /// `get_vault_overview` without `since`. `access` is the caller's level, for the report.
     pub fn overview(&self, access: &str, proposals_pending: u64) -> Result<Overview> {
+        self.overview_since(access, proposals_pending, None)
+    }
+
+    /// `get_vault_overview {since}`: with `since`, the overview's `changes`
+    /// list what changed after the overview that returned that cursor.
+    pub fn overview_since(
+        &self,
+        access: &str,
+        proposals_pending: u64,
+        since: Option<&str>,
+    ) -> Result<Overview> {
+        let changes = self.changes_since(since)?;
         let crate::engine::sync::Staleness { added, changed, removed, skipped } = self.staleness()?;
         let catalog = self.catalog();
         let graph = catalog.graph();
@@ -67,6 +79,7 @@ impl Engine {
                 name: "kb-mcp".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             },
+            changes,
         })
     }
 }

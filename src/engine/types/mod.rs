@@ -25,7 +25,8 @@ pub use bounds::{
 pub use links::{BacklinkOut, BrokenLink, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList};
 pub use overview::{
-    Counts, IndexLocation, IndexState, NoArgs, Overview, Roots, ServerIdentity, SkippedOut, Stale,
+    ChangedNote, Changes, Counts, IndexLocation, IndexState, NoArgs, Overview, OverviewArgs, ProposalEvent,
+    Roots, ServerIdentity, SkippedOut, Stale,
 };
 pub use proposals::{
     ApplyArgs, ApplyResult, IndexUpdate, ListProposalsArgs, ProposalChecks, ProposalEntry,

@@ -102,6 +102,61 @@ pub struct Overview {
     pub index: IndexState,
     /// Server identity.
     pub server: ServerIdentity,
+    /// What changed since `since` (only `cursor` without it).
+    pub changes: Changes,
+}
+
+/// `get_vault_overview` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OverviewArgs {
+    /// The `changes.cursor` of an earlier overview: report what changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+}
+
+/// A note added, changed or removed, and by whom.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ChangedNote {
+    /// Vault-relative path.
+    pub path: String,
+    /// `mcp` or `cli` (an applied proposal), else `outside` (edited outside kb-mcp).
+    pub by: String,
+}
+
+/// A proposal applied or rejected.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ProposalEvent {
+    /// Its id.
+    pub proposal_id: String,
+    /// Its kind.
+    pub kind: String,
+    /// The note it targets.
+    pub target: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// `mcp` or `cli`.
+    pub by: String,
+}
+
+/// What changed since an earlier overview.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Changes {
+    /// Pass as `since` next time.
+    pub cursor: String,
+    /// Notes new to the index.
+    pub added: Vec<ChangedNote>,
+    /// Notes whose content changed.
+    pub changed: Vec<ChangedNote>,
+    /// Notes gone from the index.
+    pub removed: Vec<ChangedNote>,
+    /// Proposals applied.
+    pub applied: Vec<ProposalEvent>,
+    /// Proposals rejected.
+    pub rejected: Vec<ProposalEvent>,
+    /// True when some changes are missing (too many, or the index was rebuilt).
+    #[serde(default, skip_serializing_if = "super::is_false")]
+    pub incomplete: bool,
 }
 
 /// No arguments.
