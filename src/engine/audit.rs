@@ -257,7 +257,13 @@ impl Engine {
             *counts.entry(finding.check.name().to_owned()).or_default() += 1;
             errors += u64::from(finding.severity == super::types::Severity::Error);
         }
-        let proposals = if args.fix { self.stage_fixes(&findings)? } else { Vec::new() };
+        let proposals = if args.fix {
+            let mut all = findings.clone();
+            self.suggest_notes(&mut all);
+            self.stage_fixes(&all)?
+        } else {
+            Vec::new()
+        };
         let total = findings.len() as u64;
         let from = match &cursor {
             None => 0,
@@ -265,10 +271,11 @@ impl Engine {
                 findings.partition_point(|f| order_key(f) <= (path.as_str(), *line, *check, message.as_str()))
             }
         };
-        let page: Vec<Finding> = findings[from..].iter().take(limit).cloned().collect();
+        let mut page: Vec<Finding> = findings[from..].iter().take(limit).cloned().collect();
         let next_cursor = (from + page.len() < findings.len())
             .then(|| page.last().map(|last| encode_cursor(&scope, last)))
             .flatten();
+        self.suggest_notes(&mut page);
         Ok(Audit {
             checks_run: checks.into_iter().collect(),
             counts,
@@ -311,41 +318,20 @@ impl Engine {
 
         // Links: broken, broken anchors, ambiguous.
         if run(AuditCheck::BrokenLink) || run(AuditCheck::BrokenAnchor) || run(AuditCheck::AmbiguousLink) {
-            let names = run(AuditCheck::BrokenLink).then(|| NameIndex::new(records));
-            let mut nearest: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
             let mut shared: HashMap<&str, Vec<usize>> = HashMap::new();
             for &i in &in_scope {
                 let record = &records[i];
                 for (link, resolution) in record.links.iter().zip(graph.outlinks(i)) {
                     match *resolution {
-                        Resolution::Broken(Broken::MissingNote) if run(AuditCheck::BrokenLink) => {
-                            let candidates =
-                                nearest.entry(link.target.trim().to_lowercase()).or_insert_with(|| {
-                                    names.as_ref().map_or_else(Vec::new, |n| n.nearest(link.target))
-                                });
-                            let meant = meant_note(graph, i, candidates);
-                            let fix = meant.filter(|_| link.kind != LinkKind::Markdown).map(|to| {
-                                let name = link_name(graph, records, attachments, to);
-                                Fix {
-                                    path: record.path.clone(),
-                                    summary: format!(
-                                        "link to {} instead of `{}`",
-                                        records[to].path, link.target
-                                    ),
-                                    old: Some(link.target.to_owned()),
-                                    new: name,
-                                }
-                            });
-                            let hint = meant
-                                .map_or(String::new(), |to| format!("; did you mean {}?", records[to].path));
-                            push(
-                                AuditCheck::BrokenLink,
-                                &record.path,
-                                Some(link.line),
-                                format!("{} leads to no note or file{hint}", shown(&link)),
-                                fix,
-                            );
-                        }
+                        // The note it most likely meant is looked for only for the
+                        // findings an answer returns (see `suggest_notes`).
+                        Resolution::Broken(Broken::MissingNote) if run(AuditCheck::BrokenLink) => push(
+                            AuditCheck::BrokenLink,
+                            &record.path,
+                            Some(link.line),
+                            broken_message(&link),
+                            None,
+                        ),
                         Resolution::Broken(Broken::MissingHeading(to)) if run(AuditCheck::BrokenAnchor) => {
                             let target = &records[to as usize];
                             let wanted = match link.anchor {
@@ -456,6 +442,7 @@ impl Engine {
                 Some(listing) => {
                     let registered: Vec<String> = listing.tags.iter().map(|t| t.to_lowercase()).collect();
                     let known: HashSet<&str> = registered.iter().map(String::as_str).collect();
+                    let mut near_cache: HashMap<String, Option<&str>> = HashMap::new();
                     for &i in &in_scope {
                         let record = &records[i];
                         if record.path == registry {
@@ -467,7 +454,9 @@ impl Engine {
                             if known.contains(key.as_str()) || !seen.insert(key.clone()) {
                                 continue;
                             }
-                            let near = nearest_tag(&key, &registered);
+                            let near = *near_cache
+                                .entry(key.clone())
+                                .or_insert_with(|| nearest_tag(&key, &registered));
                             let fix = near.map(|near| Fix {
                                 path: record.path.clone(),
                                 summary: format!("use the registered tag #{near} instead of #{tag}"),
@@ -701,6 +690,49 @@ impl Engine {
         findings.sort_by(|a, b| order_key(a).cmp(&order_key(b)));
         findings.dedup_by(|a, b| order_key(a) == order_key(b));
         Ok(findings)
+    }
+}
+
+/// A broken link's message (the key its finding is found again by).
+fn broken_message(link: &LinkRef<'_>) -> String {
+    format!("{} leads to no note or file", shown(link))
+}
+
+impl Engine {
+    /// Gives the broken-link findings among `findings` the fix of the note each
+    /// link most likely meant, when there is one. Looked for only here, for the
+    /// findings an answer returns: comparing a misspelt name with every note's
+    /// names costs a few milliseconds in a large vault.
+    fn suggest_notes(&self, findings: &mut [Finding]) {
+        if !findings.iter().any(|f| f.check == AuditCheck::BrokenLink) {
+            return;
+        }
+        let catalog = self.catalog();
+        let records = catalog.records();
+        let attachments = catalog.attachments();
+        let graph = catalog.graph();
+        let names = NameIndex::new(records);
+        let mut nearest: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+        for finding in findings.iter_mut().filter(|f| f.check == AuditCheck::BrokenLink) {
+            let Some(from) = catalog.position(&finding.path) else { continue };
+            let link = records[from].links.iter().zip(graph.outlinks(from)).find(|(link, resolution)| {
+                Some(link.line) == finding.line
+                    && **resolution == Resolution::Broken(Broken::MissingNote)
+                    && broken_message(link) == finding.message
+            });
+            let Some((link, _)) = link.filter(|(link, _)| link.kind != LinkKind::Markdown) else { continue };
+            let candidates = nearest
+                .entry(link.target.trim().to_lowercase())
+                .or_insert_with(|| names.nearest(link.target));
+            if let Some(to) = meant_note(graph, from, candidates) {
+                finding.fix = Some(Fix {
+                    path: finding.path.clone(),
+                    summary: format!("link to {} instead of `{}`", records[to].path, link.target),
+                    old: Some(link.target.to_owned()),
+                    new: link_name(graph, records, attachments, to),
+                });
+            }
+        }
     }
 }
 
