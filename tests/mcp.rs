@@ -1378,3 +1378,38 @@ fn issue15_kb_index_audit_reports_and_fixes() {
             .ends_with("- [[备份仓库]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n")
     );
 }
+
+/// Issue 13 (tools/list): 23.4 KB at `read` and 36.3 KB at `apply`, optional
+/// arguments typed `["integer", "null"]` (the MCP Inspector warned about each).
+/// The caps are 16 KiB at `read` and 24 KiB at `propose` and `apply`; tools added
+/// later must fit under them too. No optional argument admits `null` in its
+/// schema, and an explicit `null` is still taken as the argument left out.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue13_tools_list_stays_under_its_size_caps_at_every_level() {
+    let (_tmp, vault) = common::temp_vault();
+    for (access, cap) in [("read", 16 * 1024), ("propose", 24 * 1024), ("apply", 24 * 1024)] {
+        let client = connect(&vault, access).await;
+        let listed = client.list_tools(None).await.unwrap();
+        let size = serde_json::to_string(&listed).unwrap().len();
+        assert!(size <= cap, "tools/list at {access} is {size} bytes, over its cap of {cap}");
+        for tool in &listed.tools {
+            let input = Value::Object((*tool.input_schema).clone());
+            let text = input.to_string();
+            assert!(!text.contains("\"null\""), "{}: an input admits null: {text}", tool.name);
+            assert!(!text.contains("$schema"), "{}", tool.name);
+            let output = tool.output_schema.as_ref().unwrap();
+            assert_eq!(output["type"], "object", "{}", tool.name);
+        }
+        if access == "read" {
+            let result =
+                call(&client, "search_knowledge", json!({"query": "备份", "limit": null, "tags": null}))
+                    .await
+                    .unwrap();
+            assert_ne!(result.is_error, Some(true), "{result:?}");
+            let result =
+                call(&client, "search_knowledge", json!({"query": "备份", "limit": "5"})).await.unwrap();
+            assert_eq!(error_code(&result), "invalid_argument");
+        }
+        client.cancel().await.unwrap();
+    }
+}

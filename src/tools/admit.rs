@@ -65,7 +65,11 @@ pub fn admit(
         );
         return Ok(Err(error_result(&error)));
     }
-    let arguments = Value::Object(arguments.unwrap_or_default());
+    // An optional argument given as `null` is one not given: the published schemas
+    // type optional arguments without `null` (see `table::tighten`).
+    let mut arguments = arguments.unwrap_or_default();
+    arguments.retain(|_, value| !value.is_null());
+    let arguments = Value::Object(arguments);
     if let Some(validator) = validator(name) {
         let problems: Vec<(String, String)> = validator
             .iter_errors(&arguments)

@@ -35,37 +35,234 @@ pub(super) struct ToolDef {
 
 pub(super) fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     // Every argument type is a struct, so the schema root is an object.
-    standard(schema_for_input::<T>().unwrap_or_default())
+    tighten(schema_for_input::<T>().unwrap_or_default(), Side::Input)
 }
 
 fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    standard(schema_for_output::<T>())
+    tighten(schema_for_output::<T>(), Side::Output)
 }
 
-/// Drops schemars' Rust-specific `format` values (`uint32`, `int64`, `float`, …), which
-/// JSON Schema does not define and validators warn about; the numeric bounds stay.
-fn standard(schema: Arc<JsonObject>) -> Arc<JsonObject> {
-    const RUST_FORMATS: &[&str] = &[
-        "uint", "uint8", "uint16", "uint32", "uint64", "int", "int8", "int16", "int32", "int64", "float",
-        "double",
-    ];
-    fn walk(value: &mut Value) {
+/// Which way a schema faces: what the model writes, or what it reads back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Input,
+    Output,
+}
+
+/// Rust-specific `format` values (`uint32`, `int64`, `float`, …) that JSON Schema does
+/// not define and validators warn about; the numeric bounds stay.
+const RUST_FORMATS: &[&str] = &[
+    "uint", "uint8", "uint16", "uint32", "uint64", "int", "int8", "int16", "int32", "int64", "float",
+    "double",
+];
+
+/// Writes schemars' schemas the way `tools/list` publishes them, as small as they can be
+/// while saying the same about the values:
+/// - no `$schema` (MCP's default dialect, 2020-12, is what schemars writes) and no
+///   Rust-specific `format`;
+/// - inputs: an optional argument is typed as what it is (`integer`, not
+///   `["integer", "null"]`, which clients' form builders and the Inspector warn
+///   about); leaving it out is how it is not given, and an explicit `null` is
+///   dropped before validation (`admit`);
+/// - outputs: no descriptions, titles or `minimum: 0` (the field names, types and the
+///   tool description say it), `required` only at the
+///   top level, `null` kept where a result does carry one;
+/// - both: a `$defs` entry used once stands in place of its reference; an enum of
+///   documented constants is a plain `enum`.
+fn tighten(schema: Arc<JsonObject>, side: Side) -> Arc<JsonObject> {
+    let mut root = (*schema).clone();
+    root.remove("$schema");
+    // The top level keeps its `type` (MCP asks for an object) and its `required`.
+    let kept: Vec<(String, Value)> =
+        ["type", "required"].iter().filter_map(|k| Some(((*k).to_owned(), root.get(*k)?.clone()))).collect();
+    inline_single_use(&mut root);
+    tighten_schema(&mut root, side);
+    root.extend(kept);
+    Arc::new(root)
+}
+
+/// Puts each `$defs` entry that is referred to once in place of its reference: a
+/// definition pays for itself only when shared.
+fn inline_single_use(root: &mut JsonObject) {
+    fn count(value: &Value, uses: &mut std::collections::HashMap<String, usize>) {
         match value {
             Value::Object(map) => {
-                if map.get("format").and_then(Value::as_str).is_some_and(|f| RUST_FORMATS.contains(&f)) {
-                    map.remove("format");
+                if let Some(Value::String(target)) = map.get("$ref") {
+                    *uses.entry(target.clone()).or_default() += 1;
                 }
-                map.values_mut().for_each(walk);
+                map.values().for_each(|v| count(v, uses));
             }
-            Value::Array(items) => items.iter_mut().for_each(walk),
+            Value::Array(items) => items.iter().for_each(|v| count(v, uses)),
             _ => {}
         }
     }
-    let mut value = Value::Object((*schema).clone());
-    walk(&mut value);
-    match value {
-        Value::Object(map) => Arc::new(map),
-        _ => schema,
+    fn replace(value: &mut Value, target: &str, definition: &JsonObject) {
+        match value {
+            Value::Object(map) => {
+                if map.get("$ref").and_then(Value::as_str) == Some(target) {
+                    map.remove("$ref");
+                    for (key, value) in definition {
+                        // The reference's own keywords (its description) win.
+                        map.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                    return;
+                }
+                map.values_mut().for_each(|v| replace(v, target, definition));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| replace(v, target, definition)),
+            _ => {}
+        }
+    }
+    loop {
+        let mut uses = std::collections::HashMap::new();
+        count(&Value::Object(root.clone()), &mut uses);
+        let Some(Value::Object(definitions)) = root.get("$defs") else { return };
+        let single = definitions.iter().find_map(|(name, definition)| {
+            let target = format!("#/$defs/{name}");
+            let refers_to_itself = {
+                let mut own = std::collections::HashMap::new();
+                count(definition, &mut own);
+                own.contains_key(&target)
+            };
+            (uses.get(&target) == Some(&1) && !refers_to_itself)
+                .then(|| (name.clone(), target, definition.as_object().cloned().unwrap_or_default()))
+        });
+        let Some((name, target, definition)) = single else { return };
+        if let Some(Value::Object(definitions)) = root.get_mut("$defs") {
+            definitions.remove(&name);
+            if definitions.is_empty() {
+                root.remove("$defs");
+            }
+        }
+        let mut whole = Value::Object(std::mem::take(root));
+        replace(&mut whole, &target, &definition);
+        if let Value::Object(map) = whole {
+            *root = map;
+        }
+    }
+}
+
+/// One schema object; recurses into its subschemas.
+fn tighten_schema(schema: &mut JsonObject, side: Side) {
+    if schema.get("format").and_then(Value::as_str).is_some_and(|f| RUST_FORMATS.contains(&f)) {
+        schema.remove("format");
+    }
+    enum_of_constants(schema);
+    if schema.contains_key("const") && schema.get("type").and_then(Value::as_str) == Some("string") {
+        // A constant says its type.
+        schema.remove("type");
+    }
+    if side == Side::Output {
+        for keyword in ["description", "title"] {
+            if schema.get(keyword).is_some_and(Value::is_string) {
+                schema.remove(keyword);
+            }
+        }
+        if schema.get("minimum").and_then(Value::as_u64) == Some(0) {
+            schema.remove("minimum");
+        }
+        // Which fields a result always has is said once, at its top level; an
+        // object's `properties` say it is an object, an array's `items` that it is one.
+        schema.remove("required");
+        if schema.contains_key("properties") && schema.get("type").and_then(Value::as_str) == Some("object") {
+            schema.remove("type");
+        }
+        if schema.contains_key("items") && schema.get("type").and_then(Value::as_str) == Some("array") {
+            schema.remove("type");
+        }
+    }
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    if side == Side::Input
+        && let Some(Value::Object(items)) = schema.get_mut("items")
+        && schema_has_description(items)
+    {
+        // An argument's description covers its elements.
+        items.remove("description");
+    }
+    for (key, value) in schema.iter_mut() {
+        match (key.as_str(), value) {
+            ("properties", Value::Object(properties)) => {
+                for (name, property) in properties.iter_mut() {
+                    let Value::Object(property) = property else { continue };
+                    if side == Side::Input && !required.contains(name) {
+                        drop_null(property);
+                    }
+                    tighten_schema(property, side);
+                }
+            }
+            ("$defs", Value::Object(definitions)) => {
+                for definition in definitions.values_mut() {
+                    if let Value::Object(definition) = definition {
+                        tighten_schema(definition, side);
+                    }
+                }
+            }
+            (_, Value::Object(sub)) => tighten_schema(sub, side),
+            (_, Value::Array(items)) => {
+                for item in items {
+                    if let Value::Object(sub) = item {
+                        tighten_schema(sub, side);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn schema_has_description(_items: &JsonObject) -> bool {
+    true
+}
+
+/// `{"oneOf": [{"const": "a", "type": "string", "description": …}, …]}`, schemars'
+/// spelling of a documented Rust enum, as `{"type": "string", "enum": ["a", …]}`: the
+/// property's own description says what the values mean.
+fn enum_of_constants(schema: &mut JsonObject) {
+    let Some(Value::Array(alternatives)) = schema.get("oneOf") else { return };
+    let constants: Option<Vec<Value>> = alternatives
+        .iter()
+        .map(|a| {
+            let a = a.as_object()?;
+            let plain = a.keys().all(|k| matches!(k.as_str(), "const" | "type" | "description"))
+                && a.get("type").and_then(Value::as_str) == Some("string");
+            a.get("const").filter(|c| plain && c.is_string()).cloned()
+        })
+        .collect();
+    if let Some(constants) = constants {
+        schema.remove("oneOf");
+        schema.insert("type".to_owned(), Value::from("string"));
+        schema.insert("enum".to_owned(), Value::Array(constants));
+    }
+}
+
+/// An optional argument's schema without its `null` alternative:
+/// `{"type": ["integer", "null"]}` becomes `{"type": "integer"}`, and
+/// `{"anyOf": [{"$ref": …}, {"type": "null"}]}` the `$ref` alone.
+fn drop_null(property: &mut JsonObject) {
+    if let Some(Value::Array(types)) = property.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            property.insert("type".to_owned(), only);
+        }
+    }
+    if property.get("default").is_some_and(Value::is_null) {
+        property.remove("default");
+    }
+    if let Some(Value::Array(alternatives)) = property.get_mut("anyOf") {
+        alternatives.retain(|a| a.get("type").and_then(Value::as_str) != Some("null"));
+        if alternatives.len() == 1
+            && let Some(Value::Object(only)) = alternatives.pop()
+        {
+            property.remove("anyOf");
+            for (key, value) in only {
+                property.entry(key).or_insert(value);
+            }
+        }
     }
 }
 
@@ -74,7 +271,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here. Returns the vault's folders (notes roots, standards, inbox), counts of notes, standards, tags, links, broken links, orphans and pending proposals, the index state (documents, last build and update, and `fresh`: true only when every note on disk is indexed at its current content), the server version, your access level, and `changes`: pass its `cursor` as `since` next time to get the notes added, changed and removed since (by mcp, cli or outside) and the proposals applied and rejected.",
+        description: "Start here: the vault's folders, counts (notes, tags, links, broken links, orphans, pending proposals), index state (`fresh`: all indexed as is), files left out, your access level, and `changes`: pass its `cursor` as `since` later for what changed since.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -83,7 +280,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_knowledge",
         title: "Search notes by topic",
-        description: "Find notes by what they are about: ranked search over titles, aliases, descriptions and tags, with titles and aliases weighing most and an exact title or alias match ranking first. Use it to find the note on a topic, or to check that a note does not exist yet before proposing one. Query syntax: words, \"exact phrase\", -excluded; Chinese, Japanese and Korean need no spaces; a question works too (question words are ignored, and notes matching more words rank first). Filters: `tags` (a parent tag matches its children), `folder`. Returns path, title, aliases, description, tags, score and the fields that matched for each note, best first, and `total` (all matches). Read a result with read_note.",
+        description: "Find notes by what they are about: ranked search of titles, aliases, descriptions and tags. Use it to find the note on a topic, or to check none exists before proposing one. Query: words, \"exact phrase\", -excluded; CJK needs no spaces; questions work.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -92,7 +289,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_note_content",
         title: "Search note text",
-        description: "Full-text search inside notes (headings count more than plain text). Use it for facts, phrases, commands or names mentioned inside notes rather than what a note is about. Query syntax: words, \"exact phrase\", -excluded; Chinese, Japanese and Korean words are found inside unspaced sentences. Filters: `tags`, `folder`. Returns for each note its path, title, score and up to three snippets: the matching line with the matched terms in **bold**, the heading it sits under, and its 1-based line number in the file; `total` counts all matching notes. Snippets are excerpts: call read_note for the full text.",
+        description: "Full-text search inside notes (headings weigh more): for facts, phrases, commands or names in notes. Query as in search_knowledge. Up to three snippets per hit (terms in **bold**, heading, 1-based line); read_note gives the full text.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -101,7 +298,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "read_note",
         title: "Read a note",
-        description: "Read one note, standard or read_also file, by exact vault-relative `path` (e.g. z/备份仓库.md) or by `ref`, a wikilink target (备份仓库, z/备份仓库 or 备份仓库#Heading); give exactly one. Returns the text exactly as on disk (frontmatter included), the parsed frontmatter, an outline of headings with 1-based line numbers, the size, the modification time, and `hash`, which is the base_hash a patch proposal needs. `section` returns one heading and everything under it. Long notes come in pages (64 KiB unless `max_bytes` says otherwise; the outline comes with the first page): when `truncated` is true, call again with `offset` set to `next_offset`.",
+        description: "Read a note, standard or read_also file by `path` (z/备份仓库.md) or `ref`, a wikilink target (备份仓库#Heading). Returns the text as on disk, frontmatter, outline (first page), size, time and `hash` (a patch's base_hash). `section` reads one heading's part. Pages are 64 KiB unless `max_bytes` says; while `truncated`, call again with `offset` = `next_offset`.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ReadNoteArgs>,
@@ -110,7 +307,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_standards",
         title: "List standards",
-        description: "List the vault's standards: the owner's rules for notes (how to write them, which frontmatter keys and tags to use). Read the relevant ones with read_note before proposing a note or a patch. Returns path, title, description and last update of each, by path. Takes no arguments.",
+        description: "The vault's standards: the owner's rules for notes (how to write them, which keys and tags to use). Read the relevant ones before proposing.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<NoArgs>,
@@ -119,7 +316,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_tags",
         title: "List tags",
-        description: "List the tags used in notes (frontmatter tags and inline #tags), each with the number of notes carrying it and whether the vault's tag registry lists it; nested tags such as type/synthesis are listed under their full name. Sorted by count. `prefix` narrows the list (e.g. type/), `limit` caps it (default 100). Prefer registered tags when proposing notes.",
+        description: "Tags in notes (frontmatter and inline, nested in full: type/synthesis), with note counts and whether the tag registry lists them, most used first. Prefer registered tags.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListTagsArgs>,
@@ -128,7 +325,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_related_notes",
         title: "Related notes (links)",
-        description: "The link neighbourhood of one note, named by `path` or `ref`: its outlinks (the target as written, the vault path it resolves to or null, the kind wikilink/embed/markdown, and the line), its backlinks (the linking note, line and the line's text), its broken links (missing note or heading), and the maps of content (MOC notes) that link to it. Use it to explore around a note or before changing one.",
+        description: "A note's links, by `path` or `ref`: outlinks (as written, the path they resolve to or null, kind, line), backlinks (note, line, the line's text), broken links, and the MOCs linking to it.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<NoteRefArgs>,
@@ -137,7 +334,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_recent_notes",
         title: "Recent notes",
-        description: "Notes changed in the last `days` days (default 7), newest first, or created in that time with sort=created (creation is the frontmatter created/date, else the file's birth time). Returns path, title, created and updated times (RFC 3339); `limit` caps the list (default 20).",
+        description: "Notes changed in the last `days` days (default 7), newest first; sort=created for notes created then (frontmatter created/date, else the file's birth time).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecentArgs>,
@@ -146,7 +343,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "recall_context",
         title: "Recall context on a topic",
-        description: "One call instead of several searches and reads: a context pack for a topic or question within a token budget (default 4000). It holds the most relevant section of each of the best matching notes, then the opening of the notes they link to and that link to them, each item with its path, section heading, text and the reason it is there (match, outlink of …, backlink of …), deduplicated and in a fixed order. Tokens are estimated conservatively (one per Chinese, Japanese or Korean character). `folder` restricts the matches. Read a whole note with read_note when a piece is not enough.",
+        description: "One call instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): the best section of each top note, then openings of linked notes, each with path, heading, text and why it is there.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecallArgs>,
@@ -155,7 +352,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "The vault's ls: the notes directly in one folder (default: the vault's top level) and its subfolders, each with the number of notes below it. Use it to see what a folder holds or to walk the vault folder by folder; use search_knowledge to find notes on a topic. Filters: `tag` (a parent tag matches its children; folder counts count tagged notes only). `sort`: path (default), updated or created (newest first). Returns path, title, updated and created times and tags of each note, `total` (the folder's notes on all pages) and, when more remain, `next_cursor`: pass it as `cursor` with the same folder, tag and sort for the next page (limit 1 to 200, default 50). Subfolders come on the first page. Pages stay consistent while notes change. Templates and files that are not notes are not listed (see get_vault_overview).",
+        description: "The vault's ls: notes directly in a folder (default: top level), and its subfolders with note counts on the first page. `tag` filters; `sort`: path, updated or created. Pass `next_cursor` as `cursor` (same folder, tag, sort) for the next page.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,
@@ -164,7 +361,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "audit_vault",
         title: "Audit the vault's health",
-        description: "Find what needs care: broken links and anchors, ambiguous links, orphans, unregistered tags, frontmatter breaking kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's map of content, skipped files, empty and oversize notes. `checks` picks some (default all), `folder` narrows. Returns counts per check, `errors`, and findings {check, severity, path, line, message, fix} by path; `fix` is the mechanical change when there is one. Page with `next_cursor` (limit 1 to 500, default 100). With access propose, `fix: true` stages the fixes as one patch proposal per note and returns their ids.",
+        description: "Find what needs care: broken links and anchors, ambiguous links, orphans, unregistered tags, frontmatter against kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's MOC, skipped, empty and oversize notes. `checks` picks some (default all). Findings by path, paged with `next_cursor`. With access propose, `fix: true` stages the mechanical fixes as proposals.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<AuditArgs>,
@@ -173,7 +370,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
-        description: "Stage a new note for the person to approve; nothing in the vault changes. Before calling: search_knowledge for existing notes on the topic (do not duplicate one), and read the relevant standards (list_standards). Give the title (the file name is derived from it; Chinese is kept), the Markdown body without frontmatter (the server writes title, aliases, tags, description and created), the reason, and optionally a folder inside a notes root, tags (prefer registered ones: list_tags), aliases and a description. Writes only two files under the inbox. Returns the proposal_id, the target path it would create, the inbox files, a preview, and `similar`: existing notes it may duplicate. Fails with target_exists if that note already exists. Then stop and ask the person to review it; only they apply it.",
+        description: "Stage a new note for the person to approve; the vault does not change. First search_knowledge (do not duplicate a note) and read the standards. Give the title (the file name comes from it), the Markdown body without frontmatter, the reason, and optionally folder, tags (prefer registered ones), aliases and description. Returns the proposal_id, target path, a preview and `similar` notes. Then stop and ask the person to review it.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeNewArgs>,
@@ -182,7 +379,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_note_patch",
         title: "Propose a change to a note",
-        description: "Stage a change to an existing note for the person to approve; nothing in the vault changes. First read_note and pass its `hash` as base_hash (a note edited since is refused with stale_base, which carries the current hash). Edits apply in order and should be as small as possible: {op: append, content}, {op: prepend, content} (after the frontmatter), {op: find_replace, find, replace} (find must occur exactly once), {op: replace_section, heading, content} (replaces what is under a heading), {op: set_frontmatter, fields} (merges keys; null removes one; other frontmatter lines stay byte for byte), {op: replace_all, content}. Line endings, a BOM and the final newline are preserved. Returns the proposal_id, a unified diff, and lines added and removed. Then stop and ask the person to review it.",
+        description: "Stage a change to a note for the person to approve; the vault does not change. Pass read_note's `hash` as base_hash (a note changed since is refused with stale_base, carrying the current hash). Keep edits small; they apply in order. Line endings, a BOM and the final newline are kept. Returns the proposal_id and a unified diff. Then stop and ask the person to review it.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposePatchArgs>,
@@ -191,7 +388,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_proposals",
         title: "List proposals",
-        description: "List staged proposals (pending by default, or applied, or all) newest first, each with its kind, target, reason, creation time, status and live checks: intact (its files match their hash), base_current (a patch's note has not changed since), target_free (a new note's path is still free). A proposal failing a check will be refused on apply.",
+        description: "Staged proposals, newest first (pending by default), each with kind, target, reason, time, status and live checks: intact, base_current (a patch's note is unchanged), target_free (a new note's path is free). A failing check means apply will refuse it.",
         level: Access::Propose,
         effect: Effect::Reads,
         input: input::<ListProposalsArgs>,
@@ -200,7 +397,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "apply_proposal",
         title: "Apply an approved proposal",
-        description: "Apply ONE proposal the person has explicitly approved, by its proposal_id; this writes a note. Never call it on your own initiative. Every check runs before anything is touched (the proposal is intact, a new note's target is still free, a patch's note still has its base hash, the target lies inside a notes root); any failure leaves the proposal pending and the vault unchanged. On success the note is written atomically, the proposal archived, one line appended to the audit log, and the index updated so the note is searchable at once. status applied_index_failed means the note is written but the index is not: do not apply again. When the client supports it, the person is asked to confirm first.",
+        description: "Apply ONE proposal the person explicitly approved; this writes a note. Never call it on your own initiative. Every check runs first (intact, target free, base hash current, inside a notes root); a failure changes nothing. On success the note is written atomically, the proposal archived, one audit line appended and the index updated. status applied_index_failed: the note is written, the index is not; do not apply again.",
         level: Access::Apply,
         effect: Effect::Applies,
         input: input::<ApplyArgs>,

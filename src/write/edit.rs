@@ -19,7 +19,7 @@ use crate::vault::{
     parse_frontmatter, section_range,
 };
 
-/// One change to a note. Edits apply in order, each to the result of the one before.
+/// One change to a note (each applies to the result of the one before).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Edit {
@@ -28,12 +28,10 @@ pub enum Edit {
         /// The complete new text.
         content: String,
     },
-    /// Replace the lines under a heading, up to the next heading of the same or a
-    /// higher level; the heading line itself is kept unless `content` starts with
-    /// a heading of the same level, which then replaces it.
+    /// Replace what is under a heading (to the next heading of its level or higher);
+    /// the heading line stays unless `content` starts with one of its level.
     ReplaceSection {
-        /// The heading's text, matched case-insensitively; `#` marks are optional
-        /// (`"## Setup"` also requires level 2).
+        /// The heading's text, any case; `## Setup` also requires level 2.
         heading: String,
         /// The new lines under the heading.
         content: String,
@@ -43,20 +41,19 @@ pub enum Edit {
         /// The text to add.
         content: String,
     },
-    /// Add `content` at the top of the body, right after the frontmatter.
+    /// Add `content` right after the frontmatter.
     Prepend {
         /// The text to add.
         content: String,
     },
     /// Replace the one occurrence of `find` with `replace`.
     FindReplace {
-        /// Text that must occur exactly once in the note.
+        /// Text occurring exactly once in the note.
         find: String,
         /// Its replacement.
         replace: String,
     },
-    /// Set frontmatter keys (a merge): each named key is written, `null` removes it,
-    /// every other frontmatter line is kept as it is.
+    /// Merge frontmatter keys (`null` removes one); other lines stay as they are.
     SetFrontmatter {
         /// Keys and their new values.
         fields: Map<String, Value>,

@@ -113,7 +113,7 @@ pub struct AuditArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = AUDIT_LIMIT.min, max = AUDIT_LIMIT.max), description = AUDIT_LIMIT.how_many("Findings per page"))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page, with the same checks and folder.
+    /// The `next_cursor` of the page before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Also stage the mechanical fixes as proposals (access propose).

@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoteRefArgs {
-    /// Exact vault-relative path. Give this or `ref`.
+    /// Vault-relative path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// A wikilink target (`备份仓库`, `z/备份仓库`). Give this or `path`.
+    /// A wikilink target. Or give `path`.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
 }

@@ -13,13 +13,11 @@ use super::is_zero;
 pub struct ListNotesArgs {
     /// The folder to list, vault-relative (default: the vault's top level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "The folder to list, vault-relative like every path (e.g. z or Daily/2026); \
-                              left out: the vault's top level.")]
+    #[schemars(description = "Vault-relative folder, e.g. `z/tech` (default: the top level).")]
     pub folder: Option<String>,
     /// Only notes carrying this tag (a parent tag matches its children).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "Only notes carrying this tag (without #; a parent tag matches its \
-                              children: type matches type/synthesis). Folder counts count these notes too.")]
+    #[schemars(description = "Only notes with this tag (`type` matches `type/x`).")]
     pub tag: Option<String>,
     /// `path` (default), `updated` or `created` (both newest first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,8 +31,7 @@ pub struct ListNotesArgs {
     pub limit: Option<u32>,
     /// The `next_cursor` of the previous page, with the same other arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "The next page: the `next_cursor` an earlier answer returned, \
-                              with the same folder, tag and sort.")]
+    #[schemars(description = "The `next_cursor` of the page before.")]
     pub cursor: Option<String>,
 }
 

@@ -110,7 +110,7 @@ pub struct Overview {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OverviewArgs {
-    /// The `changes.cursor` of an earlier overview: report what changed since.
+    /// An earlier overview's `changes.cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
 }

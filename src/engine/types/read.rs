@@ -11,20 +11,20 @@ use super::{is_false, is_zero};
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadNoteArgs {
-    /// Exact vault-relative path, e.g. `z/备份仓库.md`. Give this or `ref`.
+    /// Vault-relative path, e.g. `z/备份仓库.md`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// A wikilink target: `备份仓库`, `z/备份仓库` or `备份仓库#同步不等于备份`. Give this or `path`.
+    /// A wikilink target, e.g. `备份仓库#标题`. Or give `path`.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
     /// Return only this heading and everything under it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
-    /// Byte offset to continue from (the `next_offset` of a truncated read).
+    /// A truncated read's `next_offset`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub offset: Option<u64>,
-    /// Most bytes of content to return (default 65536, `read_page_bytes`; at most `read_max_bytes`).
+    /// Page size in bytes (default 65536).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_bytes: Option<u64>,

@@ -17,7 +17,7 @@ pub struct RecallArgs {
     #[schemars(
         range(min = RECALL_BUDGET.min, max = RECALL_BUDGET.max),
         description = format!(
-            "The most tokens the pack may use (default {}; {} to {}). Estimated\nconservatively: one token per Chinese, Japanese or Korean character.",
+            "The most tokens the pack may use (default {}; {} to {}); a CJK character counts one.",
             RECALL_BUDGET.default, RECALL_BUDGET.min, RECALL_BUDGET.max
         )
     )]

@@ -10,19 +10,19 @@ use super::is_zero;
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
-    /// Words, `"exact phrase"`, `-excluded`. Chinese, Japanese and Korean need no spaces.
+    /// Words, `"exact phrase"`, `-excluded`.
     pub query: String,
-    /// Only notes carrying all of these tags (a parent tag such as `type` matches `type/synthesis`).
+    /// Only notes with all these tags (`type` matches `type/synthesis`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
-    /// Only notes under this vault-relative folder, e.g. `z/tech`.
+    /// Only notes under this folder, e.g. `z/tech`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
     /// How many results ([`SEARCH_LIMIT`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = SEARCH_LIMIT.min, max = SEARCH_LIMIT.max), description = SEARCH_LIMIT.how_many("How many results"))]
     pub limit: Option<u32>,
-    /// Also return, per hit, which fields and terms scored and how.
+    /// Explain each hit's score.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<bool>,
 }
