@@ -370,7 +370,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
-        description: "Stage a new note for the person to approve; the vault does not change. First search_knowledge (do not duplicate a note) and read the standards. Give the title (the file name comes from it), the Markdown body without frontmatter, the reason, and optionally folder, tags (prefer registered ones), aliases and description. Returns the proposal_id, target path, a preview and `similar` notes. Then stop and ask the person to review it.",
+        description: "Stage a new note for the person to approve; the vault does not change. First search_knowledge (do not duplicate a note) and read the standards. The file name comes from the title; the body has no frontmatter (the server writes it). Returns the proposal_id, target, a preview and `similar` notes. Then stop and ask the person to review it.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeNewArgs>,
@@ -379,7 +379,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_note_patch",
         title: "Propose a change to a note",
-        description: "Stage a change to a note for the person to approve; the vault does not change. Pass read_note's `hash` as base_hash (a note changed since is refused with stale_base, carrying the current hash). Keep edits small; they apply in order. Line endings, a BOM and the final newline are kept. Returns the proposal_id and a unified diff. Then stop and ask the person to review it.",
+        description: "Stage a change to a note for the person to approve; the vault does not change. Pass read_note's `hash` as base_hash (a note changed since is refused: stale_base). Small edits, applied in order; line endings, BOM and final newline are kept. Returns the proposal_id and a diff. Then stop and ask the person to review it.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposePatchArgs>,
@@ -388,7 +388,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_proposals",
         title: "List proposals",
-        description: "Staged proposals, newest first (pending by default), each with kind, target, reason, time, status and live checks: intact, base_current (a patch's note is unchanged), target_free (a new note's path is free). A failing check means apply will refuse it.",
+        description: "Staged proposals, newest first (pending by default), with kind, target, reason, time, status and live checks (intact, base_current, target_free): a failing check means apply will refuse it.",
         level: Access::Propose,
         effect: Effect::Reads,
         input: input::<ListProposalsArgs>,
@@ -397,7 +397,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "apply_proposal",
         title: "Apply an approved proposal",
-        description: "Apply ONE proposal the person explicitly approved; this writes a note. Never call it on your own initiative. Every check runs first (intact, target free, base hash current, inside a notes root); a failure changes nothing. On success the note is written atomically, the proposal archived, one audit line appended and the index updated. status applied_index_failed: the note is written, the index is not; do not apply again.",
+        description: "Apply ONE proposal the person explicitly approved; this writes a note. Never on your own initiative. All checks run first; a failure changes nothing. The note is written atomically, the proposal archived, an audit line appended, the index updated. status applied_index_failed: written but not indexed; do not apply again.",
         level: Access::Apply,
         effect: Effect::Applies,
         input: input::<ApplyArgs>,

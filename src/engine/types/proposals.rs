@@ -10,16 +10,16 @@ use super::bounds::PROPOSALS_LIMIT;
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProposeNewArgs {
-    /// The note's title; the file name is derived from it (Chinese kept).
+    /// The title (also the file name).
     pub title: String,
-    /// The note's Markdown body (without frontmatter; the server writes it).
+    /// Markdown body, no frontmatter.
     pub body: String,
-    /// Why this note should exist, for the person who approves it.
+    /// Why, for the person who approves it.
     pub reason: String,
-    /// A folder inside a notes root (default: the first notes root).
+    /// A folder in a notes root (default: the first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
-    /// Tags (prefer registered ones: see list_tags).
+    /// Tags (prefer registered ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
     /// Other names of the note.
@@ -68,9 +68,9 @@ pub struct ProposeNewResult {
 pub struct ProposePatchArgs {
     /// The note's vault-relative path.
     pub path: String,
-    /// The `hash` read_note returned; the patch is refused if the file changed since.
+    /// The `hash` read_note returned.
     pub base_hash: String,
-    /// Why this change, for the person who approves it.
+    /// Why, for the person who approves it.
     pub reason: String,
     /// Edits, applied in order.
     pub edits: Vec<crate::write::Edit>,
@@ -168,7 +168,7 @@ pub struct Proposals {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyArgs {
-    /// The proposal to apply, as propose_* or list_proposals returned it.
+    /// As propose_* or list_proposals returned it.
     pub proposal_id: String,
 }
 
