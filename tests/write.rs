@@ -163,7 +163,7 @@ fn note(title: &str) -> NewNote {
 }
 
 /// An index callback that accepts everything.
-fn no_index(_: &NotePath) -> Result<()> {
+fn no_index(_: &[NotePath]) -> Result<()> {
     Ok(())
 }
 
@@ -809,11 +809,12 @@ fn apply_new_writes_archives_audits_and_indexes_once() {
     let staged_bytes = vault.read(&staged.files[0]);
     let before = vault.snapshot();
     let mut indexed: Vec<String> = Vec::new();
-    let applied = write::apply(&vault.sandbox, &staged.proposal_id, Actor::Mcp, &mut |path: &NotePath| {
-        indexed.push(path.as_str().to_owned());
-        Ok(())
-    })
-    .unwrap();
+    let applied =
+        write::apply(&vault.sandbox, &staged.proposal_id, Actor::Mcp, &mut |paths: &[NotePath]| {
+            indexed.extend(paths.iter().map(|path| path.as_str().to_owned()));
+            Ok(())
+        })
+        .unwrap();
     assert_eq!(indexed, vec!["z/新的笔记.md"]);
     assert_eq!(applied.status, ApplyStatus::Applied);
     assert_eq!(applied.target, "z/新的笔记.md");
@@ -999,7 +1000,7 @@ fn a_stale_target_is_stale_base() {
 fn an_index_failure_is_applied_index_failed_and_consumes_the_proposal() {
     let vault = vault();
     let staged = vault.propose(&note("unindexed")).unwrap();
-    let applied = write::apply(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut |_: &NotePath| {
+    let applied = write::apply(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut |_: &[NotePath]| {
         Err(Error::index("the index is locked"))
     })
     .unwrap();
@@ -1053,8 +1054,9 @@ fn a_crash_after_any_step_is_recovered() {
                 let staged_bytes = vault.read(&staged.files[0]);
                 let old_target = (kind == ProposalKind::Patch).then(|| original.clone());
                 let calls = Cell::new(0);
-                let mut index = |seen: &NotePath| -> Result<()> {
-                    assert_eq!(seen.as_str(), target);
+                let mut index = |seen: &[NotePath]| -> Result<()> {
+                    assert_eq!(seen.len(), 1);
+                    assert_eq!(seen[0].as_str(), target);
                     calls.set(calls.get() + 1);
                     Ok(())
                 };
@@ -1080,7 +1082,7 @@ fn a_crash_after_any_step_is_recovered() {
                 let audited = vault.audit_for(&staged.proposal_id).len();
                 assert_eq!(audited, usize::from(step == Step::Audited), "{step:?}");
                 let (in_pending, in_archive) = match step {
-                    Step::Claimed | Step::Swapping | Step::Written => (staged.files.len(), 0),
+                    Step::Claimed | Step::Swapping | Step::Written | Step::File(_) => (staged.files.len(), 0),
                     Step::Archiving => (staged.files.len() - 1, 1),
                     Step::Archived | Step::Indexed | Step::Audited => (0, staged.files.len()),
                 };
@@ -2256,7 +2258,7 @@ fn issue_12_an_apply_killed_at_any_step_is_recovered() {
             };
             let applied = !matches!(step, Step::Claimed | Step::Swapping);
             let expected_now = match step {
-                Step::Claimed | Step::Swapping | Step::Written => ProposalStatus::Pending,
+                Step::Claimed | Step::Swapping | Step::Written | Step::File(_) => ProposalStatus::Pending,
                 Step::Archiving | Step::Archived | Step::Indexed => ProposalStatus::Interrupted,
                 Step::Audited => ProposalStatus::Applied,
             };

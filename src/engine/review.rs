@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::Engine;
 use super::types::{ProposalChecks, ProposalEntry};
 use crate::error::Result;
-use crate::write::{self, ProposalKind, ProposalStatus, ProposalView};
+use crate::write::{self, ProposalStatus, ProposalView};
 
 /// Lines of diff the confirmation before `apply_proposal` carries.
 pub const CONFIRMATION_DIFF_LINES: usize = 40;
@@ -44,11 +44,7 @@ pub struct ProposalReview {
 pub(super) fn entry(view: ProposalView) -> ProposalEntry {
     ProposalEntry {
         proposal_id: view.proposal_id,
-        kind: match view.kind {
-            ProposalKind::New => "new",
-            ProposalKind::Patch => "patch",
-        }
-        .to_owned(),
+        kind: view.kind.name().to_owned(),
         target: view.target,
         reason: view.reason,
         created: view.created,

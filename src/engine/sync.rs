@@ -541,40 +541,52 @@ impl Engine {
     /// are serialised by the index itself, and both apply their changes to the
     /// current catalog as a delta, so neither undoes the other.
     pub fn refresh_note(&self, path: &crate::sandbox::NotePath) -> Result<()> {
-        let area = self.sandbox().area_of(path);
-        let stat = self.sandbox().stat(path)?;
-        let document = match (area, stat) {
-            (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
-                if path.is_markdown() && self.sandbox().templates_folder_of(path).is_none() =>
-            {
-                match self.load(&ScannedFile { path: path.clone(), area, stat })? {
-                    Loaded::Document(document) => Some(*document),
-                    Loaded::Vanished => None,
-                    Loaded::Unreadable(reason) => {
-                        let known = Unreadable { size: stat.size, modified_ns: nanos(stat.modified), reason };
-                        self.unreadable
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(path.as_str().to_owned(), known);
-                        None
+        self.refresh_notes(std::slice::from_ref(path))
+    }
+
+    /// [`Engine::refresh_note`] for several notes (a multi-file apply's: moved,
+    /// trashed, rewritten), in one index commit and one catalog update.
+    pub fn refresh_notes(&self, paths: &[crate::sandbox::NotePath]) -> Result<()> {
+        let mut documents = Vec::new();
+        let mut removed = Vec::new();
+        for path in paths {
+            let area = self.sandbox().area_of(path);
+            let stat = self.sandbox().stat(path)?;
+            let document = match (area, stat) {
+                (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
+                    if path.is_markdown() && self.sandbox().templates_folder_of(path).is_none() =>
+                {
+                    match self.load(&ScannedFile { path: path.clone(), area, stat })? {
+                        Loaded::Document(document) => Some(*document),
+                        Loaded::Vanished => None,
+                        Loaded::Unreadable(reason) => {
+                            let known =
+                                Unreadable { size: stat.size, modified_ns: nanos(stat.modified), reason };
+                            self.unreadable
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .insert(path.as_str().to_owned(), known);
+                            None
+                        }
                     }
                 }
-            }
-            _ => None,
-        };
-        let gone: HashSet<String> = [path.as_str().to_owned()].into_iter().collect();
-        let catalog = self.catalog();
-        let before = |path: &str| catalog.get(path).map(|record| record.hash.clone());
-        match document {
-            Some(document) => {
-                self.index.update(false, &[], &before, |sink| sink.replace(&document))?;
-                self.apply_delta(&gone, vec![document.record], None);
-            }
-            None => {
-                self.index.update(false, &[path.as_str().to_owned()], &before, |_| Ok(()))?;
-                self.apply_delta(&gone, Vec::new(), None);
+                _ => None,
+            };
+            match document {
+                Some(document) => documents.push(document),
+                None => removed.push(path.as_str().to_owned()),
             }
         }
+        let gone: HashSet<String> = paths.iter().map(|path| path.as_str().to_owned()).collect();
+        let catalog = self.catalog();
+        let before = |path: &str| catalog.get(path).map(|record| record.hash.clone());
+        self.index.update(false, &removed, &before, |sink| {
+            for document in &documents {
+                sink.replace(document)?;
+            }
+            Ok(())
+        })?;
+        self.apply_delta(&gone, documents.into_iter().map(|document| document.record).collect(), None);
         self.catalog_matches_index();
         Ok(())
     }

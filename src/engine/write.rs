@@ -17,10 +17,7 @@ use crate::write::{self, Actor, ApplyStatus, NewNote, PatchRequest, ProposalKind
 const SIMILAR: usize = 5;
 
 fn kind_name(kind: ProposalKind) -> &'static str {
-    match kind {
-        ProposalKind::New => "new",
-        ProposalKind::Patch => "patch",
-    }
+    kind.name()
 }
 
 impl Engine {
@@ -96,6 +93,81 @@ impl Engine {
         })
     }
 
+    /// `propose_move`: plans the move on the current catalog, then stages it.
+    pub fn propose_move(&self, args: &ProposeMoveArgs) -> Result<ProposeMoveResult> {
+        if args.reason.trim().is_empty() {
+            return Err(crate::error::Error::invalid(
+                "`reason` is empty; say why the change should be made, for the person approving it",
+            ));
+        }
+        let catalog = self.catalog();
+        let view = write::VaultView {
+            records: catalog.records(),
+            attachments: catalog.attachments(),
+            graph: catalog.graph(),
+        };
+        let sandbox = self.sandbox();
+        let planned =
+            write::plan_move(&sandbox, &view, &args.from, &args.to, args.keep_alias.unwrap_or(true))?;
+        let target = planned.moves.first().map(|(from, _)| from.clone()).unwrap_or_default();
+        let staged = write::stage_plan(
+            &sandbox,
+            &self.config().limits,
+            ProposalKind::Move,
+            &target,
+            &args.reason,
+            &planned.plan,
+            jiff::Timestamp::now(),
+        )?;
+        Ok(ProposeMoveResult {
+            proposal_id: staged.proposal_id,
+            kind: "move".to_owned(),
+            moves: planned.moves.into_iter().map(|(from, to)| MovedNote { from, to }).collect(),
+            rewrites: Rewrites { notes: planned.notes, links: planned.links },
+            files: staged.files,
+            diff: staged.diff,
+            vault_changed: false,
+        })
+    }
+
+    /// `propose_delete`.
+    pub fn propose_delete(&self, args: &ProposeDeleteArgs) -> Result<ProposeDeleteResult> {
+        if args.reason.trim().is_empty() {
+            return Err(crate::error::Error::invalid(
+                "`reason` is empty; say why the note should go, for the person approving it",
+            ));
+        }
+        let catalog = self.catalog();
+        let view = write::VaultView {
+            records: catalog.records(),
+            attachments: catalog.attachments(),
+            graph: catalog.graph(),
+        };
+        let sandbox = self.sandbox();
+        let (plan, breaks) = write::plan_delete(&sandbox, &view, &args.path)?;
+        let target = plan.files[0].path.clone();
+        let staged = write::stage_plan(
+            &sandbox,
+            &self.config().limits,
+            ProposalKind::Delete,
+            &target,
+            &args.reason,
+            &plan,
+            jiff::Timestamp::now(),
+        )?;
+        Ok(ProposeDeleteResult {
+            proposal_id: staged.proposal_id,
+            kind: "delete".to_owned(),
+            target,
+            breaks: breaks
+                .into_iter()
+                .map(|b| BrokenBy { path: b.path, line: b.line, link: b.link })
+                .collect(),
+            files: staged.files,
+            vault_changed: false,
+        })
+    }
+
     /// `list_proposals`.
     pub fn list_proposals(&self, args: &ListProposalsArgs) -> Result<Proposals> {
         let limit = PROPOSALS_LIMIT.check("limit", args.limit)?;
@@ -123,7 +195,7 @@ impl Engine {
 
     /// `apply_proposal`: the write layer's checked apply, with this engine's index update.
     pub fn apply_proposal(&self, args: &ApplyArgs, actor: Actor) -> Result<ApplyResult> {
-        let mut index = |path: &crate::sandbox::NotePath| self.refresh_note(path);
+        let mut index = |paths: &[crate::sandbox::NotePath]| self.refresh_notes(paths);
         let applied = write::apply(&self.sandbox(), &args.proposal_id, actor, &mut index)?;
         Ok(ApplyResult {
             proposal_id: applied.proposal_id,
@@ -150,7 +222,7 @@ impl Engine {
         if !exists || self.inbox_conflict().is_some() {
             return Ok(Vec::new());
         }
-        let mut index = |path: &crate::sandbox::NotePath| self.refresh_note(path);
+        let mut index = |paths: &[crate::sandbox::NotePath]| self.refresh_notes(paths);
         Ok(write::recover(&sandbox, actor, &mut index)?.completed)
     }
 
@@ -215,11 +287,13 @@ impl Engine {
 /// patch, the size of its diff), then its reason.
 fn summary(view: write::Description) -> String {
     let change = match (view.kind, view.diff_stat) {
+        (_, _) if view.summary.is_some() => view.summary.clone().unwrap_or_default(),
+        (kind, _) if kind.is_multi() => format!("{} {}", kind.name(), view.target),
         (ProposalKind::New, _) => format!("create the new note {}", view.target),
-        (ProposalKind::Patch, Some((added, removed))) => {
+        (_, Some((added, removed))) => {
             format!("change {} (+{added} -{removed} lines)", view.target)
         }
-        (ProposalKind::Patch, None) => format!("change {}", view.target),
+        (_, None) => format!("change {}", view.target),
     };
     format!("{change}.\nReason given: {}", view.reason)
 }

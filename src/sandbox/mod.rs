@@ -24,6 +24,7 @@ mod inbox;
 mod inbox_owner;
 mod index_dir;
 mod lock;
+mod notes;
 mod path;
 mod policy;
 mod secrets;

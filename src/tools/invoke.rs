@@ -126,6 +126,14 @@ pub fn invoke(
             let args: ProposePatchArgs = parse(name, arguments)?;
             engine.propose_note_patch(&args).map(|v| (render::proposed_patch(&v), to_value(&v)))
         }
+        "propose_move" => {
+            let args: ProposeMoveArgs = parse(name, arguments)?;
+            engine.propose_move(&args).map(|v| (render::proposed_move(&v), to_value(&v)))
+        }
+        "propose_delete" => {
+            let args: ProposeDeleteArgs = parse(name, arguments)?;
+            engine.propose_delete(&args).map(|v| (render::proposed_delete(&v), to_value(&v)))
+        }
         "list_proposals" => {
             let args: ListProposalsArgs = parse(name, arguments)?;
             engine.list_proposals(&args).map(|v| (render::proposals(&v), to_value(&v)))

@@ -187,6 +187,30 @@ pub(super) fn proposed_patch(r: &ProposePatchResult) -> String {
     )
 }
 
+pub(super) fn proposed_move(r: &ProposeMoveResult) -> String {
+    format!(
+        "staged proposal {} ({} notes move, {} links rewritten in {} notes); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
+        r.proposal_id,
+        r.moves.len(),
+        r.rewrites.links,
+        r.rewrites.notes,
+        r.diff
+    )
+}
+
+pub(super) fn proposed_delete(r: &ProposeDeleteResult) -> String {
+    let mut out = format!(
+        "staged proposal {} (delete {} to the inbox's trash); nothing in the vault changed. {} link(s) will break:",
+        r.proposal_id,
+        r.target,
+        r.breaks.len()
+    );
+    for b in &r.breaks {
+        let _ = write!(out, "\n- {}:{} {}", b.path, b.line, b.link);
+    }
+    out
+}
+
 pub(super) fn proposals(r: &Proposals) -> String {
     let mut out = count(r.proposals.len() as u64, "proposal");
     for p in &r.proposals {

@@ -38,7 +38,7 @@ pub fn apply(
     sandbox: &Sandbox,
     id: &str,
     actor: Actor,
-    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
 ) -> Result<Applied> {
     apply_with_failpoint(sandbox, id, actor, index, &mut |_| Ok(()))
 }
@@ -50,7 +50,7 @@ pub fn apply_with_failpoint(
     sandbox: &Sandbox,
     id: &str,
     actor: Actor,
-    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
     failpoint: &mut dyn FnMut(Step) -> Result<()>,
 ) -> Result<Applied> {
     let id = id.trim();
@@ -68,6 +68,9 @@ pub fn apply_with_failpoint(
     unsettled(&recovered.summary.failed)?;
 
     let located = find(sandbox, &inbox, id)?;
+    if located.meta.kind.is_multi() {
+        return super::multi::apply(sandbox, &inbox, &mut log, located, actor, index, failpoint);
+    }
     let (target, content, base) = check(sandbox, &inbox, &located)?;
     let archive = archive_dir(&inbox, ProposalStatus::Applied, &proposal::today())?;
     journal::write(sandbox, &inbox, &journal_of(&located, Action::Apply, &archive))?;
@@ -90,7 +93,7 @@ pub fn apply_with_failpoint(
     archive_files(sandbox, &located, &archive, failpoint).map_err(|err| after_write(err, &target))?;
     failpoint(Step::Archived)?;
 
-    let index_result = index(&target);
+    let index_result = index(std::slice::from_ref(&target));
     failpoint(Step::Indexed)?;
 
     let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };
@@ -118,13 +121,16 @@ pub fn reject(sandbox: &Sandbox, id: &str, reason: &str, actor: Actor) -> Result
     let _lock = lock(sandbox, &inbox)?;
     let mut log = AuditLog::open(sandbox, &inbox)?;
     // A reject has no index to update: an apply it completes says its update failed.
-    let mut no_index = |_: &NotePath| -> Result<()> {
+    let mut no_index = |_: &[NotePath]| -> Result<()> {
         Err(Error::internal("an interrupted apply was completed by a reject, which cannot update the index"))
     };
     let recovered = recover_locked(sandbox, &inbox, &mut log, actor, &mut no_index);
     unsettled(&recovered.summary.failed)?;
     let located = find(sandbox, &inbox, id)?;
-    if validate(&inbox, &located).is_ok() && target_holds_content(sandbox, &located) {
+    if !located.meta.kind.is_multi()
+        && validate(&inbox, &located).is_ok()
+        && target_holds_content(sandbox, &located)
+    {
         return Err(Error::new(
             ErrorCode::Conflict,
             format!("proposal {id} is already in {}: an apply of it was interrupted", located.meta.target),
@@ -169,7 +175,7 @@ fn unsettled(failed: &[String]) -> Result<()> {
     }
 }
 
-fn journal_of(located: &Located, action: Action, archive: &str) -> Journal {
+pub(super) fn journal_of(located: &Located, action: Action, archive: &str) -> Journal {
     Journal {
         proposal_id: located.id().to_owned(),
         action,
@@ -217,6 +223,7 @@ fn check(
                 Err(err) => return Err(err),
             }
         }
+        _ => return Err(Error::internal("a multi-file proposal was checked as a single-file one")),
     }
     let target = sandbox.resolve_note_target(&meta.target)?;
     Ok((target, content, checked))
@@ -271,6 +278,15 @@ fn after_write(mut err: Error, target: &NotePath) -> Error {
     err.hint = Some(format!(
         "{target} was written; the next apply or server start completes the archive and the audit log"
     ));
+    err
+}
+
+/// An error after a multi-file proposal's files were all written.
+pub(super) fn after_write_multi(mut err: Error) -> Error {
+    err.hint = Some(
+        "every file was written; the next apply or server start completes the archive and the audit log"
+            .to_owned(),
+    );
     err
 }
 

@@ -55,6 +55,9 @@ struct AuditLine<'a> {
     /// Written by recovery, completing an interrupted apply or reject.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     recovered: bool,
+    /// For a multi-file proposal: every file with its before and after hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<Vec<Value>>,
 }
 
 impl<'a> AuditLine<'a> {
@@ -75,6 +78,7 @@ impl<'a> AuditLine<'a> {
             status: None,
             reason: None,
             recovered,
+            files: None,
         }
     }
 }
@@ -163,8 +167,15 @@ pub(super) fn finish_apply(
     recovered: bool,
 ) -> Result<Applied> {
     let meta = &archived.meta;
+    let files = match meta.kind.is_multi() {
+        true => {
+            Some(proposal::read_plan(sandbox, archived)?.files.iter().map(super::plan::audit_entry).collect())
+        }
+        false => None,
+    };
     let line = AuditLine {
         index: Some(if index_result.is_ok() { "ok" } else { "failed" }),
+        files,
         ..AuditLine::of(archived, actor, recovered)
     };
     let audit = log.append(sandbox, &line)?;

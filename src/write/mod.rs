@@ -53,6 +53,9 @@ mod audit;
 mod diff;
 mod edit;
 mod journal;
+mod moves;
+mod multi;
+mod plan;
 mod proposal;
 mod propose;
 mod recover;
@@ -64,8 +67,10 @@ mod yaml;
 pub use apply::{apply, apply_with_failpoint, reject};
 pub use audit::{AuditSince, audit_since};
 pub use edit::{Edit, apply_edits};
+pub use moves::{Break, MovePlan, VaultView, plan_delete, plan_move};
+pub use plan::{FileOp, FileOpKind, Plan};
 pub use proposal::{Description, describe, describe_pending, list, pending_count, resolve_id};
-pub use propose::{propose_new, propose_patch};
+pub use propose::{StagedPlan, propose_new, propose_patch, stage_plan};
 pub use recover::recover;
 pub use relink::{LinkEdit, apply_link_edits, relink};
 pub use review::{FileChange, Review, review};
@@ -80,6 +85,44 @@ pub enum ProposalKind {
     New,
     /// Changes an existing note.
     Patch,
+    /// Moves or renames a note or a folder, rewriting the links to it.
+    Move,
+    /// Moves a note to the inbox's trash.
+    Delete,
+    /// Several new notes, patches, moves and deletes, applied all or nothing.
+    Batch,
+    /// Undoes an applied proposal.
+    Revert,
+}
+
+impl ProposalKind {
+    /// Every kind, in the order pending folders are listed.
+    pub const ALL: [ProposalKind; 6] = [
+        ProposalKind::New,
+        ProposalKind::Patch,
+        ProposalKind::Move,
+        ProposalKind::Delete,
+        ProposalKind::Batch,
+        ProposalKind::Revert,
+    ];
+
+    /// Whether its staged file is a plan of several file operations
+    /// (`plan.rs`) rather than one note.
+    pub fn is_multi(self) -> bool {
+        !matches!(self, ProposalKind::New | ProposalKind::Patch)
+    }
+
+    /// Its name in results and folders: `new`, `patch`, `move`, `delete`, `batch`, `revert`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProposalKind::New => "new",
+            ProposalKind::Patch => "patch",
+            ProposalKind::Move => "move",
+            ProposalKind::Delete => "delete",
+            ProposalKind::Batch => "batch",
+            ProposalKind::Revert => "revert",
+        }
+    }
 }
 
 /// A new note to propose (`propose_new_note`).
@@ -218,8 +261,10 @@ pub enum Step {
     /// A patch's note was re-checked right before its swap (patches only): a
     /// person's save landing now is what the swap must never lose.
     Swapping,
-    /// The target note is written.
+    /// The target note is written (for a multi-file proposal: all of them).
     Written,
+    /// A multi-file proposal's operation number N (from 0) is done.
+    File(usize),
     /// The metadata file has moved to the archive; the other files not yet.
     Archiving,
     /// All the proposal's files are in the archive.

@@ -72,10 +72,12 @@ impl Inbox {
 
     /// `inbox/new` or `inbox/patch`.
     pub(super) fn pending_dir(&self, kind: ProposalKind) -> String {
-        match kind {
-            ProposalKind::New => format!("{}/new", self.root),
-            ProposalKind::Patch => format!("{}/patch", self.root),
-        }
+        format!("{}/{}", self.root, kind.name())
+    }
+
+    /// The inbox folder itself.
+    pub(super) fn root(&self) -> &str {
+        &self.root
     }
 
     /// `inbox/applied` or `inbox/rejected` (`None` for pending).
@@ -106,6 +108,7 @@ pub(super) fn content_name(kind: ProposalKind, stem: &str) -> String {
     match kind {
         ProposalKind::New => format!("{stem}.md"),
         ProposalKind::Patch => format!("{stem}.new.md"),
+        _ => format!("{stem}.plan.json"),
     }
 }
 
@@ -190,16 +193,14 @@ impl Located {
     pub(super) fn diff_path(&self) -> Result<Option<NotePath>> {
         match self.meta.kind {
             ProposalKind::New => Ok(None),
-            ProposalKind::Patch => {
-                NotePath::parse(&format!("{}/{}", self.dir, diff_name(&self.stem))).map(Some)
-            }
+            _ => NotePath::parse(&format!("{}/{}", self.dir, diff_name(&self.stem))).map(Some),
         }
     }
 
     /// The names of its files, metadata first.
     pub(super) fn file_names(&self) -> Vec<String> {
         let mut names = vec![format!("{}{META_SUFFIX}", self.stem), content_name(self.meta.kind, &self.stem)];
-        if self.meta.kind == ProposalKind::Patch {
+        if self.meta.kind != ProposalKind::New {
             names.push(diff_name(&self.stem));
         }
         names
@@ -255,7 +256,7 @@ pub(super) fn validate(inbox: &Inbox, located: &Located) -> Result<()> {
         )));
     }
     let expected_diff =
-        (meta.kind == ProposalKind::Patch).then(|| format!("{pending}/{}", diff_name(&located.stem)));
+        (meta.kind != ProposalKind::New).then(|| format!("{pending}/{}", diff_name(&located.stem)));
     if meta.diff_file != expected_diff {
         return Err(flaw(format!(
             "its metadata names diff_file {:?}, expected {expected_diff:?}",
@@ -267,7 +268,7 @@ pub(super) fn validate(inbox: &Inbox, located: &Located) -> Result<()> {
     }
     match (&meta.base_sha256, meta.kind) {
         (Some(base), ProposalKind::Patch) if is_hash(base) => Ok(()),
-        (None, ProposalKind::New) => Ok(()),
+        (None, kind) if kind != ProposalKind::Patch => Ok(()),
         (base, kind) => {
             Err(flaw(format!("base_sha256 {base:?} does not fit a {} proposal", kind_name(kind))))
         }
@@ -277,7 +278,7 @@ pub(super) fn validate(inbox: &Inbox, located: &Located) -> Result<()> {
 fn kind_name(kind: ProposalKind) -> &'static str {
     match kind {
         ProposalKind::New => "new-note",
-        ProposalKind::Patch => "patch",
+        kind => kind.name(),
     }
 }
 
@@ -336,7 +337,7 @@ fn looks_intact(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> bool {
 /// The metadata files of pending proposals (`inbox/new`, `inbox/patch`), sorted.
 pub(super) fn pending_files(sandbox: &Sandbox, inbox: &Inbox) -> Result<Vec<NotePath>> {
     let mut out = Vec::new();
-    for kind in [ProposalKind::New, ProposalKind::Patch] {
+    for kind in ProposalKind::ALL {
         let dir = NotePath::parse(&inbox.pending_dir(kind))?;
         out.extend(
             sandbox.list_inbox(&dir)?.into_iter().filter(|path| path.file_name().ends_with(META_SUFFIX)),
@@ -436,7 +437,22 @@ pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located, hashes
             }),
             target_free: true,
         },
+        _ => {
+            let fine = intact
+                && super::proposal::read_plan(sandbox, located)
+                    .is_ok_and(|plan| super::plan::check(sandbox, &plan).is_ok());
+            Checks { intact, base_current: fine, target_free: fine }
+        }
     }
+}
+
+/// The plan of a multi-file proposal, where its files are now, checked against its recorded hash.
+pub(super) fn read_plan(sandbox: &Sandbox, located: &Located) -> Result<super::plan::Plan> {
+    let bytes = sandbox.read(&located.content_path()?, FILE_MAX_BYTES)?;
+    if content_hash(&bytes) != located.meta.content_sha256 {
+        return Err(flaw(format!("its plan no longer hashes to {}", located.meta.content_sha256)));
+    }
+    super::plan::Plan::parse(&bytes)
 }
 
 /// The proposals with the given status, newest first (ties by id), at most
@@ -582,6 +598,8 @@ pub struct Description {
     pub reason: String,
     /// For a patch, the lines its diff adds and removes.
     pub diff_stat: Option<(u32, u32)>,
+    /// For a multi-file proposal, its one-line summary (the first line of its diff).
+    pub summary: Option<String>,
 }
 
 /// What a person deciding on a pending proposal should see in a listing: its
@@ -612,9 +630,13 @@ pub fn describe_pending(sandbox: &Sandbox) -> Result<BTreeMap<String, Descriptio
 
 /// What [`describe`] says of a proposal found.
 fn description(sandbox: &Sandbox, located: Located) -> Result<Description> {
+    let mut summary = None;
     let diff_stat = match located.diff_path()? {
         Some(path) => sandbox.read(&path, FILE_MAX_BYTES).ok().map(|bytes| {
             let text = String::from_utf8_lossy(&bytes);
+            if located.meta.kind.is_multi() {
+                summary = text.lines().next().and_then(|line| line.strip_prefix("# ")).map(str::to_owned);
+            }
             let count = |sign: char, header: &str| {
                 text.lines().filter(|l| l.starts_with(sign) && !l.starts_with(header)).count() as u32
             };
@@ -627,5 +649,6 @@ fn description(sandbox: &Sandbox, located: Located) -> Result<Description> {
         target: located.meta.target,
         reason: located.meta.reason,
         diff_stat,
+        summary,
     })
 }

@@ -298,7 +298,7 @@ fn stage(
 fn check_pending_caps(sandbox: &Sandbox, inbox: &Inbox, limits: &Limits, adding: u64) -> Result<()> {
     let mut count = 0u64;
     let mut bytes = 0u64;
-    for kind in [ProposalKind::New, ProposalKind::Patch] {
+    for kind in ProposalKind::ALL {
         let dir = NotePath::parse(&inbox.pending_dir(kind))?;
         for file in sandbox.list_inbox(&dir)? {
             count += u64::from(file.file_name().ends_with(META_SUFFIX));
@@ -339,4 +339,69 @@ fn preview(text: &str) -> String {
 
 fn count_lines(text: &str) -> u32 {
     u32::try_from(text.lines().count()).unwrap_or(u32::MAX)
+}
+
+/// A staged multi-file proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedPlan {
+    /// Its id.
+    pub proposal_id: String,
+    /// The inbox files written, vault-relative.
+    pub files: Vec<String>,
+    /// Its summary line, then the diff of every file it touches.
+    pub diff: String,
+}
+
+/// Stages a multi-file proposal: `inbox/<kind>/<stem>.plan.json` (every file
+/// operation with its text before and after), `<stem>.diff` (its summary line,
+/// then every file's diff) and last `<stem>.proposal.json`.
+pub fn stage_plan(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    kind: ProposalKind,
+    target: &str,
+    reason: &str,
+    plan: &super::Plan,
+    now: Timestamp,
+) -> Result<StagedPlan> {
+    let reason = required_reason(reason)?;
+    if plan.files.is_empty() {
+        return Err(Error::invalid("the proposal would change no file"));
+    }
+    let bytes = plan.to_bytes()?;
+    let mut diff = format!("# {}\n", plan.summary);
+    for op in &plan.files {
+        diff.push_str(&super::review::op_change(op).diff);
+    }
+    let id = proposal::new_id()?;
+    let name =
+        NotePath::parse(target).map(|path| path.stem().to_owned()).unwrap_or_else(|_| kind.name().to_owned());
+    let stem = format!("{}-{}", slug::slug(&name), proposal::short_id(&id));
+    let inbox = Inbox::of(sandbox);
+    let content_file = inbox.path(&format!("{}/{}", kind.name(), content_name(kind, &stem)))?;
+    let diff_file = inbox.path(&format!("{}/{}", kind.name(), diff_name(&stem)))?;
+    let meta_file = inbox.path(&format!("{}/{stem}{META_SUFFIX}", kind.name()))?;
+    let meta = Metadata {
+        schema: SCHEMA,
+        proposal_id: id.clone(),
+        kind,
+        target: target.to_owned(),
+        content_file: content_file.as_str().to_owned(),
+        content_sha256: content_hash(&bytes),
+        base_sha256: None,
+        diff_file: Some(diff_file.as_str().to_owned()),
+        reason,
+        created_at: proposal::rfc3339(now),
+    };
+    stage(
+        sandbox,
+        limits,
+        &[(&content_file, &bytes), (&diff_file, diff.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)],
+        None,
+    )?;
+    Ok(StagedPlan {
+        proposal_id: id,
+        files: [&content_file, &diff_file, &meta_file].iter().map(|path| path.as_str().to_owned()).collect(),
+        diff,
+    })
 }

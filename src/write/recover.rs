@@ -35,7 +35,7 @@ const ORPHAN_AGE: Duration = Duration::from_secs(600);
 pub fn recover(
     sandbox: &Sandbox,
     actor: Actor,
-    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
 ) -> Result<Recovery> {
     let inbox = Inbox::of(sandbox);
     let _lock = lock(sandbox, &inbox)?;
@@ -59,7 +59,7 @@ pub fn recover(
 /// one. Under the lock, after recovery.
 fn sweep_inbox(sandbox: &Sandbox, inbox: &Inbox) -> Vec<String> {
     let mut done = Vec::new();
-    for kind in [ProposalKind::New, ProposalKind::Patch] {
+    for kind in ProposalKind::ALL {
         let Ok(dir) = NotePath::parse(&inbox.pending_dir(kind)) else { continue };
         match sandbox.sweep_inbox_temps(&dir, ORPHAN_AGE) {
             Ok(removed) => done.extend(removed.into_iter().map(|file| format!("removed {file}"))),
@@ -71,6 +71,7 @@ fn sweep_inbox(sandbox: &Sandbox, inbox: &Inbox) -> Vec<String> {
         let suffixes: &[&str] = match kind {
             ProposalKind::New => &[".md"],
             ProposalKind::Patch => &[".new.md", ".diff"],
+            _ => &[".plan.json", ".diff"],
         };
         for file in &files {
             let name = file.file_name();
@@ -160,7 +161,7 @@ pub(super) fn recover_locked(
     inbox: &Inbox,
     log: &mut AuditLog,
     actor: Actor,
-    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
 ) -> Recovered {
     let mut done = Recovered { applied: Vec::new(), summary: Recovery::default() };
     let journal = match journal::read(sandbox, inbox) {
@@ -207,7 +208,7 @@ fn settle(
     log: &mut AuditLog,
     journal: &Journal,
     actor: Actor,
-    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
     done: &mut Recovered,
 ) -> Result<()> {
     let status = match journal.action {
@@ -236,6 +237,14 @@ fn settle(
     let pending = journal.pending_meta(inbox)?;
     if journal.action == Action::Apply && sandbox.stat(&pending)?.is_some() {
         let located = locate(sandbox, &pending, ProposalStatus::Pending)?;
+        if located.meta.kind.is_multi() {
+            // Before the commit point: roll back whatever was done.
+            if ours(&located) {
+                super::multi::recover_pending(sandbox, inbox, &located, &journal.archive)?;
+                done.summary.completed.push(format!("{} (rolled back)", journal.proposal_id));
+            }
+            return Ok(());
+        }
         if ours(&located) && target_holds_content(sandbox, &located) {
             archive_files(sandbox, &located, &journal.archive, &mut |_| Ok(()))?;
             let archived = Located { dir: journal.archive.clone(), status, ..located };
@@ -254,7 +263,7 @@ fn complete_archived(
     log: &mut AuditLog,
     located: &Located,
     actor: Actor,
-    index: &mut dyn FnMut(&NotePath) -> Result<()>,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
     done: &mut Recovered,
 ) -> Result<()> {
     let id = located.id().to_owned();
@@ -277,8 +286,13 @@ fn complete_archived(
                 finish_reject(sandbox, log, located, &reason, actor, true)?;
                 Ok(None)
             }
+            _ if located.meta.kind.is_multi() => {
+                let paths = super::multi::recover_archived(sandbox, inbox, located)?;
+                finish_apply(sandbox, log, located, index(&paths), actor, true).map(Some)
+            }
             _ => {
-                let index_result = NotePath::parse(&located.meta.target).and_then(|target| index(&target));
+                let index_result = NotePath::parse(&located.meta.target)
+                    .and_then(|target| index(std::slice::from_ref(&target)));
                 finish_apply(sandbox, log, located, index_result, actor, true).map(Some)
             }
         }

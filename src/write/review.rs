@@ -10,7 +10,8 @@
 use super::ProposalKind;
 use super::ProposalView;
 use super::diff::unified_diff;
-use super::proposal::{FILE_MAX_BYTES, Inbox, NoteHashes, checks, find};
+use super::plan::{FileOp, FileOpKind};
+use super::proposal::{FILE_MAX_BYTES, Inbox, Located, NoteHashes, checks, find, read_plan};
 use crate::error::Result;
 use crate::sandbox::Sandbox;
 use crate::vault::content_hash;
@@ -20,7 +21,7 @@ use crate::vault::content_hash;
 pub struct FileChange {
     /// The vault-relative path.
     pub path: String,
-    /// `create` or `change`.
+    /// `create`, `change`, `move` or `delete`.
     pub op: &'static str,
     /// The unified diff (`--- /dev/null` for a new note).
     pub diff: String,
@@ -47,6 +48,14 @@ pub struct Review {
 pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
     let inbox = Inbox::of(sandbox);
     let located = find(sandbox, &inbox, id)?;
+    if located.meta.kind.is_multi() {
+        let plan = read_plan(sandbox, &located)?;
+        let caveat = super::plan::check(sandbox, &plan)
+            .err()
+            .map(|err| format!("applying it now would be refused: {}", err.message));
+        let files = plan.files.iter().map(op_change).collect();
+        return Ok(Review { view: view_of(sandbox, &inbox, &located), files, caveat });
+    }
     let staged_bytes = sandbox.read(&located.content_path()?, FILE_MAX_BYTES)?;
     let staged = String::from_utf8_lossy(&staged_bytes);
     let target = located.meta.target.clone();
@@ -57,7 +66,7 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
             let diff = diff.replacen(&format!("--- a/{target}\n"), "--- /dev/null\n", 1);
             FileChange { path: target.clone(), op: "create", diff, added, removed }
         }
-        ProposalKind::Patch => {
+        _ => {
             let current = sandbox
                 .resolve_note_target(&target)
                 .ok()
@@ -94,14 +103,51 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
             }
         }
     };
-    let view = ProposalView {
+    Ok(Review { view: view_of(sandbox, &inbox, &located), files: vec![change], caveat })
+}
+
+fn view_of(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> ProposalView {
+    ProposalView {
         proposal_id: located.meta.proposal_id.clone(),
         kind: located.meta.kind,
-        target,
+        target: located.meta.target.clone(),
         reason: located.meta.reason.clone(),
         created: located.meta.created_at.clone(),
         status: located.status,
-        checks: checks(sandbox, &inbox, &located, &mut NoteHashes::new()),
-    };
-    Ok(Review { view, files: vec![change], caveat })
+        checks: checks(sandbox, inbox, located, &mut NoteHashes::new()),
+    }
+}
+
+/// One operation of a plan as a person reviews it: a move as a rename (with
+/// the diff of what changes inside the note), a trash as the note's removal.
+pub(super) fn op_change(op: &FileOp) -> FileChange {
+    let before = op.before.as_deref().unwrap_or_default();
+    let after = op.after.as_deref().unwrap_or_default();
+    match op.op {
+        FileOpKind::Create => {
+            let (diff, added, removed) = unified_diff(&op.path, "", after);
+            let diff = diff.replacen(&format!("--- a/{}\n", op.path), "--- /dev/null\n", 1);
+            FileChange { path: op.path.clone(), op: "create", diff, added, removed }
+        }
+        FileOpKind::Write => {
+            let (diff, added, removed) = unified_diff(&op.path, before, after);
+            FileChange { path: op.path.clone(), op: "change", diff, added, removed }
+        }
+        FileOpKind::Move => {
+            let to = op.to.clone().unwrap_or_default();
+            let mut diff = format!("rename from {}\nrename to {to}\n", op.path);
+            let (mut added, mut removed) = (0, 0);
+            if before != after {
+                let (body, a, r) = unified_diff(&to, before, after);
+                diff.push_str(&body.replacen(&format!("--- a/{to}\n"), &format!("--- a/{}\n", op.path), 1));
+                (added, removed) = (a, r);
+            }
+            FileChange { path: to, op: "move", diff, added, removed }
+        }
+        FileOpKind::Trash => {
+            let removed = u32::try_from(before.lines().count()).unwrap_or(u32::MAX);
+            let diff = format!("delete {} (moved to the inbox's trash, {removed} lines kept)\n", op.path);
+            FileChange { path: op.path.clone(), op: "delete", diff, added: 0, removed }
+        }
+    }
 }

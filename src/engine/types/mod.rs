@@ -29,9 +29,10 @@ pub use overview::{
     Roots, ServerIdentity, SkippedOut, Stale,
 };
 pub use proposals::{
-    ApplyArgs, ApplyResult, IndexUpdate, ListProposalsArgs, ProposalChecks, ProposalEntry,
-    ProposalStatusFilter, Proposals, ProposeNewArgs, ProposeNewResult, ProposePatchArgs, ProposePatchResult,
-    RejectResult, SimilarNote,
+    ApplyArgs, ApplyResult, BrokenBy, IndexUpdate, ListProposalsArgs, MovedNote, ProposalChecks,
+    ProposalEntry, ProposalStatusFilter, Proposals, ProposeDeleteArgs, ProposeDeleteResult, ProposeMoveArgs,
+    ProposeMoveResult, ProposeNewArgs, ProposeNewResult, ProposePatchArgs, ProposePatchResult, RejectResult,
+    Rewrites, SimilarNote,
 };
 pub use read::{
     ListTagsArgs, NoteContent, OutlineEntry, ReadNoteArgs, StandardEntry, Standards, TagCount, Tags,

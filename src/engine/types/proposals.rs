@@ -101,6 +101,96 @@ pub struct ProposePatchResult {
     pub vault_changed: bool,
 }
 
+/// `propose_move` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeMoveArgs {
+    /// A note path (`.md`) or a folder path.
+    pub from: String,
+    /// The new note path (`.md`) or folder path; must be free.
+    pub to: String,
+    /// Why, for the person who approves it.
+    pub reason: String,
+    /// Add the old name to the note's aliases (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_alias: Option<bool>,
+}
+
+/// One note a move moves.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct MovedNote {
+    /// Its path now.
+    pub from: String,
+    /// Its path after the move.
+    pub to: String,
+}
+
+/// How many links a move rewrites.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Rewrites {
+    /// Notes whose links change.
+    pub notes: u32,
+    /// Links rewritten.
+    pub links: u32,
+}
+
+/// `propose_move` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ProposeMoveResult {
+    /// The proposal's id.
+    pub proposal_id: String,
+    /// `move`.
+    pub kind: String,
+    /// The notes that move.
+    pub moves: Vec<MovedNote>,
+    /// The links rewritten so they still resolve.
+    pub rewrites: Rewrites,
+    /// The inbox files written.
+    pub files: Vec<String>,
+    /// A summary line, then every file's diff (a move as a rename).
+    pub diff: String,
+    /// Always false.
+    pub vault_changed: bool,
+}
+
+/// `propose_delete` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeDeleteArgs {
+    /// The note's vault-relative path.
+    pub path: String,
+    /// Why, for the person who approves it.
+    pub reason: String,
+}
+
+/// A link a delete will break.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct BrokenBy {
+    /// The note holding the link.
+    pub path: String,
+    /// Its line.
+    pub line: u32,
+    /// The link.
+    pub link: String,
+}
+
+/// `propose_delete` result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ProposeDeleteResult {
+    /// The proposal's id.
+    pub proposal_id: String,
+    /// `delete`.
+    pub kind: String,
+    /// The note moved to the inbox's trash on apply.
+    pub target: String,
+    /// Links that will stop resolving.
+    pub breaks: Vec<BrokenBy>,
+    /// The inbox files written.
+    pub files: Vec<String>,
+    /// Always false.
+    pub vault_changed: bool,
+}
+
 /// `list_proposals` arguments.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

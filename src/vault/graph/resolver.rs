@@ -231,6 +231,15 @@ impl Resolver {
         target_index.ok_or_else(|| self.resolve_attachment(files, link.target))
     }
 
+    /// Where a link leads, its anchor aside: a note or attachment (index into
+    /// `records` or `attachments`, the ones the resolver was built with), or broken.
+    pub fn lead(&self, records: &[Arc<NoteRecord>], attachments: &[String], link: LinkRef<'_>) -> Resolution {
+        match self.target(Files { records, attachments }, link) {
+            Ok(index) => Resolution::Note(id(index)),
+            Err(elsewhere) => elsewhere,
+        }
+    }
+
     fn resolve_attachment(&self, files: Files<'_>, target: &str) -> Resolution {
         let target = target.trim().trim_start_matches('/');
         if let Some(index) = files.attachment_at(target) {

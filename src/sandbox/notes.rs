@@ -1,0 +1,103 @@
+//! Moving and removing notes, for multi-file proposals (a move, a delete to the
+//! trash): the only changes besides [`Sandbox::write_atomic`] and
+//! [`Sandbox::replace_note`] the library makes to a notes root.
+//!
+//! Both take approved note targets only (a `.md` path in a notes root, reached
+//! through real folders), never replace a file, and act only on a note that
+//! still holds the bytes the caller checked, so a person's save is never lost.
+
+use std::fs;
+use std::io;
+
+use super::fs::{
+    is_missing, missing, resolve_note_target, same_file, sync_dir, target_exists, walk_write_chain,
+};
+use super::{NotePath, Sandbox};
+use crate::error::{Error, ErrorCode, Result};
+
+/// Largest note a move or removal checks.
+const NOTE_MAX_BYTES: u64 = 1 << 30;
+
+impl Sandbox {
+    /// Renames a note to another note path, creating folders as needed and never
+    /// replacing: `target_exists` when `to` exists (unless it is the very same
+    /// file, as a case-only rename on a case-insensitive file system finds it),
+    /// `not_found` when `from` is gone, `stale_base` when `from` no longer holds
+    /// exactly `expected`.
+    pub fn rename_note(&self, from: &NotePath, to: &NotePath, expected: &[u8]) -> Result<()> {
+        let from = resolve_note_target(self, from.as_str())?;
+        let to = resolve_note_target(self, to.as_str())?;
+        self.check_note_hash(&from, expected)?;
+        let source = walk_write_chain(self, &from, false)?;
+        let target = walk_write_chain(self, &to, true)?;
+        let source_meta = fs::symlink_metadata(&source).map_err(|err| Error::io(&from, &err))?;
+        match fs::symlink_metadata(&target) {
+            Ok(meta) if same_file(&meta, &source_meta) && from.as_str() != to.as_str() => {
+                // The same file under another case: a plain rename changes the name.
+                fs::rename(&source, &target).map_err(|err| Error::io(&from, &err))?;
+            }
+            Ok(_) => return Err(target_exists(&to)),
+            Err(err) if is_missing(&err) => match fs::hard_link(&source, &target) {
+                Ok(()) => {
+                    if let Err(err) = fs::remove_file(&source) {
+                        let _ = fs::remove_file(&target);
+                        return Err(if is_missing(&err) { missing(&from) } else { Error::io(&from, &err) });
+                    }
+                }
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => return Err(target_exists(&to)),
+                Err(err) if is_missing(&err) => return Err(missing(&from)),
+                Err(_) => fs::rename(&source, &target).map_err(|err| Error::io(&from, &err))?,
+            },
+            Err(err) => return Err(Error::io(&to, &err)),
+        }
+        sync_dir(target.parent().unwrap_or(self.root()));
+        sync_dir(source.parent().unwrap_or(self.root()));
+        Ok(())
+    }
+
+    /// Removes a note that still holds exactly `expected` (its bytes are kept
+    /// elsewhere first: the trash, or the note it was moved to); `false` when it
+    /// was already gone, `stale_base` when it changed.
+    pub fn remove_note(&self, path: &NotePath, expected: &[u8]) -> Result<bool> {
+        let path = resolve_note_target(self, path.as_str())?;
+        match self.check_note_hash(&path, expected) {
+            Ok(()) => {}
+            Err(err) if err.code == ErrorCode::NotFound => return Ok(false),
+            Err(err) => return Err(err),
+        }
+        let disk = walk_write_chain(self, &path, false)?;
+        match fs::remove_file(&disk) {
+            Ok(()) => {
+                sync_dir(disk.parent().unwrap_or(self.root()));
+                Ok(true)
+            }
+            Err(err) if is_missing(&err) => Ok(false),
+            Err(err) => Err(Error::io(&path, &err)),
+        }
+    }
+
+    fn check_note_hash(&self, path: &NotePath, expected: &[u8]) -> Result<()> {
+        let bytes = self.read(path, NOTE_MAX_BYTES)?;
+        if bytes == expected {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorCode::StaleBase,
+                format!("{path} has changed since the proposal was checked"),
+            )
+            .with_hint("nothing was moved; read the note again and propose the change again"))
+        }
+    }
+}
+
+impl Sandbox {
+    /// Whether the folder of `path` lists exactly its file name (not merely a
+    /// name a case-insensitive file system takes for it).
+    pub fn has_exact_name(&self, path: &NotePath) -> bool {
+        let Ok(disk) = walk_write_chain(self, path, false) else { return false };
+        let Some(parent) = disk.parent() else { return false };
+        fs::read_dir(parent).is_ok_and(|entries| {
+            entries.flatten().any(|entry| entry.file_name().to_str() == Some(path.file_name()))
+        })
+    }
+}

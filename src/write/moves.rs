@@ -1,0 +1,438 @@
+//! Planning a move (`propose_move`) and a delete (`propose_delete`): which
+//! notes move where, which links must be rewritten so that they still lead
+//! where they led, and what the vault looks like afterwards.
+//!
+//! A link is rewritten only when, after the move, it would no longer lead to
+//! the same note or file it leads to now: `[[a]]` stays `[[a]]` when `a` is
+//! still the shortest unique name of the moved note, and a link by alias is
+//! left alone. Links inside moved notes are judged from their new folder, so
+//! relative Markdown links are fixed. The plan is then checked against the
+//! whole vault rebuilt as it would be: the count of broken links must not grow.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
+use super::relink::{LinkEdit, apply_link_edits, relink};
+use super::yaml;
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{NotePath, Sandbox, strip_md};
+use crate::vault::graph::{Broken, Graph, Resolution};
+use crate::vault::{
+    LinkKind, LinkRef, Links, NoteKind, NoteRecord, decode_note, frontmatter_keys, note_spans, parse_note,
+};
+
+/// Largest note a move reads.
+const NOTE_MAX_BYTES: u64 = 1 << 30;
+
+/// The vault as the planner sees it: the records (sorted by path), the
+/// attachments (sorted) and their graph.
+pub struct VaultView<'a> {
+    /// Every note's record, sorted by path.
+    pub records: &'a [Arc<NoteRecord>],
+    /// Every attachment path, sorted.
+    pub attachments: &'a [String],
+    /// The graph of both.
+    pub graph: &'a Graph,
+}
+
+/// A planned move.
+#[derive(Debug, Clone)]
+pub struct MovePlan {
+    /// Every note that moves, `(from, to)`.
+    pub moves: Vec<(String, String)>,
+    /// Notes whose links are rewritten (moved ones included).
+    pub notes: u32,
+    /// Links rewritten.
+    pub links: u32,
+    /// The file operations.
+    pub plan: Plan,
+}
+
+/// A link that will stop resolving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Break {
+    /// The note holding it.
+    pub path: String,
+    /// Its 1-based line.
+    pub line: u32,
+    /// The link as written.
+    pub link: String,
+}
+
+fn read_text(sandbox: &Sandbox, path: &str) -> Result<String> {
+    let note = NotePath::parse(path)?;
+    let bytes = sandbox.read(&note, NOTE_MAX_BYTES)?;
+    decode_note(&bytes)
+        .map(str::to_owned)
+        .map_err(|why| Error::invalid(format!("{path} cannot be rewritten: {}", why.message)))
+}
+
+/// The notes `from` names: the note itself, or every note under the folder.
+/// Returns `(old, new)` paths and whether it is a folder.
+fn moved_notes(
+    sandbox: &Sandbox,
+    view: &VaultView<'_>,
+    from: &str,
+    to: &str,
+) -> Result<Vec<(String, String)>> {
+    let from = from.trim().trim_end_matches('/');
+    let to = to.trim().trim_end_matches('/');
+    if from.is_empty() || to.is_empty() {
+        return Err(Error::invalid("`from` and `to` must both be given: a note path or a folder path"));
+    }
+    if from == to {
+        return Err(Error::invalid(format!("`to` is `from` ({from}): nothing would move")));
+    }
+    let from_path = NotePath::parse(from)?;
+    let to_path = NotePath::parse(to)?;
+    let notes_only = |path: &str| view.records.iter().any(|r| r.path == path && r.kind == NoteKind::Note);
+    if from_path.is_markdown() {
+        if !to_path.is_markdown() {
+            return Err(Error::invalid(format!("`to` ({to}) must end in .md when `from` is a note")));
+        }
+        if !notes_only(from_path.as_str()) {
+            return Err(Error::not_found(format!("{from} is not a note of a notes root"))
+                .with_hint("give the note's exact path (search_knowledge or list_notes shows it)"));
+        }
+        return Ok(vec![(from_path.as_str().to_owned(), to_path.as_str().to_owned())]);
+    }
+    if to_path.is_markdown() {
+        return Err(Error::invalid(format!("`from` ({from}) is a folder, so `to` must be a folder too")));
+    }
+    if to.to_lowercase().starts_with(&format!("{}/", from.to_lowercase())) {
+        return Err(Error::invalid(format!("cannot move the folder {from} into itself ({to})")));
+    }
+    let prefix = format!("{from}/");
+    let moves: Vec<(String, String)> = view
+        .records
+        .iter()
+        .filter(|r| r.path.starts_with(&prefix))
+        .map(|r| {
+            if r.kind != NoteKind::Note {
+                return Err(Error::denied(format!("{} is not in a notes root; it cannot be moved", r.path)));
+            }
+            Ok((r.path.clone(), format!("{to}/{}", &r.path[prefix.len()..])))
+        })
+        .collect::<Result<_>>()?;
+    if moves.is_empty() {
+        let exists = sandbox.resolve_folder(from).ok().flatten().is_some();
+        return Err(Error::not_found(if exists {
+            format!("the folder {from} holds no notes to move")
+        } else {
+            format!("no note or folder is at {from}")
+        }));
+    }
+    Ok(moves)
+}
+
+/// Plans moving a note or a folder (see the module docs).
+pub fn plan_move(
+    sandbox: &Sandbox,
+    view: &VaultView<'_>,
+    from: &str,
+    to: &str,
+    keep_alias: bool,
+) -> Result<MovePlan> {
+    let moves = moved_notes(sandbox, view, from, to)?;
+    let mut moved: HashMap<&str, &str> = HashMap::new();
+    for (old, new) in &moves {
+        let target = sandbox.resolve_note_target(new)?;
+        let case_only = old.to_lowercase() == new.to_lowercase();
+        let taken =
+            view.records.iter().any(|r| r.path.to_lowercase() == new.to_lowercase() && &r.path != old);
+        if !case_only && (taken || sandbox.stat(&target)?.is_some()) {
+            return Err(Error::new(ErrorCode::TargetExists, format!("{new} already exists"))
+                .with_hint("choose another `to`, or move that note away first")
+                .with_details(json!({ "target": new })));
+        }
+        sandbox.resolve_note_target(old)?;
+        moved.insert(old.as_str(), new.as_str());
+    }
+    let index_of: HashMap<&str, usize> =
+        view.records.iter().enumerate().map(|(i, r)| (r.path.as_str(), i)).collect();
+
+    // The notes whose links may need rewriting: the moved ones, the ones linking
+    // to them, and the ones linking by a bare name a moved note takes on.
+    let mut affected: BTreeSet<usize> = BTreeSet::new();
+    let mut new_stems: BTreeSet<String> = BTreeSet::new();
+    for (old, new) in &moves {
+        let index = index_of[old.as_str()];
+        affected.insert(index);
+        affected.extend(view.graph.backlinks(index).iter().map(|b| b.from as usize));
+        new_stems.insert(strip_md(new.rsplit('/').next().unwrap_or(new)).to_lowercase());
+    }
+    for (index, record) in view.records.iter().enumerate() {
+        if new_stems.contains(&record.stem().to_lowercase()) {
+            affected.extend(view.graph.backlinks(index).iter().map(|b| b.from as usize));
+        }
+    }
+
+    // Each affected note's text, and moved notes' with the old name as an alias.
+    let mut texts: HashMap<usize, String> = HashMap::new();
+    for &index in &affected {
+        texts.insert(index, read_text(sandbox, &view.records[index].path)?);
+    }
+    let with_alias = |index: usize, text: &str| -> Result<String> {
+        let old = &view.records[index].path;
+        match moved.get(old.as_str()) {
+            Some(new) if keep_alias => {
+                add_alias(old, text, strip_md(old.rsplit('/').next().unwrap_or(old)), new)
+            }
+            _ => Ok(text.to_owned()),
+        }
+    };
+
+    // The vault after the move, before any link is rewritten.
+    let new_path = |path: &str| moved.get(path).map_or_else(|| path.to_owned(), |new| (*new).to_owned());
+    let record_of = |index: usize, text: &str| -> Result<Arc<NoteRecord>> {
+        let old = &view.records[index];
+        let path = NotePath::parse(&new_path(&old.path))?;
+        let note = parse_note(&path, text);
+        Ok(Arc::new(NoteRecord::from_note(
+            note,
+            old.kind,
+            old.size,
+            old.modified_ns,
+            old.born_ns,
+            old.hash.clone(),
+        )))
+    };
+    // Judged without the old names as aliases: a link by the old name is
+    // rewritten, not left to resolve through the alias.
+    let mut staged: HashMap<usize, String> = texts.clone();
+    let after = |staged: &HashMap<usize, String>| -> Result<(Vec<Arc<NoteRecord>>, Vec<usize>)> {
+        let mut records: Vec<(Arc<NoteRecord>, usize)> = Vec::with_capacity(view.records.len());
+        for (index, record) in view.records.iter().enumerate() {
+            let record = match staged.get(&index) {
+                Some(text) => record_of(index, text)?,
+                None => Arc::clone(record),
+            };
+            records.push((record, index));
+        }
+        records.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        let mut position = vec![0usize; records.len()];
+        for (at, (_, index)) in records.iter().enumerate() {
+            position[*index] = at;
+        }
+        Ok((records.into_iter().map(|(record, _)| record).collect(), position))
+    };
+    let (new_records, _) = after(&staged)?;
+    let new_graph = Graph::build(&new_records, view.attachments);
+    let resolver = &new_graph.resolver;
+    let path_of = |resolution: Resolution, records: &[Arc<NoteRecord>]| -> Option<String> {
+        match resolution {
+            Resolution::Note(i) | Resolution::Broken(Broken::MissingHeading(i) | Broken::MissingBlock(i)) => {
+                Some(records[i as usize].path.clone())
+            }
+            Resolution::Attachment(a) => view.attachments.get(a as usize).cloned(),
+            Resolution::Broken(_) => None,
+        }
+    };
+
+    let (mut notes, mut links) = (0u32, 0u32);
+    for &index in &affected {
+        let text = &texts[&index];
+        let old_path = NotePath::parse(&view.records[index].path)?;
+        let source = NotePath::parse(&new_path(old_path.as_str()))?;
+        let old_spans = note_spans(&old_path, text);
+        let new_spans = note_spans(&source, text);
+        let outlinks = view.graph.outlinks(index);
+        let mut edits: Vec<LinkEdit> = Vec::new();
+        for (number, (old, new)) in old_spans.links.iter().zip(&new_spans.links).enumerate() {
+            if old.link.target.trim().is_empty() {
+                continue;
+            }
+            let Some(resolution) = outlinks.get(number) else { continue };
+            let Some(was) = path_of(*resolution, view.records) else { continue };
+            let expected = new_path(&was);
+            let packed: Links = vec![new.link.clone()].into();
+            let Some(link) = packed.get(0) else { continue };
+            let now = path_of(resolver.lead(&new_records, view.attachments, link), &new_records);
+            // A Markdown link names a path: it must name it exactly (case included).
+            let exact = new.link.kind != LinkKind::Markdown
+                || new.link.target == expected
+                || new.link.target == strip_md(&expected);
+            // A name written as the note's file name follows a rename (a case-only one too).
+            let written = strip_md(old.link.target.rsplit('/').next().unwrap_or(&old.link.target));
+            let renamed = old.link.kind != LinkKind::Markdown
+                && written == strip_md(was.rsplit('/').next().unwrap_or(&was))
+                && written != strip_md(expected.rsplit('/').next().unwrap_or(&expected));
+            if now.as_deref() == Some(expected.as_str()) && exact && !renamed {
+                continue;
+            }
+            let expected_path = NotePath::parse(&expected)?;
+            let bare = strip_md(expected_path.file_name());
+            let bare_link =
+                LinkRef { target: bare, anchor: None, display: None, kind: LinkKind::Wikilink, line: 0 };
+            let bare_is_unique =
+                path_of(resolver.lead(&new_records, view.attachments, bare_link), &new_records).as_deref()
+                    == Some(expected.as_str());
+            if let Some(mut edit) = relink(text, old, &source, &expected_path, bare_is_unique) {
+                let wiki = old.span.of(text).trim_start_matches('!').starts_with("[[");
+                if wiki && edit.text.contains('/') {
+                    edit.text = shortest_suffix(&edit.text, |candidate| {
+                        let link = LinkRef {
+                            target: candidate,
+                            anchor: None,
+                            display: None,
+                            kind: LinkKind::Wikilink,
+                            line: 0,
+                        };
+                        path_of(resolver.lead(&new_records, view.attachments, link), &new_records).as_deref()
+                            == Some(expected.as_str())
+                    });
+                }
+                if edit.text != edit.span.of(text) {
+                    edits.push(edit);
+                }
+            }
+        }
+        if !edits.is_empty() {
+            notes += 1;
+            links += u32::try_from(edits.len()).unwrap_or(u32::MAX);
+        }
+        let rewritten = apply_link_edits(text, &edits);
+        staged.insert(index, with_alias(index, &rewritten)?);
+    }
+
+    // The vault as it would be: no link may break.
+    let (final_records, _) = after(&staged)?;
+    let final_graph = Graph::build(&final_records, view.attachments);
+    if final_graph.broken_count > view.graph.broken_count {
+        return Err(Error::new(
+            ErrorCode::Conflict,
+            format!(
+                "this move would leave {} broken links where there are {} now; nothing was staged",
+                final_graph.broken_count, view.graph.broken_count
+            ),
+        )
+        .with_hint("move the notes one at a time, or rename them so their names stay unique"));
+    }
+
+    let mut files = Vec::new();
+    for (old, new) in &moves {
+        let index = index_of[old.as_str()];
+        files.push(FileOp {
+            op: FileOpKind::Move,
+            path: old.clone(),
+            to: Some(new.clone()),
+            before: Some(texts[&index].clone()),
+            after: Some(staged[&index].clone()),
+        });
+    }
+    for &index in &affected {
+        let path = &view.records[index].path;
+        if moved.contains_key(path.as_str()) || staged[&index] == texts[&index] {
+            continue;
+        }
+        files.push(FileOp {
+            op: FileOpKind::Write,
+            path: path.clone(),
+            to: None,
+            before: Some(texts[&index].clone()),
+            after: Some(staged[&index].clone()),
+        });
+    }
+    let summary = match moves.as_slice() {
+        [(old, new)] if old.ends_with(".md") && from.trim().ends_with(".md") => {
+            format!("move {old} → {new}, rewrite {links} links in {notes} notes")
+        }
+        _ => format!(
+            "move folder {} → {} ({} notes), rewrite {links} links in {notes} notes",
+            from.trim().trim_end_matches('/'),
+            to.trim().trim_end_matches('/'),
+            moves.len()
+        ),
+    };
+    Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
+}
+
+/// The shortest trailing part of a wikilink's path (`b/x/dup` of `z/b/x/dup`)
+/// that still leads to the same note, keeping at least two segments (a bare
+/// name was judged already).
+fn shortest_suffix(path: &str, leads: impl Fn(&str) -> bool) -> String {
+    let starts: Vec<usize> = path.match_indices('/').map(|(at, _)| at + 1).collect();
+    for &start in starts.iter().rev().skip(1) {
+        if leads(&path[start..]) {
+            return path[start..].to_owned();
+        }
+    }
+    path.to_owned()
+}
+
+/// Adds `alias` to a note's `aliases` (when its file name changes), editing
+/// only that frontmatter entry, or adding one.
+fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result<String> {
+    let new_stem = strip_md(new.rsplit('/').next().unwrap_or(new));
+    if new_stem == alias {
+        return Ok(text.to_owned());
+    }
+    let path = NotePath::parse(old)?;
+    let mut aliases = parse_note(&path, text).aliases;
+    if aliases.iter().any(|a| a.trim() == alias) {
+        return Ok(text.to_owned());
+    }
+    aliases.push(alias.to_owned());
+    let line = format!("{}\n", yaml::entry("aliases", &json!(aliases))?);
+    let keys = frontmatter_keys(text);
+    let bom = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
+    let mut out = String::with_capacity(text.len() + line.len() + 8);
+    if let Some(key) = keys.iter().find(|key| key.key == "aliases") {
+        out.push_str(&text[..key.entry.start]);
+        out.push_str(&line);
+        out.push_str(&text[key.entry.end..]);
+    } else if let Some(last) = keys.last() {
+        out.push_str(&text[..last.entry.end]);
+        out.push_str(&line);
+        out.push_str(&text[last.entry.end..]);
+    } else if text[bom..].starts_with("---") && crate::vault::parse_frontmatter(text).is_some() {
+        let first_line = text[bom..].find('\n').map_or(text.len(), |at| bom + at + 1);
+        out.push_str(&text[..first_line]);
+        out.push_str(&line);
+        out.push_str(&text[first_line..]);
+    } else {
+        out.push_str(&text[..bom]);
+        out.push_str("---\n");
+        out.push_str(&line);
+        out.push_str("---\n");
+        out.push_str(&text[bom..]);
+    }
+    Ok(out)
+}
+
+/// Plans trashing a note; returns the plan and the links that will break.
+pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<(Plan, Vec<Break>)> {
+    let note = sandbox.resolve_note_target(path.trim())?;
+    let Some(index) = view.records.iter().position(|r| r.path == note.as_str()) else {
+        return Err(Error::not_found(format!("{note} is not a note of the vault"))
+            .with_hint("give the note's exact path (search_knowledge or list_notes shows it)"));
+    };
+    let text = read_text(sandbox, note.as_str())?;
+    let mut breaks = Vec::new();
+    for backlink in view.graph.backlinks(index) {
+        let from = &view.records[backlink.from as usize];
+        let Some(link) = from.links.get(backlink.link as usize) else { continue };
+        let written = match (link.kind, link.display) {
+            (LinkKind::Markdown, display) => format!("[{}]({})", display.unwrap_or_default(), link.target),
+            (LinkKind::Embed, _) => format!("![[{}]]", link.target),
+            (LinkKind::Wikilink, _) => format!("[[{}]]", link.target),
+        };
+        breaks.push(Break { path: from.path.clone(), line: link.line, link: written });
+    }
+    let summary = format!(
+        "delete {note} (to the inbox's trash), {} link{} will break",
+        breaks.len(),
+        if breaks.len() == 1 { "" } else { "s" }
+    );
+    let op = FileOp {
+        op: FileOpKind::Trash,
+        path: note.as_str().to_owned(),
+        to: None,
+        before: Some(text),
+        after: None,
+    };
+    Ok((Plan { schema: PLAN_SCHEMA, summary, files: vec![op] }, breaks))
+}

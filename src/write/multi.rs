@@ -1,0 +1,134 @@
+//! Applying a multi-file proposal (`move`, `delete`, `batch`, `revert`) as one:
+//! every file checked before anything is written, the operations carried out
+//! under the journal, and any failure rolled back.
+//!
+//! **Commit point.** The proposal's metadata moving to the archive. Before it,
+//! an interrupted apply is rolled back by recovery (each operation undone from
+//! the state its files are in, in reverse order, leaving alone a file a person
+//! saved meanwhile), and the proposal stays pending; after it, recovery carries
+//! every operation forward, then indexes and audits. Either way the vault never
+//! stays with some files moved and others not.
+
+use super::audit::{AuditLog, finish_apply};
+use super::journal::{self, Action};
+use super::plan::{self, FileOp, Plan, archive_date, trash_path};
+use super::proposal::{self, Inbox, Located, intact, tampered};
+use super::{Actor, Applied, ProposalStatus, Step};
+use crate::error::{Error, Result};
+use crate::sandbox::{NotePath, Sandbox};
+
+use super::apply::{after_write_multi, archive_dir, archive_files, journal_of};
+
+/// The trash path of each operation (`None` unless it trashes a note).
+pub(super) fn trash_paths(
+    inbox: &Inbox,
+    archive: &str,
+    id: &str,
+    plan: &Plan,
+) -> Result<Vec<Option<NotePath>>> {
+    let date = archive_date(archive);
+    plan.files
+        .iter()
+        .map(|op| match op.op {
+            plan::FileOpKind::Trash => trash_path(inbox.root(), &date, id, &op.path).map(Some),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+/// Every vault path the plan touches, for the index update.
+pub(super) fn touched(plan: &Plan) -> Result<Vec<NotePath>> {
+    let mut out: Vec<NotePath> = Vec::new();
+    for op in &plan.files {
+        for path in op.touched() {
+            let path = NotePath::parse(path)?;
+            if !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Applies a found pending multi-file proposal; the caller holds the lock and has recovered.
+pub(super) fn apply(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    log: &mut AuditLog,
+    located: Located,
+    actor: Actor,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
+    failpoint: &mut dyn FnMut(Step) -> Result<()>,
+) -> Result<Applied> {
+    let id = located.id().to_owned();
+    let bytes = intact(sandbox, inbox, &located).map_err(|err| tampered(&id, &err.message))?;
+    let plan = Plan::parse(&bytes).map_err(|err| tampered(&id, &err.message))?;
+    plan::check(sandbox, &plan)?;
+    let archive = archive_dir(inbox, ProposalStatus::Applied, &proposal::today())?;
+    let trash = trash_paths(inbox, &archive, &id, &plan)?;
+    journal::write(sandbox, inbox, &journal_of(&located, Action::Apply, &archive))?;
+    failpoint(Step::Claimed)?;
+
+    for (number, op) in plan.files.iter().enumerate() {
+        // An error of the failpoint is a crash: it stops on the spot, as one would.
+        let mut crashed: Option<Error> = None;
+        let mut hook = || failpoint(Step::Swapping).inspect_err(|err| crashed = Some(err.clone()));
+        let done = plan::forward(sandbox, op, &id, trash[number].as_ref(), &mut hook);
+        if let Some(crash) = crashed {
+            return Err(crash);
+        }
+        if let Err(err) = done {
+            roll_back(sandbox, &plan.files[..=number], &id, &trash);
+            let _ = journal::clear(sandbox, inbox);
+            return Err(err);
+        }
+        failpoint(Step::File(number))?;
+    }
+    failpoint(Step::Written)?;
+
+    archive_files(sandbox, &located, &archive, failpoint).map_err(after_write_multi)?;
+    failpoint(Step::Archived)?;
+
+    let index_result = touched(&plan).and_then(|paths| index(&paths));
+    failpoint(Step::Indexed)?;
+
+    let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };
+    let applied = finish_apply(sandbox, log, &archived, index_result, actor, false)?;
+    failpoint(Step::Audited)?;
+    let _ = journal::clear(sandbox, inbox);
+    Ok(applied)
+}
+
+/// Undoes `ops` (the ones started), last first. Best effort: an operation that
+/// cannot be undone is left for the person (its file holds a save of theirs).
+pub(super) fn roll_back(sandbox: &Sandbox, ops: &[FileOp], id: &str, trash: &[Option<NotePath>]) {
+    for (number, op) in ops.iter().enumerate().rev() {
+        let _ = plan::backward(sandbox, op, id, trash.get(number).and_then(Option::as_ref));
+    }
+}
+
+/// Recovery of a pending multi-file proposal the journal names: roll back.
+pub(super) fn recover_pending(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    located: &Located,
+    archive: &str,
+) -> Result<()> {
+    let plan = proposal::read_plan(sandbox, located)?;
+    let trash = trash_paths(inbox, archive, located.id(), &plan)?;
+    for (number, op) in plan.files.iter().enumerate().rev() {
+        plan::backward(sandbox, op, located.id(), trash[number].as_ref())?;
+    }
+    Ok(())
+}
+
+/// Recovery of an archived multi-file proposal without its audit line: carry
+/// every operation forward; returns the paths to index.
+pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<Vec<NotePath>> {
+    let plan = proposal::read_plan(sandbox, located)?;
+    let trash = trash_paths(inbox, &located.dir, located.id(), &plan)?;
+    for (number, op) in plan.files.iter().enumerate() {
+        plan::forward(sandbox, op, located.id(), trash[number].as_ref(), &mut || Ok(()))?;
+    }
+    touched(&plan)
+}

@@ -1,0 +1,386 @@
+//! The plan of a multi-file proposal (`move`, `delete`, `batch`, `revert`): the
+//! file operations it makes, each with the exact bytes before and after, staged
+//! as `<stem>.plan.json` beside its metadata (whose `content_sha256` is the
+//! plan's hash, so a plan edited by hand is refused as tampered).
+//!
+//! A plan is applied one operation at a time, and each operation can be judged
+//! from the files alone: not started, done, or (a move) half done. That is what
+//! lets recovery complete an interrupted apply or roll it back exactly: forward
+//! when the proposal's metadata already reached the archive (the commit point),
+//! backward otherwise. The before-bytes kept in the archived plan are also what
+//! `revert_proposal` restores.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::proposal::{FILE_MAX_BYTES, short_id, today};
+use super::propose::stale_base;
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{NotePath, Replaced, Sandbox, WriteMode};
+use crate::vault::content_hash;
+
+/// The plan format version.
+pub(super) const PLAN_SCHEMA: u32 = 1;
+
+/// What one operation does to the vault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileOpKind {
+    /// Creates a note that does not exist.
+    Create,
+    /// Replaces a note's bytes.
+    Write,
+    /// Renames a note (and maybe rewrites it: its links, its aliases).
+    Move,
+    /// Moves a note into `inbox/trash/<date>/`.
+    Trash,
+}
+
+/// One file operation, with the bytes it expects and leaves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileOp {
+    /// What it does.
+    pub op: FileOpKind,
+    /// The note it acts on (a move's source).
+    pub path: String,
+    /// A move's destination.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The note's text before (absent for a create).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// The note's text after (absent for a trash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+impl FileOp {
+    /// Where the note is after the operation (`None`: in the trash).
+    pub fn destination(&self) -> Option<&str> {
+        match self.op {
+            FileOpKind::Move => self.to.as_deref(),
+            FileOpKind::Trash => None,
+            FileOpKind::Create | FileOpKind::Write => Some(&self.path),
+        }
+    }
+
+    /// The vault paths it touches.
+    pub fn touched(&self) -> Vec<&str> {
+        let mut out = vec![self.path.as_str()];
+        out.extend(self.to.as_deref());
+        out
+    }
+}
+
+/// A multi-file proposal's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Always [`PLAN_SCHEMA`].
+    pub schema: u32,
+    /// One line for a person ("move a.md → b.md, rewrite 3 links in 2 notes").
+    pub summary: String,
+    /// The operations, applied in order (and undone in reverse).
+    pub files: Vec<FileOp>,
+}
+
+impl Plan {
+    pub(super) fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut bytes = serde_json::to_vec_pretty(self)
+            .map_err(|err| Error::internal(format!("cannot serialise a proposal plan: {err}")))?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    pub(super) fn parse(bytes: &[u8]) -> Result<Plan> {
+        let plan: Plan = serde_json::from_slice(bytes).map_err(|err| {
+            Error::new(ErrorCode::ProposalTampered, format!("its plan is not valid: {err}"))
+        })?;
+        if plan.schema != PLAN_SCHEMA {
+            return Err(Error::new(
+                ErrorCode::ProposalTampered,
+                format!("its plan has schema {}", plan.schema),
+            ));
+        }
+        for op in &plan.files {
+            let fits = match op.op {
+                FileOpKind::Create => op.to.is_none() && op.before.is_none() && op.after.is_some(),
+                FileOpKind::Write => op.to.is_none() && op.before.is_some() && op.after.is_some(),
+                FileOpKind::Move => op.to.is_some() && op.before.is_some() && op.after.is_some(),
+                FileOpKind::Trash => op.to.is_none() && op.before.is_some() && op.after.is_none(),
+            };
+            if !fits {
+                return Err(Error::new(
+                    ErrorCode::ProposalTampered,
+                    format!("its plan's operation on {} lacks the fields it needs", op.path),
+                ));
+            }
+        }
+        Ok(plan)
+    }
+}
+
+/// Where an applied plan's trashed notes go: `inbox/trash/<date>/<8 hex of the
+/// id>/<path>` (the id keeps two deletes of one path on one day apart).
+pub(super) fn trash_path(inbox_root: &str, date: &str, id: &str, path: &str) -> Result<NotePath> {
+    NotePath::parse(&format!("{inbox_root}/trash/{date}/{}/{path}", short_id(id)))
+}
+
+/// The date of an archive folder (`inbox/applied/<date>`), for the trash.
+pub(super) fn archive_date(archive: &str) -> String {
+    archive.rsplit('/').next().map(str::to_owned).unwrap_or_else(today)
+}
+
+/// What [`check`] found wrong with one file.
+fn changed(path: &NotePath, expected: &str, now: Option<&[u8]>) -> Error {
+    stale_base(path, &content_hash(expected.as_bytes()), now.map(content_hash).as_deref())
+}
+
+/// A note's bytes now (`None`: it does not exist).
+fn current(sandbox: &Sandbox, path: &NotePath) -> Result<Option<Vec<u8>>> {
+    match sandbox.read(path, FILE_MAX_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(err) if err.code == ErrorCode::NotFound => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+fn target_exists(path: &NotePath) -> Error {
+    Error::new(ErrorCode::TargetExists, format!("{path} exists now; the proposal would replace it"))
+        .with_hint("reject this proposal, or move that note away first")
+        .with_details(json!({ "target": path.as_str() }))
+}
+
+/// Checks every operation against the vault before anything is written: every
+/// path a writable note target, every source holding its before-bytes, every
+/// destination free. Stale files are all listed (`stale_base`, details `files`).
+pub(super) fn check(sandbox: &Sandbox, plan: &Plan) -> Result<()> {
+    let mut stale: Vec<String> = Vec::new();
+    let mut first_stale = None;
+    for op in &plan.files {
+        let path = sandbox.resolve_note_target(&op.path)?;
+        if let Some(to) = &op.to {
+            let to = sandbox.resolve_note_target(to)?;
+            let case_only =
+                to.as_str() != path.as_str() && to.as_str().to_lowercase() == path.as_str().to_lowercase();
+            if !case_only && sandbox.stat(&to)?.is_some() {
+                return Err(target_exists(&to));
+            }
+        }
+        let now = current(sandbox, &path)?;
+        match (&op.before, now) {
+            (None, None) => {}
+            (None, Some(_)) => return Err(target_exists(&path)),
+            (Some(before), now) if now.as_deref() != Some(before.as_bytes()) => {
+                stale.push(path.as_str().to_owned());
+                first_stale.get_or_insert_with(|| changed(&path, before, now.as_deref()));
+            }
+            _ => {}
+        }
+    }
+    match first_stale {
+        None => Ok(()),
+        Some(mut err) => {
+            err.message = format!(
+                "{} changed since the proposal was made: {}",
+                if stale.len() == 1 { "a file" } else { "files" },
+                stale.join(", ")
+            );
+            err.details = Some(json!({ "files": stale }));
+            Err(err)
+        }
+    }
+}
+
+/// The state of one operation, judged from the files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Nothing of it happened.
+    Before,
+    /// A move renamed the note but has not rewritten it yet.
+    Renamed,
+    /// It is complete.
+    After,
+    /// The files hold neither: someone else changed them.
+    Foreign,
+}
+
+fn state(sandbox: &Sandbox, op: &FileOp, trash: Option<&NotePath>) -> Result<State> {
+    let path = NotePath::parse(&op.path)?;
+    let now = current(sandbox, &path)?;
+    let holds = |bytes: &Option<Vec<u8>>, text: &Option<String>| match (bytes, text) {
+        (Some(bytes), Some(text)) => bytes == text.as_bytes(),
+        (None, None) => true,
+        _ => false,
+    };
+    Ok(match op.op {
+        FileOpKind::Create | FileOpKind::Write => {
+            if holds(&now, &op.after) {
+                State::After
+            } else if holds(&now, &op.before) {
+                State::Before
+            } else {
+                State::Foreign
+            }
+        }
+        FileOpKind::Move => {
+            let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
+            let case_only = to.as_str().to_lowercase() == path.as_str().to_lowercase();
+            let at_to = current(sandbox, &to)?;
+            // On a case-insensitive file system both names read the one file.
+            let from_gone = now.is_none() || (case_only && !sandbox.has_exact_name(&path));
+            if from_gone && holds(&at_to, &op.after) {
+                State::After
+            } else if from_gone && holds(&at_to, &op.before) {
+                State::Renamed
+            } else if holds(&now, &op.before) && (at_to.is_none() || case_only) {
+                State::Before
+            } else {
+                State::Foreign
+            }
+        }
+        FileOpKind::Trash => {
+            let kept = match trash {
+                Some(trash) => current(sandbox, trash)?,
+                None => None,
+            };
+            if now.is_none() && holds(&kept, &op.before) {
+                State::After
+            } else if holds(&now, &op.before) {
+                State::Before
+            } else {
+                State::Foreign
+            }
+        }
+    })
+}
+
+fn foreign(op: &FileOp) -> Error {
+    Error::new(
+        ErrorCode::Conflict,
+        format!("{} was changed by someone else while the proposal was being applied", op.path),
+    )
+    .with_hint("read the files again; the changes of the proposal were kept apart from that save")
+}
+
+/// Replaces `path`'s `from` bytes with `to`, never losing a save landing meanwhile.
+fn swap(
+    sandbox: &Sandbox,
+    path: &NotePath,
+    to: &str,
+    from: &str,
+    id: &str,
+    hook: &mut dyn FnMut() -> Result<()>,
+) -> Result<()> {
+    let conflict_name = format!("{}.conflict-{}-{}.md", path.stem(), today(), short_id(id));
+    match sandbox.replace_note(path, to.as_bytes(), from.as_bytes(), &conflict_name, hook)? {
+        Replaced::Clean => Ok(()),
+        Replaced::Changed(now) => Err(changed(path, from, now.as_deref())),
+        Replaced::Conflict { kept } => Err(Error::new(
+            ErrorCode::Conflict,
+            format!(
+                "{path} was saved while the proposal was being applied: the note keeps that save{}",
+                kept.map(|kept| format!(" (another save is kept in {kept})")).unwrap_or_default()
+            ),
+        )
+        .with_hint("the proposal was not applied and stays pending; read the note again")),
+    }
+}
+
+/// Carries one operation forward from whatever state it is in.
+pub(super) fn forward(
+    sandbox: &Sandbox,
+    op: &FileOp,
+    id: &str,
+    trash: Option<&NotePath>,
+    hook: &mut dyn FnMut() -> Result<()>,
+) -> Result<()> {
+    let path = NotePath::parse(&op.path)?;
+    let before = op.before.as_deref().unwrap_or_default();
+    let after = op.after.as_deref().unwrap_or_default();
+    match (op.op, state(sandbox, op, trash)?) {
+        (_, State::After) => Ok(()),
+        (_, State::Foreign) => Err(foreign(op)),
+        (FileOpKind::Create, _) => {
+            hook()?;
+            sandbox.write_atomic(
+                &sandbox.resolve_note_target(&op.path)?,
+                after.as_bytes(),
+                WriteMode::CreateNew,
+            )
+        }
+        (FileOpKind::Write, _) => swap(sandbox, &path, after, before, id, hook),
+        (FileOpKind::Move, state) => {
+            let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
+            if state == State::Before {
+                hook()?;
+                sandbox.rename_note(&path, &to, before.as_bytes())?;
+            }
+            if after != before { swap(sandbox, &to, after, before, id, &mut || Ok(())) } else { Ok(()) }
+        }
+        (FileOpKind::Trash, _) => {
+            let trash = trash.ok_or_else(|| Error::internal("a trash operation without its trash path"))?;
+            if current(sandbox, trash)?.as_deref() != Some(before.as_bytes()) {
+                sandbox.write_atomic(trash, before.as_bytes(), WriteMode::CreateNew)?;
+            }
+            hook()?;
+            sandbox.remove_note(&path, before.as_bytes()).map(|_| ())
+        }
+    }
+}
+
+/// Undoes one operation from whatever state it is in; a file someone else
+/// changed meanwhile is left as it is (their save wins).
+pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, trash: Option<&NotePath>) -> Result<()> {
+    let path = NotePath::parse(&op.path)?;
+    let before = op.before.as_deref().unwrap_or_default();
+    let after = op.after.as_deref().unwrap_or_default();
+    let state = state(sandbox, op, trash)?;
+    if matches!(state, State::Before | State::Foreign) {
+        return Ok(());
+    }
+    match op.op {
+        FileOpKind::Create => sandbox.remove_note(&path, after.as_bytes()).map(|_| ()),
+        FileOpKind::Write => swap(sandbox, &path, before, after, id, &mut || Ok(())),
+        FileOpKind::Move => {
+            let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
+            if state == State::After && after != before {
+                swap(sandbox, &to, before, after, id, &mut || Ok(()))?;
+            }
+            sandbox.rename_note(&to, &path, before.as_bytes())
+        }
+        FileOpKind::Trash => {
+            sandbox.write_atomic(
+                &sandbox.resolve_note_target(&op.path)?,
+                before.as_bytes(),
+                WriteMode::CreateNew,
+            )?;
+            if let Some(trash) = trash {
+                let _ = sandbox.remove_inbox_file(trash);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The audit line's `files` entry of an operation.
+pub(super) fn audit_entry(op: &FileOp) -> serde_json::Value {
+    let op_name = match op.op {
+        FileOpKind::Create => "create",
+        FileOpKind::Write => "write",
+        FileOpKind::Move => "move",
+        FileOpKind::Trash => "trash",
+    };
+    let mut entry = json!({ "path": op.path, "op": op_name });
+    if let Some(to) = &op.to {
+        entry["to"] = json!(to);
+    }
+    if let Some(before) = &op.before {
+        entry["before_sha256"] = json!(content_hash(before.as_bytes()));
+    }
+    if let Some(after) = &op.after {
+        entry["after_sha256"] = json!(content_hash(after.as_bytes()));
+    }
+    entry
+}
