@@ -17,7 +17,8 @@ use std::path::Path;
 use kb_mcp::engine::types::*;
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::error::{Error, ErrorCode};
-use kb_mcp::sandbox::NotePath;
+use kb_mcp::sandbox::{NotePath, Sandbox, read_vault_config};
+use kb_mcp::vault::VaultConfig;
 use kb_mcp::write::{self, Actor, Step};
 use serde_json::Value;
 
@@ -25,6 +26,12 @@ fn open(vault: &Path) -> Engine {
     let engine = Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: None }).unwrap();
     engine.sync(false, None).unwrap();
     engine
+}
+
+/// The vault's own sandbox, as the write layer's tests open it.
+fn sandbox(vault: &Path) -> Sandbox {
+    let config = VaultConfig::parse(read_vault_config(vault).unwrap().as_deref()).unwrap();
+    Sandbox::open(vault, config.policy).unwrap()
 }
 
 fn put(vault: &Path, rel: &str, text: &str) {
@@ -301,7 +308,7 @@ fn a_crash_at_any_step_of_a_move_is_rolled_back_or_completed() {
         let engine = open(&vault);
         let original = notes_snapshot(&vault);
         let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
-        let sandbox = engine.sandbox();
+        let sandbox = sandbox(&vault);
         let err = write::apply_with_failpoint(
             &sandbox,
             &staged.proposal_id,
@@ -342,8 +349,7 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     if let Ok(job) = std::env::var(KILL_CHILD_ENV) {
         let parts: Vec<&str> = job.split('|').collect();
         let (root, id, marker) = (Path::new(parts[0]), parts[1], Path::new(parts[2]));
-        let engine = Engine::open(&EngineOptions { vault: root.to_owned(), index_dir: None }).unwrap();
-        let sandbox = engine.sandbox();
+        let sandbox = sandbox(root);
         let _ = write::apply_with_failpoint(&sandbox, id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
             if at == Step::File(1) {
                 fs::write(marker, "here").unwrap();

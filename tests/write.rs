@@ -1046,9 +1046,7 @@ fn a_crash_after_any_step_is_recovered() {
                 let original = vault.read(path);
                 let staged = match kind {
                     ProposalKind::New => vault.propose(&note("crash")).unwrap(),
-                    ProposalKind::Patch => {
-                        vault.patch(path, vec![Edit::Append { content: "after".to_owned() }]).unwrap()
-                    }
+                    _ => vault.patch(path, vec![Edit::Append { content: "after".to_owned() }]).unwrap(),
                 };
                 let target = staged.target.clone();
                 let staged_bytes = vault.read(&staged.files[0]);
@@ -1191,7 +1189,7 @@ fn concurrent_applies_of_one_id_give_one_success() {
             let vault = vault();
             let staged = match kind {
                 ProposalKind::New => vault.propose(&note(&format!("race {round}"))).unwrap(),
-                ProposalKind::Patch => {
+                _ => {
                     vault.patch("z/设计.md", vec![Edit::Append { content: format!("race {round}") }]).unwrap()
                 }
             };
@@ -2217,9 +2215,7 @@ fn issue_12_an_apply_killed_at_any_step_is_recovered() {
             let original = vault.read(path);
             let staged = match kind {
                 ProposalKind::New => vault.propose(&note("killed")).unwrap(),
-                ProposalKind::Patch => {
-                    vault.patch(path, vec![Edit::Append { content: "after".to_owned() }]).unwrap()
-                }
+                _ => vault.patch(path, vec![Edit::Append { content: "after".to_owned() }]).unwrap(),
             };
             let proposed = vault.read(&staged.files[0]);
             let before = (kind == ProposalKind::Patch).then(|| original.clone());
