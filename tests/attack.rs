@@ -711,6 +711,12 @@ enum Target {
     PatchPath,
     /// `propose_new_note {folder}`.
     NewFolder,
+    /// `propose_delete {path}`.
+    DeletePath,
+    /// `propose_move {from}` (to a free note path).
+    MoveFrom,
+    /// `propose_move {to}` (from a fixture note).
+    MoveTo,
     /// `apply_proposal {proposal_id}`: takes no path, so every input is an unknown id.
     ApplyId,
     /// `resources/read kb://note/{path}`, the input percent-encoded into the URI.
@@ -719,7 +725,7 @@ enum Target {
     ExpandPrompt,
 }
 
-const TARGETS: [Target; 14] = [
+const TARGETS: [Target; 17] = [
     Target::ReadPath,
     Target::ReadRef,
     Target::RelatedPath,
@@ -731,6 +737,9 @@ const TARGETS: [Target; 14] = [
     Target::AuditFolder,
     Target::PatchPath,
     Target::NewFolder,
+    Target::DeletePath,
+    Target::MoveFrom,
+    Target::MoveTo,
     Target::ApplyId,
     Target::NoteResource,
     Target::ExpandPrompt,
@@ -762,6 +771,11 @@ impl Target {
                 "propose_new_note",
                 json!({"title": "Attack probe", "body": "probe\n", "reason": "attack suite", "folder": input}),
             ),
+            DeletePath => server.call("propose_delete", json!({"path": input, "reason": "attack suite"})),
+            MoveFrom => {
+                server.call("propose_move", json!({"from": input, "to": "z/attack-probe.md", "reason": "attack suite"}))
+            }
+            MoveTo => server.call("propose_move", json!({"from": "z/设计.md", "to": input, "reason": "attack suite"})),
             ApplyId => server.call("apply_proposal", json!({"proposal_id": input})),
             NoteResource => {
                 server.request("resources/read", json!({"uri": format!("kb://note/{}", percent_encode(input))}))
@@ -920,6 +934,13 @@ impl Row {
         ]
         .into_iter()
         .fold(self, |row, target| row.except(target, Want::Accept, why))
+        // A move takes a folder too, but then both sides must be folders.
+        .except(Target::MoveFrom, Want::Code("invalid_argument"), "a folder cannot move to a note path")
+        .except(
+            Target::MoveTo,
+            Want::Code("invalid_argument"),
+            "a note cannot move to a folder path",
+        )
     }
 
     fn want(&self, target: Target) -> Want {
@@ -930,11 +951,19 @@ impl Row {
         }
         let input = self.input.as_str();
         match (target, self.kind) {
-            (ReadPath | RelatedPath | PatchPath | NoteResource, Kind::Denied) => Want::Code("path_denied"),
-            (ReadPath | RelatedPath | PatchPath | NoteResource, Kind::Missing) => Want::Code("not_found"),
-            (ReadPath | RelatedPath | PatchPath | NoteResource, Kind::Empty) => {
-                Want::Code("invalid_argument")
+            (
+                ReadPath | RelatedPath | PatchPath | DeletePath | MoveFrom | MoveTo | NoteResource,
+                Kind::Denied,
+            ) => Want::Code("path_denied"),
+            (ReadPath | RelatedPath | PatchPath | DeletePath | MoveFrom | NoteResource, Kind::Missing) => {
+                Want::Code("not_found")
             }
+            // A free note path is where a move may go.
+            (MoveTo, Kind::Missing) => Want::Accept,
+            (
+                ReadPath | RelatedPath | PatchPath | DeletePath | MoveFrom | MoveTo | NoteResource,
+                Kind::Empty,
+            ) => Want::Code("invalid_argument"),
             (ReadRef | RelatedRef, _) => {
                 let name = input.split('#').next().unwrap_or_default().trim();
                 if name.is_empty() { Want::Code("invalid_argument") } else { Want::Code("not_found") }
@@ -1200,6 +1229,9 @@ fn table(fx: &Fixture) -> Vec<Row> {
             denied("z/link-loop.md"),
             missing("z/dangling.md")
                 .except(PatchPath, Want::Code("path_denied"), "a note target may not be a symlink")
+                .except(DeletePath, Want::Code("path_denied"), "a note target may not be a symlink")
+                .except(MoveFrom, Want::Code("path_denied"), "a note target may not be a symlink")
+                .except(MoveTo, Want::Code("path_denied"), "a note target may not be a symlink")
                 .except(NewFolder, Want::Code("path_denied"), "a new note's folder may not be a symlink"),
         ]);
     }
@@ -1344,10 +1376,13 @@ fn hostile_table(server: &mut Server, fx: &Fixture, tools: &[Value], findings: &
         "audit_vault",
         "propose_note_patch",
         "propose_new_note",
+        "propose_delete",
+        "propose_move",
     ];
     for tool in tools {
         let properties = &tool["inputSchema"]["properties"];
-        let takes_path = ["path", "ref", "folder"].iter().any(|key| properties.get(key).is_some());
+        let takes_path =
+            ["path", "ref", "folder", "from", "to"].iter().any(|key| properties.get(key).is_some());
         let name = tool["name"].as_str().unwrap_or_default();
         findings.check(!takes_path || covered.contains(&name), || {
             format!("{name} takes a path, ref or folder but the attack table does not cover it")
@@ -1401,12 +1436,14 @@ fn check(
     findings: &mut Findings,
 ) {
     let got = Got::of(target.send(server, input));
-    if let (Target::NewFolder, Got::Ok(staged)) = (target, &got) {
+    if let (Target::NewFolder | Target::MoveTo, Got::Ok(staged)) = (target, &got) {
         for file in staged["files"].as_array().into_iter().flatten() {
             let file = file.as_str().unwrap_or_default();
             findings.check(file.starts_with("inbox/"), || format!("{input:?} staged {file}"));
             let _ = fs::remove_file(fx.vault.join(file));
         }
+        // A move's pending folder, created by this very proposal.
+        let _ = fs::remove_dir(fx.vault.join("inbox/move"));
     }
     let after = fx.state();
     let changed = changes(before, &after);
@@ -1616,6 +1653,8 @@ fn tampered_proposals(server: &mut Server, fx: &Fixture, findings: &mut Findings
         for file in &files {
             let _ = fs::remove_file(fx.vault.join(file));
         }
+        // A move's pending folder, created by this very proposal.
+        let _ = fs::remove_dir(fx.vault.join("inbox/move"));
     }
 }
 

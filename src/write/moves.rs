@@ -70,24 +70,48 @@ fn read_text(sandbox: &Sandbox, path: &str) -> Result<String> {
         .map_err(|why| Error::invalid(format!("{path} cannot be rewritten: {}", why.message)))
 }
 
+/// A path a move may take from or to: well-formed, not denied, in a notes
+/// root (not a standard, the inbox or a read-only folder), and, for a note,
+/// an approved note target (no symlink on the way). `path_denied` otherwise.
+fn writable(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
+    let path = NotePath::parse(input)?;
+    if path.is_markdown() {
+        return sandbox.resolve_note_target(path.as_str());
+    }
+    if sandbox.area_of(&path) != Some(crate::sandbox::Area::Note) {
+        return Err(Error::denied(format!(
+            "{path} is not inside a notes root; notes move only within notes roots"
+        )));
+    }
+    sandbox.resolve_folder(path.as_str())?;
+    Ok(path)
+}
+
+/// A folder path without its trailing slash (`/` stays, to be refused).
+fn without_slash(path: &str) -> &str {
+    match path.strip_suffix('/') {
+        Some(rest) if !rest.is_empty() => rest,
+        _ => path,
+    }
+}
+
 /// The notes `from` names: the note itself, or every note under the folder.
-/// Returns `(old, new)` paths and whether it is a folder.
+/// Returns `(old, new)` paths.
 fn moved_notes(
     sandbox: &Sandbox,
     view: &VaultView<'_>,
     from: &str,
     to: &str,
 ) -> Result<Vec<(String, String)>> {
-    let from = from.trim().trim_end_matches('/');
-    let to = to.trim().trim_end_matches('/');
     if from.is_empty() || to.is_empty() {
         return Err(Error::invalid("`from` and `to` must both be given: a note path or a folder path"));
     }
+    let (from, to) = (without_slash(from), without_slash(to));
     if from == to {
         return Err(Error::invalid(format!("`to` is `from` ({from}): nothing would move")));
     }
-    let from_path = NotePath::parse(from)?;
-    let to_path = NotePath::parse(to)?;
+    let from_path = writable(sandbox, from)?;
+    let to_path = writable(sandbox, to)?;
     let notes_only = |path: &str| view.records.iter().any(|r| r.path == path && r.kind == NoteKind::Note);
     if from_path.is_markdown() {
         if !to_path.is_markdown() {
@@ -337,13 +361,13 @@ pub fn plan_move(
         });
     }
     let summary = match moves.as_slice() {
-        [(old, new)] if old.ends_with(".md") && from.trim().ends_with(".md") => {
+        [(old, new)] if old.ends_with(".md") && from.ends_with(".md") => {
             format!("move {old} → {new}, rewrite {links} links in {notes} notes")
         }
         _ => format!(
             "move folder {} → {} ({} notes), rewrite {links} links in {notes} notes",
-            from.trim().trim_end_matches('/'),
-            to.trim().trim_end_matches('/'),
+            from.trim_end_matches('/'),
+            to.trim_end_matches('/'),
             moves.len()
         ),
     };
@@ -405,7 +429,10 @@ fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result<String> {
 
 /// Plans trashing a note; returns the plan and the links that will break.
 pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<(Plan, Vec<Break>)> {
-    let note = sandbox.resolve_note_target(path.trim())?;
+    if path.is_empty() {
+        return Err(Error::invalid("`path` is empty; give the path of the note to delete"));
+    }
+    let note = sandbox.resolve_note_target(path)?;
     let Some(index) = view.records.iter().position(|r| r.path == note.as_str()) else {
         return Err(Error::not_found(format!("{note} is not a note of the vault"))
             .with_hint("give the note's exact path (search_knowledge or list_notes shows it)"));
