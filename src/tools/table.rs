@@ -370,7 +370,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
-        description: "Stage a new note for the person to approve; the vault does not change. First search_knowledge (do not duplicate a note) and read the standards. The file name comes from the title; the body has no frontmatter (the server writes it). Returns the proposal_id, target, a preview and `similar` notes. Then stop and ask the person to review it.",
+        description: "Stage a new note for the person to approve; the vault does not change. First search_knowledge (do not duplicate a note) and read the standards. Returns `similar` notes too. Then stop for the person's review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeNewArgs>,
@@ -379,7 +379,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_note_patch",
         title: "Propose a change to a note",
-        description: "Stage a change to a note for the person to approve; the vault does not change. Pass read_note's `hash` as base_hash (a note changed since is refused: stale_base). Small edits, applied in order; line endings, BOM and final newline are kept. Returns the proposal_id and a diff. Then stop and ask the person to review it.",
+        description: "Stage a change to a note for the person to approve; the vault does not change. base_hash is read_note's `hash` (else stale_base). Keep edits small; they apply in order. Returns the proposal_id and a diff. Then stop for the person's review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposePatchArgs>,
@@ -387,8 +387,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "propose_move",
-        title: "Propose moving a note or folder",
-        description: "Stage a move or rename of a note (`from`, `to`: paths ending in .md) or a folder (every note under it); nothing changes until the person applies it. Every link to a moved note is rewritten in its own form so it still resolves; keep_alias (default true) adds the old name to aliases. Errors: target_exists, path_denied.",
+        title: "Propose a move",
+        description: "Stage moving a note (.md) or folder; every link to it is rewritten in its own form; keep_alias keeps the old name as an alias.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeMoveArgs>,
@@ -396,8 +396,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "propose_delete",
-        title: "Propose deleting a note",
-        description: "Stage deleting a note: on apply it moves to inbox/trash/<date>/, never erased. Returns `breaks`, the links that will stop resolving.",
+        title: "Propose a delete",
+        description: "Stage deleting a note (to inbox/trash/); `breaks` lists links that will break.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeDeleteArgs>,
@@ -406,7 +406,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_proposals",
         title: "List proposals",
-        description: "Staged proposals, newest first (pending by default), with kind, target, reason, time, status and live checks (intact, base_current, target_free): a failing check means apply will refuse it.",
+        description: "Staged proposals, newest first (pending by default), with live checks (intact, base_current, target_free); a failing check means apply refuses it.",
         level: Access::Propose,
         effect: Effect::Reads,
         input: input::<ListProposalsArgs>,
@@ -415,7 +415,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "apply_proposal",
         title: "Apply an approved proposal",
-        description: "Apply ONE proposal the person explicitly approved; this writes a note. Never on your own initiative. All checks run first; a failure changes nothing. The note is written atomically, the proposal archived, an audit line appended, the index updated. status applied_index_failed: written but not indexed; do not apply again.",
+        description: "Apply ONE proposal the person explicitly approved; this writes notes. Never on your own initiative. All checks run first; a failure changes nothing. applied_index_failed: written, not indexed; do not apply again.",
         level: Access::Apply,
         effect: Effect::Applies,
         input: input::<ApplyArgs>,

@@ -23,39 +23,38 @@ use crate::vault::{
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Edit {
-    /// Replace the whole text of the note (frontmatter included) with `content`.
+    /// Replace the whole note.
     ReplaceAll {
-        /// The complete new text.
+        /// New text.
         content: String,
     },
-    /// Replace what is under a heading (to the next heading of its level or higher);
-    /// the heading line stays unless `content` starts with one of its level.
+    /// Replace what is under a heading (the heading stays unless `content` starts with one).
     ReplaceSection {
-        /// The heading's text, any case; `## Setup` also requires level 2.
+        /// Heading text (`## X`: level 2).
         heading: String,
-        /// The new lines under the heading.
+        /// New lines.
         content: String,
     },
-    /// Add `content` at the end of the note.
+    /// Add at the end.
     Append {
-        /// The text to add.
+        /// Text.
         content: String,
     },
-    /// Add `content` right after the frontmatter.
+    /// Add after the frontmatter.
     Prepend {
-        /// The text to add.
+        /// Text.
         content: String,
     },
-    /// Replace the one occurrence of `find` with `replace`.
+    /// Replace `find` (once) with `replace`.
     FindReplace {
-        /// Text occurring exactly once in the note.
+        /// Text found exactly once.
         find: String,
-        /// Its replacement.
+        /// Replacement.
         replace: String,
     },
-    /// Merge frontmatter keys (`null` removes one); other lines stay as they are.
+    /// Merge frontmatter keys (null removes one).
     SetFrontmatter {
-        /// Keys and their new values.
+        /// Keys and values.
         fields: Map<String, Value>,
     },
 }

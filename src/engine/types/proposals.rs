@@ -10,22 +10,22 @@ use super::bounds::PROPOSALS_LIMIT;
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProposeNewArgs {
-    /// The title (also the file name).
+    /// Title; gives the file name.
     pub title: String,
     /// Markdown body, no frontmatter.
     pub body: String,
-    /// Why, for the person who approves it.
+    /// Why.
     pub reason: String,
-    /// A folder in a notes root (default: the first).
+    /// Folder in a notes root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
     /// Tags (prefer registered ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
-    /// Other names of the note.
+    /// Other names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aliases: Option<Vec<String>>,
-    /// One sentence on what the note is about.
+    /// One sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
@@ -68,11 +68,11 @@ pub struct ProposeNewResult {
 pub struct ProposePatchArgs {
     /// The note's vault-relative path.
     pub path: String,
-    /// The `hash` read_note returned.
+    /// read_note's `hash`.
     pub base_hash: String,
-    /// Why, for the person who approves it.
+    /// Why.
     pub reason: String,
-    /// Edits, applied in order.
+    /// Applied in order.
     pub edits: Vec<crate::write::Edit>,
 }
 
@@ -105,13 +105,13 @@ pub struct ProposePatchResult {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProposeMoveArgs {
-    /// A note path (`.md`) or a folder path.
+    /// Note or folder.
     pub from: String,
-    /// The new note path (`.md`) or folder path; must be free.
+    /// A free path.
     pub to: String,
-    /// Why, for the person who approves it.
+    /// Why.
     pub reason: String,
-    /// Add the old name to the note's aliases (default true).
+    /// Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_alias: Option<bool>,
 }
@@ -157,9 +157,9 @@ pub struct ProposeMoveResult {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProposeDeleteArgs {
-    /// The note's vault-relative path.
+    /// The note.
     pub path: String,
-    /// Why, for the person who approves it.
+    /// Why.
     pub reason: String,
 }
 
@@ -258,7 +258,7 @@ pub struct Proposals {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyArgs {
-    /// As propose_* or list_proposals returned it.
+    /// From propose_* or list_proposals.
     pub proposal_id: String,
 }
 
