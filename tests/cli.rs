@@ -293,3 +293,167 @@ fn issue_13_help_describes_the_command_line_with_examples_in_order() {
         assert!(String::from_utf8_lossy(&output.stdout).contains("Examples:"), "{sub:?}");
     }
 }
+
+/// [`vault`] plus a note linking to `z/lighthouse.md` in three forms.
+fn linked_vault() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, vault) = vault();
+    std::fs::write(
+        vault.join("z/gamma.md"),
+        "# Gamma\n\nSee [[lighthouse]], [[lighthouse|the tower]] and [the lamp](lighthouse.md).\n",
+    )
+    .unwrap();
+    (tmp, vault)
+}
+
+/// The ids of the pending proposals, as `inbox list --json` gives them.
+fn pending_ids(vault: &Path) -> Vec<String> {
+    let (code, out, err) = kb_index(vault, &["inbox", "list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let listed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    listed["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["proposal_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn issue_14_mv_stages_a_move_and_with_yes_applies_it_rewriting_links() {
+    let (_tmp, vault) = linked_vault();
+    let before = std::fs::read_to_string(vault.join("z/gamma.md")).unwrap();
+    let (code, out, err) =
+        kb_index(&vault, &["mv", "z/lighthouse.md", "z/tower.md", "--reason", "a better name"]);
+    assert_eq!(code, 0, "{err}");
+    let ids = pending_ids(&vault);
+    assert_eq!(ids.len(), 1, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("staged {}: move z/lighthouse.md → z/tower.md, rewrite 3 links in 1 note", ids[0]),
+        "{out}"
+    );
+    assert_eq!(lines[1], "    z/lighthouse.md -> z/tower.md");
+    assert_eq!(lines[2], "3 links rewritten in 1 note");
+    assert!(lines[3].starts_with("nothing changed yet"), "{out}");
+    // Staging changed nothing in the vault.
+    assert!(vault.join("z/lighthouse.md").exists());
+    assert_eq!(std::fs::read_to_string(vault.join("z/gamma.md")).unwrap(), before);
+
+    // The person reviews it: what it does, then every file's diff.
+    let (code, show, err) = kb_index(&vault, &["inbox", "show", &ids[0][2..10]]);
+    assert_eq!(code, 0, "{err}");
+    assert!(show.starts_with(&format!("proposal  {} (move, pending)\n", ids[0])), "{show}");
+    assert!(show.contains("reason    a better name\n"), "{show}");
+    assert!(
+        show.contains("change    move z/lighthouse.md → z/tower.md, rewrite 3 links in 1 note\n"),
+        "{show}"
+    );
+    assert!(show.contains("rename from z/lighthouse.md\nrename to z/tower.md\n"), "{show}");
+    assert!(show.contains("+See [[tower]], [[tower|the tower]] and [the lamp](tower.md).\n"), "{show}");
+
+    // Reject it, then move with --yes: staged and applied in one go.
+    let (code, _, err) = kb_index(&vault, &["inbox", "reject", &ids[0], "--reason", "again with --yes"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = kb_index(&vault, &["mv", "z/lighthouse.md", "z/tower.md", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.lines().any(|l| l.starts_with("applied p_")), "{out}");
+    assert!(!vault.join("z/lighthouse.md").exists());
+    assert!(std::fs::read_to_string(vault.join("z/tower.md")).unwrap().contains("aliases: [lighthouse]"));
+    assert_eq!(
+        std::fs::read_to_string(vault.join("z/gamma.md")).unwrap(),
+        "# Gamma\n\nSee [[tower]], [[tower|the tower]] and [the lamp](tower.md).\n"
+    );
+    assert!(pending_ids(&vault).is_empty());
+
+    // --no-alias leaves the renamed note's text alone.
+    let (code, _, err) = kb_index(&vault, &["mv", "z/alpha.md", "z/beta.md", "--no-alias", "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(vault.join("z/beta.md")).unwrap(),
+        "# Alpha\n\nThe lighthouse keeper.\n"
+    );
+}
+
+#[test]
+fn issue_14_rm_stages_a_delete_listing_the_links_that_break() {
+    let (_tmp, vault) = linked_vault();
+    let (code, out, err) = kb_index(&vault, &["rm", "z/lighthouse.md", "--reason", "obsolete"]);
+    assert_eq!(code, 0, "{err}");
+    let ids = pending_ids(&vault);
+    assert_eq!(ids.len(), 1, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("staged {}: delete z/lighthouse.md (to the inbox's trash), 3 links will break", ids[0])
+    );
+    assert_eq!(lines[1], "3 links will break:");
+    assert!(lines[2].starts_with("    z/gamma.md:3: [[lighthouse]]"), "{out}");
+    assert!(vault.join("z/lighthouse.md").exists(), "staging deletes nothing");
+
+    let (code, show, err) = kb_index(&vault, &["inbox", "show", &ids[0]]);
+    assert_eq!(code, 0, "{err}");
+    assert!(show.starts_with(&format!("proposal  {} (delete, pending)\n", ids[0])), "{show}");
+    assert!(
+        show.contains("change    delete z/lighthouse.md (to the inbox's trash), 3 links will break\n"),
+        "{show}"
+    );
+    assert!(show.contains("delete z/lighthouse.md"), "{show}");
+
+    let (code, out, err) = kb_index(&vault, &["inbox", "apply", "--yes", "--only", &ids[0]]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!vault.join("z/lighthouse.md").exists());
+
+    // rm --yes applies at once; the note goes to the trash, not away.
+    let (code, out, err) = kb_index(&vault, &["rm", "z/alpha.md", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("no link will break"), "{out}");
+    assert!(!vault.join("z/alpha.md").exists());
+    let trashed: Vec<String> = walk(&vault.join("inbox/trash"));
+    assert!(trashed.iter().any(|p| p.ends_with("alpha.md")), "{trashed:?}");
+}
+
+/// Every file under `dir`, as paths.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn issue_14_mv_and_rm_refuse_bad_input_with_exit_2_and_stage_nothing() {
+    let (_tmp, vault) = linked_vault();
+    let (code, _, err) = kb_index(&vault, &["mv", "z/alpha.md"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("<TO>"), "{err}");
+    let (code, _, err) = kb_index(&vault, &["mv"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("<FROM>"), "{err}");
+
+    let (code, _, err) = kb_index(&vault, &["mv", "z/alpha.md", "z/lighthouse.md"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("target_exists: z/lighthouse.md already exists"), "{err}");
+    assert!(err.contains("hint: choose a free path"), "{err}");
+
+    let (code, _, err) = kb_index(&vault, &["mv", "z/nope.md", "z/new.md"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("z/nope.md"), "{err}");
+    assert!(err.contains("kb-index ls"), "a hint for the person, not an agent: {err}");
+
+    let (code, _, err) = kb_index(&vault, &["rm", "z/nope.md"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("z/nope.md"), "{err}");
+
+    let (code, _, err) = kb_index(&vault, &["mv", "z/alpha.md", "z/alpha.txt"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(".md"), "{err}");
+
+    assert!(pending_ids(&vault).is_empty());
+}

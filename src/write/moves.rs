@@ -360,15 +360,17 @@ pub fn plan_move(
             after: Some(staged[&index].clone()),
         });
     }
+    let plural = |n: usize, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });
+    let rewrite = format!("rewrite {} in {}", plural(links as usize, "link"), plural(notes as usize, "note"));
     let summary = match moves.as_slice() {
         [(old, new)] if old.ends_with(".md") && from.ends_with(".md") => {
-            format!("move {old} → {new}, rewrite {links} links in {notes} notes")
+            format!("move {old} → {new}, {rewrite}")
         }
         _ => format!(
-            "move folder {} → {} ({} notes), rewrite {links} links in {notes} notes",
+            "move folder {} → {} ({}), {rewrite}",
             from.trim_end_matches('/'),
             to.trim_end_matches('/'),
-            moves.len()
+            plural(moves.len(), "note")
         ),
     };
     Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files } })

@@ -145,6 +145,13 @@ pub(crate) fn run(
             writeln!(out, "target    {}", paint.path(&p.target))?;
             writeln!(out, "proposed  {}", local_time(&p.created))?;
             writeln!(out, "reason    {}", p.reason)?;
+            if matches!(p.kind.as_str(), "move" | "delete")
+                && let Some(summary) = engine.proposal_summary(&p.proposal_id)
+            {
+                // What a structural change does to the vault, before the file diffs.
+                let change = summary.lines().next().unwrap_or_default().trim_end_matches('.');
+                writeln!(out, "change    {change}")?;
+            }
             if failing.is_empty() {
                 writeln!(out, "checks    {}", paint.good("pass"))?;
             } else {

@@ -26,6 +26,7 @@ mod ls;
 mod output;
 mod search;
 mod status;
+mod structure;
 
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::error::{Error, ErrorCode};
@@ -40,6 +41,7 @@ Examples:
   kb-index inbox list --diff               the changes agents proposed, with their diffs
   kb-index inbox show 2319                 one proposal whole (id, 4+ digits of it, or slug)
   kb-index inbox apply --yes --only 2319   apply it
+  kb-index mv z/A.md z/B.md                stage a rename that rewrites every link to it
 
 Exit codes: 0 success, 1 a check failed or nothing matched, 2 bad usage or input.";
 
@@ -90,6 +92,12 @@ enum Command {
         #[command(subcommand)]
         command: inbox::InboxCommand,
     },
+    /// Move or rename a note or folder, rewriting every link to it: staged as a proposal (--yes also applies it).
+    #[command(after_help = structure::MV_EXAMPLES)]
+    Mv(structure::MvArgs),
+    /// Delete a note (to inbox/trash/<date>/, never erased): staged as a proposal listing the links that break (--yes also applies it).
+    #[command(after_help = structure::RM_EXAMPLES)]
+    Rm(structure::RmArgs),
     /// Measure search quality: run a retrieval suite (recall@k, MRR) against the vault.
     Eval {
         /// The suite file (JSON, see index-schema/eval-suite.schema.json).
@@ -244,6 +252,18 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 return Err(error.into());
             }
             inbox::run(&engine, command, &paint, &mut out)
+        }
+        Command::Mv(args) => {
+            if let Some(error) = engine.inbox_conflict() {
+                return Err(error.into());
+            }
+            structure::run_mv(&engine, args, &paint, &mut out)
+        }
+        Command::Rm(args) => {
+            if let Some(error) = engine.inbox_conflict() {
+                return Err(error.into());
+            }
+            structure::run_rm(&engine, args, &paint, &mut out)
         }
         Command::Eval { suite, json, baseline } => {
             eval_cmd::run_eval(&engine, suite, json.as_deref(), *baseline, &mut out).map_err(Failure::usage)
