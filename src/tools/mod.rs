@@ -16,10 +16,12 @@ mod render;
 
 mod admit;
 mod invoke;
+mod reference;
 mod table;
 
 pub use admit::admit;
 pub use invoke::{CallContext, error_result, invoke};
+pub use reference::reference;
 pub use table::{exists, level, list};
 
 /// What a caller may do: each level includes the ones before it.
