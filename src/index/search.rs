@@ -289,9 +289,8 @@ impl SearchIndex {
 
 /// Which of a record's searchable fields contain any of the terms.
 fn matched_fields(record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<String> {
-    let mut analyzer = tokenizer::index_analyzer();
-    let mut hits =
-        |text: &str| tokenizer::analyse(&mut analyzer, text).iter().any(|t| terms.contains(&t.text));
+    let mut finder = tokenizer::TermFinder::new(terms);
+    let mut hits = |text: &str| finder.any(text);
     let mut matched = Vec::new();
     if hits(&record.title) || hits(record.stem()) {
         matched.push("title".to_owned());

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::script::is_cjk;
-use super::tokenizer::{Analysed, analyse, index_analyzer, term_group, term_probe};
+use super::tokenizer::{Analysed, TermFinder, term_group, term_probe};
 use crate::vault::Heading;
 
 /// Characters kept before the first match of a long line.
@@ -91,7 +91,7 @@ fn candidate_tokens(
     terms: &BTreeSet<String>,
     stop_after: usize,
 ) -> Vec<Analysed> {
-    let mut analyzer = index_analyzer();
+    let mut finder = TermFinder::new(terms);
     let mut tokens = Vec::new();
     let mut complete = 0;
     let words: BTreeSet<String> = terms.iter().map(|term| term_group(term).into_owned()).collect();
@@ -107,14 +107,10 @@ fn candidate_tokens(
             continue;
         }
         let mut found: BTreeSet<String> = BTreeSet::new();
-        for mut token in analyse(&mut analyzer, line) {
-            if let Some(term) = terms.get(&token.text) {
-                found.insert(term_group(term).into_owned());
-            }
-            token.from += start;
-            token.to += start;
-            tokens.push(token);
-        }
+        finder.each(line, |term, from, to| {
+            found.insert(term_group(term).into_owned());
+            tokens.push(Analysed { text: term.clone(), from: from + start, to: to + start, position: 0 });
+        });
         // Lines rank by distinct terms, then by file order: once `stop_after`
         // lines hold every term, no later line can take their place.
         if found.len() == words.len() {
@@ -187,6 +183,7 @@ fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::tokenizer::{analyse, index_analyzer};
 
     fn terms(list: &[&str]) -> BTreeSet<String> {
         list.iter().map(|s| (*s).to_owned()).collect()

@@ -266,6 +266,67 @@ pub(crate) fn index_analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// The index analyzer without the stems: the words and n-grams as indexed.
+fn word_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(KbTokenizer::index())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+/// Finds which of a set of terms a text's index tokens are, for snippets and
+/// matched fields. Stemming every word of a text costs more than the rest of
+/// the analysis, so only a word that starts like one of the wanted stems is
+/// stemmed: a Snowball stem differs from its word at most in its last letter
+/// (`happi` for `happy`, `gentl` for `gently`), so a word whose stem is wanted
+/// starts with that stem less its last letter; short stems only keep their
+/// first letter (`die` for `dying`, `sky` for `skies`).
+pub(crate) struct TermFinder<'t> {
+    terms: &'t std::collections::BTreeSet<String>,
+    /// What a word with a wanted stem starts with (see above).
+    probes: Vec<&'t str>,
+    analyzer: TextAnalyzer,
+}
+
+impl<'t> TermFinder<'t> {
+    pub(crate) fn new(terms: &'t std::collections::BTreeSet<String>) -> Self {
+        let probes = terms
+            .iter()
+            .filter_map(|term| term.strip_prefix(STEM_MARK))
+            .map(|stem| {
+                let keep = if stem.len() > MIN_STEMMED_LETTERS { stem.len() - 1 } else { 1 };
+                stem.get(..keep).unwrap_or(stem)
+            })
+            .collect();
+        TermFinder { terms, probes, analyzer: word_analyzer() }
+    }
+
+    /// Calls `found(term, from, to)` for each token the index analyzer makes of
+    /// `text` that is one of the terms, in the analyzer's order.
+    pub(crate) fn each(&mut self, text: &str, mut found: impl FnMut(&'t String, usize, usize)) {
+        let mut stream = self.analyzer.token_stream(text);
+        while let Some(token) = stream.next() {
+            if let Some(term) = self.terms.get(&token.text) {
+                found(term, token.offset_from, token.offset_to);
+            }
+            if self.probes.iter().any(|probe| token.text.starts_with(probe))
+                && let Some(stem) = stem_of(&token.text).filter(|stem| *stem != token.text)
+                && let Some(term) = self.terms.get(&stem_term(&stem))
+            {
+                found(term, token.offset_from, token.offset_to);
+            }
+        }
+    }
+
+    /// Whether any token of `text` is one of the terms.
+    pub(crate) fn any(&mut self, text: &str) -> bool {
+        let mut hit = false;
+        self.each(text, |_, _, _| hit = true);
+        hit
+    }
+}
+
 /// The analyzer used to turn query words into terms (bigrams only for CJK).
 pub(crate) fn query_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(KbTokenizer::query())
@@ -368,6 +429,30 @@ mod tests {
         assert_eq!(stem_of("backup").as_deref(), Some("backup"));
         assert_eq!(stem_of("v2"), None);
         assert_eq!(texts(&mut query_analyzer(), "Running"), ["running"], "queries stem in query.rs");
+    }
+
+    #[test]
+    fn the_term_finder_finds_what_the_index_analyzer_makes() {
+        let text = "Running happy skies; the runner ran, happiness dying 备份仓库 Café runs lying gently";
+        let everything = analyse(&mut index_analyzer(), text);
+        for list in [
+            &["~run", "running"][..],
+            &["~happi", "happy"],
+            &["~sky"],
+            &["~die", "备份", "cafe"],
+            &["runs", "~runner", "absent"],
+            &["~lie", "~gentl"],
+        ] {
+            let terms: std::collections::BTreeSet<String> = list.iter().map(|t| (*t).to_owned()).collect();
+            let expected: Vec<(String, usize, usize)> = everything
+                .iter()
+                .filter(|t| terms.contains(&t.text))
+                .map(|t| (t.text.clone(), t.from, t.to))
+                .collect();
+            let mut got = Vec::new();
+            TermFinder::new(&terms).each(text, |term, from, to| got.push((term.clone(), from, to)));
+            assert_eq!(got, expected, "{list:?}");
+        }
     }
 
     #[test]
