@@ -27,13 +27,28 @@ pub(crate) struct PrefixedFuzzyQuery {
 
 impl PrefixedFuzzyQuery {
     /// `None` when the word is empty or the distance is not 1 or 2.
+    #[cfg(test)]
     pub(crate) fn new(field: Field, word: &str, distance: u8) -> Option<PrefixedFuzzyQuery> {
+        Some(PrefixedFuzzyQuery::across(word, distance)?(field))
+    }
+
+    /// The query of `word` for any field, its automaton built once: building a
+    /// Levenshtein automaton of distance 2 costs more than walking a field's
+    /// dictionary with it. `None` when the word is empty or the distance is not 1 or 2.
+    pub(crate) fn across(word: &str, distance: u8) -> Option<impl Fn(Field) -> PrefixedFuzzyQuery> {
         let first = word.chars().next()?;
         let (prefix, rest) = word.split_at(first.len_utf8());
-        let rest =
-            FuzzyTermQuery::new(Term::from_field_text(field, rest), distance, true).automaton().ok()?;
+        // The field of the term does not matter to the automaton: only its text does.
+        let rest = FuzzyTermQuery::new(Term::from_field_text(Field::from_field_id(0), rest), distance, true)
+            .automaton()
+            .ok()?;
         let automaton = Arc::new(PrefixedLevenshtein { prefix: prefix.as_bytes().to_vec(), rest });
-        Some(PrefixedFuzzyQuery { field, automaton, shown: format!("{word}~{distance}") })
+        let shown = format!("{word}~{distance}");
+        Some(move |field| PrefixedFuzzyQuery {
+            field,
+            automaton: Arc::clone(&automaton),
+            shown: shown.clone(),
+        })
     }
 }
 

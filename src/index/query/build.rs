@@ -10,6 +10,7 @@ use tantivy::query::{
 };
 use tantivy::schema::{Field, IndexRecordOption};
 
+use super::coordinated::CoordinatedQuery;
 use super::words::{QueryPlan, word_forms};
 use crate::index::fuzzy::PrefixedFuzzyQuery;
 use crate::index::schema::Fields;
@@ -106,14 +107,15 @@ pub(crate) fn build(
             }
         }
         let n = clauses.len();
-        let required = if relaxed { 1 } else { ((n as f32 * min_share).ceil() as usize).clamp(1, n.max(1)) };
-        if n > 1 && required < n {
+        let required = required_clauses(n, min_share, relaxed);
+        if let [(_, one)] = &mut clauses[..] {
+            top.push((Occur::Must, std::mem::replace(one, Box::new(AllQuery))));
+        } else {
             // Coordination: a note holding every term scores its terms twice.
-            let all: Vec<(Occur, Box<dyn Query>)> =
-                clauses.iter().map(|(_, q)| (Occur::Must, q.box_clone())).collect();
-            top.push((Occur::Should, Box::new(BooleanQuery::new(all))));
+            let coordinate = n > 1 && required < n;
+            let clauses = clauses.into_iter().map(|(_, q)| q).collect();
+            top.push((Occur::Must, Box::new(CoordinatedQuery { clauses, required, coordinate })));
         }
-        top.push((Occur::Must, Box::new(BooleanQuery::with_minimum_required_clauses(clauses, required))));
         for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
             let boosted: Vec<(Field, f32)> = text_weights.iter().map(|&(f, w)| (f, w * 1.5)).collect();
             if let Some(q) = across_fields(&word.terms, &boosted, true) {
@@ -141,6 +143,12 @@ pub(crate) fn build(
         top.push((Occur::Must, Box::new(AllQuery)));
     }
     Box::new(BooleanQuery::new(top))
+}
+
+/// How many of `n` term clauses a note must match: `min_share` of them, at least
+/// one; one when `relaxed`.
+pub(crate) fn required_clauses(n: usize, min_share: f32, relaxed: bool) -> usize {
+    if relaxed { 1 } else { ((n as f32 * min_share).ceil() as usize).clamp(1, n.max(1)) }
 }
 
 /// Adds the tag and folder filters as required clauses.
@@ -171,9 +179,9 @@ pub(crate) fn build_fuzzy(
             continue;
         }
         let distance = if letters >= 8 { 2 } else { 1 };
+        let Some(fuzzy) = PrefixedFuzzyQuery::across(&unit, distance) else { continue };
         for &(field, weight) in weights.iter().filter(|(f, _)| *f != fields.name_key) {
-            let Some(fuzzy) = PrefixedFuzzyQuery::new(field, &unit, distance) else { continue };
-            clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(fuzzy), weight))));
+            clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(fuzzy(field)), weight))));
         }
     }
     if clauses.is_empty() {

@@ -19,7 +19,8 @@
 //! common word that sits in some title must not outrank a question's rare words.
 
 mod build;
+mod coordinated;
 mod words;
 
-pub(crate) use build::{Filters, build, build_fuzzy};
+pub(crate) use build::{Filters, build, build_fuzzy, required_clauses};
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};
