@@ -1048,14 +1048,13 @@ async fn issue12_a_persons_own_inbox_is_never_used_for_proposals() {
     assert_eq!(error_code(&staged), "permission_denied");
     let text = serde_json::to_string(&staged).unwrap();
     assert!(text.contains("Inbox/") && text.contains("kb.toml") && text.contains("inbox ="), "{text}");
+    assert!(text.contains("no restart"), "the hint says the change is taken in at once: {text}");
     let read = call(&proposer, "read_note", json!({"path": "Inbox/Reading list.md"})).await.unwrap();
     assert_ne!(read.is_error, Some(true), "{read:?}");
-    proposer.cancel().await.unwrap();
     assert_eq!(common::snapshot(&vault), before, "a refused proposal changed the vault");
 
-    // With another inbox chosen in kb.toml, proposals are staged there.
+    // With another inbox chosen in kb.toml, the same session stages proposals there: no restart.
     std::fs::write(vault.join("kb.toml"), "[vault]\ninbox = \"_kb-inbox\"\n").unwrap();
-    let proposer = connect(&vault, "propose").await;
     let staged = call(
         &proposer,
         "propose_new_note",

@@ -251,7 +251,8 @@ impl Engine {
             )
             .with_hint(
                 "choose another inbox in kb.toml, e.g. add `[vault]` with `inbox = \"_kb-inbox\"` (a folder \
-                 kb-mcp may own), then restart the server; reading and searching work meanwhile",
+                 kb-mcp may own), and call again: the server takes the change in at once, no restart needed; \
+                 reading and searching work meanwhile",
             ),
         )
     }
