@@ -280,7 +280,18 @@ async fn resources_and_prompts() {
     let client = connect(&vault, "read").await;
     let resources = client.list_resources(None).await.unwrap().resources;
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
-    assert_eq!(uris, ["kb://tree", "kb://tags", "kb://recent", "kb://standards"]);
+    assert_eq!(uris, ["kb://tree", "kb://tags", "kb://recent", "kb://standards", "kb://skill"]);
+    // The Agent Skill is served as the repository holds it.
+    let skill = client.read_resource(ReadResourceRequestParams::new("kb://skill")).await.unwrap();
+    let file = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/kb-mcp/SKILL.md"))
+        .unwrap();
+    match &skill.contents[0] {
+        ResourceContents::TextResourceContents { text, mime_type, .. } => {
+            assert_eq!(text, &file);
+            assert_eq!(mime_type.as_deref(), Some("text/markdown"));
+        }
+        other => panic!("{other:?}"),
+    }
     let templates = client.list_resource_templates(None).await.unwrap().resource_templates;
     assert_eq!(templates[0].uri_template, "kb://note/{path}");
 

@@ -174,6 +174,35 @@ mod tests {
         }
     }
 
+    /// The Agent Skill (`skills/kb-mcp/SKILL.md`, served as `kb://skill`) is kept
+    /// consistent with the instructions: it names no tool that does not exist, it
+    /// names every tool (so every one the apply-level instructions name), and it says
+    /// what each access level allows.
+    #[test]
+    fn the_skill_names_only_real_tools_and_all_of_them() {
+        let skill = super::super::resources::SKILL;
+        let front = skill.strip_prefix("---\n").and_then(|rest| rest.split_once("\n---\n")).map(|(f, _)| f);
+        let front = front.expect("SKILL.md starts with YAML frontmatter between --- lines");
+        assert!(front.lines().any(|l| l == "name: kb-mcp"), "{front}");
+        assert!(front.lines().any(|l| l.starts_with("description: ") && l.len() > 40), "{front}");
+
+        let all = names(Access::Apply);
+        const PREFIXES: &[&str] =
+            &["get_", "search_", "read_", "list_", "propose_", "apply_", "recall_", "audit_"];
+        for word in skill.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if PREFIXES.iter().any(|p| word.starts_with(p)) {
+                assert!(all.iter().any(|n| n == word), "the skill names `{word}`, which is no tool");
+            }
+        }
+        let named = mentioned(skill);
+        for name in mentioned(&instructions(Access::Apply)).into_iter().chain(all.clone()) {
+            assert!(named.contains(&name), "the skill does not mention {name}");
+        }
+        for access in [Access::Read, Access::Propose, Access::Apply] {
+            assert!(skill.contains(&format!("- `{}`: ", access.as_str())), "{access:?}");
+        }
+    }
+
     #[test]
     fn every_prompt_has_one_place_for_its_argument_and_for_its_closing_steps() {
         for prompt in PROMPTS {

@@ -1,4 +1,5 @@
-//! Read-only resources: `kb://note/{path}` and four JSON views of the vault.
+//! Read-only resources: `kb://note/{path}`, four JSON views of the vault, and
+//! `kb://skill`, the Agent Skill that says how to work with it.
 //!
 //! Resources go through the same engine calls (and so the same sandbox) as the
 //! tools: a note resource is `read_note` by path, and the JSON views are the
@@ -16,6 +17,10 @@ const NOTE_PREFIX: &str = "kb://note/";
 /// The most `kb://tree` answers, in bytes: past it, the notes are cut and a hint
 /// points at `list_notes`, which pages.
 const TREE_BUDGET: usize = 64 * 1024;
+
+/// The Agent Skill (`skills/kb-mcp/SKILL.md`): the workflow an agent should follow,
+/// served as `kb://skill` so that a client without skill support can still read it.
+pub(super) const SKILL: &str = include_str!("../../skills/kb-mcp/SKILL.md");
 
 pub(super) fn fixed() -> Vec<Resource> {
     vec![
@@ -37,6 +42,12 @@ pub(super) fn fixed() -> Vec<Resource> {
             .with_title("Standards")
             .with_description("The vault's standards, as JSON (list_standards)")
             .with_mime_type("application/json"),
+        Resource::new("kb://skill", "skill")
+            .with_title("How to work with this vault")
+            .with_description(
+                "The Agent Skill (SKILL.md): the safe order of work, queries in Chinese and English, access levels",
+            )
+            .with_mime_type("text/markdown"),
     ]
 }
 
@@ -81,6 +92,9 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
         ]));
     }
     match uri {
+        "kb://skill" => Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(SKILL, uri).with_mime_type("text/markdown"),
+        ])),
         "kb://tags" => {
             json_contents(uri, &engine.list_tags(&ListTagsArgs { prefix: None, limit: Some(1000) })?)
         }
@@ -143,7 +157,7 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
             json_contents(uri, &tree)
         }
         other => Err(Error::not_found(format!("no resource `{other}`")).with_hint(
-            "resources are kb://tree, kb://tags, kb://recent, kb://standards and kb://note/{path}",
+            "resources are kb://tree, kb://tags, kb://recent, kb://standards, kb://skill and kb://note/{path}",
         )),
     }
 }
