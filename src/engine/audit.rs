@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use super::Engine;
 use super::types::{AUDIT_LIMIT, Audit, AuditArgs, AuditCheck, Finding, Fix};
 use crate::error::{Error, ErrorCode, Result};
+use crate::index::is_cjk;
 use crate::sandbox::{NotePath, hex, strip_md, unhex};
 use crate::vault::graph::{Broken, Graph, Resolution};
 use crate::vault::{
@@ -94,11 +95,6 @@ fn decode_cursor(text: &str, scope: &str) -> Result<(String, u32, AuditCheck, St
 /// written with spaces (Chinese, Japanese and Korean are not).
 fn is_word_char(c: char) -> bool {
     (c.is_alphanumeric() || c == '_') && !is_cjk(c)
-}
-
-fn is_cjk(c: char) -> bool {
-    matches!(u32::from(c),
-        0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x3FFFF)
 }
 
 /// Whether a title or alias is worth looking for in other notes' text: it has
