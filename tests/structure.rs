@@ -399,3 +399,54 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     assert!(read(&vault, "z/m/linker.md").contains("[[t2]]"));
     assert_eq!(audit_lines(&vault).len(), 1);
 }
+
+/// `list_proposals` items carry `summary`, one line for a person, for every kind.
+#[test]
+fn list_proposals_items_carry_a_one_line_summary() {
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let new = engine
+        .propose_new_note(&ProposeNewArgs {
+            title: "Fresh idea".to_owned(),
+            body: "One line.\n".to_owned(),
+            reason: "worth keeping".to_owned(),
+            ..ProposeNewArgs::default()
+        })
+        .unwrap();
+    let base = kb_mcp::vault::content_hash(read(&vault, "z/other.md").as_bytes());
+    let patch = engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: "z/other.md".to_owned(),
+            base_hash: base,
+            reason: "say more".to_owned(),
+            edits: vec![write::Edit::ReplaceAll {
+                content: "[t](m/target.md)\nMore.\nAnd more.\n".to_owned(),
+            }],
+        })
+        .unwrap();
+    let moved = mv(&engine, "z/m/target.md", "z/m/goal.md").unwrap();
+    let deleted = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/m/linker.md".to_owned(), reason: "gone".to_owned() })
+        .unwrap();
+    let listed = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
+    let summary =
+        |id: &str| listed.proposals.iter().find(|p| p.proposal_id == id).map(|p| p.summary.clone()).unwrap();
+    assert_eq!(summary(&new.proposal_id), format!("new {}", new.target));
+    assert_eq!(summary(&patch.proposal_id), "patch z/other.md (+3 -1 lines)");
+    assert_eq!(
+        summary(&moved.proposal_id),
+        format!(
+            "move z/m/target.md → z/m/goal.md, rewrite {} links in {} notes",
+            moved.rewrites.links, moved.rewrites.notes
+        )
+    );
+    assert!(moved.rewrites.notes > 1, "{moved:?}");
+    assert!(summary(&deleted.proposal_id).starts_with("delete z/m/linker.md (to the inbox's trash), "));
+
+    // Once applied, a proposal keeps a line saying what it was.
+    apply(&engine, &deleted.proposal_id);
+    let applied = engine
+        .list_proposals(&ListProposalsArgs { status: Some(ProposalStatusFilter::Applied), limit: None })
+        .unwrap();
+    assert_eq!(applied.proposals[0].summary, "delete z/m/linker.md");
+}

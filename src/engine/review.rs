@@ -42,7 +42,9 @@ pub struct ProposalReview {
 
 /// A proposal as the tools list it.
 pub(super) fn entry(view: ProposalView) -> ProposalEntry {
+    let summary = format!("{} {}", view.kind.name(), view.target);
     ProposalEntry {
+        summary,
         proposal_id: view.proposal_id,
         kind: view.kind.name().to_owned(),
         target: view.target,

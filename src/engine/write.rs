@@ -176,10 +176,19 @@ impl Engine {
             ProposalStatusFilter::Applied => StatusFilter::Applied,
             ProposalStatusFilter::All => StatusFilter::All,
         };
-        let proposals = write::list(&self.sandbox(), filter, limit as usize)?
-            .into_iter()
-            .map(super::review::entry)
-            .collect();
+        let sandbox = self.sandbox();
+        let mut proposals: Vec<ProposalEntry> =
+            write::list(&sandbox, filter, limit as usize)?.into_iter().map(super::review::entry).collect();
+        // A pending proposal's line says what it does (the write layer's
+        // description, read once for all); others keep "kind target".
+        if proposals.iter().any(|p| p.status == "pending") {
+            let described = write::describe_pending(&sandbox).unwrap_or_default();
+            for p in &mut proposals {
+                if let Some(view) = described.get(&p.proposal_id) {
+                    p.summary = change_line(view);
+                }
+            }
+        }
         Ok(Proposals { proposals })
     }
 
@@ -281,6 +290,19 @@ impl Engine {
     pub fn proposal_summaries(&self) -> BTreeMap<String, String> {
         let described = write::describe_pending(&self.sandbox()).unwrap_or_default();
         described.into_iter().map(|(id, view)| (id, summary(view))).collect()
+    }
+}
+
+/// What a pending proposal does, in one line: "new z/X.md", "patch z/X.md
+/// (+4 -1 lines)", or a multi-file proposal's own summary ("move z/A.md →
+/// z/B.md, rewrite 37 links in 21 notes").
+fn change_line(view: &write::Description) -> String {
+    match (&view.summary, view.kind, view.diff_stat) {
+        (Some(summary), _, _) => summary.clone(),
+        (None, ProposalKind::Patch, Some((added, removed))) => {
+            format!("patch {} (+{added} -{removed} lines)", view.target)
+        }
+        (None, kind, _) => format!("{} {}", kind.name(), view.target),
     }
 }
 

@@ -219,11 +219,10 @@ pub(super) fn proposals(r: &Proposals) -> String {
         let ok = p.status != "pending" || (p.checks.intact && p.checks.base_current && p.checks.target_free);
         let _ = write!(
             out,
-            "\n- {} [{} {}] {} — {}{}",
+            "\n- {} [{}] {} — {}{}",
             p.proposal_id,
             p.status,
-            p.kind,
-            p.target,
+            p.summary,
             p.reason,
             if ok { "" } else { " (a check fails)" }
         );

@@ -370,7 +370,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
-        description: "Stage a new note for the person to approve; the vault does not change. First search_knowledge (do not duplicate a note) and read the standards. Returns `similar` notes too. Then stop for the person's review.",
+        description: "Stage a new note for the person to approve; the vault does not change. First search_knowledge (no duplicates) and read the standards. Returns `similar` notes too. Then stop for the person's review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeNewArgs>,
@@ -379,7 +379,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_note_patch",
         title: "Propose a change to a note",
-        description: "Stage a change to a note for the person to approve; the vault does not change. base_hash is read_note's `hash` (else stale_base). Keep edits small; they apply in order. Returns the proposal_id and a diff. Then stop for the person's review.",
+        description: "Stage a change to a note for the person to approve; the vault does not change. base_hash is read_note's `hash` (else stale_base). Keep edits small; they apply in order. Returns a proposal_id and diff. Then stop for the person's review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposePatchArgs>,
@@ -406,7 +406,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_proposals",
         title: "List proposals",
-        description: "Staged proposals, newest first (pending by default), with live checks (intact, base_current, target_free); a failing check means apply refuses it.",
+        description: "Staged proposals, newest first (pending by default): a one-line summary and live checks; a failing check means apply refuses it.",
         level: Access::Propose,
         effect: Effect::Reads,
         input: input::<ListProposalsArgs>,

@@ -243,6 +243,8 @@ pub struct ProposalEntry {
     pub created: String,
     /// `pending`, `applied` or `rejected`.
     pub status: String,
+    /// One line for a person.
+    pub summary: String,
     /// Live checks.
     pub checks: ProposalChecks,
 }
