@@ -173,16 +173,7 @@ fn main() -> ExitCode {
         None => None,
     };
     if http.is_none() && std::io::stdin().is_terminal() {
-        eprintln!(
-            "kb-mcp {} serves {} over MCP on stdin/stdout (access: {}).\n\
-             It is meant to be started by an MCP client, not typed at. For example, in Claude Desktop's\n\
-             claude_desktop_config.json:\n  {{\"mcpServers\": {{\"kb\": {{\"command\": \"kb-mcp\", \"args\": [\"--vault\", \"{}\"]}}}}}}\n\
-             See README.md for Cursor, Codex and others. Waiting for JSON-RPC on stdin (Ctrl-D to quit).",
-            env!("CARGO_PKG_VERSION"),
-            vault.display(),
-            access.as_str(),
-            vault.display()
-        );
+        eprintln!("{}", terminal_hint(&vault, access));
     }
     let options = ServerOptions { vault, index_dir: cli.index_dir, access };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -386,5 +377,53 @@ mod tests {
             (cli.rate, cli.session_idle, cli.request_timeout, cli.sessions_per_token),
             (20.0, 1800, 120, 32)
         );
+    }
+}
+
+/// What a person who started the server in a terminal reads: it waits for an
+/// MCP client, and the lines that configure one, with absolute paths (GUI apps
+/// often lack `~/.cargo/bin` on their PATH, and a relative vault means nothing
+/// to them).
+fn terminal_hint(vault: &Path, access: Access) -> String {
+    let absolute = |path: &Path| -> String {
+        let path = kb_mcp::sandbox::canonical_or_same(path).display().to_string();
+        // Windows' canonical form `\\?\C:\…` is not what a person writes in a config.
+        path.strip_prefix(r"\\?\").map(str::to_owned).unwrap_or(path)
+    };
+    let command = std::env::current_exe().map_or_else(|_| "kb-mcp".to_owned(), |exe| absolute(&exe));
+    let vault = absolute(vault);
+    let desktop =
+        serde_json::json!({ "mcpServers": { "kb": { "command": command, "args": ["--vault", vault] } } });
+    format!(
+        "kb-mcp {} serves {vault} over MCP on stdin/stdout (access: {}).\n\
+         It is meant to be started by an MCP client, not typed at. For example, in Claude Desktop's\n\
+         claude_desktop_config.json:\n  {desktop}\n\
+         or for Claude Code:\n  claude mcp add --scope user kb -- \"{command}\" --vault \"{vault}\"\n\
+         See README.md for Cursor, Codex and others. Waiting for JSON-RPC on stdin (Ctrl-D to quit).",
+        env!("CARGO_PKG_VERSION"),
+        access.as_str(),
+    )
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::*;
+
+    #[test]
+    fn the_terminal_hint_names_absolute_paths_a_gui_app_can_use() {
+        let relative = Path::new("fixtures/vault");
+        let hint = terminal_hint(relative, Access::Read);
+        let config = hint.lines().find(|line| line.trim_start().starts_with('{')).expect("a config line");
+        let config: serde_json::Value = serde_json::from_str(config.trim()).expect("valid JSON");
+        let server = &config["mcpServers"]["kb"];
+        let command = server["command"].as_str().unwrap();
+        let vault = server["args"][1].as_str().unwrap();
+        assert!(Path::new(command).is_absolute(), "{command}");
+        assert!(Path::new(vault).is_absolute() && vault.ends_with("vault"), "{vault}");
+        assert!(
+            hint.contains(&format!("claude mcp add --scope user kb -- \"{command}\" --vault \"{vault}\"")),
+            "{hint}"
+        );
+        assert!(hint.contains("(access: read)"), "{hint}");
     }
 }
