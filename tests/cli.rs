@@ -357,7 +357,10 @@ fn issue_14_mv_stages_a_move_and_with_yes_applies_it_rewriting_links() {
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = kb_index(&vault, &["mv", "z/lighthouse.md", "z/tower.md", "--yes"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.lines().any(|l| l.starts_with("applied p_")), "{out}");
+    // The person reads what moved and what was rewritten, not the plan's hash.
+    let applied = out.lines().find(|l| l.starts_with("applied p_")).unwrap_or_else(|| panic!("{out}"));
+    assert!(applied.contains("(moved z/lighthouse.md -> z/tower.md, rewrote 1 other note)"), "{applied}");
+    assert!(!applied.contains("sha256:"), "{applied}");
     assert!(!vault.join("z/lighthouse.md").exists());
     assert!(std::fs::read_to_string(vault.join("z/tower.md")).unwrap().contains("aliases: [lighthouse]"));
     assert_eq!(
@@ -402,6 +405,7 @@ fn issue_14_rm_stages_a_delete_listing_the_links_that_break() {
 
     let (code, out, err) = kb_index(&vault, &["inbox", "apply", "--yes", "--only", &ids[0]]);
     assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("(moved z/lighthouse.md to the inbox's trash)"), "{out}");
     assert!(!vault.join("z/lighthouse.md").exists());
 
     // rm --yes applies at once; the note goes to the trash, not away.

@@ -226,11 +226,10 @@ pub(crate) fn run(
                 })?;
             writeln!(
                 out,
-                "{} {} -> {} ({}); archived in {}{}",
+                "{} {} {}; archived in {}{}",
                 paint.good(&applied.status),
                 applied.proposal_id,
-                applied.target,
-                applied.new_hash,
+                what_changed(&applied),
                 applied.archive,
                 applied
                     .index
@@ -248,4 +247,28 @@ pub(crate) fn run(
             Ok(0)
         }
     }
+}
+
+/// What an apply did, for a person: the note written and its new hash, or for
+/// a multi-file proposal (from its audit line) the notes moved and trashed and
+/// how many others were rewritten.
+pub(crate) fn what_changed(applied: &kb_mcp::engine::types::ApplyResult) -> String {
+    let Some(files) = applied.audit["files"].as_array() else {
+        return format!("-> {} ({})", applied.target, applied.new_hash);
+    };
+    let mut parts = Vec::new();
+    let mut rewritten = 0u64;
+    for file in files {
+        let path = file["path"].as_str().unwrap_or_default();
+        match file["op"].as_str().unwrap_or_default() {
+            "move" => parts.push(format!("moved {path} -> {}", file["to"].as_str().unwrap_or_default())),
+            "trash" => parts.push(format!("moved {path} to the inbox's trash")),
+            "create" => parts.push(format!("created {path}")),
+            _ => rewritten += 1,
+        }
+    }
+    if rewritten > 0 {
+        parts.push(format!("rewrote {}", count(rewritten, "other note")));
+    }
+    format!("({})", parts.join(", "))
 }

@@ -114,9 +114,10 @@ fn finish(engine: &Engine, id: &str, yes: bool, paint: &Paint, out: &mut dyn Wri
         })?;
     writeln!(
         out,
-        "{} {}; archived in {}{}",
+        "{} {} {}; archived in {}{}",
         paint.good(&applied.status),
         applied.proposal_id,
+        crate::inbox::what_changed(&applied),
         applied.archive,
         applied
             .index
