@@ -214,31 +214,7 @@ pub(crate) fn run(
                 ));
             };
             let id = engine.resolve_proposal(only)?;
-            let applied = engine
-                .apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::write::Actor::Cli)
-                .map_err(|error| {
-                    // The hint names the command to run next; fill in this proposal.
-                    let mut failure = Failure::from(error);
-                    let short = id.get(2..10).unwrap_or(&id);
-                    failure.message =
-                        failure.message.replace("inbox reject ID", &format!("inbox reject {short}"));
-                    failure
-                })?;
-            writeln!(
-                out,
-                "{} {} {}; archived in {}{}",
-                paint.good(&applied.status),
-                applied.proposal_id,
-                what_changed(&applied),
-                applied.archive,
-                applied
-                    .index
-                    .error
-                    .as_deref()
-                    .map(|e| format!("; index not updated: {e} (run `kb-index build`)"))
-                    .unwrap_or_default()
-            )?;
-            Ok(if applied.index.updated { 0 } else { 1 })
+            apply_one(engine, &id, paint, out)
         }
         InboxCommand::Reject { id, reason } => {
             let id = engine.resolve_proposal(id)?;
@@ -249,10 +225,44 @@ pub(crate) fn run(
     }
 }
 
+/// Applies one pending proposal for a person (`inbox apply --yes`, `mv`/`rm
+/// --yes`) and says what it did; exit 1 when the index could not be updated.
+pub(crate) fn apply_one(
+    engine: &Engine,
+    id: &str,
+    paint: &Paint,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let applied = engine
+        .apply_proposal(&ApplyArgs { proposal_id: id.to_owned() }, kb_mcp::write::Actor::Cli)
+        .map_err(|error| {
+            // The hint names the command to run next; fill in this proposal.
+            let mut failure = Failure::from(error);
+            let short = id.get(2..10).unwrap_or(id);
+            failure.message = failure.message.replace("inbox reject ID", &format!("inbox reject {short}"));
+            failure
+        })?;
+    writeln!(
+        out,
+        "{} {} {}; archived in {}{}",
+        paint.good(&applied.status),
+        applied.proposal_id,
+        what_changed(&applied),
+        applied.archive,
+        applied
+            .index
+            .error
+            .as_deref()
+            .map(|e| format!("; index not updated: {e} (run `kb-index build`)"))
+            .unwrap_or_default()
+    )?;
+    Ok(if applied.index.updated { 0 } else { 1 })
+}
+
 /// What an apply did, for a person: the note written and its new hash, or for
 /// a multi-file proposal (from its audit line) the notes moved and trashed and
 /// how many others were rewritten.
-pub(crate) fn what_changed(applied: &kb_mcp::engine::types::ApplyResult) -> String {
+fn what_changed(applied: &kb_mcp::engine::types::ApplyResult) -> String {
     let Some(files) = applied.audit["files"].as_array() else {
         return format!("-> {} ({})", applied.target, applied.new_hash);
     };

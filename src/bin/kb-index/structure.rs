@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use kb_mcp::engine::Engine;
-use kb_mcp::engine::types::{ApplyArgs, ProposeDeleteArgs, ProposeMoveArgs};
+use kb_mcp::engine::types::{ProposeDeleteArgs, ProposeMoveArgs};
 use kb_mcp::error::{Error, ErrorCode};
 
 use crate::Failure;
@@ -105,28 +105,7 @@ fn finish(engine: &Engine, id: &str, yes: bool, paint: &Paint, out: &mut dyn Wri
         )?;
         return Ok(0);
     }
-    let applied = engine
-        .apply_proposal(&ApplyArgs { proposal_id: id.to_owned() }, kb_mcp::write::Actor::Cli)
-        .map_err(|error| {
-            let mut failure = Failure::from(error);
-            failure.message = failure.message.replace("inbox reject ID", &format!("inbox reject {short}"));
-            failure
-        })?;
-    writeln!(
-        out,
-        "{} {} {}; archived in {}{}",
-        paint.good(&applied.status),
-        applied.proposal_id,
-        crate::inbox::what_changed(&applied),
-        applied.archive,
-        applied
-            .index
-            .error
-            .as_deref()
-            .map(|e| format!("; index not updated: {e} (run `kb-index build`)"))
-            .unwrap_or_default()
-    )?;
-    Ok(if applied.index.updated { 0 } else { 1 })
+    crate::inbox::apply_one(engine, id, paint, out)
 }
 
 pub(crate) fn run_mv(
