@@ -22,9 +22,9 @@ use rayon::prelude::*;
 
 use super::Engine;
 use super::types::{AUDIT_LIMIT, Audit, AuditArgs, AuditCheck, Finding, Fix};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::index::is_cjk;
-use crate::sandbox::{NotePath, hex, strip_md, unhex};
+use crate::sandbox::{NotePath, strip_md};
 use crate::vault::graph::{Broken, Graph, Resolution};
 use crate::vault::{
     AnchorRef, LinkKind, LinkRef, NoteKind, NoteRecord, body_offset, decode_note, edit_distance,
@@ -59,7 +59,7 @@ fn encode_cursor(scope: &str, last: &Finding) -> String {
         last.check.name(),
         last.message
     );
-    format!("a1{}", hex(text.as_bytes()))
+    super::cursor::encode("a1", &text)
 }
 
 /// The finding key a cursor names.
@@ -70,17 +70,7 @@ fn decode_cursor(text: &str, scope: &str) -> Result<(String, u32, AuditCheck, St
             "pass the `next_cursor` of the previous answer unchanged, or leave `cursor` out to start again",
         )
     };
-    let digits = text.strip_prefix("a1").ok_or_else(bad)?;
-    if digits.len() % 2 != 0 {
-        return Err(bad());
-    }
-    let bytes: Vec<u8> = digits
-        .as_bytes()
-        .chunks_exact(2)
-        .map(|pair| std::str::from_utf8(pair).ok().and_then(unhex::<1>).map(|[byte]| byte))
-        .collect::<Option<_>>()
-        .ok_or_else(bad)?;
-    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let text = super::cursor::decode("a1", text).ok_or_else(bad)?;
     let parts: Vec<&str> = text.splitn(6, '\n').collect();
     let [checks, folder, path, line, check, message] = parts.as_slice() else { return Err(bad()) };
     if format!("{checks}\n{folder}") != scope {
@@ -232,17 +222,10 @@ impl Engine {
             Some(list) => list.iter().copied().collect(),
             None => AuditCheck::ALL.into_iter().collect(),
         };
-        let folder = match self.sandbox().resolve_folder(args.folder.as_deref().unwrap_or(""))? {
-            Some(folder) if !self.sandbox().is_folder(&folder) => {
-                return Err(Error::new(
-                    ErrorCode::NotFound,
-                    format!("there is no folder {folder} in the vault"),
-                )
-                .with_hint("call list_notes to see the vault's folders, or leave `folder` out"));
-            }
-            Some(folder) => folder.as_str().to_owned(),
-            None => String::new(),
-        };
+        let folder = self.existing_folder(
+            args.folder.as_deref(),
+            "call list_notes to see the vault's folders, or leave `folder` out",
+        )?;
         let scope = scope(&checks, &folder);
         let cursor = args.cursor.as_deref().map(|text| decode_cursor(text, &scope)).transpose()?;
 

@@ -17,7 +17,6 @@ use super::Engine;
 use super::types::{ChangedNote, Changes, ProposalEvent};
 use crate::error::{Error, Result};
 use crate::index::ChangeOp;
-use crate::sandbox::{hex, unhex};
 use crate::write::audit_since;
 
 /// Most notes each list holds; past that, `incomplete` is set.
@@ -25,7 +24,7 @@ const LIST_MAX: usize = 500;
 
 /// `c1` and the hex of `commit\naudit log offset`.
 fn encode(seq: u64, log_end: u64) -> String {
-    format!("c1{}", hex(format!("{seq}\n{log_end}").as_bytes()))
+    super::cursor::encode("c1", &format!("{seq}\n{log_end}"))
 }
 
 fn decode(text: &str) -> Result<(u64, u64)> {
@@ -34,17 +33,7 @@ fn decode(text: &str) -> Result<(u64, u64)> {
         Error::invalid(format!("`since` {cut:?} is not a cursor get_vault_overview returned"))
             .with_hint("pass the `changes.cursor` of an earlier overview unchanged, or leave `since` out")
     };
-    let digits = text.strip_prefix("c1").ok_or_else(bad)?;
-    if digits.len() % 2 != 0 {
-        return Err(bad());
-    }
-    let bytes: Vec<u8> = digits
-        .as_bytes()
-        .chunks_exact(2)
-        .map(|pair| std::str::from_utf8(pair).ok().and_then(unhex::<1>).map(|[byte]| byte))
-        .collect::<Option<_>>()
-        .ok_or_else(bad)?;
-    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let text = super::cursor::decode("c1", text).ok_or_else(bad)?;
     let (seq, end) = text.split_once('\n').ok_or_else(bad)?;
     Ok((seq.parse().map_err(|_| bad())?, end.parse().map_err(|_| bad())?))
 }

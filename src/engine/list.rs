@@ -13,7 +13,6 @@ use super::read::{created_nanos, created_rfc3339};
 use super::rfc3339;
 use super::types::{FolderCount, LIST_NOTES_LIMIT, ListNotesArgs, ListSort, ListedNote, NoteList};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{hex, unhex};
 use crate::vault::NoteRecord;
 
 /// Most subfolders one answer lists (the rest are counted in `folders_omitted`).
@@ -39,7 +38,7 @@ fn scope(folder: &str, tag: &str, sort: ListSort) -> String {
 impl Cursor {
     /// `l1` and the hex of `scope\nkey\npath`: opaque to the agent, checked on return.
     fn encode(&self, scope: &str) -> String {
-        format!("l1{}", hex(format!("{scope}\n{}\n{}", self.key, self.path).as_bytes()))
+        super::cursor::encode("l1", &format!("{scope}\n{}\n{}", self.key, self.path))
     }
 
     fn decode(text: &str, scope: &str) -> Result<Cursor> {
@@ -47,17 +46,7 @@ impl Cursor {
             Error::invalid(format!("`cursor` {:?} is not a cursor list_notes returned", cut(text)))
                 .with_hint("pass the `next_cursor` of the previous answer unchanged, or leave `cursor` out to start again")
         };
-        let digits = text.strip_prefix("l1").ok_or_else(bad)?;
-        if digits.len() % 2 != 0 {
-            return Err(bad());
-        }
-        let bytes: Vec<u8> = digits
-            .as_bytes()
-            .chunks_exact(2)
-            .map(|pair| std::str::from_utf8(pair).ok().and_then(unhex::<1>).map(|[byte]| byte))
-            .collect::<Option<_>>()
-            .ok_or_else(bad)?;
-        let text = String::from_utf8(bytes).map_err(|_| bad())?;
+        let text = super::cursor::decode("l1", text).ok_or_else(bad)?;
         let (front, path) = text.rsplit_once('\n').ok_or_else(bad)?;
         let (given, key) = front.rsplit_once('\n').ok_or_else(bad)?;
         if given != scope {
@@ -82,21 +71,28 @@ fn carries(record: &NoteRecord, tag: &str) -> bool {
 }
 
 impl Engine {
+    /// A `folder` argument as a vault-relative folder that exists (`""`: the
+    /// whole vault); a folder that is not there is `not_found` with `hint`.
+    pub(super) fn existing_folder(&self, folder: Option<&str>, hint: &str) -> Result<String> {
+        let sandbox = self.sandbox();
+        match sandbox.resolve_folder(folder.unwrap_or(""))? {
+            Some(folder) if !sandbox.is_folder(&folder) => {
+                Err(Error::new(ErrorCode::NotFound, format!("there is no folder {folder} in the vault"))
+                    .with_hint(hint))
+            }
+            Some(folder) => Ok(folder.as_str().to_owned()),
+            None => Ok(String::new()),
+        }
+    }
+
     /// `list_notes`.
     pub fn list_notes(&self, args: &ListNotesArgs) -> Result<NoteList> {
         let limit = LIST_NOTES_LIMIT.check("limit", args.limit)? as usize;
         let sort = args.sort.unwrap_or_default();
-        let folder = match self.sandbox().resolve_folder(args.folder.as_deref().unwrap_or(""))? {
-            Some(folder) if !self.sandbox().is_folder(&folder) => {
-                return Err(Error::new(
-                    ErrorCode::NotFound,
-                    format!("there is no folder {folder} in the vault"),
-                )
-                .with_hint("call list_notes without `folder` to see the top-level folders"));
-            }
-            Some(folder) => folder.as_str().to_owned(),
-            None => String::new(),
-        };
+        let folder = self.existing_folder(
+            args.folder.as_deref(),
+            "call list_notes without `folder` to see the top-level folders",
+        )?;
         let tag = args.tag.as_deref().map(|t| t.trim().trim_start_matches('#').to_lowercase());
         if tag.as_deref().is_some_and(str::is_empty) {
             return Err(

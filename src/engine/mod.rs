@@ -12,6 +12,7 @@ mod audit;
 mod audit_fix;
 mod bounded;
 mod changes;
+mod cursor;
 mod list;
 mod person;
 mod read;
@@ -59,6 +60,15 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The records, attachments and link graph as the write layer plans over them.
+    pub(crate) fn view(&self) -> crate::write::VaultView<'_> {
+        crate::write::VaultView {
+            records: self.records(),
+            attachments: self.attachments(),
+            graph: self.graph(),
+        }
+    }
+
     fn new(mut records: Vec<Arc<NoteRecord>>, mut attachments: Vec<String>) -> Catalog {
         // Already sorted after a delta or a stored read: then this is one pass.
         records.sort_by(|a, b| a.path.cmp(&b.path));

@@ -95,17 +95,9 @@ impl Engine {
 
     /// `propose_move`: plans the move on the current catalog, then stages it.
     pub fn propose_move(&self, args: &ProposeMoveArgs) -> Result<ProposeMoveResult> {
-        if args.reason.trim().is_empty() {
-            return Err(crate::error::Error::invalid(
-                "`reason` is empty; say why the change should be made, for the person approving it",
-            ));
-        }
+        write::required_reason(&args.reason)?;
         let catalog = self.catalog();
-        let view = write::VaultView {
-            records: catalog.records(),
-            attachments: catalog.attachments(),
-            graph: catalog.graph(),
-        };
+        let view = catalog.view();
         let sandbox = self.sandbox();
         let planned =
             write::plan_move(&sandbox, &view, &args.from, &args.to, args.keep_alias.unwrap_or(true))?;
@@ -132,17 +124,9 @@ impl Engine {
 
     /// `propose_delete`.
     pub fn propose_delete(&self, args: &ProposeDeleteArgs) -> Result<ProposeDeleteResult> {
-        if args.reason.trim().is_empty() {
-            return Err(crate::error::Error::invalid(
-                "`reason` is empty; say why the note should go, for the person approving it",
-            ));
-        }
+        write::required_reason(&args.reason)?;
         let catalog = self.catalog();
-        let view = write::VaultView {
-            records: catalog.records(),
-            attachments: catalog.attachments(),
-            graph: catalog.graph(),
-        };
+        let view = catalog.view();
         let sandbox = self.sandbox();
         let (plan, breaks) = write::plan_delete(&sandbox, &view, &args.path)?;
         let target = plan.files[0].path.clone();

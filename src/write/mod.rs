@@ -70,7 +70,7 @@ pub use edit::{Edit, apply_edits};
 pub use moves::{Break, MovePlan, VaultView, plan_delete, plan_move};
 pub use plan::{FileOp, FileOpKind, Plan};
 pub use proposal::{Description, describe, describe_pending, list, pending_count, resolve_id};
-pub use propose::{StagedPlan, propose_new, propose_patch, stage_plan};
+pub use propose::{StagedPlan, propose_new, propose_patch, required_reason, stage_plan};
 pub use recover::recover;
 pub use relink::{LinkEdit, apply_link_edits, relink};
 pub use review::{FileChange, Review, review};

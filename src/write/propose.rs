@@ -205,7 +205,8 @@ pub(super) fn stale_base(target: &NotePath, base: &str, current: Option<&str>) -
         .with_details(json!({ "current_hash": current.map_or(Value::Null, |hash| json!(hash)) }))
 }
 
-fn required_reason(reason: &str) -> Result<String> {
+/// A proposal's reason, trimmed; an empty one is refused before anything is planned or staged.
+pub fn required_reason(reason: &str) -> Result<String> {
     let reason = reason.trim();
     if reason.is_empty() {
         return Err(Error::invalid(
