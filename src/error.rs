@@ -161,9 +161,21 @@ impl Error {
             _ if is_link_loop(err) => Error::denied(format!(
                 "{path} is a symbolic link loop: it leads to no file, so it cannot be read or written"
             )),
+            _ if is_disk_full(err) => Error::internal(format!(
+                "{path}: the disk is full (no space left on device)"
+            ))
+            .with_hint(
+                "free some space on that disk and call again; kb-mcp writes through temporary files and rolls a failed apply back, so no note was half-written",
+            ),
             _ => Error::internal(format!("{path}: {err}")),
         }
     }
+}
+
+/// Whether an I/O error means the disk is full (or the user's quota is used up).
+pub fn is_disk_full(err: &std::io::Error) -> bool {
+    matches!(err.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+        || (cfg!(unix) && err.raw_os_error() == Some(28))
 }
 
 /// `ELOOP` (or Windows' "the name of the file cannot be resolved"): symbolic
@@ -193,3 +205,19 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_said_plainly_with_what_to_do() {
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let err = Error::io("z/note.md", &full);
+        assert_eq!(err.code, ErrorCode::Internal);
+        assert_eq!(err.message, "z/note.md: the disk is full (no space left on device)");
+        assert!(err.hint.as_deref().is_some_and(|hint| hint.starts_with("free some space on that disk")));
+        assert!(is_disk_full(&full));
+        assert!(!is_disk_full(&std::io::Error::from(std::io::ErrorKind::Other)));
+    }
+}

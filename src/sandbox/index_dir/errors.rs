@@ -4,6 +4,7 @@
 use std::io;
 use std::path::Path;
 
+pub use crate::error::is_disk_full;
 use crate::error::{Error, ErrorCode};
 
 /// An I/O error on the index folder, with a full disk and a read-only folder
@@ -22,12 +23,6 @@ pub fn disk_full(path: &Path) -> Error {
         format!("the disk holding {} is full (no space left on device)", path.display()),
     )
     .with_hint("free some space on that disk; kb-mcp tries again on the next call (no restart needed)")
-}
-
-/// Whether an I/O error means the disk is full (or the user's quota is used up).
-pub fn is_disk_full(err: &io::Error) -> bool {
-    matches!(err.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
-        || (cfg!(unix) && err.raw_os_error() == Some(28))
 }
 
 /// Whether an I/O error means the place cannot be written (permissions or a
