@@ -617,6 +617,38 @@ fn typos_fall_back_to_fuzzy_matching_and_explain_says_why_a_note_ranked() {
     assert!(engine.search_knowledge(&search("备份仓库")).unwrap().results[0].explain.is_none());
 }
 
+/// Issue 13, "weak results must look weak": a hit found only by typo tolerance
+/// came back with no snippets and `matched: []`, and a `search_knowledge` hit
+/// found by its text alone said nothing of why it ranked.
+#[test]
+fn issue_13_typo_hits_have_snippets_and_every_hit_says_where_it_matched() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    std::fs::write(
+        vault.join("sync.md"),
+        "# Sync your notes\n\n## Syncthing\n\nSyncthing keeps folders in step.\n",
+    )
+    .unwrap();
+    std::fs::write(vault.join("other.md"), "# Other tools\n\nA friend uses Syncthing at home.\n").unwrap();
+    let engine = open(vault);
+
+    let content = engine.search_note_content(&search("syncthnig")).unwrap();
+    let sync = content.results.iter().find(|hit| hit.path == "sync.md").unwrap();
+    let lines: Vec<(u32, &str)> = sync.snippets.iter().map(|s| (s.line, s.text.as_str())).collect();
+    assert_eq!(lines, [(3, "## **Syncthing**"), (5, "**Syncthing** keeps folders in step.")]);
+
+    let titles = engine.search_knowledge(&search("syncthnig")).unwrap();
+    let matched: Vec<(&str, Vec<&str>)> = titles
+        .results
+        .iter()
+        .map(|hit| (hit.path.as_str(), hit.matched.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(matched, [("sync.md", vec!["headings"]), ("other.md", vec!["text"])]);
+    // An exact word is explained the same way.
+    let exact = engine.search_knowledge(&search("friend")).unwrap();
+    assert_eq!(exact.results[0].matched, ["text"]);
+}
+
 #[test]
 fn a_hub_shows_its_first_500_backlinks_in_order_and_says_it_cut_the_rest() {
     let dir = tempfile::tempdir().unwrap();

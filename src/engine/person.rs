@@ -71,7 +71,9 @@ impl Engine {
             match hits.iter_mut().find(|known| known.path == hit.path) {
                 Some(known) => {
                     known.score += score;
-                    known.matched.push("text".to_owned());
+                    if !known.matched.iter().any(|field| field == "text") {
+                        known.matched.push("text".to_owned());
+                    }
                     known.snippets = hit.snippets;
                 }
                 None => hits.push(NoteHit {

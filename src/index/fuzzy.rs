@@ -11,10 +11,62 @@
 use std::fmt;
 use std::sync::Arc;
 
-use tantivy::Term;
+use std::collections::BTreeSet;
+
 use tantivy::query::{AutomatonWeight, DfaWrapper, EnableScoring, FuzzyTermQuery, Query, Weight};
 use tantivy::schema::Field;
+use tantivy::{Searcher, Term};
 use tantivy_fst::Automaton;
+
+/// The most terms one mistyped word stands for in snippets and `matched`.
+const MAX_EXPANSIONS: usize = 16;
+
+/// How many edits a word may be from what it matches: `None` for words too
+/// short to guess at (under four letters) and for words that are not ASCII
+/// letters and digits (CJK is matched by n-grams, not by edits).
+pub(crate) fn typo_distance(word: &str) -> Option<u8> {
+    let letters = word.chars().count();
+    if letters < 4 || !word.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    Some(if letters >= 8 { 2 } else { 1 })
+}
+
+/// The terms of `fields` that the typo-tolerant forms of `words` matched (at
+/// most [`MAX_EXPANSIONS`] per word, fewest edits first is not promised:
+/// dictionary order), so that a search found only by typo tolerance can still
+/// highlight what it found and say in which fields.
+pub(crate) fn expansions<'w>(
+    searcher: &Searcher,
+    fields: &[Field],
+    words: impl IntoIterator<Item = &'w str>,
+) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for word in words {
+        let Some(distance) = typo_distance(word) else { continue };
+        let Some(query) = PrefixedFuzzyQuery::across(word, distance) else { continue };
+        let mut found = BTreeSet::new();
+        'fields: for &field in fields {
+            let automaton = query(field).automaton;
+            for segment in searcher.segment_readers() {
+                let Ok(inverted) = segment.inverted_index(field) else { continue };
+                let Ok(mut stream) = inverted.terms().search(automaton.as_ref()).into_stream() else {
+                    continue;
+                };
+                while stream.advance() {
+                    if let Ok(term) = std::str::from_utf8(stream.key()) {
+                        found.insert(term.to_owned());
+                    }
+                    if found.len() >= MAX_EXPANSIONS {
+                        break 'fields;
+                    }
+                }
+            }
+        }
+        out.extend(found);
+    }
+    out
+}
 
 /// Terms of `field` that start with `prefix` and whose remainder is within the
 /// distance of the word's remainder (a transposition counts as one edit).

@@ -132,7 +132,7 @@ impl SearchIndex {
             SearchScope::Content => std::collections::BTreeMap::new(),
         };
         let built = query::build(&plan, fields, weights, &filters, min_share, false, &boosts);
-        let terms = plan.positive_terms();
+        let mut terms = plan.positive_terms();
         let executor = match request.scope {
             SearchScope::Content => self.executor_for(&searcher, &terms),
             // Spreading a search over threads pays when its postings are long; a
@@ -169,6 +169,14 @@ impl SearchIndex {
         {
             fuzzy = true;
             (top, total) = self.run(&searcher, typo_tolerant.as_ref(), limit, executor)?;
+            // What the mistyped words matched, so hits show where and snippets highlight it.
+            let searched: Vec<Field> =
+                weights.iter().map(|&(field, _)| field).filter(|&field| field != fields.name_key).collect();
+            terms.extend(super::fuzzy::expansions(
+                &searcher,
+                &searched,
+                plan.units().iter().map(String::as_str),
+            ));
         }
         let strict_hits = top.len();
         let mut hits = Vec::with_capacity(top.len() + fill.len());

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::script::is_cjk;
-use super::tokenizer::{Analysed, TermFinder, term_group, term_probe};
+use super::tokenizer::{Analysed, TermFinder, is_word_char, term_group, term_probe};
 use crate::vault::Heading;
 
 /// Characters kept before the first match of a long line.
@@ -135,6 +135,9 @@ struct LineMatches {
 }
 
 /// Renders the line `body[start..end]` (or a window of it) with spans in `**`.
+/// A long line's window neither starts nor ends inside a word or a match; a
+/// match where `**` would break the line's Markdown (inside code, a link or a
+/// URL, or text already in `**bold**`) is left as written.
 fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
     let line = body[start..end].trim_end_matches('\r');
     let end = start + line.len();
@@ -149,6 +152,11 @@ fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
             }
             from = start + i;
         }
+        // Not from the middle of a word: from the next word on.
+        if from > start && cuts_word(body, from) {
+            from += body[from..first].find(|c: char| !is_word_char(c)).unwrap_or(first - from);
+        }
+        from += body[from..first].len() - body[from..first].trim_start().len();
         to = from;
         for (taken, (i, c)) in body[from..end].char_indices().enumerate() {
             if taken >= WINDOW {
@@ -156,7 +164,21 @@ fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
             }
             to = from + i + c.len_utf8();
         }
+        // Not in the middle of a match or a word: to its end (a long word is cut).
+        if let Some(&(_, e)) = spans.iter().find(|&&(s, e)| s < to && to < e) {
+            to = e;
+        }
+        if to < end && cuts_word(body, to) {
+            let rest = &body[to..end];
+            let word_end = rest.find(|c: char| !is_word_char(c)).unwrap_or(rest.len());
+            if rest[..word_end].chars().count() <= MAX_WORD_TAIL {
+                to += word_end;
+            }
+        }
     }
+    let protected = markup_spans(&body[start..end]);
+    let inside_markup =
+        |s: usize, e: usize| protected.iter().any(|&(ps, pe)| s - start < pe && ps < e - start);
     let mut out = String::with_capacity(to - from + 16);
     if from > start {
         out.push('…');
@@ -164,7 +186,7 @@ fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
     let mut cursor = from;
     for &(s, e) in spans {
         let (s, e) = (s.max(from), e.min(to));
-        if s >= e || s < cursor {
+        if s >= e || s < cursor || inside_markup(s, e) {
             continue;
         }
         out.push_str(&body[cursor..s]);
@@ -178,6 +200,92 @@ fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
         out.push('…');
     }
     out.trim().to_owned()
+}
+
+/// The most letters a window's end is moved on to finish a word.
+const MAX_WORD_TAIL: usize = 30;
+
+/// Whether the byte offset `at` of `text` falls between two letters of one word.
+fn cuts_word(text: &str, at: usize) -> bool {
+    let before = text[..at].chars().next_back();
+    let after = text[at..].chars().next();
+    before.is_some_and(is_word_char) && after.is_some_and(is_word_char)
+}
+
+/// Byte ranges of `line` where a `**` would change or break its Markdown: code
+/// spans, wikilinks, a link's destination `](…)`, autolinks `<…>`, bare URLs,
+/// and text already in strong emphasis (`**…**`, `__…__`), whose own markers
+/// would pair with the inserted ones. Rendering only: what a line means to the
+/// vault is the vault layer's Markdown model; this only keeps a highlight from
+/// garbling what the agent reads.
+fn markup_spans(line: &str) -> Vec<Span> {
+    let b = line.as_bytes();
+    let mut out: Vec<Span> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'`' => {
+                let run = b[i..].iter().take_while(|&&c| c == b'`').count();
+                let fence = &line[i..i + run];
+                match line[i + run..].find(fence) {
+                    Some(close) => {
+                        let end = i + run + close + run;
+                        out.push((i, end));
+                        i = end;
+                    }
+                    None => i += run,
+                }
+            }
+            b'[' if b.get(i + 1) == Some(&b'[') => match line[i..].find("]]") {
+                Some(close) => {
+                    out.push((i, i + close + 2));
+                    i += close + 2;
+                }
+                None => i += 2,
+            },
+            b']' if b.get(i + 1) == Some(&b'(') => {
+                let end = line[i..].find(')').map_or(line.len(), |close| i + close + 1);
+                out.push((i, end));
+                i = end;
+            }
+            b'<' => match line[i..].find('>') {
+                Some(close) if line[i + 1..i + close].contains(':') && !line[i..i + close].contains(' ') => {
+                    out.push((i, i + close + 1));
+                    i += close + 1;
+                }
+                _ => i += 1,
+            },
+            b'h' | b'w'
+                if starts_url(&line[i..]) && !line[..i].chars().next_back().is_some_and(is_word_char) =>
+            {
+                let len = line[i..]
+                    .find(|c: char| c.is_whitespace() || c == ')' || c == '>')
+                    .unwrap_or(line.len() - i);
+                out.push((i, i + len));
+                i += len;
+            }
+            b'*' | b'_' if b.get(i + 1) == Some(&b[i]) => {
+                let marker = &line[i..i + 2];
+                match line[i + 2..].find(marker) {
+                    Some(close) => {
+                        let end = i + 2 + close + 2;
+                        out.push((i, end));
+                        i = end;
+                    }
+                    None => i += 2,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Whether `text` starts with a web address.
+fn starts_url(text: &str) -> bool {
+    ["http://", "https://", "www."]
+        .iter()
+        .any(|scheme| text.get(..scheme.len()).is_some_and(|head| head.eq_ignore_ascii_case(scheme)))
 }
 
 #[cfg(test)]
@@ -262,5 +370,39 @@ mod tests {
         assert!(got[0].text.starts_with('…') && got[0].text.ends_with('…'), "{}", got[0].text);
         assert!(got[0].text.contains("**git** **remote**"));
         assert_eq!(got[1], Snippet { text: "intro **git**".into(), heading: None, line: 1 });
+    }
+
+    #[test]
+    fn highlights_never_nest_in_bold_or_break_links_code_and_urls() {
+        let text = "- **iOS**: Store the vault **On My iPhone** or `iphone dir`.\n\
+                    See [iPhone guide](https://support.apple.com/guide/iphone/x) and <https://iphone.example>.\n\
+                    Local sync: [[#Syncthing]] or [[Sync|iPhone sync]], www.iphone.com/a, an __iPhone__ too.\n\
+                    Plain iPhone text.\n";
+        let got = snippets(text, 0, &terms(&["iphone", "syncthing"]), &[], 4);
+        let texts: Vec<&str> = got.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Local sync: [[#Syncthing]] or [[Sync|iPhone sync]], www.iphone.com/a, an __iPhone__ too.",
+                "- **iOS**: Store the vault **On My iPhone** or `iphone dir`.",
+                "See [**iPhone** guide](https://support.apple.com/guide/iphone/x) and <https://iphone.example>.",
+                "Plain **iPhone** text.",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_line_is_cut_between_words_and_never_inside_a_match() {
+        let line = format!("{} Obsidian keeps notes {}", "lengthy ".repeat(20), "verbose ".repeat(40));
+        let got = snippets(&line, 0, &terms(&["obsidian"]), &[], 1);
+        let text = &got[0].text;
+        assert!(text.contains("**Obsidian**"), "{text}");
+        let inner = text.trim_start_matches('…').trim_end_matches('…');
+        assert!(inner.starts_with("lengthy "), "starts on a whole word: {text}");
+        assert!(inner.ends_with("verbose"), "ends on a whole word: {text}");
+        // A match straddling the window's end is finished, not cut to `**V**…`.
+        let line = format!("Obsidian {} Vaultkeeping", "x".repeat(200));
+        let got = snippets(&line, 0, &terms(&["obsidian", "vaultkeeping"]), &[], 1);
+        assert!(got[0].text.ends_with("**Vaultkeeping**"), "{}", got[0].text);
     }
 }

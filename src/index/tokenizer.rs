@@ -80,7 +80,8 @@ pub(crate) fn term_probe(term: &str) -> &str {
     }
 }
 
-fn is_word_char(c: char) -> bool {
+/// Letters and digits of scripts that put spaces between words (not CJK).
+pub(super) fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() && !is_cjk(c)
 }
 

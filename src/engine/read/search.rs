@@ -88,7 +88,7 @@ impl Engine {
                     description: cut_chars(&hit.record.description, DESCRIPTION_CHARS),
                     tags,
                     score: hit.score,
-                    matched: hit.matched.into_iter().filter(|f| f != "headings").collect(),
+                    matched: knowledge_matched(hit.matched),
                     aliases_omitted,
                     tags_omitted,
                     explain: hit.explanation,
@@ -192,4 +192,15 @@ impl Engine {
         });
         crate::index::BaselineIndex::build(documents)
     }
+}
+
+/// The fields a `search_knowledge` hit matched in: those of its record that hold
+/// a query term, else `text` (the query also searches headings and note text at
+/// a low weight, so a hit none of whose title fields match was found by its
+/// text: it says so rather than nothing).
+fn knowledge_matched(mut fields: Vec<String>) -> Vec<String> {
+    if fields.is_empty() {
+        fields.push("text".to_owned());
+    }
+    fields
 }

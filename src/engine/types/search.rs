@@ -42,7 +42,8 @@ pub struct KnowledgeHit {
     pub tags: Vec<String>,
     /// Relevance score (higher is better; comparable within one result list only).
     pub score: f32,
-    /// Fields in which query terms occur: `title`, `aliases`, `description`, `tags`.
+    /// Fields in which query terms occur: `title`, `aliases`, `description`,
+    /// `tags`, `headings`; `text` when only the note's text holds them.
     pub matched: Vec<String>,
     /// Aliases left out of `aliases` (read the note for all).
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -12,7 +12,7 @@ use tantivy::schema::{Field, IndexRecordOption};
 
 use super::coordinated::CoordinatedQuery;
 use super::words::{QueryPlan, word_forms};
-use crate::index::fuzzy::PrefixedFuzzyQuery;
+use crate::index::fuzzy::{PrefixedFuzzyQuery, typo_distance};
 use crate::index::schema::Fields;
 use crate::index::tokenizer::Analysed;
 
@@ -174,11 +174,7 @@ pub(crate) fn build_fuzzy(
 ) -> Option<Box<dyn Query>> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for unit in plan.units() {
-        let letters = unit.chars().count();
-        if letters < 4 || !unit.chars().all(|c| c.is_ascii_alphanumeric()) {
-            continue;
-        }
-        let distance = if letters >= 8 { 2 } else { 1 };
+        let Some(distance) = typo_distance(&unit) else { continue };
         let Some(fuzzy) = PrefixedFuzzyQuery::across(&unit, distance) else { continue };
         for &(field, weight) in weights.iter().filter(|(f, _)| *f != fields.name_key) {
             clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(fuzzy(field)), weight))));
