@@ -649,6 +649,29 @@ fn issue_13_typo_hits_have_snippets_and_every_hit_says_where_it_matched() {
     assert_eq!(exact.results[0].matched, ["text"]);
 }
 
+/// Issue 13: `propose_new_note "锚定效应"` reported `similar: []` although one
+/// note has a `## 锚定效应` section and another uses the words twice: a
+/// duplicate is looked for in headings and text too, title matches first.
+#[test]
+fn issue_13_a_new_note_is_compared_with_headings_and_text_not_only_titles() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    std::fs::write(vault.join("认知偏差.md"), "# 认知偏差\n\n## 锚定效应\n\n第一印象会影响判断。\n").unwrap();
+    std::fs::write(vault.join("谈判.md"), "# 谈判笔记\n\n开价时要利用锚定效应。锚定效应很强。\n").unwrap();
+    std::fs::write(vault.join("其他.md"), "# 其他\n\n无关的内容。\n").unwrap();
+    let engine = open(vault);
+    let staged = engine
+        .propose_new_note(&ProposeNewArgs {
+            title: "锚定效应".into(),
+            body: "先给出的数字会拉住后面的判断。\n".into(),
+            reason: "test".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let similar: Vec<&str> = staged.similar.iter().map(|note| note.path.as_str()).collect();
+    assert_eq!(similar, ["认知偏差.md", "谈判.md"]);
+}
+
 #[test]
 fn a_hub_shows_its_first_500_backlinks_in_order_and_says_it_cut_the_rest() {
     let dir = tempfile::tempdir().unwrap();

@@ -47,7 +47,9 @@ impl Engine {
         })
     }
 
-    /// The notes whose titles, aliases or descriptions best match a title (and aliases).
+    /// The notes that best match a new note's title (and aliases): by their titles,
+    /// aliases and descriptions first, then their headings and text (a `## 锚定效应`
+    /// section, or the words used in a note, is a possible duplicate too).
     fn similar_notes(&self, title: &str, aliases: &[String]) -> Vec<SimilarNote> {
         let query =
             std::iter::once(title).chain(aliases.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
