@@ -9,7 +9,6 @@
 //! async callers run them on a blocking thread.
 
 mod audit;
-mod audit_fix;
 mod bounded;
 mod changes;
 mod cursor;

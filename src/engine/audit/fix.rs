@@ -11,8 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use super::Engine;
-use super::types::{AuditCheck, Finding, ProposePatchArgs};
+use crate::engine::Engine;
+use crate::engine::types::{AuditCheck, Finding, ProposePatchArgs};
 use crate::error::Result;
 use crate::sandbox::NotePath;
 use crate::vault::{Span, content_hash, decode_note, frontmatter_keys, note_spans};

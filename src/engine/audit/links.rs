@@ -1,0 +1,300 @@
+//! The link checks: broken links, broken heading and block anchors, ambiguous
+//! links; and, for the broken-link findings an answer returns, the note each
+//! link most likely meant (by name similarity, then closeness in the link graph).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::{Findings, NAMED_MAX, Scope};
+use crate::engine::Engine;
+use crate::engine::types::{AuditCheck, Finding, Fix};
+use crate::sandbox::strip_md;
+use crate::vault::graph::{Broken, Graph, Resolution};
+use crate::vault::{AnchorRef, LinkKind, LinkRef, NoteKind, NoteRecord, edit_distance};
+
+/// Broken links, broken anchors and ambiguous links of the notes in scope, as
+/// far as `run` asks for them.
+pub(super) fn check(scope: &Scope<'_>, run: &dyn Fn(AuditCheck) -> bool, findings: &mut Findings) {
+    let (records, graph) = (scope.records, scope.graph);
+    let mut shared: HashMap<&str, Vec<usize>> = HashMap::new();
+    for &i in &scope.in_scope {
+        let record = &records[i];
+        for (link, resolution) in record.links.iter().zip(graph.outlinks(i)) {
+            match *resolution {
+                // The note it most likely meant is looked for only for the
+                // findings an answer returns (see `suggest_notes`).
+                Resolution::Broken(Broken::MissingNote) if run(AuditCheck::BrokenLink) => findings.push(
+                    AuditCheck::BrokenLink,
+                    &record.path,
+                    Some(link.line),
+                    broken_message(&link),
+                    None,
+                ),
+                Resolution::Broken(Broken::MissingHeading(to)) if run(AuditCheck::BrokenAnchor) => {
+                    missing_heading(record, &link, &records[to as usize], findings);
+                }
+                Resolution::Broken(Broken::MissingBlock(to)) if run(AuditCheck::BrokenAnchor) => {
+                    let block = match link.anchor {
+                        Some(AnchorRef::Block(b)) => b,
+                        _ => "",
+                    };
+                    findings.push(
+                        AuditCheck::BrokenAnchor,
+                        &record.path,
+                        Some(link.line),
+                        format!("{}: {} has no block ^{block}", shown(&link), records[to as usize].path),
+                        None,
+                    );
+                }
+                Resolution::Note(_)
+                    if run(AuditCheck::AmbiguousLink)
+                        && link.kind != LinkKind::Markdown
+                        && !link.target.trim().is_empty() =>
+                {
+                    let candidates = shared
+                        .entry(link.target)
+                        .or_insert_with(|| graph.candidates(records, scope.attachments, link.target));
+                    ambiguous(scope, record, &link, candidates, findings);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A link to a heading `target` does not have; fixed by the heading nearest by
+/// name, when there is one (not for Markdown links: their anchors are slugs).
+fn missing_heading(record: &NoteRecord, link: &LinkRef<'_>, target: &NoteRecord, findings: &mut Findings) {
+    let wanted = match link.anchor {
+        Some(AnchorRef::Heading(h)) => h.rsplit('#').next().unwrap_or(h),
+        _ => "",
+    };
+    let near = target
+        .headings
+        .iter()
+        .map(|h| (edit_distance(&wanted.to_lowercase(), &h.text.to_lowercase()), h.text))
+        .filter(|(d, _)| *d <= (wanted.chars().count() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, text)| text.to_owned());
+    let fix = near.as_ref().filter(|_| link.kind != LinkKind::Markdown).map(|heading| Fix {
+        path: record.path.clone(),
+        summary: format!("point the link at the heading `{heading}`"),
+        old: Some(wanted.to_owned()),
+        new: heading.clone(),
+    });
+    let hint = near.map_or(String::new(), |h| format!("; did you mean `{h}`?"));
+    findings.push(
+        AuditCheck::BrokenAnchor,
+        &record.path,
+        Some(link.line),
+        format!("{}: {} has no heading `{wanted}`{hint}", shown(link), target.path),
+        fix,
+    );
+}
+
+/// A wikilink whose target names more than one note.
+fn ambiguous(
+    scope: &Scope<'_>,
+    record: &NoteRecord,
+    link: &LinkRef<'_>,
+    candidates: &[usize],
+    findings: &mut Findings,
+) {
+    if candidates.len() <= 1 {
+        return;
+    }
+    let paths: Vec<&str> =
+        candidates.iter().take(NAMED_MAX).map(|&c| scope.records[c].path.as_str()).collect();
+    findings.push(
+        AuditCheck::AmbiguousLink,
+        &record.path,
+        Some(link.line),
+        format!(
+            "{} could mean {} notes: {}; it opens the first",
+            shown(link),
+            candidates.len(),
+            paths.join(", ")
+        ),
+        None,
+    );
+}
+
+/// A link as a person wrote it, for messages.
+fn shown(link: &LinkRef<'_>) -> String {
+    let anchor = match link.anchor {
+        Some(AnchorRef::Heading(h)) => format!("#{h}"),
+        Some(AnchorRef::Block(b)) => format!("#^{b}"),
+        None => String::new(),
+    };
+    match link.kind {
+        LinkKind::Markdown => format!("({}{anchor})", link.target),
+        LinkKind::Embed => format!("![[{}{anchor}]]", link.target),
+        _ => format!("[[{}{anchor}]]", link.target),
+    }
+}
+
+/// A broken link's message (the key its finding is found again by).
+fn broken_message(link: &LinkRef<'_>) -> String {
+    format!("{} leads to no note or file", shown(link))
+}
+
+/// The shortest wikilink target naming a note uniquely: its file name when no
+/// other note shares it, else its path without `.md`.
+pub(super) fn link_name(
+    graph: &Graph,
+    records: &[Arc<NoteRecord>],
+    attachments: &[String],
+    note: usize,
+) -> String {
+    let stem = records[note].stem();
+    if graph.candidates(records, attachments, stem) == [note] {
+        stem.to_owned()
+    } else {
+        strip_md(&records[note].path).to_owned()
+    }
+}
+
+impl Engine {
+    /// Gives the broken-link findings among `findings` the fix of the note each
+    /// link most likely meant, when there is one. Looked for only here, for the
+    /// findings an answer returns: comparing a misspelt name with every note's
+    /// names costs a few milliseconds in a large vault.
+    pub(super) fn suggest_notes(&self, findings: &mut [Finding]) {
+        if !findings.iter().any(|f| f.check == AuditCheck::BrokenLink) {
+            return;
+        }
+        let catalog = self.catalog();
+        let records = catalog.records();
+        let attachments = catalog.attachments();
+        let graph = catalog.graph();
+        let names = NameIndex::new(records);
+        let mut nearest: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+        for finding in findings.iter_mut().filter(|f| f.check == AuditCheck::BrokenLink) {
+            let Some(from) = catalog.position(&finding.path) else { continue };
+            let link = records[from].links.iter().zip(graph.outlinks(from)).find(|(link, resolution)| {
+                Some(link.line) == finding.line
+                    && **resolution == Resolution::Broken(Broken::MissingNote)
+                    && broken_message(link) == finding.message
+            });
+            let Some((link, _)) = link.filter(|(link, _)| link.kind != LinkKind::Markdown) else { continue };
+            let candidates = nearest
+                .entry(link.target.trim().to_lowercase())
+                .or_insert_with(|| names.nearest(link.target));
+            if let Some(to) = meant_note(graph, from, candidates) {
+                finding.fix = Some(Fix {
+                    path: finding.path.clone(),
+                    summary: format!("link to {} instead of `{}`", records[to].path, link.target),
+                    old: Some(link.target.to_owned()),
+                    new: link_name(graph, records, attachments, to),
+                });
+            }
+        }
+    }
+}
+
+/// The note a broken link most likely meant: the nearest by name, ties broken
+/// by closeness in the link graph to the linking note; `None` when two remain equal.
+fn meant_note(graph: &Graph, from: usize, candidates: &[(usize, usize)]) -> Option<usize> {
+    let best = candidates.first()?.1;
+    let tied: Vec<usize> =
+        candidates.iter().filter(|c| c.1 == best).map(|c| c.0).filter(|&c| c != from).collect();
+    match tied.as_slice() {
+        [] => None,
+        [only] => Some(*only),
+        several => {
+            let near: Vec<usize> =
+                several.iter().copied().filter(|&c| near_in_graph(graph, from, c)).collect();
+            match near.as_slice() {
+                [only] => Some(*only),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// Whether note `a` and note `b` are linked to or from a common note, or one to the other.
+fn near_in_graph(graph: &Graph, a: usize, b: usize) -> bool {
+    let neighbours = |n: usize| -> HashSet<usize> {
+        let mut set: HashSet<usize> = graph
+            .outlinks(n)
+            .iter()
+            .filter_map(|r| match r {
+                Resolution::Note(to) => Some(*to as usize),
+                _ => None,
+            })
+            .collect();
+        set.extend(graph.backlinks(n).iter().map(|b| b.from as usize));
+        set
+    };
+    let of_a = neighbours(a);
+    of_a.contains(&b) || !neighbours(b).is_disjoint(&of_a)
+}
+
+/// Lowercased names (file names, titles, aliases) of notes, with a bigram
+/// index to find the ones close to a misspelt link target quickly.
+struct NameIndex {
+    names: Vec<(String, usize)>,
+    bigrams: HashMap<(char, char), Vec<u32>>,
+}
+
+fn bigrams(text: &str) -> Vec<(char, char)> {
+    let chars: Vec<char> = std::iter::once('\u{2}').chain(text.chars()).chain(['\u{3}']).collect();
+    let mut out: Vec<(char, char)> = chars.windows(2).map(|w| (w[0], w[1])).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+impl NameIndex {
+    fn new(records: &[Arc<NoteRecord>]) -> NameIndex {
+        let mut names: Vec<(String, usize)> = Vec::new();
+        for (i, record) in records.iter().enumerate().filter(|(_, r)| r.kind == NoteKind::Note) {
+            let mut own: Vec<String> = vec![record.stem().to_lowercase(), record.title.trim().to_lowercase()];
+            own.extend(record.aliases.iter().map(|a| a.trim().to_lowercase()));
+            own.sort();
+            own.dedup();
+            names.extend(own.into_iter().filter(|n| !n.is_empty()).map(|n| (n, i)));
+        }
+        let mut bigram_map: HashMap<(char, char), Vec<u32>> = HashMap::new();
+        for (k, (name, _)) in names.iter().enumerate() {
+            for gram in bigrams(name) {
+                bigram_map.entry(gram).or_default().push(k as u32);
+            }
+        }
+        NameIndex { names, bigrams: bigram_map }
+    }
+
+    /// The notes closest to `target` by name (within a quarter of its length in
+    /// edits, at least one), with their distance, best first.
+    fn nearest(&self, target: &str) -> Vec<(usize, usize)> {
+        let target = target.trim().to_lowercase();
+        let target = strip_md(target.rsplit('/').next().unwrap_or(&target)).to_owned();
+        let length = target.chars().count();
+        if length < 2 {
+            return Vec::new();
+        }
+        let most = (length / 4).max(1);
+        let grams = bigrams(&target);
+        // A name within `most` edits shares all but `2 * most` of the target's bigrams.
+        let needed = grams.len().saturating_sub(2 * most).max(1);
+        let mut shared: HashMap<u32, usize> = HashMap::new();
+        for gram in &grams {
+            for &k in self.bigrams.get(gram).map_or(&[][..], Vec::as_slice) {
+                *shared.entry(k).or_default() += 1;
+            }
+        }
+        let mut found: Vec<(usize, usize)> = shared
+            .into_iter()
+            .filter(|&(_, count)| count >= needed)
+            .filter_map(|(k, _)| {
+                let (name, note) = &self.names[k as usize];
+                let distance = edit_distance(&target, name);
+                (distance <= most).then_some((*note, distance))
+            })
+            .collect();
+        found.sort_by_key(|&(note, distance)| (distance, note));
+        found.dedup_by_key(|pair| pair.0);
+        found.sort_by_key(|&(note, distance)| (distance, note));
+        found
+    }
+}

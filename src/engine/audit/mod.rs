@@ -1,0 +1,180 @@
+//! `audit_vault` and `kb-index audit`: the vault's health in one call.
+//!
+//! Most checks read nothing but the catalog and its link graph (broken links and
+//! anchors, ambiguous links, orphans, tags, duplicate titles, maps of content,
+//! sizes). Only three need a note's text: `frontmatter` (when `[lint]` has rules),
+//! `unlinked_mention` and `empty_note` (only for notes small and bare enough to
+//! be empty); those files are read once, in parallel. Findings are computed
+//! whole and sorted by path, line and check, so `total` and `counts` cover every
+//! page; a page's cursor names the last finding returned, not a position, so a
+//! finding that stays is never skipped or repeated while notes change.
+//!
+//! A file per family of checks: `links.rs` (broken links and anchors,
+//! ambiguous links, the note a broken link meant), `tags.rs` (unregistered tags,
+//! frontmatter diagnostics), `notes.rs` (orphans, duplicate titles, maps of
+//! content, sizes, skipped files), `text.rs` (the checks that read notes' text),
+//! `mentions.rs` (unlinked mentions), `cursor.rs` (order and paging) and `fix.rs`
+//! (fixes staged as proposals).
+
+mod cursor;
+mod fix;
+mod links;
+mod mentions;
+mod notes;
+mod tags;
+mod text;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use super::types::{AUDIT_LIMIT, Audit, AuditArgs, AuditCheck, Finding, Fix, Severity};
+use super::{Catalog, Engine};
+use crate::error::{Error, Result};
+use crate::vault::graph::Graph;
+use crate::vault::{NoteKind, NoteRecord, VaultConfig};
+
+/// Most other notes a finding names.
+const NAMED_MAX: usize = 5;
+
+/// What every check reads: the catalog snapshot, the configuration and the
+/// notes under the folder asked for.
+struct Scope<'a> {
+    catalog: &'a Catalog,
+    records: &'a [Arc<NoteRecord>],
+    attachments: &'a [String],
+    graph: &'a Graph,
+    config: &'a VaultConfig,
+    /// `folder/`, or empty for the whole vault.
+    prefix: String,
+    /// The notes (not standards or other kinds) under the folder, by position.
+    in_scope: Vec<usize>,
+}
+
+impl<'a> Scope<'a> {
+    fn new(catalog: &'a Catalog, config: &'a VaultConfig, folder: &str) -> Scope<'a> {
+        let records = catalog.records();
+        let prefix = if folder.is_empty() { String::new() } else { format!("{folder}/") };
+        let start = records.partition_point(|r| r.path.as_str() < prefix.as_str());
+        let in_scope = (start..records.len())
+            .take_while(|&i| records[i].path.starts_with(&prefix))
+            .filter(|&i| records[i].kind == NoteKind::Note)
+            .collect();
+        Scope {
+            catalog,
+            records,
+            attachments: catalog.attachments(),
+            graph: catalog.graph(),
+            config,
+            prefix,
+            in_scope,
+        }
+    }
+}
+
+/// Findings as the checks add them.
+#[derive(Default)]
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn push(&mut self, check: AuditCheck, path: &str, line: Option<u32>, message: String, fix: Option<Fix>) {
+        self.0.push(Finding { check, severity: check.severity(), path: path.to_owned(), line, message, fix });
+    }
+}
+
+impl Engine {
+    /// `audit_vault` (and `kb-index audit`): the findings of the checks asked
+    /// for, one page of them; with `fix`, the mechanical fixes staged as
+    /// proposals, one per note (the caller checks the access level).
+    pub fn audit_vault(&self, args: &AuditArgs) -> Result<Audit> {
+        let limit = AUDIT_LIMIT.check("limit", args.limit)? as usize;
+        let checks: BTreeSet<AuditCheck> = match &args.checks {
+            Some(list) if list.is_empty() => {
+                return Err(Error::invalid("`checks` is empty")
+                    .with_hint("name at least one check, or leave `checks` out to run them all"));
+            }
+            Some(list) => list.iter().copied().collect(),
+            None => AuditCheck::ALL.into_iter().collect(),
+        };
+        let folder = self.existing_folder(
+            args.folder.as_deref(),
+            "call list_notes to see the vault's folders, or leave `folder` out",
+        )?;
+        let scope = cursor::scope(&checks, &folder);
+        let after = args.cursor.as_deref().map(|text| cursor::decode(text, &scope)).transpose()?;
+
+        let findings = self.audit_findings(&checks, &folder)?;
+        let mut counts: BTreeMap<String, u64> = checks.iter().map(|c| (c.name().to_owned(), 0)).collect();
+        let mut errors = 0;
+        for finding in &findings {
+            *counts.entry(finding.check.name().to_owned()).or_default() += 1;
+            errors += u64::from(finding.severity == Severity::Error);
+        }
+        let proposals = if args.fix {
+            let mut all = findings.clone();
+            self.suggest_notes(&mut all);
+            self.stage_fixes(&all)?
+        } else {
+            Vec::new()
+        };
+        let total = findings.len() as u64;
+        let from = match &after {
+            None => 0,
+            Some((path, line, check, message)) => findings.partition_point(|f| {
+                cursor::order_key(f) <= (path.as_str(), *line, *check, message.as_str())
+            }),
+        };
+        let mut page: Vec<Finding> = findings[from..].iter().take(limit).cloned().collect();
+        let next_cursor = (from + page.len() < findings.len())
+            .then(|| page.last().map(|last| cursor::encode(&scope, last)))
+            .flatten();
+        self.suggest_notes(&mut page);
+        Ok(Audit {
+            checks_run: checks.into_iter().collect(),
+            counts,
+            errors,
+            total,
+            findings: page,
+            next_cursor,
+            proposals,
+        })
+    }
+
+    /// Every finding of `checks` for the notes under `folder` (`""`: all), sorted.
+    pub(crate) fn audit_findings(&self, checks: &BTreeSet<AuditCheck>, folder: &str) -> Result<Vec<Finding>> {
+        let catalog = self.catalog();
+        let config = self.config();
+        let scope = Scope::new(&catalog, &config, folder);
+        let run = |check: AuditCheck| checks.contains(&check);
+        let mut findings = Findings::default();
+        if run(AuditCheck::BrokenLink) || run(AuditCheck::BrokenAnchor) || run(AuditCheck::AmbiguousLink) {
+            links::check(&scope, &run, &mut findings);
+        }
+        if run(AuditCheck::Orphan) {
+            notes::orphans(&scope, &mut findings);
+        }
+        if run(AuditCheck::UnregisteredTag) {
+            tags::unregistered(&scope, &mut findings);
+        }
+        if run(AuditCheck::Frontmatter) {
+            tags::frontmatter_diagnostics(&scope, &mut findings);
+        }
+        if run(AuditCheck::DuplicateTitle) {
+            notes::duplicate_titles(&scope, &mut findings);
+        }
+        if run(AuditCheck::MocMissing) {
+            notes::moc_missing(&scope, &mut findings);
+        }
+        if run(AuditCheck::OversizeNote) {
+            notes::oversize(&scope, &mut findings);
+        }
+        if run(AuditCheck::SkippedFile) {
+            let skipped = self.staleness()?.skipped;
+            notes::skipped(&scope, skipped, &mut findings);
+        }
+        self.text_checks(&scope, &run, &mut findings);
+        let mut findings = findings.0;
+        findings.sort_by(|a, b| cursor::order_key(a).cmp(&cursor::order_key(b)));
+        findings.dedup_by(|a, b| cursor::order_key(a) == cursor::order_key(b));
+        Ok(findings)
+    }
+}

@@ -1,0 +1,91 @@
+//! The checks that read notes' text: the `[lint]` frontmatter rules, empty
+//! notes (only notes small and bare enough to be empty are read) and unlinked
+//! mentions. Each file is read once, in parallel.
+
+use rayon::prelude::*;
+
+use super::mentions::Mentions;
+use super::{Findings, Scope};
+use crate::engine::Engine;
+use crate::engine::types::{AuditCheck, Finding};
+use crate::sandbox::NotePath;
+use crate::vault::{NoteRecord, body_offset, decode_note, parse_frontmatter};
+
+/// Largest file the text checks read.
+const TEXT_MAX: u64 = 16 << 20;
+/// Notes at most this large, with no link and at most one heading, are read to
+/// see whether they are empty.
+const EMPTY_CANDIDATE_MAX: u64 = 4096;
+
+impl Engine {
+    /// The findings of the text checks `run` asks for, for the notes in scope.
+    pub(super) fn text_checks(
+        &self,
+        scope: &Scope<'_>,
+        run: &dyn Fn(AuditCheck) -> bool,
+        findings: &mut Findings,
+    ) {
+        let (records, config) = (scope.records, scope.config);
+        let lint = run(AuditCheck::Frontmatter) && !config.lint.is_empty();
+        let mentions = run(AuditCheck::UnlinkedMention).then(|| Mentions::new(records));
+        let empty = run(AuditCheck::EmptyNote);
+        let to_read: Vec<usize> = scope
+            .in_scope
+            .iter()
+            .copied()
+            .filter(|&i| lint || mentions.is_some() || (empty && could_be_empty(&records[i])))
+            .collect();
+        let sandbox = self.sandbox();
+        let read: Vec<Finding> = to_read
+            .par_iter()
+            .flat_map_iter(|&i| {
+                let record = &records[i];
+                let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
+                let Ok(bytes) = sandbox.read(&path, TEXT_MAX) else { return Vec::new() };
+                let Ok(text) = decode_note(&bytes) else { return Vec::new() };
+                let mut out = Findings::default();
+                if lint {
+                    let value = parse_frontmatter(text).map(|f| f.value).unwrap_or(serde_json::Value::Null);
+                    for problem in config.lint.check(&record.path, &value) {
+                        out.push(AuditCheck::Frontmatter, &record.path, None, problem.message, None);
+                    }
+                }
+                if empty && could_be_empty(record) && is_empty(record, text) {
+                    let message = "nothing but frontmatter and a title".to_owned();
+                    out.push(AuditCheck::EmptyNote, &record.path, None, message, None);
+                }
+                if let Some(mentions) = &mentions {
+                    for (line, name, target) in mentions.find(scope.graph, i, &path, text) {
+                        out.push(
+                            AuditCheck::UnlinkedMention,
+                            &record.path,
+                            Some(line),
+                            format!("mentions `{name}` ({}) without linking it", records[target].path),
+                            None,
+                        );
+                    }
+                }
+                out.0
+            })
+            .collect();
+        findings.0.extend(read);
+    }
+}
+
+/// Whether a note may be empty without reading it: small, no links, no block
+/// ids, at most one heading.
+fn could_be_empty(record: &NoteRecord) -> bool {
+    record.size <= EMPTY_CANDIDATE_MAX
+        && record.links.is_empty()
+        && record.block_ids.is_empty()
+        && record.headings.len() <= 1
+}
+
+/// Whether a note's body holds nothing but blank lines and an H1 heading.
+fn is_empty(record: &NoteRecord, text: &str) -> bool {
+    let title_line = record.headings.iter().find(|h| h.level == 1).map(|h| h.line);
+    let body = &text[body_offset(text).min(text.len())..];
+    body.lines()
+        .enumerate()
+        .all(|(k, line)| line.trim().is_empty() || Some(record.body_line + k as u32) == title_line)
+}
