@@ -717,6 +717,16 @@ enum Target {
     MoveFrom,
     /// `propose_move {to}` (from a fixture note).
     MoveTo,
+    /// `propose_batch` with one patch item, the input as its `path`.
+    BatchPatchPath,
+    /// `propose_batch` with one new-note item, the input as its `folder`.
+    BatchNewFolder,
+    /// `propose_batch` with one delete item, the input as its `path`.
+    BatchDeletePath,
+    /// `propose_batch` with one move item, the input as its `from`.
+    BatchMoveFrom,
+    /// `propose_batch` with one move item, the input as its `to`.
+    BatchMoveTo,
     /// `apply_proposal {proposal_id}`: takes no path, so every input is an unknown id.
     ApplyId,
     /// `resources/read kb://note/{path}`, the input percent-encoded into the URI.
@@ -725,7 +735,7 @@ enum Target {
     ExpandPrompt,
 }
 
-const TARGETS: [Target; 17] = [
+const TARGETS: [Target; 22] = [
     Target::ReadPath,
     Target::ReadRef,
     Target::RelatedPath,
@@ -740,6 +750,11 @@ const TARGETS: [Target; 17] = [
     Target::DeletePath,
     Target::MoveFrom,
     Target::MoveTo,
+    Target::BatchPatchPath,
+    Target::BatchNewFolder,
+    Target::BatchDeletePath,
+    Target::BatchMoveFrom,
+    Target::BatchMoveTo,
     Target::ApplyId,
     Target::NoteResource,
     Target::ExpandPrompt,
@@ -776,6 +791,16 @@ impl Target {
                 server.call("propose_move", json!({"from": input, "to": "z/attack-probe.md", "reason": "attack suite"}))
             }
             MoveTo => server.call("propose_move", json!({"from": "z/设计.md", "to": input, "reason": "attack suite"})),
+            BatchPatchPath => batch(
+                server,
+                json!({"kind": "patch", "path": input, "base_hash": ZERO_HASH, "edits": [{"op": "append", "content": "probe\n"}]}),
+            ),
+            BatchNewFolder => {
+                batch(server, json!({"kind": "new", "title": "Attack probe", "body": "probe\n", "folder": input}))
+            }
+            BatchDeletePath => batch(server, json!({"kind": "delete", "path": input})),
+            BatchMoveFrom => batch(server, json!({"kind": "move", "from": input, "to": "z/attack-probe.md"})),
+            BatchMoveTo => batch(server, json!({"kind": "move", "from": "z/设计.md", "to": input})),
             ApplyId => server.call("apply_proposal", json!({"proposal_id": input})),
             NoteResource => {
                 server.request("resources/read", json!({"uri": format!("kb://note/{}", percent_encode(input))}))
@@ -785,6 +810,12 @@ impl Target {
             }
         }
     }
+}
+
+/// `propose_batch` with one item: a batch item's path gets exactly the answer
+/// the single tool gives it (the item's own error, named by its index).
+fn batch(server: &mut Server, item: Value) -> Reply {
+    server.call("propose_batch", json!({"reason": "attack suite", "items": [item]}))
 }
 
 /// What an answer was, for comparing with what it should be.
@@ -945,6 +976,18 @@ impl Row {
 
     fn want(&self, target: Target) -> Want {
         use Target::*;
+        // A batch item answers as the tool it stands for.
+        let single = match target {
+            BatchPatchPath => Some(PatchPath),
+            BatchNewFolder => Some(NewFolder),
+            BatchDeletePath => Some(DeletePath),
+            BatchMoveFrom => Some(MoveFrom),
+            BatchMoveTo => Some(MoveTo),
+            _ => None,
+        };
+        if let Some(single) = single {
+            return self.want(single);
+        }
         // A later exception overrides an earlier one for the same target.
         if let Some((_, want, _)) = self.except.iter().rev().find(|(t, _, _)| *t == target) {
             return *want;
@@ -978,6 +1021,9 @@ impl Row {
                 Want::Accept
             }
             (ApplyId, _) => Want::Code("proposal_not_found"),
+            (BatchPatchPath | BatchNewFolder | BatchDeletePath | BatchMoveFrom | BatchMoveTo, _) => {
+                unreachable!("answered as the single tool above")
+            }
             (ExpandPrompt, _) => {
                 if input.trim().is_empty() {
                     Want::InvalidParams
@@ -1378,6 +1424,7 @@ fn hostile_table(server: &mut Server, fx: &Fixture, tools: &[Value], findings: &
         "propose_new_note",
         "propose_delete",
         "propose_move",
+        "propose_batch",
     ];
     for tool in tools {
         let properties = &tool["inputSchema"]["properties"];
@@ -1436,7 +1483,11 @@ fn check(
     findings: &mut Findings,
 ) {
     let got = Got::of(target.send(server, input));
-    if let (Target::NewFolder | Target::MoveTo, Got::Ok(staged)) = (target, &got) {
+    if let (
+        Target::NewFolder | Target::MoveTo | Target::BatchNewFolder | Target::BatchMoveTo,
+        Got::Ok(staged),
+    ) = (target, &got)
+    {
         for file in staged["files"].as_array().into_iter().flatten() {
             let file = file.as_str().unwrap_or_default();
             findings.check(file.starts_with("inbox/"), || format!("{input:?} staged {file}"));
@@ -1444,6 +1495,7 @@ fn check(
         }
         // A move's pending folder, created by this very proposal.
         let _ = fs::remove_dir(fx.vault.join("inbox/move"));
+        let _ = fs::remove_dir(fx.vault.join("inbox/batch"));
     }
     let after = fx.state();
     let changed = changes(before, &after);

@@ -400,6 +400,555 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     assert_eq!(audit_lines(&vault).len(), 1);
 }
 
+// ------------------------------------------------------------ batches and reverts
+
+fn batch(engine: &Engine, items: Value) -> kb_mcp::error::Result<ProposeBatchResult> {
+    let items: Vec<BatchItem> = serde_json::from_value(items).unwrap();
+    engine.propose_batch(&ProposeBatchArgs { reason: "reorganise".to_owned(), items })
+}
+
+fn revert(engine: &Engine, id: &str) -> kb_mcp::error::Result<RevertResult> {
+    engine.revert_proposal(&RevertArgs { proposal_id: id.to_owned(), reason: "undo".to_owned() })
+}
+
+fn hash_of(vault: &Path, rel: &str) -> String {
+    kb_mcp::vault::content_hash(&fs::read(vault.join(rel)).unwrap())
+}
+
+/// A batch on [`link_vault`]: a new note linking to the note item 2 moves, a
+/// patch of a note that links to it too, the move, and the delete of a note
+/// the move rewrites.
+fn four_kinds(vault: &Path) -> Value {
+    serde_json::json!([
+        {"kind": "new", "title": "Fresh", "folder": "z", "body": "See [[target]] and [t](m/target.md).\n"},
+        {"kind": "patch", "path": "z/other.md", "base_hash": hash_of(vault, "z/other.md"),
+         "edits": [{"op": "append", "content": "More.\n"}]},
+        {"kind": "move", "from": "z/m/target.md", "to": "z/n/t2.md"},
+        {"kind": "delete", "path": "z/m/linker.md"},
+    ])
+}
+
+const MOVED_TARGET: &str = "---\naliases: [target]\n---\n# Head\n\nText ^blk\n\n[up](../other.md) and [[other]] and ![pic](../attachments/x.png)\n";
+
+/// The staged plan of the one pending proposal of `kind`.
+fn staged_plan(vault: &Path, kind: &str) -> Value {
+    let dir = vault.join("inbox").join(kind);
+    let plan = fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().ends_with(".plan.json"))
+        .unwrap();
+    serde_json::from_slice(&fs::read(plan).unwrap()).unwrap()
+}
+
+/// Every operation of a plan is done: the vault holds what it proposed.
+fn assert_plan_done(vault: &Path, plan: &Value, context: &str) {
+    for op in plan["files"].as_array().unwrap() {
+        let path = op["path"].as_str().unwrap();
+        match op["op"].as_str().unwrap() {
+            "create" | "write" => assert_eq!(read(vault, path), op["after"], "{context}: {path}"),
+            "move" => {
+                assert!(!vault.join(path).exists(), "{context}: {path}");
+                assert_eq!(read(vault, op["to"].as_str().unwrap()), op["after"], "{context}: {path}");
+            }
+            _ => assert!(!vault.join(path).exists(), "{context}: {path}"),
+        }
+    }
+}
+
+#[test]
+fn a_batch_is_one_proposal_applied_whole_and_its_items_compose() {
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let staged = batch(&engine, four_kinds(&vault)).unwrap();
+    assert_eq!(staged.kind, "batch");
+    assert!(!staged.vault_changed);
+    let summary = staged.diff.lines().next().unwrap().strip_prefix("# ").unwrap().to_owned();
+    assert!(summary.starts_with("batch: 1 new, 1 patch, 1 move, 1 delete, rewrite "), "{summary}");
+    assert!(staged.diff.contains("\n+++ b/z/Fresh.md\n"), "{}", staged.diff);
+    // One operation per note, nothing written yet.
+    let plan = staged_plan(&vault, "batch");
+    let ops: Vec<(&str, &str)> = plan["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|op| (op["op"].as_str().unwrap(), op["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("create", "z/Fresh.md"),
+            ("write", "z/other.md"),
+            ("move", "z/m/target.md"),
+            ("trash", "z/m/linker.md")
+        ]
+    );
+    assert_eq!(read(&vault, "z/m/linker.md"), LINKER);
+    let listed = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
+    assert_eq!(listed.proposals.len(), 1);
+    assert_eq!(listed.proposals[0].summary, summary);
+    assert_eq!(listed.proposals[0].kind, "batch");
+
+    apply(&engine, &staged.proposal_id);
+    // The new note's links follow the move staged after it; the patch and the
+    // move's rewrite of one note compose; the moved note is exact.
+    let fresh = read(&vault, "z/Fresh.md");
+    assert!(fresh.ends_with("\nSee [[t2]] and [t](n/t2.md).\n"), "{fresh}");
+    assert_eq!(read(&vault, "z/other.md"), "[t](n/t2.md) and [[n/t2]]\nMore.\n");
+    assert_eq!(read(&vault, "z/n/t2.md"), MOVED_TARGET);
+    assert!(!vault.join("z/m/target.md").exists());
+    assert!(!vault.join("z/m/linker.md").exists());
+    let trash = common::snapshot(&vault.join("inbox/trash"));
+    assert_eq!(trash.len(), 1, "{trash:?}");
+    assert_eq!(trash[0].1, LINKER.as_bytes(), "the trash keeps the bytes on disk");
+    let lines = audit_lines(&vault);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["kind"], "batch");
+    assert_eq!(lines[0]["files"].as_array().unwrap().len(), 4);
+    assert!(engine.catalog().get("z/Fresh.md").is_some());
+    assert!(engine.catalog().get("z/n/t2.md").is_some());
+}
+
+#[test]
+fn a_bad_batch_stages_nothing_and_names_the_item() {
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let original = common::snapshot(&vault);
+    let base = hash_of(&vault, "z/other.md");
+    let expect = |items: Value, code: ErrorCode, says: &[&str]| {
+        let err = batch(&engine, items.clone()).unwrap_err();
+        assert_eq!(err.code, code, "{items}: {err}");
+        for part in says {
+            assert!(err.message.contains(part), "{items}: {}", err.message);
+        }
+        assert_eq!(common::snapshot(&vault), original, "{items}: nothing staged or written");
+    };
+    // Two items on one path.
+    expect(
+        serde_json::json!([
+            {"kind": "patch", "path": "z/other.md", "base_hash": base, "edits": [{"op": "append", "content": "x\n"}]},
+            {"kind": "delete", "path": "z/other.md"},
+        ]),
+        ErrorCode::InvalidArgument,
+        &["items[1] (delete z/other.md)", "z/other.md is also the path of items[0]"],
+    );
+    // A move onto the path of an earlier new note, and a new note onto the path a move takes.
+    expect(
+        serde_json::json!([
+            {"kind": "new", "title": "t2", "folder": "z/n", "body": "x"},
+            {"kind": "move", "from": "z/m/target.md", "to": "z/n/t2.md"},
+        ]),
+        ErrorCode::TargetExists,
+        &["items[1] (move z/m/target.md → z/n/t2.md)", "z/n/t2.md"],
+    );
+    expect(
+        serde_json::json!([
+            {"kind": "move", "from": "z/m/target.md", "to": "z/n/t2.md"},
+            {"kind": "new", "title": "t2", "folder": "z/n", "body": "x"},
+        ]),
+        ErrorCode::InvalidArgument,
+        &["items[1] (new note \"t2\")", "z/n/t2.md is also the path of items[0]"],
+    );
+    // A folder move claims every note in it.
+    let linker = hash_of(&vault, "z/m/linker.md");
+    expect(
+        serde_json::json!([
+            {"kind": "move", "from": "z/m", "to": "z/k"},
+            {"kind": "patch", "path": "z/m/linker.md", "base_hash": linker, "edits": [{"op": "append", "content": "x\n"}]},
+        ]),
+        ErrorCode::InvalidArgument,
+        &["items[1] (patch z/m/linker.md)", "z/m/linker.md is also the path of items[0]"],
+    );
+    // An item that would fail alone fails with its own error and its index.
+    let err = batch(
+        &engine,
+        serde_json::json!([
+            {"kind": "new", "title": "Fine", "body": "x"},
+            {"kind": "delete", "path": "z/m/linker.md"},
+            {"kind": "patch", "path": "z/other.md", "base_hash": ZERO, "edits": [{"op": "append", "content": "x\n"}]},
+        ]),
+    )
+    .unwrap_err();
+    assert_eq!(err.code, ErrorCode::StaleBase);
+    assert!(
+        err.message.starts_with("items[2] (patch z/other.md): z/other.md has changed"),
+        "{}",
+        err.message
+    );
+    assert_eq!(err.details.as_ref().unwrap()["item"], 2);
+    assert_eq!(err.details.as_ref().unwrap()["current_hash"], base);
+    expect(
+        serde_json::json!([{"kind": "move", "from": "z/m/target.md", "to": "docs/x.md"}]),
+        ErrorCode::PathDenied,
+        &["items[0]"],
+    );
+    expect(
+        serde_json::json!([{"kind": "delete", "path": "z/nothing.md"}]),
+        ErrorCode::NotFound,
+        &["items[0] (delete z/nothing.md)"],
+    );
+    // Too many items, or none.
+    let many: Vec<Value> =
+        (0..101).map(|n| serde_json::json!({"kind": "new", "title": format!("n{n}"), "body": "x"})).collect();
+    expect(Value::Array(many), ErrorCode::InvalidArgument, &["101 items", "at most 100"]);
+    expect(serde_json::json!([]), ErrorCode::InvalidArgument, &["`items` is empty"]);
+    assert!(engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals.is_empty());
+}
+
+const ZERO: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The steps a crash can interrupt a four-operation plan at.
+const PLAN_STEPS: [Step; 11] = [
+    Step::Claimed,
+    Step::Swapping,
+    Step::File(0),
+    Step::File(1),
+    Step::File(2),
+    Step::File(3),
+    Step::Written,
+    Step::Archiving,
+    Step::Archived,
+    Step::Indexed,
+    Step::Audited,
+];
+
+fn committed(step: Step) -> bool {
+    matches!(step, Step::Archiving | Step::Archived | Step::Indexed | Step::Audited)
+}
+
+/// After a crash and the recovery: every operation done and one audit line
+/// (past the commit point), or the vault exactly as before and the proposal
+/// still pending, then applicable.
+fn assert_all_or_nothing(
+    engine: &Engine,
+    vault: &Path,
+    step: Step,
+    original: &[(String, Vec<u8>)],
+    plan: &Value,
+    id: &str,
+) {
+    assert!(!vault.join("inbox/_applying.json").exists(), "{step:?}");
+    if committed(step) {
+        assert_plan_done(vault, plan, &format!("{step:?}"));
+        assert_eq!(audit_lines(vault).len(), 1, "{step:?}");
+    } else {
+        assert_eq!(notes_snapshot(vault), original, "{step:?}: rolled back");
+        assert!(audit_lines(vault).is_empty(), "{step:?}");
+        apply(engine, id);
+        assert_plan_done(vault, plan, &format!("{step:?}, applied after"));
+        assert_eq!(audit_lines(vault).len(), 1, "{step:?}");
+    }
+}
+
+#[test]
+fn a_crash_at_any_step_of_a_batch_is_rolled_back_or_completed() {
+    for step in PLAN_STEPS {
+        let (_tmp, vault) = link_vault();
+        let engine = open(&vault);
+        let original = notes_snapshot(&vault);
+        let staged = batch(&engine, four_kinds(&vault)).unwrap();
+        let plan = staged_plan(&vault, "batch");
+        let sandbox = sandbox(&vault);
+        let err = write::apply_with_failpoint(
+            &sandbox,
+            &staged.proposal_id,
+            Actor::Cli,
+            &mut |_| Ok(()),
+            &mut |at| {
+                if at == step { Err(Error::internal("crash")) } else { Ok(()) }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "crash", "{step:?}");
+        let recovery = write::recover(&sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
+        assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
+        assert_all_or_nothing(&engine, &vault, step, &original, &plan, &staged.proposal_id);
+    }
+}
+
+const BATCH_KILL_ENV: &str = "KB_STRUCTURE_BATCH_KILL";
+
+/// A real SIGKILL at every step of a batch's apply, then a fresh start: all or nothing.
+#[test]
+fn a_batch_killed_at_any_step_is_all_or_nothing_on_the_next_start() {
+    if let Ok(job) = std::env::var(BATCH_KILL_ENV) {
+        let parts: Vec<&str> = job.split('|').collect();
+        let (root, id, marker, step) = (Path::new(parts[0]), parts[1], Path::new(parts[2]), parts[3]);
+        let sandbox = sandbox(root);
+        let _ = write::apply_with_failpoint(&sandbox, id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
+            if format!("{at:?}") == step {
+                fs::write(marker, "here").unwrap();
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+            Ok(())
+        });
+        panic!("the apply went past step {step} without stopping");
+    }
+    if !cfg!(unix) {
+        eprintln!("skipped: SIGKILL at a chosen step needs a Unix system");
+        return;
+    }
+    for step in PLAN_STEPS {
+        let (tmp, vault) = link_vault();
+        let engine = open(&vault);
+        let original = notes_snapshot(&vault);
+        let staged = batch(&engine, four_kinds(&vault)).unwrap();
+        let plan = staged_plan(&vault, "batch");
+        drop(engine);
+        let marker = tmp.path().join("marker");
+        let job = format!("{}|{}|{}|{step:?}", vault.display(), staged.proposal_id, marker.display());
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_batch_killed_at_any_step_is_all_or_nothing_on_the_next_start",
+                "--test-threads=1",
+            ])
+            .env(BATCH_KILL_ENV, job)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        while !marker.exists() {
+            assert!(child.try_wait().unwrap().is_none(), "{step:?}: the child ended before the step");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let engine = open(&vault);
+        engine.recover_proposals(Actor::Mcp).unwrap();
+        assert_all_or_nothing(&engine, &vault, step, &original, &plan, &staged.proposal_id);
+    }
+}
+
+/// A person saving one of the batch's notes while it is applied: the save is
+/// kept, the apply answers `conflict`, every other file is as before and the
+/// batch stays pending.
+#[test]
+fn a_save_racing_a_batch_apply_is_kept_and_the_batch_stays_pending() {
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let original = notes_snapshot(&vault);
+    let staged = batch(&engine, four_kinds(&vault)).unwrap();
+    let sandbox = sandbox(&vault);
+    let mut swaps = 0;
+    let save = "the person's own save\n";
+    let err =
+        write::apply_with_failpoint(&sandbox, &staged.proposal_id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
+            if at == Step::Swapping {
+                swaps += 1;
+                // Operation 1 writes z/other.md: its save lands right before the swap.
+                if swaps == 2 {
+                    fs::write(vault.join("z/other.md"), save).unwrap();
+                }
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict, "{err}");
+    assert!(err.message.contains("z/other.md"), "{}", err.message);
+    assert_eq!(read(&vault, "z/other.md"), save, "no save lost");
+    let mut expected = original.clone();
+    for (path, bytes) in &mut expected {
+        if path == "z/other.md" {
+            *bytes = save.as_bytes().to_vec();
+        }
+    }
+    let now: Vec<_> = notes_snapshot(&vault).into_iter().filter(|(p, _)| !p.contains(".conflict-")).collect();
+    assert_eq!(now, expected, "every other file as before");
+    assert!(audit_lines(&vault).is_empty());
+    assert!(!vault.join("inbox/_applying.json").exists());
+    let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
+    assert_eq!(pending.proposals[0].proposal_id, staged.proposal_id);
+    assert_eq!(pending.proposals[0].status, "pending");
+}
+
+/// Reverting each kind puts back the exact bytes before its apply.
+#[test]
+fn a_revert_of_each_kind_restores_the_exact_bytes() {
+    const OTHER: &str = "[t](m/target.md) and [[m/target]]\n";
+    const TARGET: &str =
+        "# Head\n\nText ^blk\n\n[up](../other.md) and [[other]] and ![pic](../attachments/x.png)\n";
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let original = notes_snapshot(&vault);
+    let undo = |id: &str| {
+        let staged = revert(&engine, id).unwrap();
+        assert_eq!(staged.kind, "revert");
+        assert!(staged.diff.starts_with(&format!("# revert {id} (")), "{}", staged.diff);
+        apply(&engine, &staged.proposal_id);
+        staged
+    };
+
+    // A new note goes to the trash.
+    let new = engine
+        .propose_new_note(&ProposeNewArgs {
+            title: "Fresh idea".into(),
+            body: "One line.\n".into(),
+            reason: "keep".into(),
+            ..ProposeNewArgs::default()
+        })
+        .unwrap();
+    apply(&engine, &new.proposal_id);
+    let written = read(&vault, "z/Fresh idea.md");
+    let staged = undo(&new.proposal_id);
+    assert!(staged.diff.starts_with(&format!("# revert {} (new z/Fresh idea.md)\n", new.proposal_id)));
+    assert!(!vault.join("z/Fresh idea.md").exists());
+    assert!(
+        common::snapshot(&vault.join("inbox/trash")).iter().any(|(_, bytes)| bytes == written.as_bytes())
+    );
+    assert_eq!(notes_snapshot(&vault), original);
+
+    // A patch, from its archived diff read backwards.
+    let patch = engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: "z/other.md".into(),
+            base_hash: hash_of(&vault, "z/other.md"),
+            reason: "say more".into(),
+            edits: vec![write::Edit::FindReplace { find: " and ".into(), replace: "\nand also\n".into() }],
+        })
+        .unwrap();
+    apply(&engine, &patch.proposal_id);
+    assert_eq!(read(&vault, "z/other.md"), "[t](m/target.md)\nand also\n[[m/target]]\n");
+    undo(&patch.proposal_id);
+    assert_eq!(read(&vault, "z/other.md"), OTHER);
+
+    // A move: the note moves back, every rewritten link is as it was.
+    let moved = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+    apply(&engine, &moved.proposal_id);
+    undo(&moved.proposal_id);
+    assert_eq!(read(&vault, "z/m/target.md"), TARGET);
+    assert_eq!(read(&vault, "z/m/linker.md"), LINKER);
+    assert_eq!(read(&vault, "z/other.md"), OTHER);
+    assert!(!vault.join("z/n/t2.md").exists());
+
+    // A delete: the note comes back from the trash.
+    let deleted = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/m/linker.md".into(), reason: "gone".into() })
+        .unwrap();
+    apply(&engine, &deleted.proposal_id);
+    undo(&deleted.proposal_id);
+    assert_eq!(read(&vault, "z/m/linker.md"), LINKER);
+
+    // A batch of all four kinds.
+    let staged = batch(&engine, four_kinds(&vault)).unwrap();
+    apply(&engine, &staged.proposal_id);
+    let reverted = undo(&staged.proposal_id);
+    assert_eq!(read(&vault, "z/other.md"), OTHER);
+    assert_eq!(read(&vault, "z/m/target.md"), TARGET);
+    assert_eq!(read(&vault, "z/m/linker.md"), LINKER);
+    assert!(!vault.join("z/Fresh.md").exists());
+    assert_eq!(notes_snapshot(&vault), original);
+
+    // And a revert of that revert is the batch again.
+    undo(&reverted.proposal_id);
+    assert_eq!(read(&vault, "z/other.md"), "[t](n/t2.md) and [[n/t2]]\nMore.\n");
+    assert_eq!(read(&vault, "z/n/t2.md"), MOVED_TARGET);
+    assert!(engine.catalog().get("z/n/t2.md").is_some());
+    assert_eq!(audit_lines(&vault).len(), 11);
+}
+
+#[test]
+fn a_revert_refuses_what_it_cannot_undo_exactly() {
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let moved = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+    // Pending: nothing to revert.
+    let err = revert(&engine, &moved.proposal_id).unwrap_err();
+    assert_eq!(err.code, ErrorCode::ProposalNotPending, "{err}");
+    assert!(err.message.contains("is pending, not applied"), "{}", err.message);
+    apply(&engine, &moved.proposal_id);
+    // Files changed since the apply, and a note would return to a taken path.
+    put(&vault, "z/other.md", "edited since\n");
+    put(&vault, "z/m/target.md", "a new note here\n");
+    let before = common::snapshot(&vault);
+    let err = revert(&engine, &moved.proposal_id).unwrap_err();
+    assert_eq!(err.code, ErrorCode::StaleBase, "{err}");
+    let mut files: Vec<String> = serde_json::from_value(err.details.unwrap()["files"].clone()).unwrap();
+    files.sort();
+    assert_eq!(files, ["z/m/target.md", "z/other.md"]);
+    assert!(err.message.contains("z/other.md") && err.message.contains("z/m/target.md"), "{}", err.message);
+    assert_eq!(common::snapshot(&vault), before, "nothing staged");
+    // Rejected, unknown, and no reason.
+    let rejected = mv(&engine, "z/m/linker.md", "z/m/l2.md").unwrap();
+    engine.reject_proposal(&rejected.proposal_id, "no", Actor::Cli).unwrap();
+    let err = revert(&engine, &rejected.proposal_id).unwrap_err();
+    assert_eq!(err.code, ErrorCode::ProposalNotPending);
+    assert!(err.message.contains("was rejected"), "{}", err.message);
+    let unknown = format!("p_{}", "ab".repeat(16));
+    assert_eq!(revert(&engine, &unknown).unwrap_err().code, ErrorCode::ProposalNotFound);
+    assert_eq!(revert(&engine, "../../etc/passwd").unwrap_err().code, ErrorCode::ProposalNotFound);
+    let err = engine
+        .revert_proposal(&RevertArgs { proposal_id: moved.proposal_id.clone(), reason: " ".into() })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+}
+
+fn kb_index(vault: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(args)
+        .arg("--vault")
+        .arg(vault)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `kb-index inbox list` and `show` for a batch and a revert; `kb-index revert ID --yes`.
+#[test]
+fn kb_index_lists_shows_and_reverts_batches() {
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let staged = batch(&engine, four_kinds(&vault)).unwrap();
+    let summary = staged.diff.lines().next().unwrap().strip_prefix("# ").unwrap().to_owned();
+    drop(engine);
+    let (code, out, err) = kb_index(&vault, &["inbox", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("\n    {summary}")), "{out}");
+    let short = &staged.proposal_id[2..10];
+    let (code, out, err) = kb_index(&vault, &["inbox", "show", short]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("change    {summary}\n")), "{out}");
+    for shown in [
+        "+++ b/z/Fresh.md",
+        "+++ b/z/other.md",
+        "rename from z/m/target.md\nrename to z/n/t2.md",
+        "delete z/m/linker.md",
+    ] {
+        assert!(out.contains(shown), "{shown}: {out}");
+    }
+    let (code, out, err) = kb_index(&vault, &["inbox", "apply", "--yes", "--only", short]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // Without --yes a revert is staged only, and listed as one.
+    let (code, out, err) = kb_index(&vault, &["revert", short]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("staged p_"), "{out}");
+    assert!(out.contains(&format!("revert {} (batch: ", staged.proposal_id)), "{out}");
+    assert!(out.contains("nothing changed yet"), "{out}");
+    assert!(vault.join("z/n/t2.md").exists());
+    let (_, listed, _) = kb_index(&vault, &["inbox", "list"]);
+    assert!(listed.contains(&format!("    revert {} (batch: ", staged.proposal_id)), "{listed}");
+    let pending = listed.split_whitespace().find(|w| w.starts_with("p_")).unwrap().to_owned();
+    kb_index(&vault, &["inbox", "reject", &pending, "--reason", "later"]);
+
+    // With --yes it is applied.
+    let (code, out, err) = kb_index(&vault, &["revert", &staged.proposal_id, "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("applied p_"), "{out}");
+    assert_eq!(read(&vault, "z/m/linker.md"), LINKER);
+    assert!(!vault.join("z/n/t2.md").exists());
+    // A revert of a pending or unknown proposal is bad input.
+    let (code, _, err) = kb_index(&vault, &["revert", "ffffffff"]);
+    assert_eq!(code, 2, "{err}");
+}
+
 /// `list_proposals` items carry `summary`, one line for a person, for every kind.
 #[test]
 fn list_proposals_items_carry_a_one_line_summary() {

@@ -9,6 +9,7 @@
 //! async callers run them on a blocking thread.
 
 mod audit;
+mod batch;
 mod bounded;
 mod changes;
 mod cursor;
@@ -65,6 +66,7 @@ impl Catalog {
             records: self.records(),
             attachments: self.attachments(),
             graph: self.graph(),
+            texts: None,
         }
     }
 

@@ -19,7 +19,7 @@ Use only paths that tools returned; all paths are vault-relative with forward sl
 
 const READ_ONLY: &str = "This connection can only read (access level `read`). When the person wants a note added or changed, write the text in your answer and say which note it belongs to: they make the change themselves, or connect kb-mcp with `propose` access so that you can stage it for their approval.";
 
-const PROPOSE: &str = "Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; 5) stop and ask the person to review the proposal (`kb-index inbox show ID` shows it whole).";
+const PROPOSE: &str = "Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; propose_move and propose_delete reorganise (links are rewritten), propose_batch stages many changes applied all or nothing, revert_proposal undoes an applied proposal; 5) stop and ask the person to review the proposal (`kb-index inbox show ID` shows it whole).";
 
 const PROPOSE_ONLY: &str =
     "This connection cannot apply proposals (access level `propose`): the person applies them.";
@@ -188,7 +188,7 @@ mod tests {
 
         let all = names(Access::Apply);
         const PREFIXES: &[&str] =
-            &["get_", "search_", "read_", "list_", "propose_", "apply_", "recall_", "audit_"];
+            &["get_", "search_", "read_", "list_", "propose_", "apply_", "recall_", "audit_", "revert_"];
         for word in skill.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
             if PREFIXES.iter().any(|p| word.starts_with(p)) {
                 assert!(all.iter().any(|n| n == word), "the skill names `{word}`, which is no tool");

@@ -123,7 +123,10 @@ pub fn invoke(
             engine.propose_new_note(&args).map(|v| (render::proposed_new(&v), to_value(&v)))
         }
         "propose_note_patch" => {
-            let args: ProposePatchArgs = parse(name, arguments)?;
+            let args: ProposePatchArgs =
+                parse_listed(name, arguments, "edits", |args: &mut ProposePatchArgs, edits| {
+                    args.edits = edits
+                })?;
             engine.propose_note_patch(&args).map(|v| (render::proposed_patch(&v), to_value(&v)))
         }
         "propose_move" => {
@@ -133,6 +136,17 @@ pub fn invoke(
         "propose_delete" => {
             let args: ProposeDeleteArgs = parse(name, arguments)?;
             engine.propose_delete(&args).map(|v| (render::proposed_delete(&v), to_value(&v)))
+        }
+        "propose_batch" => {
+            let args: ProposeBatchArgs =
+                parse_listed(name, arguments, "items", |args: &mut ProposeBatchArgs, items| {
+                    args.items = items
+                })?;
+            engine.propose_batch(&args).map(|v| (render::proposed_batch(&v), to_value(&v)))
+        }
+        "revert_proposal" => {
+            let args: RevertArgs = parse(name, arguments)?;
+            engine.revert_proposal(&args).map(|v| (render::proposed_revert(&v), to_value(&v)))
         }
         "list_proposals" => {
             let args: ListProposalsArgs = parse(name, arguments)?;
@@ -150,6 +164,32 @@ pub fn invoke(
         Ok((text, value)) => success(&value, text),
         Err(error) => Ok(error_result(&error)),
     }
+}
+
+/// Arguments holding a list (`edits`, `items`) whose elements are parsed one by
+/// one, so that an error names the element (`items[2]`: missing field `base_hash`).
+fn parse_listed<T: DeserializeOwned, I: DeserializeOwned>(
+    name: &str,
+    mut arguments: Value,
+    key: &str,
+    set: impl FnOnce(&mut T, Vec<I>),
+) -> Result<T, Error> {
+    let list = match arguments.get_mut(key).map(|value| std::mem::replace(value, json!([]))) {
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err(invalid_arguments(name, &[(key.to_owned(), "must be an array".to_owned())])),
+        None => Vec::new(),
+    };
+    let mut args: T = parse(name, arguments)?;
+    let list = list
+        .into_iter()
+        .enumerate()
+        .map(|(number, element)| {
+            serde_json::from_value(element)
+                .map_err(|e| invalid_arguments(name, &[(format!("{key}[{number}]"), e.to_string())]))
+        })
+        .collect::<Result<Vec<I>, Error>>()?;
+    set(&mut args, list);
+    Ok(args)
 }
 
 fn to_value<T: Serialize>(value: &T) -> Value {

@@ -211,6 +211,20 @@ pub(super) fn proposed_delete(r: &ProposeDeleteResult) -> String {
     out
 }
 
+pub(super) fn proposed_batch(r: &ProposeBatchResult) -> String {
+    format!(
+        "staged proposal {} (a batch); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
+        r.proposal_id, r.diff
+    )
+}
+
+pub(super) fn proposed_revert(r: &RevertResult) -> String {
+    format!(
+        "staged proposal {} (a revert); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
+        r.proposal_id, r.diff
+    )
+}
+
 pub(super) fn proposals(r: &Proposals) -> String {
     let mut out = count(r.proposals.len() as u64, "proposal");
     for p in &r.proposals {

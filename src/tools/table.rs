@@ -58,8 +58,8 @@ const RUST_FORMATS: &[&str] = &[
 
 /// Writes schemars' schemas the way `tools/list` publishes them, as small as they can be
 /// while saying the same about the values:
-/// - no `$schema` (MCP's default dialect, 2020-12, is what schemars writes) and no
-///   Rust-specific `format`;
+/// - no `$schema` (MCP's default dialect, 2020-12, is what schemars writes), no
+///   Rust-specific `format`, no `additionalProperties: true` (the default);
 /// - inputs: an optional argument is typed as what it is (`integer`, not
 ///   `["integer", "null"]`, which clients' form builders and the Inspector warn
 ///   about); leaving it out is how it is not given, and an explicit `null` is
@@ -68,7 +68,7 @@ const RUST_FORMATS: &[&str] = &[
 ///   tool description say it), `required` only at the
 ///   top level, `null` kept where a result does carry one;
 /// - both: a `$defs` entry used once stands in place of its reference; an enum of
-///   documented constants is a plain `enum`.
+///   documented constants is a plain `enum`, without a `type` its values say.
 fn tighten(schema: Arc<JsonObject>, side: Side) -> Arc<JsonObject> {
     let mut root = (*schema).clone();
     root.remove("$schema");
@@ -147,9 +147,16 @@ fn tighten_schema(schema: &mut JsonObject, side: Side) {
     if schema.get("format").and_then(Value::as_str).is_some_and(|f| RUST_FORMATS.contains(&f)) {
         schema.remove("format");
     }
+    if schema.get("additionalProperties") == Some(&Value::Bool(true)) {
+        // What JSON Schema assumes anyway.
+        schema.remove("additionalProperties");
+    }
     enum_of_constants(schema);
-    if schema.contains_key("const") && schema.get("type").and_then(Value::as_str) == Some("string") {
-        // A constant says its type.
+    let all_strings = |values: &Value| values.as_array().is_some_and(|v| v.iter().all(Value::is_string));
+    if schema.get("type").and_then(Value::as_str) == Some("string")
+        && (schema.contains_key("const") || schema.get("enum").is_some_and(all_strings))
+    {
+        // A constant, or a list of string values, says its type.
         schema.remove("type");
     }
     if side == Side::Output {
@@ -271,7 +278,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: the vault's folders, counts (notes, tags, links, broken links, orphans, pending proposals), index state (`fresh`: all indexed as is), files left out, your access level, and `changes`: pass its `cursor` as `since` later for what changed since.",
+        description: "Start here: folders, counts (notes, tags, links, broken links, orphans, pending proposals), index state (`fresh`: all indexed), skipped files, access level, and `changes` (pass its `cursor` as `since` later: what changed since).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -280,7 +287,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_knowledge",
         title: "Search notes by topic",
-        description: "Find notes by what they are about: ranked search of titles, aliases, descriptions and tags. Use it to find the note on a topic, or to check none exists before proposing one. Query: words, \"exact phrase\", -excluded; CJK needs no spaces; questions work.",
+        description: "Find notes by what they are about: ranked search of titles, aliases, descriptions, tags; also to check none exists before proposing one. Query: words, \"exact phrase\", -excluded; CJK needs no spaces; questions work.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -289,7 +296,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_note_content",
         title: "Search note text",
-        description: "Full-text search inside notes (headings weigh more): for facts, phrases, commands or names in notes. Query as in search_knowledge. Up to three snippets per hit (terms in **bold**, heading, 1-based line); read_note gives the full text.",
+        description: "Full-text search in note bodies (headings weigh more): facts, phrases, commands, names. Query as in search_knowledge. Up to 3 snippets per hit (terms in **bold**, heading, 1-based line).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -298,7 +305,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "read_note",
         title: "Read a note",
-        description: "Read a note, standard or read_also file by `path` (z/备份仓库.md) or `ref`, a wikilink target (备份仓库#Heading). Returns the text as on disk, frontmatter, outline (first page), size, time and `hash` (a patch's base_hash). `section` reads one heading's part. Pages are 64 KiB unless `max_bytes` says; while `truncated`, call again with `offset` = `next_offset`.",
+        description: "Read a note or standard by `path` (z/备份仓库.md) or `ref`, a wikilink target (备份仓库#Heading): text as on disk, frontmatter, outline, size, time, `hash` (a patch's base_hash). `section`: one heading's part. Pages of 64 KiB unless `max_bytes`; while `truncated`, call again with `offset` = `next_offset`.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ReadNoteArgs>,
@@ -307,7 +314,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_standards",
         title: "List standards",
-        description: "The vault's standards: the owner's rules for notes (how to write them, which keys and tags to use). Read the relevant ones before proposing.",
+        description: "The owner's rules for notes (how to write them, which keys and tags to use). Read the relevant ones before proposing.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<NoArgs>,
@@ -316,7 +323,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_tags",
         title: "List tags",
-        description: "Tags in notes (frontmatter and inline, nested in full: type/synthesis), with note counts and whether the tag registry lists them, most used first. Prefer registered tags.",
+        description: "Tags (frontmatter and inline, nested in full: type/synthesis) with note counts and whether the registry lists them, most used first. Prefer registered tags.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListTagsArgs>,
@@ -324,8 +331,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "get_related_notes",
-        title: "Related notes (links)",
-        description: "A note's links, by `path` or `ref`: outlinks (as written, the path they resolve to or null, kind, line), backlinks (note, line, the line's text), broken links, and the MOCs linking to it.",
+        title: "Related notes",
+        description: "A note's links, by `path` or `ref`: outlinks (as written, resolved path or null, kind, line), backlinks (note, line, its text), broken links, and MOCs linking to it.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<NoteRefArgs>,
@@ -342,8 +349,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "recall_context",
-        title: "Recall context on a topic",
-        description: "One call instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): the best section of each top note, then openings of linked notes, each with path, heading, text and why it is there.",
+        title: "Recall context",
+        description: "One call instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): each top note's best section, then openings of linked notes, with path, heading, text and why.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecallArgs>,
@@ -352,7 +359,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "The vault's ls: notes directly in a folder (default: top level), and its subfolders with note counts on the first page. `tag` filters; `sort`: path, updated or created. Pass `next_cursor` as `cursor` (same folder, tag, sort) for the next page.",
+        description: "The vault's ls: notes directly in a folder (default: top level) and, on the first page, its subfolders with note counts. `tag` filters; `sort`: path, updated, created. Pass `next_cursor` as `cursor` (same folder, tag, sort) for more.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,
@@ -360,8 +367,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "audit_vault",
-        title: "Audit the vault's health",
-        description: "Find what needs care: broken links and anchors, ambiguous links, orphans, unregistered tags, frontmatter against kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's MOC, skipped, empty and oversize notes. `checks` picks some (default all). Findings by path, paged with `next_cursor`. With access propose, `fix: true` stages the mechanical fixes as proposals.",
+        title: "Audit the vault",
+        description: "Find what needs care: broken links and anchors, ambiguous links, orphans, unregistered tags, frontmatter against kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's MOC, skipped, empty, oversize notes. `checks` picks some (default all); paged by `next_cursor`. `fix: true` (access propose) stages the mechanical fixes.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<AuditArgs>,
@@ -370,7 +377,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
-        description: "Stage a new note for the person to approve; the vault does not change. First search_knowledge (no duplicates) and read the standards. Returns `similar` notes too. Then stop for the person's review.",
+        description: "Stage a new note for the person to approve (the vault does not change). First search_knowledge (no duplicates) and read the standards. Returns `similar` notes. Then stop for review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeNewArgs>,
@@ -378,8 +385,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "propose_note_patch",
-        title: "Propose a change to a note",
-        description: "Stage a change to a note for the person to approve; the vault does not change. base_hash is read_note's `hash` (else stale_base). Keep edits small; they apply in order. Returns a proposal_id and diff. Then stop for the person's review.",
+        title: "Propose a patch",
+        description: "Stage a change to a note for the person to approve (the vault does not change). base_hash is read_note's `hash` (else stale_base). Keep edits small. Returns a proposal_id and diff. Then stop for review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposePatchArgs>,
@@ -404,9 +411,27 @@ pub(super) static TOOLS: &[ToolDef] = &[
         output: output::<ProposeDeleteResult>,
     },
     ToolDef {
+        name: "propose_batch",
+        title: "Propose a batch",
+        description: "Stage up to 100 new notes, patches, moves and deletes as ONE proposal, applied all or nothing.",
+        level: Access::Propose,
+        effect: Effect::Stages,
+        input: input::<ProposeBatchArgs>,
+        output: output::<ProposeBatchResult>,
+    },
+    ToolDef {
+        name: "revert_proposal",
+        title: "Propose a revert",
+        description: "Stage the exact inverse of an applied proposal; stale_base lists files changed since.",
+        level: Access::Propose,
+        effect: Effect::Stages,
+        input: input::<RevertArgs>,
+        output: output::<RevertResult>,
+    },
+    ToolDef {
         name: "list_proposals",
         title: "List proposals",
-        description: "Staged proposals, newest first (pending by default): a one-line summary and live checks; a failing check means apply refuses it.",
+        description: "Staged proposals, newest first (pending by default): a one-line summary and live checks (a failing one means apply refuses).",
         level: Access::Propose,
         effect: Effect::Reads,
         input: input::<ListProposalsArgs>,
@@ -415,7 +440,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "apply_proposal",
         title: "Apply an approved proposal",
-        description: "Apply ONE proposal the person explicitly approved; this writes notes. Never on your own initiative. All checks run first; a failure changes nothing. applied_index_failed: written, not indexed; do not apply again.",
+        description: "Apply ONE proposal the person explicitly approved, never on your own initiative; this writes notes. Checks run first; a failure changes nothing. applied_index_failed: written, not indexed; never apply again.",
         level: Access::Apply,
         effect: Effect::Applies,
         input: input::<ApplyArgs>,

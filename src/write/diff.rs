@@ -91,3 +91,81 @@ fn span(lines: Range<u32>) -> Range<usize> {
 fn u32_len(tokens: &[Token]) -> u32 {
     u32::try_from(tokens.len()).unwrap_or(u32::MAX)
 }
+
+/// The text a unified diff made by [`unified_diff`] was taken from, given the
+/// text it leads to: the diff read backwards. `None` when the diff does not fit
+/// `after` (it was edited, or is of another text). The caller checks the
+/// result against the hash it expects.
+pub(super) fn undo_diff(after: &str, diff: &str) -> Option<String> {
+    let after_lines: Vec<&str> = after.split_inclusive('\n').collect();
+    let mut before = String::with_capacity(after.len());
+    let mut at = 0usize;
+    let mut lines = diff.split('\n').skip_while(|line| !line.starts_with("@@")).peekable();
+    while let Some(line) = lines.next() {
+        if let Some(header) = line.strip_prefix("@@ -") {
+            // `@@ -a,b +c,d @@`: the new side starts at line c (1-based), or after line c when d is 0.
+            let new = header.split(" +").nth(1)?.split(' ').next()?;
+            let (start, len) = new.split_once(',')?;
+            let (start, len): (usize, usize) = (start.parse().ok()?, len.parse().ok()?);
+            let first = if len == 0 { start } else { start.checked_sub(1)? };
+            if first < at || first > after_lines.len() {
+                return None;
+            }
+            after_lines[at..first].iter().for_each(|line| before.push_str(line));
+            at = first;
+            continue;
+        }
+        let (sign, text) = match line.chars().next() {
+            Some(sign @ (' ' | '-' | '+')) => (sign, &line[1..]),
+            // The last split piece after the final newline, or a stray line.
+            None if lines.peek().is_none() => break,
+            _ => return None,
+        };
+        let ends = lines.peek() != Some(&"\\ No newline at end of file");
+        if !ends {
+            lines.next();
+        }
+        let whole = if ends { format!("{text}\n") } else { text.to_owned() };
+        match sign {
+            ' ' | '+' => {
+                if after_lines.get(at) != Some(&whole.as_str()) {
+                    return None;
+                }
+                at += 1;
+                if sign == ' ' {
+                    before.push_str(&whole);
+                }
+            }
+            _ => before.push_str(&whole),
+        }
+    }
+    after_lines.get(at..)?.iter().for_each(|line| before.push_str(line));
+    Some(before)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reading a diff backwards gives back the text it was taken from, whatever
+    /// the line endings, a missing last newline, or changes at either end.
+    #[test]
+    fn a_diff_read_backwards_gives_the_text_before() {
+        let cases = [
+            ("a\nb\nc\n", "a\nB\nc\n"),
+            ("a\nb\nc", "a\nb\nc\nd"),
+            ("x\r\ny\r\n", "x\r\nz\r\ny\r\n"),
+            ("", "new\n"),
+            ("old\n", ""),
+            ("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13"),
+            ("\u{feff}---\nt: 1\n---\nbody\n", "\u{feff}---\nt: 2\n---\nbody\nmore\n"),
+            ("same\n", "same\n"),
+        ];
+        for (before, after) in cases {
+            let (diff, _, _) = unified_diff("z/a.md", before, after);
+            assert_eq!(undo_diff(after, &diff).as_deref(), Some(before), "{diff}");
+        }
+        let (diff, _, _) = unified_diff("z/a.md", "a\nb\n", "a\nc\n");
+        assert_eq!(undo_diff("a\nd\n", &diff), None, "a diff of another text");
+    }
+}

@@ -42,7 +42,9 @@
 //! staged note and its diff; `apply.rs`: the checks, the write, the archive;
 //! `journal.rs`: the one in-flight proposal; `audit.rs`: the audit log;
 //! `recover.rs`: completing interrupted applies and sweeping leftovers;
-//! `review.rs`: what a person sees before approving; `relink.rs`: rewriting links for a move.
+//! `review.rs`: what a person sees before approving; `relink.rs`: rewriting links for a move;
+//! `moves.rs`, `batch.rs`, `revert.rs`: planning moves and deletes, batches and
+//! reverts; `plan.rs` and `multi.rs`: staging and applying such plans.
 //!
 //! **Dates and times.** Times in files are RFC 3339 in the machine's local time
 //! zone with its offset; archive folders are named by the local date, the date
@@ -50,6 +52,7 @@
 
 mod apply;
 mod audit;
+mod batch;
 mod diff;
 mod edit;
 mod journal;
@@ -60,19 +63,24 @@ mod proposal;
 mod propose;
 mod recover;
 mod relink;
+mod revert;
 mod review;
 mod slug;
 mod yaml;
 
 pub use apply::{apply, apply_with_failpoint, reject};
 pub use audit::{AuditSince, audit_since};
+pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, plan_batch};
 pub use edit::{Edit, apply_edits};
 pub use moves::{Break, MovePlan, VaultView, plan_delete, plan_move};
 pub use plan::{FileOp, FileOpKind, Plan};
-pub use proposal::{Description, describe, describe_pending, list, pending_count, resolve_id};
+pub use proposal::{
+    Description, describe, describe_pending, list, pending_count, resolve_applied_id, resolve_id,
+};
 pub use propose::{StagedPlan, propose_new, propose_patch, required_reason, stage_plan};
 pub use recover::recover;
 pub use relink::{LinkEdit, apply_link_edits, relink};
+pub use revert::{RevertPlan, plan_revert};
 pub use review::{FileChange, Review, review};
 
 use serde::{Deserialize, Serialize};

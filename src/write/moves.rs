@@ -36,6 +36,9 @@ pub struct VaultView<'a> {
     pub attachments: &'a [String],
     /// The graph of both.
     pub graph: &'a Graph,
+    /// Notes whose text is not the file's (a batch's earlier items changed
+    /// them), by path; `None` outside a batch.
+    pub texts: Option<&'a HashMap<String, String>>,
 }
 
 /// A planned move.
@@ -62,7 +65,10 @@ pub struct Break {
     pub link: String,
 }
 
-fn read_text(sandbox: &Sandbox, path: &str) -> Result<String> {
+fn read_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<String> {
+    if let Some(text) = view.texts.and_then(|texts| texts.get(path)) {
+        return Ok(text.clone());
+    }
     let note = NotePath::parse(path)?;
     let bytes = sandbox.read(&note, NOTE_MAX_BYTES)?;
     decode_note(&bytes)
@@ -197,7 +203,7 @@ pub fn plan_move(
     // Each affected note's text, and moved notes' with the old name as an alias.
     let mut texts: HashMap<usize, String> = HashMap::new();
     for &index in &affected {
-        texts.insert(index, read_text(sandbox, &view.records[index].path)?);
+        texts.insert(index, read_text(sandbox, view, &view.records[index].path)?);
     }
     let with_alias = |index: usize, text: &str| -> Result<String> {
         let old = &view.records[index].path;
@@ -439,7 +445,7 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
         return Err(Error::not_found(format!("{note} is not a note of the vault"))
             .with_hint("give the note's exact path (search_knowledge or list_notes shows it)"));
     };
-    let text = read_text(sandbox, note.as_str())?;
+    let text = read_text(sandbox, view, note.as_str())?;
     let mut breaks = Vec::new();
     for backlink in view.graph.backlinks(index) {
         let from = &view.records[backlink.from as usize];

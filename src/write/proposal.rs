@@ -413,6 +413,89 @@ pub(super) fn find(sandbox: &Sandbox, inbox: &Inbox, id: &str) -> Result<Located
     }
 }
 
+/// Finds the applied proposal with exactly this id, in the archive.
+/// `proposal_not_pending` when it is pending or was rejected (it was never
+/// applied), `proposal_not_found` when no proposal has it. Walks the archive's
+/// folders (a revert is rare; an apply never does this).
+pub(super) fn find_applied(sandbox: &Sandbox, inbox: &Inbox, id: &str) -> Result<Located> {
+    if !is_id(id) {
+        return Err(not_found(id));
+    }
+    let suffix = format!("-{}{META_SUFFIX}", short_id(id));
+    let not_applied = |what: &str, hint: &str| {
+        Error::new(
+            ErrorCode::ProposalNotPending,
+            format!("proposal {id} {what}, so there is nothing to revert"),
+        )
+        .with_hint(hint.to_owned())
+    };
+    for path in pending_files(sandbox, inbox)?.iter().filter(|path| path.file_name().ends_with(&suffix)) {
+        if locate(sandbox, path, ProposalStatus::Pending).is_ok_and(|located| located.id() == id) {
+            return Err(not_applied(
+                "is pending, not applied",
+                "a pending proposal is withdrawn by rejecting it (kb-index inbox reject ID)",
+            ));
+        }
+    }
+    for status in [ProposalStatus::Applied, ProposalStatus::Rejected] {
+        for (_, files) in archived_files(sandbox, inbox, status)? {
+            for path in files.iter().filter(|path| path.file_name().ends_with(&suffix)) {
+                let Ok(located) = locate(sandbox, path, status) else { continue };
+                if located.id() != id {
+                    continue;
+                }
+                if status == ProposalStatus::Rejected {
+                    return Err(not_applied(
+                        "was rejected, never applied",
+                        "only an applied proposal can be reverted; list_proposals with status applied shows them",
+                    ));
+                }
+                return Ok(located);
+            }
+        }
+    }
+    Err(not_found(id))
+}
+
+/// The id of an applied proposal named by its id, a unique prefix of its hex
+/// digits (at least 4, with or without `p_`) or its file stem, as `kb-index
+/// revert` accepts. A well-formed full id is returned as it is.
+pub fn resolve_applied_id(sandbox: &Sandbox, id_or_prefix: &str) -> Result<String> {
+    let wanted = id_or_prefix.trim();
+    if is_id(wanted) {
+        return Ok(wanted.to_owned());
+    }
+    let digits = wanted.strip_prefix(ID_PREFIX).unwrap_or(wanted).to_ascii_lowercase();
+    let hex = digits.len() >= PREFIX_MIN_DIGITS && digits.bytes().all(|b| b.is_ascii_hexdigit());
+    let inbox = Inbox::of(sandbox);
+    let mut found: Vec<String> = Vec::new();
+    for (_, files) in archived_files(sandbox, &inbox, ProposalStatus::Applied)? {
+        for path in files {
+            let Ok(located) = locate(sandbox, &path, ProposalStatus::Applied) else { continue };
+            let id = located.id();
+            let by_prefix = hex && id.strip_prefix(ID_PREFIX).is_some_and(|rest| rest.starts_with(&digits));
+            if (by_prefix || located.stem == wanted) && !found.iter().any(|known| known == id) {
+                found.push(id.to_owned());
+            }
+        }
+    }
+    found.sort();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(Error::new(
+            ErrorCode::ProposalNotFound,
+            format!("no applied proposal has the id or id prefix {wanted:?} (give at least {PREFIX_MIN_DIGITS} hex digits)"),
+        )
+        .with_hint("the audit log inbox/_applied.jsonl lists applied proposals with their ids")),
+        _ => Err(Error::invalid(format!(
+            "{wanted:?} names {} applied proposals: {}; give more digits of the id",
+            found.len(),
+            found.join(", ")
+        ))
+        .with_details(json!({ "candidates": found }))),
+    }
+}
+
 /// The hashes of the notes a listing has read, so that each note is read once
 /// however many proposals target it.
 pub(super) type NoteHashes = HashMap<String, Option<String>>;

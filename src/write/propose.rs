@@ -6,6 +6,8 @@
 //! last the metadata file, each create-new under a fresh name: a proposal becomes
 //! visible only once it is complete, and a failure removes what was written.
 
+use std::collections::HashMap;
+
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -26,6 +28,49 @@ const PREVIEW_CHARS: usize = 800;
 /// when it exists, `path_denied` when it is not in a notes root, `too_large` above
 /// `proposal_max_bytes`.
 pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Timestamp) -> Result<Staged> {
+    let reason = required_reason(&note.reason)?;
+    let (target, text) = build_new(sandbox, limits, note, now)?;
+    let slug = slug::slug(note.title.trim());
+    let id = proposal::new_id()?;
+    let stem = format!("{slug}-{}", proposal::short_id(&id));
+    let inbox = Inbox::of(sandbox);
+    let content_file = inbox.path(&format!("new/{}", content_name(ProposalKind::New, &stem)))?;
+    let meta = Metadata {
+        schema: SCHEMA,
+        proposal_id: id.clone(),
+        kind: ProposalKind::New,
+        target: target.as_str().to_owned(),
+        content_file: content_file.as_str().to_owned(),
+        content_sha256: content_hash(text.as_bytes()),
+        base_sha256: None,
+        diff_file: None,
+        reason,
+        created_at: proposal::rfc3339(now),
+    };
+    let meta_file = inbox.path(&format!("new/{stem}{META_SUFFIX}"))?;
+    stage(sandbox, limits, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)], None)?;
+    Ok(Staged {
+        proposal_id: id,
+        kind: ProposalKind::New,
+        target: meta.target,
+        files: vec![content_file.as_str().to_owned(), meta_file.as_str().to_owned()],
+        content_hash: meta.content_sha256,
+        base_hash: None,
+        preview: preview(&text),
+        diff: None,
+        added: count_lines(&text),
+        removed: 0,
+    })
+}
+
+/// A new note's target and complete text (frontmatter included), checked as
+/// [`propose_new`] checks them (all but the reason), without staging anything.
+pub(super) fn build_new(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    note: &NewNote,
+    now: Timestamp,
+) -> Result<(NotePath, String)> {
     let title = note.title.trim();
     if title.is_empty() {
         return Err(Error::invalid("`title` is empty; give the note a title"));
@@ -35,7 +80,6 @@ pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Time
             "`title` must be one line of text, without line breaks or control characters",
         ));
     }
-    let reason = required_reason(&note.reason)?;
     let tags = names("tags", &note.tags, true)?;
     let aliases = names("aliases", &note.aliases, false)?;
     let body = note.body.replace("\r\n", "\n");
@@ -81,36 +125,7 @@ pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Time
     }
     check_size(&text, limits)?;
 
-    let id = proposal::new_id()?;
-    let stem = format!("{slug}-{}", proposal::short_id(&id));
-    let inbox = Inbox::of(sandbox);
-    let content_file = inbox.path(&format!("new/{}", content_name(ProposalKind::New, &stem)))?;
-    let meta = Metadata {
-        schema: SCHEMA,
-        proposal_id: id.clone(),
-        kind: ProposalKind::New,
-        target: target.as_str().to_owned(),
-        content_file: content_file.as_str().to_owned(),
-        content_sha256: content_hash(text.as_bytes()),
-        base_sha256: None,
-        diff_file: None,
-        reason,
-        created_at: proposal::rfc3339(now),
-    };
-    let meta_file = inbox.path(&format!("new/{stem}{META_SUFFIX}"))?;
-    stage(sandbox, limits, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)], None)?;
-    Ok(Staged {
-        proposal_id: id,
-        kind: ProposalKind::New,
-        target: meta.target,
-        files: vec![content_file.as_str().to_owned(), meta_file.as_str().to_owned()],
-        content_hash: meta.content_sha256,
-        base_hash: None,
-        preview: preview(&text),
-        diff: None,
-        added: count_lines(&text),
-        removed: 0,
-    })
+    Ok((target, text))
 }
 
 /// Stages a patch: `inbox/patch/<stem>.new.md` (the whole patched note),
@@ -124,32 +139,9 @@ pub fn propose_patch(
     now: Timestamp,
 ) -> Result<Staged> {
     let reason = required_reason(&request.reason)?;
-    if request.edits.is_empty() {
-        return Err(Error::invalid("`edits` is empty; give at least one edit"));
-    }
-    let target = sandbox.resolve_note_target(&request.path)?;
-    let cap = limits.proposal_max_bytes.max(limits.read_max_bytes);
-    let bytes = sandbox.read(&target, cap).map_err(|err| match err.code {
-        ErrorCode::TooLarge => Error::new(
-            ErrorCode::TooLarge,
-            format!("{target} is larger than {cap} bytes, more than a proposal may be"),
-        )
-        .with_hint("raise [limits] proposal_max_bytes in kb.toml, or edit this note by hand"),
-        _ => err,
-    })?;
-    let current_hash = content_hash(&bytes);
-    if request.base_hash.trim() != current_hash {
-        return Err(stale_base(&target, &request.base_hash, Some(&current_hash)));
-    }
-    let text = decode_note(&bytes).map_err(|diagnostic| {
-        Error::invalid(format!("{target} cannot be patched: {}", diagnostic.message))
-    })?;
-    let patched = apply_edits(text, &request.edits)?;
-    if patched == text {
-        return Err(Error::invalid("the edits change nothing; the note already reads like that")
-            .with_hint("compare the edits with the note's current text (read_note)"));
-    }
-    check_size(&patched, limits)?;
+    let (target, text, patched) = build_patch(sandbox, limits, request, None)?;
+    let current_hash = content_hash(text.as_bytes());
+    let text = text.as_str();
     let (diff, added, removed) = unified_diff(target.as_str(), text, &patched);
 
     let id = proposal::new_id()?;
@@ -192,6 +184,47 @@ pub fn propose_patch(
         added,
         removed,
     })
+}
+
+/// A patch's target, the note's text on disk and the patched text, checked as
+/// [`propose_patch`] checks them (all but the reason), without staging
+/// anything. `overlay` holds the texts the edits apply to when they are not
+/// the file's (a batch's earlier items changed the note), by path; the base
+/// hash is always checked against the file.
+pub(super) fn build_patch(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    request: &PatchRequest,
+    overlay: Option<&HashMap<String, String>>,
+) -> Result<(NotePath, String, String)> {
+    if request.edits.is_empty() {
+        return Err(Error::invalid("`edits` is empty; give at least one edit"));
+    }
+    let target = sandbox.resolve_note_target(&request.path)?;
+    let cap = limits.proposal_max_bytes.max(limits.read_max_bytes);
+    let bytes = sandbox.read(&target, cap).map_err(|err| match err.code {
+        ErrorCode::TooLarge => Error::new(
+            ErrorCode::TooLarge,
+            format!("{target} is larger than {cap} bytes, more than a proposal may be"),
+        )
+        .with_hint("raise [limits] proposal_max_bytes in kb.toml, or edit this note by hand"),
+        _ => err,
+    })?;
+    let current_hash = content_hash(&bytes);
+    if request.base_hash.trim() != current_hash {
+        return Err(stale_base(&target, &request.base_hash, Some(&current_hash)));
+    }
+    let text = decode_note(&bytes).map_err(|diagnostic| {
+        Error::invalid(format!("{target} cannot be patched: {}", diagnostic.message))
+    })?;
+    let current = overlay.and_then(|texts| texts.get(target.as_str())).map_or(text, String::as_str);
+    let patched = apply_edits(current, &request.edits)?;
+    if patched == current {
+        return Err(Error::invalid("the edits change nothing; the note already reads like that")
+            .with_hint("compare the edits with the note's current text (read_note)"));
+    }
+    check_size(&patched, limits)?;
+    Ok((target, text.to_owned(), patched))
 }
 
 /// `stale_base`, carrying the current hash (`None` when the note is gone).

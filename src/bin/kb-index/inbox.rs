@@ -145,7 +145,7 @@ pub(crate) fn run(
             writeln!(out, "target    {}", paint.path(&p.target))?;
             writeln!(out, "proposed  {}", local_time(&p.created))?;
             writeln!(out, "reason    {}", p.reason)?;
-            if matches!(p.kind.as_str(), "move" | "delete")
+            if matches!(p.kind.as_str(), "move" | "delete" | "batch" | "revert")
                 && let Some(summary) = engine.proposal_summary(&p.proposal_id)
             {
                 // What a structural change does to the vault, before the file diffs.
@@ -277,8 +277,11 @@ fn what_changed(applied: &kb_mcp::engine::types::ApplyResult) -> String {
             _ => rewritten += 1,
         }
     }
+    // A move's or delete's other writes are link rewrites; a batch's or revert's are its own changes.
+    let other =
+        if matches!(applied.audit["kind"].as_str(), Some("move" | "delete")) { "other note" } else { "note" };
     if rewritten > 0 {
-        parts.push(format!("rewrote {}", count(rewritten, "other note")));
+        parts.push(format!("rewrote {}", count(rewritten, other)));
     }
     format!("({})", parts.join(", "))
 }

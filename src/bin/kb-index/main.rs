@@ -42,6 +42,7 @@ Examples:
   kb-index inbox show 2319                 one proposal whole (id, 4+ digits of it, or slug)
   kb-index inbox apply --yes --only 2319   apply it
   kb-index mv z/A.md z/B.md                stage a rename that rewrites every link to it
+  kb-index revert 2319                     stage the inverse of an applied proposal
 
 Exit codes: 0 success, 1 a check failed or nothing matched, 2 bad usage or input.";
 
@@ -98,6 +99,9 @@ enum Command {
     /// Delete a note (to inbox/trash/<date>/, never erased): staged as a proposal listing the links that break (--yes also applies it).
     #[command(after_help = structure::RM_EXAMPLES)]
     Rm(structure::RmArgs),
+    /// Undo an applied proposal: its exact inverse, staged as a proposal (--yes also applies it); refused when a file changed since.
+    #[command(after_help = structure::REVERT_EXAMPLES)]
+    Revert(structure::RevertCmdArgs),
     /// Measure search quality: run a retrieval suite (recall@k, MRR) against the vault.
     Eval {
         /// The suite file (JSON, see index-schema/eval-suite.schema.json).
@@ -264,6 +268,12 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 return Err(error.into());
             }
             structure::run_rm(&engine, args, &paint, &mut out)
+        }
+        Command::Revert(args) => {
+            if let Some(error) = engine.inbox_conflict() {
+                return Err(error.into());
+            }
+            structure::run_revert(&engine, args, &paint, &mut out)
         }
         Command::Eval { suite, json, baseline } => {
             eval_cmd::run_eval(&engine, suite, json.as_deref(), *baseline, &mut out).map_err(Failure::usage)

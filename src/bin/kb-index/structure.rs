@@ -1,14 +1,15 @@
-//! `kb-index mv FROM TO` and `kb-index rm PATH`: a person's moves and deletes,
-//! staged as the same proposals `propose_move` and `propose_delete` stage (the
-//! same engine methods), then printed for review: the notes that move and how
-//! many links are rewritten, or the links a delete will break. `--yes` also
-//! applies the proposal, as `kb-index inbox apply --yes --only ID` would.
-//! Nothing in the vault changes without `--yes`.
+//! `kb-index mv FROM TO`, `kb-index rm PATH` and `kb-index revert ID`: a
+//! person's moves, deletes and undos, staged as the same proposals
+//! `propose_move`, `propose_delete` and `revert_proposal` stage (the same
+//! engine methods), then printed for review: the notes that move and how many
+//! links are rewritten, the links a delete will break, or what a revert puts
+//! back. `--yes` also applies the proposal, as `kb-index inbox apply --yes
+//! --only ID` would. Nothing in the vault changes without `--yes`.
 
 use std::io::Write;
 
 use kb_mcp::engine::Engine;
-use kb_mcp::engine::types::{ProposeDeleteArgs, ProposeMoveArgs};
+use kb_mcp::engine::types::{ProposeDeleteArgs, ProposeMoveArgs, RevertArgs};
 use kb_mcp::error::{Error, ErrorCode};
 
 use crate::Failure;
@@ -24,6 +25,14 @@ pub(crate) const RM_EXAMPLES: &str = "\
 Examples:
   kb-index rm z/old.md --reason \"merged into z/new.md\"
   kb-index rm z/old.md --yes               move it to inbox/trash/<date>/ now";
+
+pub(crate) const REVERT_EXAMPLES: &str = "\
+Examples:
+  kb-index revert 2319                     stage the inverse of applied proposal p_2319…
+  kb-index revert 2319 --yes               and apply it at once
+
+The proposal is named by its id or 4+ hex digits of it (the audit log inbox/_applied.jsonl
+lists applied proposals). A revert refuses when a file changed since the apply.";
 
 /// The arguments of `kb-index mv`.
 #[derive(Debug, clap::Args)]
@@ -56,12 +65,32 @@ pub(crate) struct RmArgs {
     yes: bool,
 }
 
+/// The arguments of `kb-index revert`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RevertCmdArgs {
+    /// The applied proposal to undo: its id, or 4+ hex digits of it.
+    id: String,
+    /// Why (kept with the proposal and in the audit line).
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
+    /// Also apply the revert now.
+    #[arg(long)]
+    yes: bool,
+}
+
 /// A failure to stage is the person's input: a missing note or a taken
 /// target is exit 2 (at apply time a taken target is a failed check, exit 1).
 fn staging(error: Error) -> Failure {
     let code = error.code;
     let mut failure = Failure::from(error);
-    if matches!(code, ErrorCode::TargetExists | ErrorCode::NotFound | ErrorCode::Conflict) {
+    if matches!(
+        code,
+        ErrorCode::TargetExists
+            | ErrorCode::NotFound
+            | ErrorCode::Conflict
+            | ErrorCode::ProposalNotFound
+            | ErrorCode::ProposalNotPending
+    ) {
         failure.code = 2;
     }
     // The engine's hints name agents' tools; say what a person can run.
@@ -70,6 +99,9 @@ fn staging(error: Error) -> Failure {
         ErrorCode::NotFound => {
             Some("`kb-index ls FOLDER` or `kb-index search -t NAME -l` shows the notes' exact paths")
         }
+        ErrorCode::ProposalNotPending => Some(
+            "only an applied proposal can be reverted; a pending one is withdrawn with `kb-index inbox reject ID`",
+        ),
         _ => None,
     };
     if let Some(hint) = hint {
@@ -179,6 +211,24 @@ pub(crate) fn run_rm(
                 broken.link
             )?;
         }
+    }
+    finish(engine, &staged.proposal_id, args.yes, paint, out)
+}
+
+pub(crate) fn run_revert(
+    engine: &Engine,
+    args: &RevertCmdArgs,
+    paint: &Paint,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
+    let id = engine.resolve_applied_proposal(&args.id).map_err(staging)?;
+    let reason = args.reason.clone().unwrap_or_else(|| format!("kb-index revert {id}"));
+    let staged = engine.revert_proposal(&RevertArgs { proposal_id: id, reason }).map_err(staging)?;
+    let summary = staged.diff.lines().next().and_then(|line| line.strip_prefix("# ")).unwrap_or_default();
+    writeln!(out, "staged {}: {summary}", paint.strong(&staged.proposal_id))?;
+    let review = engine.review_proposal(&staged.proposal_id)?;
+    for file in &review.files {
+        writeln!(out, "    {} {}", file.op, paint.path(&file.path))?;
     }
     finish(engine, &staged.proposal_id, args.yes, paint, out)
 }

@@ -103,7 +103,7 @@ pub enum Severity {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuditArgs {
-    /// The checks to run (default: all).
+    /// Checks to run (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<Vec<AuditCheck>>,
     /// Only notes under this folder.
@@ -113,10 +113,10 @@ pub struct AuditArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = AUDIT_LIMIT.min, max = AUDIT_LIMIT.max), description = AUDIT_LIMIT.how_many("Findings per page"))]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the page before.
+    /// The last page's `next_cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Also stage the mechanical fixes as proposals (access propose).
+    /// Also stage the mechanical fixes (access propose).
     #[serde(default, skip_serializing_if = "is_false")]
     pub fix: bool,
 }

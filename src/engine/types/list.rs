@@ -13,13 +13,13 @@ use super::is_zero;
 pub struct ListNotesArgs {
     /// The folder to list, vault-relative (default: the vault's top level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "Vault-relative folder, e.g. `z/tech` (default: the top level).")]
+    #[schemars(description = "Vault-relative folder (default: the top level).")]
     pub folder: Option<String>,
     /// Only notes carrying this tag (a parent tag matches its children).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(description = "Only notes with this tag (`type` matches `type/x`).")]
     pub tag: Option<String>,
-    /// `path` (default), `updated` or `created` (both newest first).
+    /// `path` (default), `updated` or `created` (newest first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sort: Option<ListSort>,
     /// How many notes a page holds ([`LIST_NOTES_LIMIT`]).
@@ -31,7 +31,7 @@ pub struct ListNotesArgs {
     pub limit: Option<u32>,
     /// The `next_cursor` of the previous page, with the same other arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "The `next_cursor` of the page before.")]
+    #[schemars(description = "The last page's `next_cursor`.")]
     pub cursor: Option<String>,
 }
 

@@ -7,6 +7,7 @@
 //! checks a schema.
 
 mod audit;
+mod batch;
 mod bounds;
 mod links;
 mod list;
@@ -18,6 +19,7 @@ mod recent;
 mod search;
 
 pub use audit::{Audit, AuditArgs, AuditCheck, Finding, Fix, Severity};
+pub use batch::{BatchItem, ProposeBatchArgs, ProposeBatchResult, RevertArgs, RevertResult};
 pub use bounds::{
     AUDIT_LIMIT, Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT,
     SEARCH_LIMIT, TAGS_LIMIT,

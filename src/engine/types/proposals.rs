@@ -72,8 +72,33 @@ pub struct ProposePatchArgs {
     pub base_hash: String,
     /// Why.
     pub reason: String,
-    /// Applied in order.
+    /// Edits.
+    #[schemars(
+        schema_with = "edits_schema",
+        description = "Applied in order. `op` and its fields: replace_all {content}; replace_section {heading (`## X`: level 2), content}; append, prepend (after frontmatter) {content}; find_replace {find (once), replace}; set_frontmatter {fields} (merge; null removes)."
+    )]
     pub edits: Vec<crate::write::Edit>,
+}
+
+/// The published schema of a patch's `edits`: one object whose `op` names the
+/// edit, its fields described once in the argument's description (a schema per
+/// operation would cost `tools/list` a kilobyte). Each edit is still parsed on
+/// its own and an error names it (`edits[1]`).
+pub(super) fn edits_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let string = schemars::json_schema!({ "type": "string" });
+    schemars::json_schema!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["op"],
+            "properties": {
+                "op": { "enum": ["replace_all", "replace_section", "append", "prepend", "find_replace", "set_frontmatter"] },
+                "content": string, "heading": string, "find": string, "replace": string,
+                "fields": { "type": "object" },
+            },
+        },
+    })
 }
 
 /// `propose_note_patch` result.

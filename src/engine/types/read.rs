@@ -11,13 +11,13 @@ use super::{is_false, is_zero};
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadNoteArgs {
-    /// Vault-relative path, e.g. `z/备份仓库.md`.
+    /// Vault-relative path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// A wikilink target, e.g. `备份仓库#标题`. Or give `path`.
+    /// A wikilink target. Or give `path`.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
-    /// Return only this heading and everything under it.
+    /// Only this heading and what is under it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
     /// A truncated read's `next_offset`.
@@ -108,7 +108,7 @@ pub struct Standards {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListTagsArgs {
-    /// Only tags starting with this (case-insensitive), e.g. `type/`.
+    /// Only tags starting with this, e.g. `type/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
     /// How many tags ([`TAGS_LIMIT`]).

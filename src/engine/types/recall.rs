@@ -9,7 +9,7 @@ use super::bounds::RECALL_BUDGET;
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallArgs {
-    /// What the context is for: a topic or a question, in any language.
+    /// A topic or a question, in any language.
     pub topic: String,
     /// The most tokens the pack may use ([`RECALL_BUDGET`]). Estimated
     /// conservatively: one token per Chinese, Japanese or Korean character.
@@ -17,12 +17,12 @@ pub struct RecallArgs {
     #[schemars(
         range(min = RECALL_BUDGET.min, max = RECALL_BUDGET.max),
         description = format!(
-            "The most tokens the pack may use (default {}; {} to {}); a CJK character counts one.",
+            "Most tokens the pack may use (default {}; {} to {}); a CJK character is one.",
             RECALL_BUDGET.default, RECALL_BUDGET.min, RECALL_BUDGET.max
         )
     )]
     pub budget_tokens: Option<u32>,
-    /// Only notes under this vault-relative folder.
+    /// Only notes under this folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
 }

@@ -12,10 +12,10 @@ use super::is_zero;
 pub struct SearchArgs {
     /// Words, `"exact phrase"`, `-excluded`.
     pub query: String,
-    /// Only notes with all these tags (`type` matches `type/synthesis`).
+    /// Only notes with all these tags (`type` matches `type/x`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
-    /// Only notes under this folder, e.g. `z/tech`.
+    /// Only notes under this folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<String>,
     /// How many results ([`SEARCH_LIMIT`]).

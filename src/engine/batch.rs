@@ -1,0 +1,84 @@
+//! `propose_batch` and `revert_proposal`: the write layer plans them (a batch
+//! on the current catalog, a revert from the archive) and stages the plan like
+//! any multi-file proposal; `apply_proposal` applies them.
+
+use super::Engine;
+use super::types::*;
+use crate::error::Result;
+use crate::write::{self, NewNote, PatchRequest, ProposalKind};
+
+impl Engine {
+    /// `propose_batch`: plans every item in order on the current catalog, then stages one proposal.
+    pub fn propose_batch(&self, args: &ProposeBatchArgs) -> Result<ProposeBatchResult> {
+        let reason = write::required_reason(&args.reason)?;
+        let items: Vec<write::BatchItem> = args.items.iter().map(|item| write_item(item, &reason)).collect();
+        let catalog = self.catalog();
+        let view = catalog.view();
+        let sandbox = self.sandbox();
+        let limits = &self.config().limits;
+        let now = jiff::Timestamp::now();
+        let planned = write::plan_batch(&sandbox, limits, &view, &items, now)?;
+        let target = planned.plan.files.first().map(|op| op.path.clone()).unwrap_or_default();
+        let staged =
+            write::stage_plan(&sandbox, limits, ProposalKind::Batch, &target, &reason, &planned.plan, now)?;
+        Ok(ProposeBatchResult {
+            proposal_id: staged.proposal_id,
+            kind: "batch".to_owned(),
+            files: staged.files,
+            diff: staged.diff,
+            vault_changed: false,
+        })
+    }
+
+    /// Resolves an applied proposal's id or id prefix (`kb-index revert`).
+    pub fn resolve_applied_proposal(&self, id_or_prefix: &str) -> Result<String> {
+        write::resolve_applied_id(&self.sandbox(), id_or_prefix)
+    }
+
+    /// `revert_proposal`: stages the inverse of an applied proposal.
+    pub fn revert_proposal(&self, args: &RevertArgs) -> Result<RevertResult> {
+        let reason = write::required_reason(&args.reason)?;
+        let sandbox = self.sandbox();
+        let planned = write::plan_revert(&sandbox, &args.proposal_id)?;
+        let staged = write::stage_plan(
+            &sandbox,
+            &self.config().limits,
+            ProposalKind::Revert,
+            &planned.target,
+            &reason,
+            &planned.plan,
+            jiff::Timestamp::now(),
+        )?;
+        Ok(RevertResult {
+            proposal_id: staged.proposal_id,
+            kind: "revert".to_owned(),
+            files: staged.files,
+            diff: staged.diff,
+            vault_changed: false,
+        })
+    }
+}
+
+/// A batch item as the write layer plans it; the batch's reason stands for each.
+fn write_item(item: &BatchItem, reason: &str) -> write::BatchItem {
+    match item.clone() {
+        BatchItem::New { title, body, folder, tags, aliases, description } => {
+            write::BatchItem::New(NewNote {
+                title,
+                body,
+                reason: reason.to_owned(),
+                folder,
+                tags: tags.unwrap_or_default(),
+                aliases: aliases.unwrap_or_default(),
+                description,
+            })
+        }
+        BatchItem::Patch { path, base_hash, edits } => {
+            write::BatchItem::Patch(PatchRequest { path, base_hash, reason: reason.to_owned(), edits })
+        }
+        BatchItem::Move { from, to, keep_alias } => {
+            write::BatchItem::Move { from, to, keep_alias: keep_alias.unwrap_or(true) }
+        }
+        BatchItem::Delete { path } => write::BatchItem::Delete { path },
+    }
+}

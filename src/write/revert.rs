@@ -1,0 +1,174 @@
+//! Planning a revert (`revert_proposal`): the exact inverse of an applied
+//! proposal, as a multi-file plan staged like any other proposal.
+//!
+//! The inverse comes from what the archive keeps, never from the vault: a
+//! multi-file proposal's plan holds every file's bytes before and after; a new
+//! note's staged file is what was written (its inverse moves it to the inbox's
+//! trash, never erasing it); a patch's staged note is what was written and its
+//! diff, read backwards, gives the bytes before (checked against the base hash
+//! the metadata recorded). Every operation is inverted and their order
+//! reversed: writes swap their before and after, moves move back, trashed notes
+//! are created again from their kept bytes (the trash copy stays), created
+//! notes go to the trash. A file the apply wrote that has changed since (or a
+//! path a note would return to that is taken) is `stale_base`, listing them
+//! all: a revert never overwrites later work.
+
+use serde_json::json;
+
+use super::diff::undo_diff;
+use super::journal;
+use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
+use super::proposal::{FILE_MAX_BYTES, Inbox, find_applied, intact, tampered};
+use super::{ProposalKind, audit::AuditLog};
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::Sandbox;
+use crate::vault::content_hash;
+
+/// A planned revert.
+#[derive(Debug, Clone)]
+pub struct RevertPlan {
+    /// The applied proposal it undoes.
+    pub reverts: String,
+    /// What that proposal was about (its target), the revert's target too.
+    pub target: String,
+    /// The file operations.
+    pub plan: Plan,
+}
+
+/// Plans the inverse of the applied proposal `id` (see the module docs).
+pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
+    let id = id.trim();
+    let inbox = Inbox::of(sandbox);
+    let located = find_applied(sandbox, &inbox, id)?;
+    if let Ok(Some(journal)) = journal::read(sandbox, &inbox)
+        && journal.proposal_id == id
+        && AuditLog::open(sandbox, &inbox).ok().and_then(|log| log.last_id().map(str::to_owned)).as_deref()
+            != Some(id)
+    {
+        return Err(Error::new(
+            ErrorCode::Conflict,
+            format!("the apply of proposal {id} was interrupted and is not complete yet"),
+        )
+        .with_hint("the next apply or server start completes it; then revert it"));
+    }
+    let content = intact(sandbox, &inbox, &located).map_err(|err| tampered(id, &err.message))?;
+    let text = |bytes: Vec<u8>| {
+        String::from_utf8(bytes).map_err(|_| tampered(id, "its archived files are not UTF-8 text"))
+    };
+    let meta = &located.meta;
+    let (ops, what) = match meta.kind {
+        ProposalKind::New => {
+            let written = text(content)?;
+            let op = FileOp {
+                op: FileOpKind::Trash,
+                path: meta.target.clone(),
+                to: None,
+                before: Some(written),
+                after: None,
+            };
+            (vec![op], format!("new {}", meta.target))
+        }
+        ProposalKind::Patch => {
+            let written = text(content)?;
+            let diff_path = located.diff_path()?.ok_or_else(|| tampered(id, "its diff is missing"))?;
+            let diff = text(sandbox.read(&diff_path, FILE_MAX_BYTES)?)?;
+            let base = meta.base_sha256.as_deref().unwrap_or_default();
+            let before = undo_diff(&written, &diff)
+                .filter(|before| content_hash(before.as_bytes()) == base)
+                .ok_or_else(|| {
+                    tampered(id, &format!("its archived diff does not lead back to the base {base}"))
+                })?;
+            let op = FileOp {
+                op: FileOpKind::Write,
+                path: meta.target.clone(),
+                to: None,
+                before: Some(written),
+                after: Some(before),
+            };
+            (vec![op], format!("patch {}", meta.target))
+        }
+        _ => {
+            let plan = Plan::parse(&content).map_err(|err| tampered(id, &err.message))?;
+            (plan.files.iter().rev().map(inverse).collect(), plan.summary)
+        }
+    };
+    check_unchanged(sandbox, id, &ops)?;
+    let summary = format!("revert {id} ({what})");
+    Ok(RevertPlan {
+        reverts: id.to_owned(),
+        target: meta.target.clone(),
+        plan: Plan { schema: PLAN_SCHEMA, summary, files: ops },
+    })
+}
+
+/// The operation that undoes `op`.
+fn inverse(op: &FileOp) -> FileOp {
+    match op.op {
+        FileOpKind::Create => FileOp {
+            op: FileOpKind::Trash,
+            path: op.path.clone(),
+            to: None,
+            before: op.after.clone(),
+            after: None,
+        },
+        FileOpKind::Write => FileOp {
+            op: FileOpKind::Write,
+            path: op.path.clone(),
+            to: None,
+            before: op.after.clone(),
+            after: op.before.clone(),
+        },
+        FileOpKind::Move => FileOp {
+            op: FileOpKind::Move,
+            path: op.to.clone().unwrap_or_default(),
+            to: Some(op.path.clone()),
+            before: op.after.clone(),
+            after: op.before.clone(),
+        },
+        FileOpKind::Trash => FileOp {
+            op: FileOpKind::Create,
+            path: op.path.clone(),
+            to: None,
+            before: None,
+            after: op.before.clone(),
+        },
+    }
+}
+
+/// `stale_base` listing every file the revert would act on that no longer
+/// holds what the apply left there, and every path a note would return to
+/// that is taken; `path_denied` when a path is no longer a note target.
+fn check_unchanged(sandbox: &Sandbox, id: &str, ops: &[FileOp]) -> Result<()> {
+    let mut stale: Vec<String> = Vec::new();
+    for op in ops {
+        let path = sandbox.resolve_note_target(&op.path)?;
+        let now = match sandbox.read(&path, FILE_MAX_BYTES) {
+            Ok(bytes) => Some(bytes),
+            Err(err) if err.code == ErrorCode::NotFound => None,
+            Err(err) => return Err(err),
+        };
+        if now.as_deref() != op.before.as_deref().map(str::as_bytes) {
+            stale.push(op.path.clone());
+        }
+        if let Some(to) = &op.to {
+            let to_path = sandbox.resolve_note_target(to)?;
+            let case_only = to.to_lowercase() == op.path.to_lowercase();
+            if !case_only && sandbox.stat(&to_path)?.is_some() {
+                stale.push(to.clone());
+            }
+        }
+    }
+    if stale.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorCode::StaleBase,
+        format!(
+            "{} changed since proposal {id} was applied: {}; reverting would overwrite that, so nothing was staged",
+            if stale.len() == 1 { "a file" } else { "files" },
+            stale.join(", ")
+        ),
+    )
+    .with_hint("read those notes again and propose the changes you want as patches, moves or deletes")
+    .with_details(json!({ "files": stale })))
+}
