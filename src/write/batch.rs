@@ -327,14 +327,14 @@ pub fn plan_batch(
             }
         };
         for path in claimed {
-            if let Some(&earlier) = claims.get(&path.to_lowercase()) {
-                if earlier != number {
-                    return Err(fail(
-                        Error::invalid(format!("{path} is also the path of items[{earlier}]"))
-                            .with_hint("give each note at most one item: merge the two, or split the batch")
-                            .with_details(json!({ "path": path, "other_item": earlier })),
-                    ));
-                }
+            if let Some(&earlier) = claims.get(&path.to_lowercase())
+                && earlier != number
+            {
+                return Err(fail(
+                    Error::invalid(format!("{path} is also the path of items[{earlier}]"))
+                        .with_hint("give each note at most one item: merge the two, or split the batch")
+                        .with_details(json!({ "path": path, "other_item": earlier })),
+                ));
             }
             claims.insert(path.to_lowercase(), number);
         }
