@@ -420,7 +420,9 @@ fn hash_of(vault: &Path, rel: &str) -> String {
 /// the move rewrites.
 fn four_kinds(vault: &Path) -> Value {
     serde_json::json!([
-        {"kind": "new", "title": "Fresh", "folder": "z", "body": "See [[target]] and [t](m/target.md).\n"},
+        // The contract's item is "the arguments of propose_new_note", `reason` included.
+        {"kind": "new", "title": "Fresh", "folder": "z", "body": "See [[target]] and [t](m/target.md).\n",
+         "reason": "a note the move should not break"},
         {"kind": "patch", "path": "z/other.md", "base_hash": hash_of(vault, "z/other.md"),
          "edits": [{"op": "append", "content": "More.\n"}]},
         {"kind": "move", "from": "z/m/target.md", "to": "z/n/t2.md"},

@@ -62,7 +62,7 @@ impl Engine {
 /// A batch item as the write layer plans it; the batch's reason stands for each.
 fn write_item(item: &BatchItem, reason: &str) -> write::BatchItem {
     match item.clone() {
-        BatchItem::New { title, body, folder, tags, aliases, description } => {
+        BatchItem::New { title, body, folder, tags, aliases, description, reason: _ } => {
             write::BatchItem::New(NewNote {
                 title,
                 body,
@@ -73,12 +73,12 @@ fn write_item(item: &BatchItem, reason: &str) -> write::BatchItem {
                 description,
             })
         }
-        BatchItem::Patch { path, base_hash, edits } => {
+        BatchItem::Patch { path, base_hash, edits, reason: _ } => {
             write::BatchItem::Patch(PatchRequest { path, base_hash, reason: reason.to_owned(), edits })
         }
-        BatchItem::Move { from, to, keep_alias } => {
+        BatchItem::Move { from, to, keep_alias, reason: _ } => {
             write::BatchItem::Move { from, to, keep_alias: keep_alias.unwrap_or(true) }
         }
-        BatchItem::Delete { path } => write::BatchItem::Delete { path },
+        BatchItem::Delete { path, reason: _ } => write::BatchItem::Delete { path },
     }
 }

@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::write::BATCH_MAX_ITEMS;
 
 /// One item of a batch: the arguments of `propose_new_note`, `propose_note_patch`,
-/// `propose_move` or `propose_delete` (without `reason`), tagged with `kind`.
+/// `propose_move` or `propose_delete`, tagged with `kind`. An item may carry
+/// `reason` as the single tool takes it, so an agent can pass the same
+/// arguments; the batch's `reason` is the one kept with the proposal and read
+/// by the person.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum BatchItem {
@@ -35,6 +38,9 @@ pub enum BatchItem {
         /// One sentence.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
+        /// Accepted as the single tool's argument; the batch's reason is kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A patch.
     Patch {
@@ -44,6 +50,9 @@ pub enum BatchItem {
         base_hash: String,
         /// Applied in order.
         edits: Vec<crate::write::Edit>,
+        /// Accepted as the single tool's argument; the batch's reason is kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A move of a note or folder.
     Move {
@@ -54,11 +63,17 @@ pub enum BatchItem {
         /// Default true.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         keep_alias: Option<bool>,
+        /// Accepted as the single tool's argument; the batch's reason is kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A delete (to the inbox's trash).
     Delete {
         /// The note.
         path: String,
+        /// Accepted as the single tool's argument; the batch's reason is kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
 }
 
@@ -85,7 +100,7 @@ pub struct ProposeBatchArgs {
     /// The changes.
     #[schemars(
         schema_with = "items_schema",
-        description = "In order, one per note: `kind` and the arguments of that propose_* tool (new_note, note_patch, move, delete) but `reason`."
+        description = "In order, one per note: `kind` and the arguments of that propose_* tool (new_note, note_patch, move, delete)."
     )]
     pub items: Vec<BatchItem>,
 }
