@@ -994,10 +994,15 @@ fn list_proposals_items_carry_a_one_line_summary() {
     assert!(moved.rewrites.notes > 1, "{moved:?}");
     assert!(summary(&deleted.proposal_id).starts_with("delete z/m/linker.md (to the inbox's trash), "));
 
-    // Once applied, a proposal keeps a line saying what it was.
+    // Once applied, a proposal keeps the line saying what it did (it was
+    // "delete z/m/linker.md", the kind and target only).
+    let before = summary(&deleted.proposal_id);
+    let patch_line = summary(&patch.proposal_id);
     apply(&engine, &deleted.proposal_id);
+    apply(&engine, &patch.proposal_id);
     let applied = engine
         .list_proposals(&ListProposalsArgs { status: Some(ProposalStatusFilter::Applied), limit: None })
         .unwrap();
-    assert_eq!(applied.proposals[0].summary, "delete z/m/linker.md");
+    let lines: Vec<&str> = applied.proposals.iter().map(|p| p.summary.as_str()).collect();
+    assert_eq!(lines, [patch_line.as_str(), before.as_str()], "newest first");
 }

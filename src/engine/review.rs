@@ -42,7 +42,7 @@ pub struct ProposalReview {
 
 /// A proposal as the tools list it.
 pub(super) fn entry(view: ProposalView) -> ProposalEntry {
-    let summary = format!("{} {}", view.kind.name(), view.target);
+    let summary = super::write::change_line(view.summary.as_deref(), view.kind, &view.target, view.diff_stat);
     ProposalEntry {
         summary,
         proposal_id: view.proposal_id,

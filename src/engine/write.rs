@@ -163,18 +163,8 @@ impl Engine {
             ProposalStatusFilter::All => StatusFilter::All,
         };
         let sandbox = self.sandbox();
-        let mut proposals: Vec<ProposalEntry> =
+        let proposals: Vec<ProposalEntry> =
             write::list(&sandbox, filter, limit as usize)?.into_iter().map(super::review::entry).collect();
-        // A pending proposal's line says what it does (the write layer's
-        // description, read once for all); others keep "kind target".
-        if proposals.iter().any(|p| p.status == "pending") {
-            let described = write::describe_pending(&sandbox).unwrap_or_default();
-            for p in &mut proposals {
-                if let Some(view) = described.get(&p.proposal_id) {
-                    p.summary = change_line(view);
-                }
-            }
-        }
         Ok(Proposals { proposals })
     }
 
@@ -282,13 +272,18 @@ impl Engine {
 /// What a pending proposal does, in one line: "new z/X.md", "patch z/X.md
 /// (+4 -1 lines)", or a multi-file proposal's own summary ("move z/A.md →
 /// z/B.md, rewrite 37 links in 21 notes").
-fn change_line(view: &write::Description) -> String {
-    match (&view.summary, view.kind, view.diff_stat) {
-        (Some(summary), _, _) => summary.clone(),
+pub(super) fn change_line(
+    summary: Option<&str>,
+    kind: ProposalKind,
+    target: &str,
+    diff_stat: Option<(u32, u32)>,
+) -> String {
+    match (summary, kind, diff_stat) {
+        (Some(summary), _, _) => summary.to_owned(),
         (None, ProposalKind::Patch, Some((added, removed))) => {
-            format!("patch {} (+{added} -{removed} lines)", view.target)
+            format!("patch {target} (+{added} -{removed} lines)")
         }
-        (None, kind, _) => format!("{} {}", kind.name(), view.target),
+        (None, kind, _) => format!("{} {target}", kind.name()),
     }
 }
 

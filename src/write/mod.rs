@@ -237,9 +237,9 @@ pub struct Checks {
 pub struct ProposalView {
     /// Its id.
     pub proposal_id: String,
-    /// New note or patch.
+    /// What it is: a new note, a patch, a move, a delete, a batch or a revert.
     pub kind: ProposalKind,
-    /// The note it writes.
+    /// The note it writes (for a multi-file proposal, the first one).
     pub target: String,
     /// Why it was proposed.
     pub reason: String,
@@ -249,6 +249,11 @@ pub struct ProposalView {
     pub status: ProposalStatus,
     /// The live checks.
     pub checks: Checks,
+    /// A multi-file proposal's one-line summary (the first line of its diff),
+    /// pending or archived.
+    pub summary: Option<String>,
+    /// Lines added and removed by its diff, when it has one.
+    pub diff_stat: Option<(u32, u32)>,
 }
 
 /// Who applied or rejected a proposal, for the audit line.

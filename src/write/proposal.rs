@@ -581,18 +581,30 @@ pub fn list(sandbox: &Sandbox, filter: StatusFilter, limit: usize) -> Result<Vec
     });
     found.truncate(limit);
     let mut hashes = NoteHashes::new();
-    Ok(found
-        .iter()
-        .map(|located| ProposalView {
-            proposal_id: located.meta.proposal_id.clone(),
-            kind: located.meta.kind,
-            target: located.meta.target.clone(),
-            reason: located.meta.reason.clone(),
-            created: located.meta.created_at.clone(),
-            status: located.status,
-            checks: checks(sandbox, &inbox, located, &mut hashes),
-        })
-        .collect())
+    Ok(found.iter().map(|located| view_of(sandbox, &inbox, located, &mut hashes)).collect())
+}
+
+/// A found proposal as [`list`] and a review show it: its metadata, live
+/// checks, and what its diff says it does (read for pending and archived ones
+/// alike: one small file each).
+pub(super) fn view_of(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    located: &Located,
+    hashes: &mut NoteHashes,
+) -> ProposalView {
+    let described = description(sandbox, located.clone()).ok();
+    ProposalView {
+        proposal_id: located.meta.proposal_id.clone(),
+        kind: located.meta.kind,
+        target: located.meta.target.clone(),
+        reason: located.meta.reason.clone(),
+        created: located.meta.created_at.clone(),
+        status: located.status,
+        checks: checks(sandbox, inbox, located, hashes),
+        summary: described.as_ref().and_then(|d| d.summary.clone()),
+        diff_stat: described.and_then(|d| d.diff_stat),
+    }
 }
 
 /// The id of the proposal whose apply or reject the journal says is under way

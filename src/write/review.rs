@@ -11,7 +11,7 @@ use super::ProposalKind;
 use super::ProposalView;
 use super::diff::unified_diff;
 use super::plan::{FileOp, FileOpKind};
-use super::proposal::{FILE_MAX_BYTES, Inbox, Located, NoteHashes, checks, find, read_plan};
+use super::proposal::{FILE_MAX_BYTES, Inbox, NoteHashes, find, read_plan, view_of};
 use crate::error::Result;
 use crate::sandbox::Sandbox;
 use crate::vault::content_hash;
@@ -54,7 +54,11 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
             .err()
             .map(|err| format!("applying it now would be refused: {}", err.message));
         let files = plan.files.iter().map(op_change).collect();
-        return Ok(Review { view: view_of(sandbox, &inbox, &located), files, caveat });
+        return Ok(Review {
+            view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
+            files,
+            caveat,
+        });
     }
     let staged_bytes = sandbox.read(&located.content_path()?, FILE_MAX_BYTES)?;
     let staged = String::from_utf8_lossy(&staged_bytes);
@@ -103,19 +107,11 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
             }
         }
     };
-    Ok(Review { view: view_of(sandbox, &inbox, &located), files: vec![change], caveat })
-}
-
-fn view_of(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> ProposalView {
-    ProposalView {
-        proposal_id: located.meta.proposal_id.clone(),
-        kind: located.meta.kind,
-        target: located.meta.target.clone(),
-        reason: located.meta.reason.clone(),
-        created: located.meta.created_at.clone(),
-        status: located.status,
-        checks: checks(sandbox, inbox, located, &mut NoteHashes::new()),
-    }
+    Ok(Review {
+        view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
+        files: vec![change],
+        caveat,
+    })
 }
 
 /// One operation of a plan as a person reviews it: a move as a rename (with

@@ -258,17 +258,18 @@ pub struct ProposalChecks {
 pub struct ProposalEntry {
     /// Its id.
     pub proposal_id: String,
-    /// `new` or `patch`.
+    /// `new`, `patch`, `move`, `delete`, `batch` or `revert`.
     pub kind: String,
-    /// The note it writes.
+    /// The note it writes (a multi-file proposal: the first it touches).
     pub target: String,
     /// Why, as the agent said.
     pub reason: String,
     /// When it was staged (RFC 3339).
     pub created: String,
-    /// `pending`, `applied` or `rejected`.
+    /// `pending`, `applied`, `rejected` or `interrupted`.
     pub status: String,
-    /// One line for a person.
+    /// One line for a person, pending or archived: "move z/A.md → z/B.md,
+    /// rewrite 37 links in 21 notes", "patch z/x.md (+4 -1 lines)".
     pub summary: String,
     /// Live checks.
     pub checks: ProposalChecks,
