@@ -295,6 +295,7 @@ fn a_delete_goes_to_the_trash_and_lists_what_breaks() {
 fn a_crash_at_any_step_of_a_move_is_rolled_back_or_completed() {
     let steps = [
         Step::Claimed,
+        Step::Prepared,
         Step::File(0),
         Step::File(1),
         Step::Written,
@@ -323,6 +324,13 @@ fn a_crash_at_any_step_of_a_move_is_rolled_back_or_completed() {
         let recovery = write::recover(&sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
         assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
         assert!(!vault.join("inbox/_applying.json").exists());
+        // The new texts written beside the notes ahead of their swaps are gone.
+        let temps: Vec<String> = common::snapshot(&vault)
+            .into_iter()
+            .map(|(path, _)| path)
+            .filter(|path| path.contains(".kb-tmp-"))
+            .collect();
+        assert!(temps.is_empty(), "{step:?}: {temps:?}");
         let committed = matches!(step, Step::Archiving | Step::Archived | Step::Indexed | Step::Audited);
         if committed {
             assert!(!vault.join("z/m/target.md").exists(), "{step:?}");

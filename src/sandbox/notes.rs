@@ -25,6 +25,22 @@ impl Sandbox {
     /// `not_found` when `from` is gone, `stale_base` when `from` no longer holds
     /// exactly `expected`.
     pub fn rename_note(&self, from: &NotePath, to: &NotePath, expected: &[u8]) -> Result<()> {
+        self.rename_note_flushed(from, to, expected, true)
+    }
+
+    /// [`Sandbox::rename_note`] leaving the flush of the folders to
+    /// [`Sandbox::flush_files`] (one for a whole multi-file apply).
+    pub fn rename_note_unflushed(&self, from: &NotePath, to: &NotePath, expected: &[u8]) -> Result<()> {
+        self.rename_note_flushed(from, to, expected, !cfg!(target_os = "linux"))
+    }
+
+    fn rename_note_flushed(
+        &self,
+        from: &NotePath,
+        to: &NotePath,
+        expected: &[u8],
+        flush: bool,
+    ) -> Result<()> {
         let from = resolve_note_target(self, from.as_str())?;
         let to = resolve_note_target(self, to.as_str())?;
         self.check_note_hash(&from, expected)?;
@@ -50,8 +66,10 @@ impl Sandbox {
             },
             Err(err) => return Err(Error::io(&to, &err)),
         }
-        sync_dir(target.parent().unwrap_or(self.root()));
-        sync_dir(source.parent().unwrap_or(self.root()));
+        if flush {
+            sync_dir(target.parent().unwrap_or(self.root()));
+            sync_dir(source.parent().unwrap_or(self.root()));
+        }
         Ok(())
     }
 

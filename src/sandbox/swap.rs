@@ -60,19 +60,44 @@ pub(super) fn replace_note(
     };
     let temp = TempFile::create(&parent, path.file_name()).map_err(io_err)?;
     temp.fill(bytes, Access::Same(&meta)).map_err(io_err)?;
+    swap_in(sandbox, path, &target, temp, bytes, base, conflict_name, before_swap, true)
+}
+
+/// The swap of [`replace_note`] once the new bytes are in `temp` beside the
+/// note: re-check, exchange, settle. `sync`: flush the folder after each step
+/// (otherwise the caller flushes the file system once, after many swaps).
+#[expect(clippy::too_many_arguments, reason = "replace_note's arguments plus the file and the flush choice")]
+fn swap_in(
+    sandbox: &Sandbox,
+    path: &NotePath,
+    target: &Path,
+    temp: TempFile,
+    bytes: &[u8],
+    base: &[u8],
+    conflict_name: &str,
+    before_swap: &mut dyn FnMut() -> Result<()>,
+    sync: bool,
+) -> Result<Replaced> {
+    let parent = target.parent().unwrap_or(sandbox.root()).to_path_buf();
+    let io_err = |err: io::Error| Error::io(path, &err);
+    let sync_dir = |dir: &Path| {
+        if sync {
+            sync_dir(dir);
+        }
+    };
 
     // Re-check right before the swap, holding the note open.
-    let Some(mut held) = open_note(&target).map_err(io_err)? else { return Ok(Replaced::Changed(None)) };
+    let Some(mut held) = open_note(target).map_err(io_err)? else { return Ok(Replaced::Changed(None)) };
     let now = read_all(&mut held).map_err(io_err)?;
     if now != base {
         return Ok(Replaced::Changed(Some(now)));
     }
     before_swap()?;
 
-    match exchange(&temp.path, &target) {
+    match exchange(&temp.path, target) {
         Ok(()) => {
             let replaced = temp.keep();
-            let outcome = settle(sandbox, path, &target, &replaced, bytes, base, conflict_name);
+            let outcome = settle(sandbox, path, target, &replaced, bytes, base, conflict_name);
             sync_dir(&parent);
             return outcome;
         }
@@ -81,7 +106,7 @@ pub(super) fn replace_note(
         Err(err) => return Err(io_err(err)),
     }
 
-    fs::rename(&temp.path, &target).map_err(io_err)?;
+    fs::rename(&temp.path, target).map_err(io_err)?;
     drop(temp);
     sync_dir(&parent);
     held.rewind().map_err(io_err)?;
@@ -90,11 +115,36 @@ pub(super) fn replace_note(
         return Ok(Replaced::Clean);
     }
     // An in-place save landed in the file just replaced: write it back.
+    let meta = held.metadata().map_err(io_err)?;
     let back = TempFile::create(&parent, path.file_name()).map_err(io_err)?;
     back.fill(&after, Access::Same(&meta)).map_err(io_err)?;
-    fs::rename(&back.path, &target).map_err(io_err)?;
+    fs::rename(&back.path, target).map_err(io_err)?;
     sync_dir(&parent);
     Ok(Replaced::Conflict { kept: None })
+}
+
+/// Whether [`Sandbox::flush_files`] flushes the file system in one call
+/// (`syncfs`); elsewhere each prepared file and folder is flushed on its own.
+const ONE_FLUSH: bool = cfg!(target_os = "linux");
+
+/// A note's new bytes, written beside it (or beside where a move takes it)
+/// ahead of the swap that puts them in place: a multi-file apply writes all
+/// its files first and flushes them to disk at once
+/// ([`Sandbox::flush_files`]), so that no note's name ever leads to bytes not
+/// yet on disk, at the cost of two flushes instead of two per note. Dropped
+/// unused, the file is removed.
+#[derive(Debug)]
+pub struct Prepared {
+    path: NotePath,
+    temp: Option<std::path::PathBuf>,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = fs::remove_file(temp);
+        }
+    }
 }
 
 /// After the exchange: `replaced` (the temporary name) holds what was at the
@@ -216,6 +266,68 @@ fn files_named(dir: &Path, wanted: impl Fn(&str) -> bool) -> io::Result<Vec<std:
 }
 
 impl Sandbox {
+    /// Writes `bytes` as a temporary file beside the note `path` (creating its
+    /// folders: a move's destination may not exist yet), with the permissions of
+    /// the existing note `like`, without flushing it: see [`Prepared`].
+    pub fn prepare_note(&self, path: &NotePath, like: &NotePath, bytes: &[u8]) -> Result<Prepared> {
+        check_note_target(self, path)?;
+        check_note_target(self, like)?;
+        let like_disk = walk_write_chain(self, like, false)?;
+        let meta = match fs::symlink_metadata(&like_disk) {
+            Ok(meta) if meta.is_file() => meta,
+            Ok(_) => return Err(Error::denied(format!("{like} exists and is not a regular file"))),
+            Err(err) => return Err(Error::io(like, &err)),
+        };
+        let target = walk_write_chain(self, path, true)?;
+        let parent = target.parent().unwrap_or(self.root());
+        let io_err = |err: io::Error| Error::io(path, &err);
+        let temp = TempFile::create(parent, path.file_name()).map_err(io_err)?;
+        if ONE_FLUSH {
+            temp.fill_unflushed(bytes, Access::Same(&meta)).map_err(io_err)?;
+        } else {
+            temp.fill(bytes, Access::Same(&meta)).map_err(io_err)?;
+        }
+        Ok(Prepared { path: path.clone(), temp: Some(temp.keep()) })
+    }
+
+    /// Flushes what was written to the vault's file system to disk: the
+    /// prepared files before their swaps, the swaps and renames before an
+    /// apply's commit point. One `syncfs` on Linux; elsewhere each step flushed
+    /// its own file and folder already.
+    pub fn flush_files(&self) -> Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            let root = File::open(self.root()).map_err(|err| Error::io(self.root().display(), &err))?;
+            rustix::fs::syncfs(&root)
+                .map_err(|err| Error::io(self.root().display(), &io::Error::from(err)))?;
+        }
+        Ok(())
+    }
+
+    /// [`Sandbox::replace_note`] with bytes prepared beside the note
+    /// ([`Sandbox::prepare_note`]), leaving the flush to [`Sandbox::flush_files`].
+    pub fn replace_prepared(
+        &self,
+        mut prepared: Prepared,
+        bytes: &[u8],
+        base: &[u8],
+        conflict_name: &str,
+        before_swap: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Replaced> {
+        let path = prepared.path.clone();
+        check_note_target(self, &path)?;
+        let target = walk_write_chain(self, &path, false)?;
+        let Some(temp) = prepared.temp.take() else {
+            return Err(Error::internal(format!("the prepared bytes of {path} were used already")));
+        };
+        if temp.parent() != target.parent() {
+            let _ = fs::remove_file(&temp);
+            return Err(Error::internal(format!("the prepared bytes of {path} are not beside it")));
+        }
+        let temp = TempFile::adopt(temp).map_err(|err| Error::io(&path, &err))?;
+        swap_in(self, &path, &target, temp, bytes, base, conflict_name, before_swap, !ONE_FLUSH)
+    }
+
     /// Removes the temporary files a killed write left in an inbox folder (only
     /// `.<name>.kb-tmp-<16 hex>`, never anything else) last written more than
     /// `older_than` ago (a write under way is left alone). Returns what it removed.

@@ -271,6 +271,9 @@ pub enum Actor {
 pub enum Step {
     /// The lock is held and every check passed; nothing has changed yet.
     Claimed,
+    /// A multi-file proposal's new bytes are written beside their notes and
+    /// flushed to disk; no note has changed yet.
+    Prepared,
     /// A patch's note was re-checked right before its swap (patches only): a
     /// person's save landing now is what the swap must never lose.
     Swapping,

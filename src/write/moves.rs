@@ -167,12 +167,17 @@ pub fn plan_move(
     keep_alias: bool,
 ) -> Result<MovePlan> {
     let moves = moved_notes(sandbox, view, from, to)?;
+    // Every note's path by its lowercase form, built once: a folder of 1,000
+    // notes must not compare each with the whole vault.
+    let mut by_lowercase: HashMap<String, Vec<&str>> = HashMap::with_capacity(view.records.len());
+    for record in view.records {
+        by_lowercase.entry(record.path.to_lowercase()).or_default().push(&record.path);
+    }
     let mut moved: HashMap<&str, &str> = HashMap::new();
     for (old, new) in &moves {
         let target = sandbox.resolve_note_target(new)?;
         let case_only = old.to_lowercase() == new.to_lowercase();
-        let taken =
-            view.records.iter().any(|r| r.path.to_lowercase() == new.to_lowercase() && &r.path != old);
+        let taken = by_lowercase.get(&new.to_lowercase()).is_some_and(|paths| paths.iter().any(|p| p != old));
         if !case_only && (taken || sandbox.stat(&target)?.is_some()) {
             return Err(Error::new(ErrorCode::TargetExists, format!("{new} already exists"))
                 .with_hint("choose another `to`, or move that note away first")

@@ -9,13 +9,15 @@
 //! every operation forward, then indexes and audits. Either way the vault never
 //! stays with some files moved and others not.
 
+use std::collections::HashSet;
+
 use super::audit::{AuditLog, finish_apply};
 use super::journal::{self, Action};
 use super::plan::{self, FileOp, Plan, archive_date, trash_path};
 use super::proposal::{self, Inbox, Located, intact, tampered};
 use super::{Actor, Applied, ProposalStatus, Step};
 use crate::error::{Error, Result};
-use crate::sandbox::{NotePath, Sandbox};
+use crate::sandbox::{NotePath, Prepared, Sandbox};
 
 use super::apply::{after_write_multi, archive_dir, archive_files, journal_of};
 
@@ -38,12 +40,12 @@ pub(super) fn trash_paths(
 
 /// Every vault path the plan touches, for the index update.
 pub(super) fn touched(plan: &Plan) -> Result<Vec<NotePath>> {
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut out: Vec<NotePath> = Vec::new();
     for op in &plan.files {
         for path in op.touched() {
-            let path = NotePath::parse(path)?;
-            if !out.contains(&path) {
-                out.push(path);
+            if seen.insert(path) {
+                out.push(NotePath::parse(path)?);
             }
         }
     }
@@ -69,20 +71,47 @@ pub(super) fn apply(
     journal::write(sandbox, inbox, &journal_of(&located, Action::Apply, &archive))?;
     failpoint(Step::Claimed)?;
 
+    // Every new text beside its note first, all flushed to disk at once: one
+    // flush, not one per note, and no name ever leads to bytes not on disk.
+    let mut prepared = match prepare_all(sandbox, &plan) {
+        Ok(prepared) => prepared,
+        Err(err) => {
+            let _ = journal::clear(sandbox, inbox);
+            return Err(err);
+        }
+    };
+    // A crash leaves the prepared files on disk, as a real one would (recovery sweeps them).
+    if let Err(crash) = failpoint(Step::Prepared) {
+        std::mem::forget(prepared);
+        return Err(crash);
+    }
+
     for (number, op) in plan.files.iter().enumerate() {
         // An error of the failpoint is a crash: it stops on the spot, as one would.
         let mut crashed: Option<Error> = None;
         let mut hook = || failpoint(Step::Swapping).inspect_err(|err| crashed = Some(err.clone()));
-        let done = plan::forward(sandbox, op, &id, trash[number].as_ref(), &mut hook);
+        let ready = prepared[number].take();
+        let done = plan::forward(sandbox, op, &id, trash[number].as_ref(), &mut hook, ready);
         if let Some(crash) = crashed {
+            std::mem::forget(prepared);
             return Err(crash);
         }
         if let Err(err) = done {
+            drop(prepared);
             roll_back(sandbox, &plan.files[..=number], &id, &trash);
             let _ = journal::clear(sandbox, inbox);
             return Err(err);
         }
-        failpoint(Step::File(number))?;
+        if let Err(crash) = failpoint(Step::File(number)) {
+            std::mem::forget(prepared);
+            return Err(crash);
+        }
+    }
+    // The renames and swaps reach the disk before the commit point.
+    if let Err(err) = sandbox.flush_files() {
+        roll_back(sandbox, &plan.files, &id, &trash);
+        let _ = journal::clear(sandbox, inbox);
+        return Err(err);
     }
     failpoint(Step::Written)?;
 
@@ -97,6 +126,30 @@ pub(super) fn apply(
     failpoint(Step::Audited)?;
     let _ = journal::clear(sandbox, inbox);
     Ok(applied)
+}
+
+/// [`plan::prepare`] for every operation, then one flush.
+fn prepare_all(sandbox: &Sandbox, plan: &Plan) -> Result<Vec<Option<Prepared>>> {
+    let prepared = plan.files.iter().map(|op| plan::prepare(sandbox, op)).collect::<Result<Vec<_>>>()?;
+    sandbox.flush_files()?;
+    Ok(prepared)
+}
+
+/// Removes the temporary files an interrupted apply of `plan` left beside its
+/// notes (prepared texts not yet swapped in): each holds the plan's bytes, before
+/// or after; anything else is kept beside the note as a conflict copy.
+fn sweep_temps(sandbox: &Sandbox, plan: &Plan, id: &str) {
+    for op in &plan.files {
+        for path in op.touched() {
+            let Ok(note) = NotePath::parse(path) else { continue };
+            let mut ours = |bytes: &[u8]| {
+                [&op.before, &op.after].iter().any(|text| text.as_deref().map(str::as_bytes) == Some(bytes))
+            };
+            let conflict_name =
+                format!("{}.conflict-{}-{}.md", note.stem(), proposal::today(), proposal::short_id(id));
+            let _ = sandbox.sweep_note_temps(&note, &mut ours, &conflict_name);
+        }
+    }
 }
 
 /// Undoes `ops` (the ones started), last first. Best effort: an operation that
@@ -119,6 +172,7 @@ pub(super) fn recover_pending(
     for (number, op) in plan.files.iter().enumerate().rev() {
         plan::backward(sandbox, op, located.id(), trash[number].as_ref())?;
     }
+    sweep_temps(sandbox, &plan, located.id());
     Ok(())
 }
 
@@ -128,7 +182,8 @@ pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Locat
     let plan = proposal::read_plan(sandbox, located)?;
     let trash = trash_paths(inbox, &located.dir, located.id(), &plan)?;
     for (number, op) in plan.files.iter().enumerate() {
-        plan::forward(sandbox, op, located.id(), trash[number].as_ref(), &mut || Ok(()))?;
+        plan::forward(sandbox, op, located.id(), trash[number].as_ref(), &mut || Ok(()), None)?;
     }
+    sweep_temps(sandbox, &plan, located.id());
     touched(&plan)
 }

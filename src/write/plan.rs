@@ -16,7 +16,7 @@ use serde_json::json;
 use super::proposal::{FILE_MAX_BYTES, short_id, today};
 use super::propose::stale_base;
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{NotePath, Replaced, Sandbox, WriteMode};
+use crate::sandbox::{NotePath, Prepared, Replaced, Sandbox, WriteMode};
 use crate::vault::content_hash;
 
 /// The plan format version.
@@ -264,6 +264,25 @@ fn foreign(op: &FileOp) -> Error {
     .with_hint("read the files again; the changes of the proposal were kept apart from that save")
 }
 
+/// Writes the new bytes of an operation that rewrites a note beside it (a
+/// move's beside its destination), unflushed: see [`Prepared`]. `None` for one
+/// that writes no new bytes over a note.
+pub(super) fn prepare(sandbox: &Sandbox, op: &FileOp) -> Result<Option<Prepared>> {
+    let (before, after) = (op.before.as_deref(), op.after.as_deref());
+    match op.op {
+        FileOpKind::Write => {
+            let path = NotePath::parse(&op.path)?;
+            sandbox.prepare_note(&path, &path, after.unwrap_or_default().as_bytes()).map(Some)
+        }
+        FileOpKind::Move if after != before => {
+            let (path, to) =
+                (NotePath::parse(&op.path)?, NotePath::parse(op.to.as_deref().unwrap_or_default())?);
+            sandbox.prepare_note(&to, &path, after.unwrap_or_default().as_bytes()).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Replaces `path`'s `from` bytes with `to`, never losing a save landing meanwhile.
 fn swap(
     sandbox: &Sandbox,
@@ -272,9 +291,16 @@ fn swap(
     from: &str,
     id: &str,
     hook: &mut dyn FnMut() -> Result<()>,
+    prepared: Option<Prepared>,
 ) -> Result<()> {
     let conflict_name = format!("{}.conflict-{}-{}.md", path.stem(), today(), short_id(id));
-    match sandbox.replace_note(path, to.as_bytes(), from.as_bytes(), &conflict_name, hook)? {
+    let replaced = match prepared {
+        Some(prepared) => {
+            sandbox.replace_prepared(prepared, to.as_bytes(), from.as_bytes(), &conflict_name, hook)?
+        }
+        None => sandbox.replace_note(path, to.as_bytes(), from.as_bytes(), &conflict_name, hook)?,
+    };
+    match replaced {
         Replaced::Clean => Ok(()),
         Replaced::Changed(now) => Err(changed(path, from, now.as_deref())),
         Replaced::Conflict { kept } => Err(Error::new(
@@ -288,13 +314,15 @@ fn swap(
     }
 }
 
-/// Carries one operation forward from whatever state it is in.
+/// Carries one operation forward from whatever state it is in; with its new
+/// bytes `prepared` (see [`prepare`]), the flush is left to the caller.
 pub(super) fn forward(
     sandbox: &Sandbox,
     op: &FileOp,
     id: &str,
     trash: Option<&NotePath>,
     hook: &mut dyn FnMut() -> Result<()>,
+    prepared: Option<Prepared>,
 ) -> Result<()> {
     let path = NotePath::parse(&op.path)?;
     let before = op.before.as_deref().unwrap_or_default();
@@ -310,14 +338,22 @@ pub(super) fn forward(
                 WriteMode::CreateNew,
             )
         }
-        (FileOpKind::Write, _) => swap(sandbox, &path, after, before, id, hook),
+        (FileOpKind::Write, _) => swap(sandbox, &path, after, before, id, hook, prepared),
         (FileOpKind::Move, state) => {
             let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
             if state == State::Before {
                 hook()?;
-                sandbox.rename_note(&path, &to, before.as_bytes())?;
+                if prepared.is_some() {
+                    sandbox.rename_note_unflushed(&path, &to, before.as_bytes())?;
+                } else {
+                    sandbox.rename_note(&path, &to, before.as_bytes())?;
+                }
             }
-            if after != before { swap(sandbox, &to, after, before, id, &mut || Ok(())) } else { Ok(()) }
+            if after != before {
+                swap(sandbox, &to, after, before, id, &mut || Ok(()), prepared)
+            } else {
+                Ok(())
+            }
         }
         (FileOpKind::Trash, _) => {
             let trash = trash.ok_or_else(|| Error::internal("a trash operation without its trash path"))?;
@@ -342,11 +378,11 @@ pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, trash: Option<&
     }
     match op.op {
         FileOpKind::Create => sandbox.remove_note(&path, after.as_bytes()).map(|_| ()),
-        FileOpKind::Write => swap(sandbox, &path, before, after, id, &mut || Ok(())),
+        FileOpKind::Write => swap(sandbox, &path, before, after, id, &mut || Ok(()), None),
         FileOpKind::Move => {
             let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
             if state == State::After && after != before {
-                swap(sandbox, &to, before, after, id, &mut || Ok(()))?;
+                swap(sandbox, &to, before, after, id, &mut || Ok(()), None)?;
             }
             sandbox.rename_note(&to, &path, before.as_bytes())
         }

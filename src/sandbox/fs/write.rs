@@ -122,9 +122,27 @@ impl TempFile {
     /// Writes the bytes, gives the file its permissions (after writing, so a
     /// read-only mode does not stop the write) and flushes it to disk.
     pub(in crate::sandbox) fn fill(&self, bytes: &[u8], access: Access<'_>) -> io::Result<()> {
-        (&self.file).write_all(bytes)?;
-        set_access(&self.file, access)?;
+        self.fill_unflushed(bytes, access)?;
         self.file.sync_all()
+    }
+
+    /// [`TempFile::fill`] without the flush, for files flushed together later
+    /// (one `syncfs` for a whole multi-file apply, not one fsync per note).
+    pub(in crate::sandbox) fn fill_unflushed(&self, bytes: &[u8], access: Access<'_>) -> io::Result<()> {
+        (&self.file).write_all(bytes)?;
+        set_access(&self.file, access)
+    }
+
+    /// Takes charge of a temporary file written earlier (see
+    /// [`TempFile::fill_unflushed`]), reopening it; removed when dropped, as any.
+    pub(in crate::sandbox) fn adopt(path: PathBuf) -> io::Result<TempFile> {
+        match File::open(&path) {
+            Ok(file) => Ok(TempFile { path, file }),
+            Err(err) => {
+                let _ = fs::remove_file(&path);
+                Err(err)
+            }
+        }
     }
 
     /// Leaves the file on disk (its bytes may be a person's) and returns its path.
