@@ -1014,3 +1014,332 @@ fn list_proposals_items_carry_a_one_line_summary() {
     let lines: Vec<&str> = applied.proposals.iter().map(|p| p.summary.as_str()).collect();
     assert_eq!(lines, [patch_line.as_str(), before.as_str()], "newest first");
 }
+
+/// Found by the invariant on obsidian-help (`[[更新 Obsidian#安裝程式更新]]` in
+/// zh-TW leads to zh's shorter-pathed note, which lacks that heading): a link
+/// to a moved note naming a heading it lacks is broken, so not a backlink, yet
+/// it must follow the note; left alone it fell to the other `dup`, and the
+/// broken-link count shrank.
+#[test]
+fn a_link_to_a_missing_heading_of_the_moved_note_follows_it() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/a/dup.md", "# One\n\nText.\n");
+    put(&vault, "z/bb/dup.md", "# Two\n\nText.\n");
+    put(&vault, "z/dup-linker.md", "# Linker\n\nSee [[dup#Two]] and [[dup#^nothing]].\n");
+    let engine = open(&vault);
+    let before = broken(&engine);
+    let staged = mv(&engine, "z/a/dup.md", "z/a/renamed.md").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(
+        read(&vault, "z/dup-linker.md"),
+        "# Linker\n\nSee [[renamed#Two]] and [[renamed#^nothing]].\n"
+    );
+    assert_eq!(broken(&engine), before);
+}
+
+// ------------------------------------------------------- two processes, one proposal
+
+/// [`link_vault`] with twenty more notes linking to `z/m/target.md`, so a move
+/// of it rewrites many files.
+fn crowded_vault() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (tmp, vault) = link_vault();
+    for n in 0..20 {
+        put(&vault, &format!("z/l/n{n}.md"), &format!("# N{n}\n\n[[target]] and [t](../m/target.md#Head)\n"));
+    }
+    (tmp, vault)
+}
+
+/// The notes of a [`crowded_vault`] after the move below was applied once, in
+/// this process: what every two-process run must end with.
+fn moved_once() -> Vec<(String, Vec<u8>)> {
+    let (_tmp, vault) = crowded_vault();
+    let engine = open(&vault);
+    let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+    assert!(staged.rewrites.notes > 20, "{:?}", staged.rewrites);
+    apply(&engine, &staged.proposal_id);
+    notes_snapshot(&vault)
+}
+
+/// Whether process `pid` has `file` open (Linux's `/proc/<pid>/fd`): an apply
+/// that opened the inbox lock file is waiting for the lock or holds it.
+fn has_open(pid: u32, file: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    entries.flatten().any(|entry| fs::read_link(entry.path()).is_ok_and(|target| target == file))
+}
+
+/// `kb-index inbox apply --yes --only ID`, started.
+fn spawn_apply(vault: &Path, id: &str) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(["inbox", "apply", "--yes", "--only", id, "--vault"])
+        .arg(vault)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Polls (never sleeps as a guess) until `child` has the inbox lock file open.
+fn wait_for_lock(child: &mut std::process::Child, lock: &Path) {
+    while !has_open(child.id(), lock) {
+        assert!(child.try_wait().unwrap().is_none(), "kb-index ended before it reached the inbox lock");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+fn finished(child: std::process::Child) -> (i32, String, String) {
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Two `kb-index inbox apply --yes` processes on one move touching 23 files,
+/// both started and waiting at the inbox lock (held by this test) before
+/// either may go: exactly one applies it, the other is told the proposal is no
+/// longer pending, the vault is the move applied once, with one audit line.
+#[test]
+fn two_processes_applying_one_move_exactly_one_wins() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("skipped: seeing that a process waits at the lock needs Linux's /proc");
+        return;
+    }
+    let expected = moved_once();
+    let (_tmp, vault) = crowded_vault();
+    let engine = open(&vault);
+    let original = notes_snapshot(&vault);
+    let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+    drop(engine);
+    let lock_path = vault.join("inbox/_apply.lock");
+    let lock =
+        fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock_path).unwrap();
+    lock.lock().unwrap();
+    let lock_path = lock_path.canonicalize().unwrap();
+    let mut first = spawn_apply(&vault, &staged.proposal_id);
+    let mut second = spawn_apply(&vault, &staged.proposal_id);
+    wait_for_lock(&mut first, &lock_path);
+    wait_for_lock(&mut second, &lock_path);
+    assert_eq!(notes_snapshot(&vault), original, "nothing is written while the lock is held");
+    lock.unlock().unwrap();
+    drop(lock);
+    let mut ends = [finished(first), finished(second)];
+    ends.sort_by_key(|(code, _, _)| *code);
+    let [(won, won_out, won_err), (lost, lost_out, lost_err)] = ends;
+    assert_eq!(won, 0, "{won_out}{won_err}");
+    assert!(won_out.starts_with("applied "), "{won_out}");
+    assert_eq!(lost, 2, "{lost_out}{lost_err}");
+    assert!(lost_err.contains("proposal_not_pending") && lost_err.contains("already applied"), "{lost_err}");
+    assert_eq!(notes_snapshot(&vault), expected, "the move applied exactly once");
+    let lines = audit_lines(&vault);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["proposal_id"], staged.proposal_id.as_str());
+    assert!(!vault.join("inbox/_applying.json").exists());
+}
+
+const HOLD_CHILD_ENV: &str = "KB_STRUCTURE_HOLD_CHILD";
+
+/// One apply held in the middle of a move (this test binary, stopped by a
+/// failpoint after its second file until a barrier file appears) while
+/// `kb-index inbox apply --yes` of the same proposal waits at the lock: the
+/// held one completes and wins; kb-index never sees the vault half moved and
+/// is told the proposal was already applied; one audit line.
+#[test]
+fn an_apply_held_mid_move_wins_and_the_other_process_is_refused() {
+    if let Ok(job) = std::env::var(HOLD_CHILD_ENV) {
+        let parts: Vec<&str> = job.split('|').collect();
+        let (root, id, marker, go) =
+            (Path::new(parts[0]), parts[1], Path::new(parts[2]), Path::new(parts[3]));
+        let sandbox = sandbox(root);
+        write::apply_with_failpoint(&sandbox, id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
+            if at == Step::File(1) {
+                fs::write(marker, "here").unwrap();
+                while !go.exists() {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        return;
+    }
+    if !cfg!(target_os = "linux") {
+        eprintln!("skipped: seeing that a process waits at the lock needs Linux's /proc");
+        return;
+    }
+    let expected = moved_once();
+    let (tmp, vault) = crowded_vault();
+    let engine = open(&vault);
+    let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+    drop(engine);
+    let (marker, go) = (tmp.path().join("marker"), tmp.path().join("go"));
+    let job = format!("{}|{}|{}|{}", vault.display(), staged.proposal_id, marker.display(), go.display());
+    let mut held = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "an_apply_held_mid_move_wins_and_the_other_process_is_refused", "--test-threads=1"])
+        .env(HOLD_CHILD_ENV, job)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    while !marker.exists() {
+        assert!(held.try_wait().unwrap().is_none(), "the held apply ended before its second file");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // Half moved on disk, under the lock.
+    assert!(vault.join("z/n/t2.md").exists() && !vault.join("z/m/target.md").exists());
+    let mut other = spawn_apply(&vault, &staged.proposal_id);
+    wait_for_lock(&mut other, &vault.join("inbox/_apply.lock").canonicalize().unwrap());
+    fs::write(&go, "go").unwrap();
+    assert!(held.wait().unwrap().success(), "the held apply completes");
+    let (code, out, err) = finished(other);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("proposal_not_pending") && err.contains("already applied"), "{err}");
+    assert_eq!(notes_snapshot(&vault), expected, "the move applied exactly once");
+    assert_eq!(audit_lines(&vault).len(), 1);
+    assert!(!vault.join("inbox/_applying.json").exists());
+}
+
+// ------------------------------------------------- the invariant on obsidian-help
+
+/// Set to 1 to skip the Obsidian Help invariant on purpose (the corpus is not on
+/// this machine), as for the corpus eval. Without it, a missing corpus fails.
+const SKIP_CORPUS_VAR: &str = "KB_SKIP_CORPUS_EVAL";
+
+/// The notes of one folder (at any depth) of the catalog.
+fn notes_under(engine: &Engine, folder: &str) -> Vec<String> {
+    let prefix = format!("{folder}/");
+    engine
+        .catalog()
+        .records()
+        .iter()
+        .filter(|r| r.kind == kb_mcp::vault::NoteKind::Note && r.path.starts_with(&prefix))
+        .map(|r| r.path.clone())
+        .collect()
+}
+
+/// The notes linking to a note, once per link, sorted.
+fn backlinks_of(engine: &Engine, path: &str) -> Vec<String> {
+    let catalog = engine.catalog();
+    let index = catalog.position(path).unwrap_or_else(|| panic!("{path} is not in the catalog"));
+    let records = catalog.records();
+    let mut out: Vec<String> =
+        catalog.graph().backlinks(index).iter().map(|b| records[b.from as usize].path.clone()).collect();
+    out.sort();
+    out
+}
+
+/// Moves a note or folder (no alias kept: every link must be rewritten, none may
+/// lean on the old name) and checks the invariant: as many broken links as
+/// before, and every backlink of every moved note still resolving to it (from
+/// the same notes, moved ones followed to their new paths).
+fn move_and_check(
+    engine: &Engine,
+    from: &str,
+    to: &str,
+    moved_notes: &[(String, String)],
+    broken_before: usize,
+) {
+    let follow = |path: String| -> String {
+        moved_notes.iter().find(|(old, _)| *old == path).map_or(path, |(_, new)| new.clone())
+    };
+    let before: Vec<(String, Vec<String>)> = moved_notes
+        .iter()
+        .map(|(old, new)| {
+            let mut links: Vec<String> = backlinks_of(engine, old).into_iter().map(follow).collect();
+            links.sort();
+            (new.clone(), links)
+        })
+        .collect();
+    let staged = engine
+        .propose_move(&ProposeMoveArgs {
+            from: from.to_owned(),
+            to: to.to_owned(),
+            reason: "invariant".to_owned(),
+            keep_alias: Some(false),
+        })
+        .unwrap_or_else(|err| panic!("move {from} → {to}: {err}"));
+    let applied = apply(engine, &staged.proposal_id);
+    assert_eq!(applied.status, "applied", "move {from} → {to}");
+    assert_eq!(broken(engine), broken_before, "move {from} → {to}: the broken-link count changed");
+    for (new, links) in before {
+        assert_eq!(backlinks_of(engine, &new), links, "move {from} → {to}: the backlinks of {new}");
+    }
+}
+
+/// Issue 14's invariant on a copy of the real Obsidian Help vault: 30 notes of
+/// `en/` and `zh/` (every n-th by path, alternately to a new folder and to a new
+/// name) and 3 folders moved one after another, each staged and applied; the
+/// vault's broken-link count never changes and every moved note keeps all its
+/// backlinks.
+#[test]
+fn moves_on_obsidian_help_keep_every_link() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/obsidian-help");
+    if !(corpus.join("en").is_dir() && corpus.join("zh").is_dir()) {
+        if std::env::var(SKIP_CORPUS_VAR).is_ok_and(|v| v == "1") {
+            eprintln!("skipped on purpose ({SKIP_CORPUS_VAR}=1): no corpus at {}", corpus.display());
+            return;
+        }
+        panic!(
+            "the Obsidian Help corpus is not at {} (with en/ and zh/), so the move invariant cannot run. \
+             Put the corpus there, or set {SKIP_CORPUS_VAR}=1 to skip this test on purpose.",
+            corpus.display()
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("vault");
+    common::copy_dir(&corpus, &vault);
+    let engine =
+        Engine::open(&EngineOptions { vault: vault.clone(), index_dir: Some(tmp.path().join("index")) })
+            .unwrap();
+    engine.sync(false, None).unwrap();
+    let broken_before = broken(&engine);
+
+    let mut sample: Vec<String> = Vec::new();
+    for language in ["en", "zh"] {
+        let notes = notes_under(&engine, language);
+        assert!(notes.len() >= 15, "{language}: {} notes", notes.len());
+        sample.extend((0..15).map(|n| notes[n * notes.len() / 15].clone()));
+    }
+    for (number, from) in sample.iter().enumerate() {
+        let path = NotePath::parse(from).unwrap();
+        let language = &from[..2];
+        let to = if number % 2 == 0 {
+            format!("{language}/Moved by kb/{}", path.file_name())
+        } else {
+            let folder = from.rsplit_once('/').map_or("", |(folder, _)| folder);
+            format!("{folder}/{} (renamed).md", path.stem())
+        };
+        move_and_check(&engine, from, &to, &[(from.clone(), to.clone())], broken_before);
+    }
+
+    // Three folders: the first, middle and last (by path) of en/ and zh/'s
+    // folders holding 2 to 40 notes.
+    let mut folders: Vec<String> = Vec::new();
+    for record in engine.catalog().records() {
+        if let Some((folder, _)) = record.path.rsplit_once('/')
+            && (folder.starts_with("en/") || folder.starts_with("zh/"))
+            && !folders.iter().any(|f| f == folder)
+        {
+            folders.push(folder.to_owned());
+        }
+    }
+    folders.sort();
+    folders.retain(|folder| (2..=40).contains(&notes_under(&engine, folder).len()));
+    assert!(folders.len() >= 3, "{folders:?}");
+    for folder in [&folders[0], &folders[folders.len() / 2], &folders[folders.len() - 1]] {
+        let to = format!("{folder} moved");
+        let moved: Vec<(String, String)> = notes_under(&engine, folder)
+            .into_iter()
+            .map(|old| {
+                let new = format!("{to}/{}", &old[folder.len() + 1..]);
+                (old, new)
+            })
+            .collect();
+        move_and_check(&engine, folder, &to, &moved, broken_before);
+    }
+
+    // The index agrees with the files.
+    engine.sync(false, None).unwrap();
+    assert_eq!(broken(&engine), broken_before, "after a sync");
+}

@@ -9,7 +9,7 @@
 //! relative Markdown links are fixed. The plan is then checked against the
 //! whole vault rebuilt as it would be: the count of broken links must not grow.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -193,15 +193,31 @@ pub fn plan_move(
     // to them, and the ones linking by a bare name a moved note takes on.
     let mut affected: BTreeSet<usize> = BTreeSet::new();
     let mut new_stems: BTreeSet<String> = BTreeSet::new();
+    let mut watched: HashSet<u32> = HashSet::new();
     for (old, new) in &moves {
         let index = index_of[old.as_str()];
         affected.insert(index);
-        affected.extend(view.graph.backlinks(index).iter().map(|b| b.from as usize));
+        watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
         new_stems.insert(strip_md(new.rsplit('/').next().unwrap_or(new)).to_lowercase());
     }
     for (index, record) in view.records.iter().enumerate() {
         if new_stems.contains(&record.stem().to_lowercase()) {
-            affected.extend(view.graph.backlinks(index).iter().map(|b| b.from as usize));
+            watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
+        }
+    }
+    for &index in &watched {
+        affected.extend(view.graph.backlinks(index as usize).iter().map(|b| b.from as usize));
+    }
+    // A link to a watched note naming a heading or block it lacks is broken, so
+    // not among its backlinks, yet leads to it: it must follow it all the same
+    // (left alone, `[[dup#h]]` could fall to another `dup` and count as mended).
+    for from in 0..view.records.len() {
+        let leads_to_watched = view.graph.outlinks(from).iter().any(|resolution| {
+            matches!(resolution, Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to))
+                if watched.contains(to))
+        });
+        if leads_to_watched {
+            affected.insert(from);
         }
     }
 
