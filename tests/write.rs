@@ -1080,7 +1080,9 @@ fn a_crash_after_any_step_is_recovered() {
                 let audited = vault.audit_for(&staged.proposal_id).len();
                 assert_eq!(audited, usize::from(step == Step::Audited), "{step:?}");
                 let (in_pending, in_archive) = match step {
-                    Step::Claimed | Step::Swapping | Step::Written | Step::File(_) => (staged.files.len(), 0),
+                    Step::Claimed | Step::Prepared | Step::Swapping | Step::Written | Step::File(_) => {
+                        (staged.files.len(), 0)
+                    }
                     Step::Archiving => (staged.files.len() - 1, 1),
                     Step::Archived | Step::Indexed | Step::Audited => (0, staged.files.len()),
                 };
@@ -2254,7 +2256,9 @@ fn issue_12_an_apply_killed_at_any_step_is_recovered() {
             };
             let applied = !matches!(step, Step::Claimed | Step::Swapping);
             let expected_now = match step {
-                Step::Claimed | Step::Swapping | Step::Written | Step::File(_) => ProposalStatus::Pending,
+                Step::Claimed | Step::Prepared | Step::Swapping | Step::Written | Step::File(_) => {
+                    ProposalStatus::Pending
+                }
                 Step::Archiving | Step::Archived | Step::Indexed => ProposalStatus::Interrupted,
                 Step::Audited => ProposalStatus::Applied,
             };
