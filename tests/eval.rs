@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use kb_mcp::engine::types::SearchArgs;
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::error::ErrorCode;
 use kb_mcp::eval::{CaseReport, Metrics, Report, Score, Suite, Tool, language_of, run, run_baseline};
@@ -507,20 +508,27 @@ fn issue_19_the_english_notes_suite_passes_every_case() {
         let marker = format!("issue 19 item {item}");
         assert!(descriptions.iter().any(|d| d.contains(&marker)), "no case shows {marker}");
     }
-    static ENGINE: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
-    let (_, engine) = ENGINE.get_or_init(|| {
-        let index = tempfile::tempdir().unwrap();
-        let vault = manifest_dir().join("fixtures/english-vault");
-        let engine =
-            Engine::open(&EngineOptions { vault, index_dir: Some(index.path().join("index")) }).unwrap();
-        engine.sync(false, None).unwrap();
-        (index, engine)
-    });
+    let engine = english_engine();
     let report = run(engine, &suite).unwrap();
     let failed: Vec<&CaseReport> = report.cases.iter().filter(|c| !c.passed).collect();
     assert!(failed.is_empty(), "failing cases: {failed:#?}");
     let bm25 = run_baseline(engine, &suite).unwrap();
     eval_baseline::gate(manifest_dir(), ENGLISH_SUITE, ENGLISH_BASELINE, &report, &bm25);
+}
+
+/// `fixtures/english-vault`, indexed once per test binary.
+fn english_engine() -> &'static Engine {
+    static ENGINE: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
+    &ENGINE
+        .get_or_init(|| {
+            let index = tempfile::tempdir().unwrap();
+            let vault = manifest_dir().join("fixtures/english-vault");
+            let engine =
+                Engine::open(&EngineOptions { vault, index_dir: Some(index.path().join("index")) }).unwrap();
+            engine.sync(false, None).unwrap();
+            (index, engine)
+        })
+        .1
 }
 
 // ---------------------------------------------------------------- the Obsidian Help corpus
@@ -751,6 +759,84 @@ fn issue_13_questions_in_other_words_keep_their_recorded_ranks() {
     let report = run(engine, &suite).unwrap();
     let bm25 = run_baseline(engine, &suite).unwrap();
     eval_baseline::gate(manifest_dir(), QUESTIONS_SUITE, QUESTIONS_BASELINE, &report, &bm25);
+}
+
+// ---------------------------------------------------------------- the title-side shortcut
+
+/// `search_knowledge` as (path, score) pairs and its total, with or without the
+/// title-side shortcut.
+fn knowledge_page(engine: &Engine, args: &SearchArgs, full: bool) -> (Vec<(String, f32)>, u64) {
+    let search = || engine.search_knowledge(args).unwrap();
+    let found = if full { kb_mcp::index::full_query_only(search) } else { search() };
+    (found.results.into_iter().map(|hit| (hit.path, hit.score)).collect(), found.total)
+}
+
+/// Every page the shortcut gives equals the full query's, note for note and
+/// score for score; returns how many searches took it (a smaller total).
+fn shortcut_agrees(engine: &Engine, suites: &[&str], extra: &[(&str, Option<&str>)]) -> usize {
+    let mut searches: Vec<SearchArgs> = Vec::new();
+    for suite in suites {
+        for case in Suite::parse(&read(suite)).unwrap().cases {
+            searches.push(SearchArgs {
+                query: case.query.clone(),
+                tags: case.tags.clone(),
+                folder: case.folder.clone(),
+                ..SearchArgs::default()
+            });
+            // Without the case's folder, so each query also runs over the whole vault.
+            searches.push(SearchArgs { query: case.query.clone(), ..SearchArgs::default() });
+        }
+    }
+    for (query, folder) in extra {
+        searches.push(SearchArgs {
+            query: (*query).to_owned(),
+            folder: folder.map(str::to_owned),
+            ..SearchArgs::default()
+        });
+    }
+    let mut shortcuts = 0;
+    for args in searches {
+        for limit in [1, 10] {
+            let args = SearchArgs { limit: Some(limit), ..args.clone() };
+            let (page, total) = knowledge_page(engine, &args, false);
+            let (full_page, full_total) = knowledge_page(engine, &args, true);
+            assert_eq!(page, full_page, "{:?} limit {limit}: the shortcut's page differs", args.query);
+            assert!(total <= full_total, "{:?}: total {total} > {full_total}", args.query);
+            if total < full_total {
+                shortcuts += 1;
+            }
+        }
+    }
+    shortcuts
+}
+
+/// Queries beyond the suites: the benchmark's kinds, phrases, exclusions, filters.
+const SHORTCUT_QUERIES: &[(&str, Option<&str>)] = &[
+    ("canvas", None),
+    ("sync vault settings", None),
+    ("\"command palette\"", None),
+    ("核心插件", None),
+    ("xylophonist", None),
+    ("plugin -community", None),
+    ("note", None),
+    ("notes links", Some("en")),
+    ("\"graph view\" settings", None),
+    ("笔记", Some("zh")),
+];
+
+#[test]
+fn issue_19_the_title_side_shortcut_gives_the_full_querys_pages() {
+    let fixture = shortcut_agrees(fixture_engine(), &[FIXTURE_SUITE], &[("git", None), ("备份", None)]);
+    let english =
+        shortcut_agrees(english_engine(), &[ENGLISH_SUITE], &[("notes", None), ("the -references", None)]);
+    eprintln!("shortcut taken: fixture vault {fixture}, english vault {english}");
+    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
+        eprintln!("SKIPPED on purpose ({SKIP_CORPUS_VAR}=1): the corpus half of the shortcut check");
+        return;
+    }
+    let corpus = shortcut_agrees(corpus_engine(), &[CORPUS_SUITE, QUESTIONS_SUITE], SHORTCUT_QUERIES);
+    eprintln!("shortcut taken: obsidian-help {corpus}");
+    assert!(corpus >= 20, "the shortcut was taken only {corpus} times: the check compares nothing");
 }
 
 // ---------------------------------------------------------------- kb-index eval

@@ -31,7 +31,7 @@ mod writer;
 pub use baseline::BaselineIndex;
 pub use open::OpenedIndex;
 pub use script::{is_cjk, is_han, is_hangul, is_kana};
-pub use search::{SearchHit, SearchOutcome, SearchRequest, SearchScope};
+pub use search::{SearchHit, SearchOutcome, SearchRequest, SearchScope, full_query_only};
 pub use snippet::Snippet;
 pub use writer::{DocumentSink, Journal};
 

@@ -1,10 +1,12 @@
 //! Searches: the request and its hits, the scope's fields and weights, the
 //! query run on one or several threads, rarity boosts, and the explanation.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{EnableScoring, Query};
+use tantivy::collector::{Count, DocSetCollector, TopDocs};
+use tantivy::query::{Bm25Weight, EnableScoring, Query};
 use tantivy::schema::Field;
 use tantivy::{DocAddress, Executor, Searcher, TantivyDocument, Term};
 
@@ -30,6 +32,29 @@ const PARALLEL_POSTINGS: u64 = 2_000;
 const KNOWLEDGE_MIN_SHARE: f32 = 0.0;
 
 const CONTENT_MIN_SHARE: f32 = 0.6;
+
+/// Most title-side matches `search_knowledge` scores alone before it walks the
+/// text of every note instead (each costs a few skip-list seeks per text term).
+const TITLE_CANDIDATES_MAX: usize = 4_000;
+
+thread_local! {
+    /// Set by [`full_query_only`]: this thread's searches skip the title-side shortcut.
+    static FULL_QUERY_ONLY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with `search_knowledge`'s title-side shortcut off on this thread, so
+/// tests can hold the shortcut's answers to the full query's.
+#[doc(hidden)]
+pub fn full_query_only<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FULL_QUERY_ONLY.with(|only| only.set(self.0));
+        }
+    }
+    let _restore = Restore(FULL_QUERY_ONLY.with(|only| only.replace(true)));
+    f()
+}
 
 /// Which tool's fields and weights a search uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +156,6 @@ impl SearchIndex {
             // Body BM25 already weighs words by their rarity in the text.
             SearchScope::Content => std::collections::BTreeMap::new(),
         };
-        let built = query::build(&plan, fields, weights, &filters, min_share, false, &boosts);
         let mut terms = plan.positive_terms();
         let executor = match request.scope {
             SearchScope::Content => self.executor_for(&searcher, &terms),
@@ -140,7 +164,19 @@ impl SearchIndex {
             // three words, measured on two busy cores), as it was before it read the text.
             SearchScope::Knowledge => &Executor::SingleThread,
         };
-        let (mut top, mut total) = self.run(&searcher, built.as_ref(), limit, executor)?;
+        let shortcut = match request.scope {
+            SearchScope::Knowledge => {
+                self.titles_first(&searcher, &plan, weights, &filters, &boosts, min_share, limit)?
+            }
+            SearchScope::Content => None,
+        };
+        let (mut top, mut total) = match shortcut {
+            Some(found) => found,
+            None => {
+                let built = query::build(&plan, fields, weights, &filters, min_share, false, &boosts);
+                self.run(&searcher, built.as_ref(), limit, executor)?
+            }
+        };
         // Notes holding fewer of the words, ranked after those holding enough.
         let mut fill = Vec::new();
         if total < limit && !plan.words.is_empty() && min_share > 0.0 && plan.units().len() > 1 {
@@ -197,6 +233,91 @@ impl SearchIndex {
         hits[..strict_hits].sort_by(order);
         hits[strict_hits..].sort_by(order);
         Ok(SearchOutcome { total, hits, terms, relaxed, fuzzy })
+    }
+
+    /// `search_knowledge`'s page from its title-side matches alone, when that is
+    /// provably the page the full query gives; `None` when the full query must run.
+    ///
+    /// The title-side fields (title and file name, aliases, description, tags,
+    /// exact name) find candidates cheaply; the full query then scores only those,
+    /// text evidence included, each exactly as it would score among all notes.
+    /// A note matching only in its headings or text can score at most
+    /// [`query::bound_outside`]: when the page is full and its last note scores
+    /// above that, no such note belongs on it. Otherwise (few title matches, or
+    /// text evidence that could win) the full query runs, so a note found only by
+    /// its text still comes back. `total` then counts the title-side matches: the
+    /// notes matching only in their text were not counted (nor needed).
+    #[expect(clippy::too_many_arguments, reason = "the search's parts")]
+    fn titles_first(
+        &self,
+        searcher: &Searcher,
+        plan: &query::QueryPlan,
+        weights: &[(Field, f32)],
+        filters: &query::Filters,
+        boosts: &std::collections::BTreeMap<String, f32>,
+        min_share: f32,
+        limit: usize,
+    ) -> Result<Option<(Vec<(f32, DocAddress)>, usize)>> {
+        if FULL_QUERY_ONLY.with(Cell::get) || (plan.units().is_empty() && plan.phrases.is_empty()) {
+            return Ok(None);
+        }
+        let fields = &self.schema.fields;
+        let title_side: Vec<Field> = weights
+            .iter()
+            .map(|&(field, _)| field)
+            .filter(|field| *field != fields.headings && *field != fields.body)
+            .collect();
+        let titles = query::build_reaching(
+            plan,
+            fields,
+            weights,
+            filters,
+            min_share,
+            false,
+            boosts,
+            &query::Reach::Fields(title_side.clone()),
+        );
+        let found = searcher
+            .search(titles.as_ref(), &DocSetCollector)
+            .map_err(|e| tantivy_error("searching titles", e))?;
+        if found.len() < limit || found.len() > TITLE_CANDIDATES_MAX {
+            return Ok(None);
+        }
+        let max_score = |field: Field, texts: &[&str]| -> f32 {
+            let terms: Vec<Term> = texts.iter().map(|text| Term::from_field_text(field, text)).collect();
+            // A statistic that cannot be read leaves no bound: the full query runs.
+            let absent = terms
+                .iter()
+                .map(|term| searcher.doc_freq(term))
+                .try_fold(false, |absent, df| df.map(|df| absent || df == 0));
+            match absent {
+                // No note holds the term (a stem that is no word, say): it scores nothing.
+                Ok(true) => 0.0,
+                Ok(false) => {
+                    Bm25Weight::for_terms(searcher, &terms).map_or(f32::INFINITY, |weight| weight.max_score())
+                }
+                Err(_) => f32::INFINITY,
+            }
+        };
+        let bound =
+            query::bound_outside(plan, fields, weights, filters, min_share, boosts, &title_side, &max_score);
+        let matched = found.len();
+        let candidates = Arc::new(query::Candidates::new(searcher, found));
+        let scored = query::build_reaching(
+            plan,
+            fields,
+            weights,
+            filters,
+            min_share,
+            false,
+            boosts,
+            &query::Reach::Candidates(candidates),
+        );
+        let (top, _) = self.run(searcher, scored.as_ref(), limit, &Executor::SingleThread)?;
+        Ok(match top.last() {
+            Some(&(last, _)) if top.len() == limit && last > bound => Some((top, matched)),
+            _ => None,
+        })
     }
 
     /// Each query term's boost from its informativeness in the note bodies.

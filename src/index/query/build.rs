@@ -3,6 +3,7 @@
 //! phrase and exact-title boosts, filters, and the typo-tolerant pass.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tantivy::Term;
 use tantivy::query::{
@@ -10,6 +11,7 @@ use tantivy::query::{
 };
 use tantivy::schema::{Field, IndexRecordOption};
 
+use super::candidates::{Candidates, only};
 use super::coordinated::CoordinatedQuery;
 use super::words::{QueryPlan, word_forms};
 use crate::index::fuzzy::{PrefixedFuzzyQuery, typo_distance};
@@ -19,11 +21,35 @@ use crate::index::tokenizer::Analysed;
 /// How much a stemmed match (`runs` for `running`) counts against an exact one.
 const STEM_WEIGHT: f32 = 0.6;
 
+/// Which notes and fields a built query reaches.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Reach {
+    /// Every note through every field of the tool: the query itself.
+    #[default]
+    Everything,
+    /// Words and phrases searched in these fields only; exclusions and filters
+    /// as in the query itself, so what this finds the query finds too.
+    Fields(Vec<Field>),
+    /// Every field, but these notes only, each scored as the query scores it.
+    Candidates(Arc<Candidates>),
+}
+
+impl Reach {
+    /// The leaf as this reach sees it.
+    fn leaf(&self, query: Box<dyn Query>) -> Box<dyn Query> {
+        match self {
+            Reach::Candidates(candidates) => only(candidates, query),
+            _ => query,
+        }
+    }
+}
+
 /// A term or phrase across weighted fields, as one should-clause.
 fn across_fields(
     word_terms: &[Analysed],
     fields: &[(Field, f32)],
     phrase_only: bool,
+    reach: &Reach,
 ) -> Option<Box<dyn Query>> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for &(field, weight) in fields {
@@ -46,7 +72,7 @@ fn across_fields(
                 Box::new(PhraseQuery::new_with_offset(terms))
             }
         };
-        clauses.push((Occur::Should, Box::new(BoostQuery::new(query, weight))));
+        clauses.push((Occur::Should, Box::new(BoostQuery::new(reach.leaf(query), weight))));
     }
     if clauses.is_empty() { None } else { Some(Box::new(BooleanQuery::new(clauses))) }
 }
@@ -71,8 +97,27 @@ pub(crate) fn build(
     relaxed: bool,
     boosts: &BTreeMap<String, f32>,
 ) -> Box<dyn Query> {
-    let text_weights: Vec<(Field, f32)> =
+    build_reaching(plan, fields, weights, filters, min_share, relaxed, boosts, &Reach::Everything)
+}
+
+/// [`build`], reaching only some fields or some notes (see [`Reach`]).
+#[expect(clippy::too_many_arguments, reason = "build's arguments and the reach")]
+pub(crate) fn build_reaching(
+    plan: &QueryPlan,
+    fields: &Fields,
+    weights: &[(Field, f32)],
+    filters: &Filters,
+    min_share: f32,
+    relaxed: bool,
+    boosts: &BTreeMap<String, f32>,
+    reach: &Reach,
+) -> Box<dyn Query> {
+    let excluding: Vec<(Field, f32)> =
         weights.iter().copied().filter(|(f, _)| *f != fields.name_key).collect();
+    let text_weights: Vec<(Field, f32)> = match reach {
+        Reach::Fields(searched) => excluding.iter().copied().filter(|(f, _)| searched.contains(f)).collect(),
+        _ => excluding.clone(),
+    };
     let name_weight = weights.iter().find(|(f, _)| *f == fields.name_key).map(|(_, w)| *w);
     let mut top: Vec<(Occur, Box<dyn Query>)> = Vec::new();
 
@@ -85,7 +130,7 @@ pub(crate) fn build(
                 text_weights.iter().map(|&(f, w)| (f, w * boost * factor)).collect()
             };
             let term = Analysed { text: unit.clone(), from: 0, to: 0, position: 0 };
-            let Some(exact) = across_fields(std::slice::from_ref(&term), &scaled(1.0), false) else {
+            let Some(exact) = across_fields(std::slice::from_ref(&term), &scaled(1.0), false, reach) else {
                 continue;
             };
             let stemmed = scaled(STEM_WEIGHT);
@@ -93,7 +138,8 @@ pub(crate) fn build(
                 .into_iter()
                 .filter_map(|form| {
                     let term = Analysed { text: form, from: 0, to: 0, position: 0 };
-                    across_fields(std::slice::from_ref(&term), &stemmed, false).map(|q| (Occur::Should, q))
+                    across_fields(std::slice::from_ref(&term), &stemmed, false, reach)
+                        .map(|q| (Occur::Should, q))
                 })
                 .collect();
             if other_forms.is_empty() {
@@ -118,31 +164,87 @@ pub(crate) fn build(
         }
         for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
             let boosted: Vec<(Field, f32)> = text_weights.iter().map(|&(f, w)| (f, w * 1.5)).collect();
-            if let Some(q) = across_fields(&word.terms, &boosted, true) {
+            if let Some(q) = across_fields(&word.terms, &boosted, true, reach) {
                 top.push((Occur::Should, q));
             }
         }
     }
     for phrase in &plan.phrases {
-        if let Some(q) = across_fields(&phrase.terms, &text_weights, true) {
+        if let Some(q) = across_fields(&phrase.terms, &text_weights, true, reach) {
             top.push((Occur::Must, q));
         }
     }
     if let (Some(weight), false) = (name_weight, plan.name_key.is_empty()) {
         let exact =
             TermQuery::new(Term::from_field_text(fields.name_key, &plan.name_key), IndexRecordOption::Basic);
-        top.push((Occur::Should, Box::new(BoostQuery::new(Box::new(exact), weight))));
+        top.push((Occur::Should, Box::new(BoostQuery::new(reach.leaf(Box::new(exact)), weight))));
     }
     for word in &plan.excluded {
-        if let Some(q) = across_fields(&word.terms, &text_weights, true) {
+        if let Some(q) = across_fields(&word.terms, &excluding, true, reach) {
             top.push((Occur::MustNot, q));
         }
     }
-    push_filters(&mut top, fields, filters);
+    push_filters(&mut top, fields, filters, reach);
     if !top.iter().any(|(occur, _)| *occur == Occur::Must) {
-        top.push((Occur::Must, Box::new(AllQuery)));
+        top.push((Occur::Must, reach.leaf(Box::new(AllQuery))));
     }
     Box::new(BooleanQuery::new(top))
+}
+
+/// The most [`build`]'s query can give a note that none of its clauses match
+/// outside `reached` fields (nor an exact name): a bound from each leaf's best
+/// possible BM25 score (`max_score` of a field and its terms), summed as the
+/// query sums them, coordination doubled. A page whose last note scores above it
+/// cannot miss such a note.
+#[expect(clippy::too_many_arguments, reason = "build's arguments and the leaves' bound")]
+pub(crate) fn bound_outside(
+    plan: &QueryPlan,
+    fields: &Fields,
+    weights: &[(Field, f32)],
+    filters: &Filters,
+    min_share: f32,
+    boosts: &BTreeMap<String, f32>,
+    reached: &[Field],
+    max_score: &dyn Fn(Field, &[&str]) -> f32,
+) -> f32 {
+    let outside: Vec<(Field, f32)> =
+        weights.iter().copied().filter(|(f, _)| *f != fields.name_key && !reached.contains(f)).collect();
+    let across = |terms: &[&str], factor: f32| -> f32 {
+        outside.iter().map(|&(field, weight)| weight * factor * max_score(field, terms)).sum()
+    };
+    let units = plan.units();
+    let mut words = 0.0;
+    for unit in &units {
+        let boost = boosts.get(unit).copied().unwrap_or(1.0);
+        let exact = across(&[unit.as_str()], boost);
+        let stemmed: f32 =
+            word_forms(unit).iter().map(|form| across(&[form.as_str()], boost * STEM_WEIGHT)).sum();
+        words += exact.max(stemmed);
+    }
+    let n = units.len();
+    if n > 1 && required_clauses(n, min_share, false) < n {
+        words *= 2.0;
+    }
+    let mut bound = words;
+    for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
+        let terms: Vec<&str> = word.terms.iter().map(|t| t.text.as_str()).collect();
+        bound += across(&terms, 1.5);
+    }
+    for phrase in &plan.phrases {
+        let terms: Vec<&str> = phrase.terms.iter().map(|t| t.text.as_str()).collect();
+        bound += across(&terms, 1.0);
+    }
+    for tag in &filters.tags {
+        bound += max_score(fields.tag_filter, &[tag.as_str()]);
+    }
+    if let Some(folder) = &filters.folder {
+        bound += max_score(fields.folder, &[folder.as_str()]);
+    }
+    if units.is_empty() && plan.phrases.is_empty() {
+        bound += 1.0;
+    }
+    // Sums taken in another order differ in their last bits.
+    bound * 1.001 + 1e-4
 }
 
 /// How many of `n` term clauses a note must match: `min_share` of them, at least
@@ -152,14 +254,14 @@ pub(crate) fn required_clauses(n: usize, min_share: f32, relaxed: bool) -> usize
 }
 
 /// Adds the tag and folder filters as required clauses.
-fn push_filters(top: &mut Vec<(Occur, Box<dyn Query>)>, fields: &Fields, filters: &Filters) {
+fn push_filters(top: &mut Vec<(Occur, Box<dyn Query>)>, fields: &Fields, filters: &Filters, reach: &Reach) {
     for tag in &filters.tags {
         let term = Term::from_field_text(fields.tag_filter, tag);
-        top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
+        top.push((Occur::Must, reach.leaf(Box::new(TermQuery::new(term, IndexRecordOption::Basic)))));
     }
     if let Some(folder) = &filters.folder {
         let term = Term::from_field_text(fields.folder, folder);
-        top.push((Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic))));
+        top.push((Occur::Must, reach.leaf(Box::new(TermQuery::new(term, IndexRecordOption::Basic)))));
     }
 }
 
@@ -184,9 +286,9 @@ pub(crate) fn build_fuzzy(
         return None;
     }
     let mut top: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(clauses)))];
-    push_filters(&mut top, fields, filters);
+    push_filters(&mut top, fields, filters, &Reach::Everything);
     for word in &plan.excluded {
-        if let Some(q) = across_fields(&word.terms, weights, true) {
+        if let Some(q) = across_fields(&word.terms, weights, true, &Reach::Everything) {
             top.push((Occur::MustNot, q));
         }
     }

@@ -19,8 +19,10 @@
 //! common word that sits in some title must not outrank a question's rare words.
 
 mod build;
+mod candidates;
 mod coordinated;
 mod words;
 
-pub(crate) use build::{Filters, build, build_fuzzy, required_clauses};
+pub(crate) use build::{Filters, Reach, bound_outside, build, build_fuzzy, build_reaching, required_clauses};
+pub(crate) use candidates::Candidates;
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};

@@ -1,0 +1,172 @@
+//! A query's leaves restricted to known candidate notes, so the whole query can
+//! score a few hundred notes without walking the postings of every note.
+//!
+//! `search_knowledge` first finds the notes its title-side fields match (a few
+//! hundred at most, cheap), then scores only those with the full query, text
+//! evidence included. Wrapping the whole query in a filter would not do:
+//! tantivy's union scorers score a 4,096-document window per jump, so a union
+//! over a common word's text postings would still score nearly every note. Here
+//! each leaf (a term or a phrase in one field) sees only the candidates, leaping
+//! from one to the next with the postings' skip lists, and the query tree above
+//! the leaves is unchanged, so a candidate scores exactly what the full query
+//! gives it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tantivy::index::SegmentId;
+use tantivy::query::{EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight};
+use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, Term};
+
+/// Candidate notes, as sorted document ids per segment.
+#[derive(Debug, Default)]
+pub(crate) struct Candidates {
+    by_segment: HashMap<SegmentId, Arc<[DocId]>>,
+}
+
+impl Candidates {
+    /// Groups found documents by the segment they belong to.
+    pub(crate) fn new(searcher: &Searcher, found: impl IntoIterator<Item = DocAddress>) -> Self {
+        let mut grouped: HashMap<u32, Vec<DocId>> = HashMap::new();
+        for address in found {
+            grouped.entry(address.segment_ord).or_default().push(address.doc_id);
+        }
+        let readers = searcher.segment_readers();
+        let by_segment = grouped
+            .into_iter()
+            .filter_map(|(ord, mut docs)| {
+                let reader = readers.get(ord as usize)?;
+                docs.sort_unstable();
+                docs.dedup();
+                Some((reader.segment_id(), Arc::from(docs)))
+            })
+            .collect();
+        Candidates { by_segment }
+    }
+
+    fn of(&self, reader: &SegmentReader) -> Option<Arc<[DocId]>> {
+        self.by_segment.get(&reader.segment_id()).filter(|docs| !docs.is_empty()).cloned()
+    }
+}
+
+/// Wraps a leaf query so that it matches candidates only.
+pub(crate) fn only(candidates: &Arc<Candidates>, leaf: Box<dyn Query>) -> Box<dyn Query> {
+    Box::new(OnlyCandidates { inner: leaf, candidates: Arc::clone(candidates) })
+}
+
+/// A leaf query matching only the candidates among its own matches.
+#[derive(Debug)]
+struct OnlyCandidates {
+    inner: Box<dyn Query>,
+    candidates: Arc<Candidates>,
+}
+
+impl Clone for OnlyCandidates {
+    fn clone(&self) -> Self {
+        OnlyCandidates { inner: self.inner.box_clone(), candidates: Arc::clone(&self.candidates) }
+    }
+}
+
+impl Query for OnlyCandidates {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let inner = self.inner.weight(scoring)?;
+        Ok(Box::new(OnlyWeight { inner, candidates: Arc::clone(&self.candidates) }))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        self.inner.query_terms(visitor);
+    }
+}
+
+struct OnlyWeight {
+    inner: Box<dyn Weight>,
+    candidates: Arc<Candidates>,
+}
+
+impl Weight for OnlyWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        // No candidate here: the same empty scorer the boolean query leaves out.
+        let Some(docs) = self.candidates.of(reader) else { return Ok(Box::new(EmptyScorer)) };
+        let inner = self.inner.scorer(reader, boost)?;
+        if inner.doc() == TERMINATED {
+            return Ok(inner);
+        }
+        let mut scorer = OnlyScorer { inner, docs, next: 0, doc: 0 };
+        scorer.settle();
+        Ok(Box::new(scorer))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        self.inner.explain(reader, doc)
+    }
+}
+
+struct OnlyScorer {
+    inner: Box<dyn Scorer>,
+    /// The segment's candidates, sorted.
+    docs: Arc<[DocId]>,
+    /// The first candidate not yet passed.
+    next: usize,
+    doc: DocId,
+}
+
+impl OnlyScorer {
+    /// From candidate `next` on, the first one the inner scorer matches.
+    fn settle(&mut self) -> DocId {
+        loop {
+            let Some(&candidate) = self.docs.get(self.next) else {
+                self.doc = TERMINATED;
+                return TERMINATED;
+            };
+            let at =
+                if self.inner.doc() >= candidate { self.inner.doc() } else { self.inner.seek(candidate) };
+            if at == TERMINATED {
+                self.doc = TERMINATED;
+                return TERMINATED;
+            }
+            if at == candidate {
+                self.doc = candidate;
+                return candidate;
+            }
+            self.next += self.docs[self.next..].partition_point(|&doc| doc < at);
+        }
+    }
+}
+
+impl DocSet for OnlyScorer {
+    fn advance(&mut self) -> DocId {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        self.next += 1;
+        self.settle()
+    }
+
+    fn seek(&mut self, target: DocId) -> DocId {
+        if self.doc >= target {
+            return self.doc;
+        }
+        self.next += self.docs[self.next..].partition_point(|&doc| doc < target);
+        self.settle()
+    }
+
+    fn doc(&self) -> DocId {
+        self.doc
+    }
+
+    /// The inner scorer's own estimate: an intersection orders its parts by it,
+    /// and the parts' scores must add up in the order the full query adds them.
+    fn size_hint(&self) -> u32 {
+        self.inner.size_hint()
+    }
+
+    fn cost(&self) -> u64 {
+        self.inner.cost()
+    }
+}
+
+impl Scorer for OnlyScorer {
+    fn score(&mut self) -> Score {
+        self.inner.score()
+    }
+}
