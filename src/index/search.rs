@@ -37,6 +37,9 @@ const CONTENT_MIN_SHARE: f32 = 0.6;
 /// text of every note instead (each costs a few skip-list seeks per text term).
 const TITLE_CANDIDATES_MAX: usize = 4_000;
 
+/// The best hits, best first, and how many notes matched.
+type Page = (Vec<(f32, DocAddress)>, usize);
+
 thread_local! {
     /// Set by [`full_query_only`]: this thread's searches skip the title-side shortcut.
     static FULL_QUERY_ONLY: Cell<bool> = const { Cell::new(false) };
@@ -257,7 +260,7 @@ impl SearchIndex {
         boosts: &std::collections::BTreeMap<String, f32>,
         min_share: f32,
         limit: usize,
-    ) -> Result<Option<(Vec<(f32, DocAddress)>, usize)>> {
+    ) -> Result<Option<Page>> {
         if FULL_QUERY_ONLY.with(Cell::get) || (plan.units().is_empty() && plan.phrases.is_empty()) {
             return Ok(None);
         }
@@ -390,13 +393,7 @@ impl SearchIndex {
         })
     }
 
-    fn run(
-        &self,
-        searcher: &Searcher,
-        query: &dyn Query,
-        limit: usize,
-        executor: &Executor,
-    ) -> Result<(Vec<(f32, DocAddress)>, usize)> {
+    fn run(&self, searcher: &Searcher, query: &dyn Query, limit: usize, executor: &Executor) -> Result<Page> {
         let collector = (TopDocs::with_limit(limit).order_by_score(), Count);
         let scoring = EnableScoring::enabled_from_searcher(searcher);
         searcher
