@@ -18,20 +18,31 @@ beside the checkout when it is there) this script:
 6. peak RSS of the serving process (VmHWM in /proc/PID/status after the calls),
    then again after `get_related_notes`, `list_tags` and `get_vault_overview`
    (the link graph and a walk of the vault, which searches never build);
-7. index size on disk against the Markdown size.
+7. index size on disk against the Markdown size;
+8. side by side, in the same run: SQLite FTS5 (Python's sqlite3, tokenizer
+   unicode61, one row per note: its path and its whole file) builds a database
+   of the same vault in a process of its own (timed like the kb-index build),
+   then this process answers the same queries, the same number of times, with
+   bm25 ranking, the first 10 rows and a snippet() each; the ratios
+   kb-mcp / FTS5 (build; median per query) and kb-mcp's tail ratio p99 / median
+   are printed beside the absolute figures. FTS5 is asked in-process, kb-mcp
+   through its pipes, so a query ratio includes kb-mcp's JSON-RPC round trip.
 
-Prints a Markdown table and writes the figures to target/kb-bench/process.json.
+Prints two Markdown tables (kb-mcp's figures; the side by side) and writes the
+figures to target/kb-bench/process.json.
 Page caches are warm (the vault and index were just read); "cold" means a new
 process, not a cold disk.
 
     python3 benches/scripts/process_figures.py [--sizes 10000,100000,obsidian-help] [--runs 5] [--calls 100]
         [--bin-dir DIR]   # binaries copied elsewhere (DIR/kb-mcp, DIR/kb-index, DIR/examples/gen-vault); no build
+        [--no-fts5]       # leave out the SQLite FTS5 side by side
 """
 
 import argparse
 import json
 import os
 import select
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -220,12 +231,79 @@ class Server:
         self.stderr.close()
 
 
+def fts5_build(vault, db):
+    """Builds the FTS5 database of a vault (run in a process of its own, see --fts5-build)."""
+    db = Path(db)
+    for leftover in (db, Path(f"{db}-journal"), Path(f"{db}-wal")):
+        if leftover.exists():
+            leftover.unlink()
+    connection = sqlite3.connect(db)
+    connection.execute("PRAGMA journal_mode = OFF")
+    connection.execute("PRAGMA synchronous = OFF")
+    connection.execute("CREATE VIRTUAL TABLE notes USING fts5(path UNINDEXED, body, tokenize = 'unicode61')")
+
+    def rows():
+        for folder, dirs, names in os.walk(vault):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            for name in names:
+                if name.endswith(".md") and not name.startswith("."):
+                    full = os.path.join(folder, name)
+                    with open(full, encoding="utf-8", errors="replace") as note:
+                        yield os.path.relpath(full, vault), note.read()
+
+    with connection:
+        connection.executemany("INSERT INTO notes (path, body) VALUES (?, ?)", rows())
+    connection.close()
+
+
+def fts5_measure(vault, label, queries, calls):
+    """Builds FTS5 over `vault` in a child process, then times `calls` queries here."""
+    db = BENCH_DIR / f"process-fts5-{label}.sqlite"
+    seconds, rss = run_measured(
+        [sys.executable, str(Path(__file__).resolve()), "--fts5-build", str(vault), str(db)],
+        BENCH_DIR / f"process-fts5-build-{label}.stderr",
+    )
+    connection = sqlite3.connect(db)
+    sql = (
+        "SELECT path, snippet(notes, 1, '**', '**', '…', 12) FROM notes "
+        "WHERE notes MATCH ? ORDER BY rank LIMIT 10"
+    )
+    by_query = {query: [] for query in queries}
+    timings = []
+    hits = {}
+    for i in range(calls):
+        query = queries[i % len(queries)]
+        started = time.perf_counter()
+        try:
+            rows = connection.execute(sql, (query,)).fetchall()
+        except sqlite3.OperationalError as error:
+            log(f"{label}: FTS5 cannot run {query!r}: {error}")
+            rows = []
+        took = time.perf_counter() - started
+        hits[query] = len(rows)
+        timings.append(took)
+        by_query[query].append(took)
+    connection.close()
+    figures = {
+        "fts5_build_seconds": seconds,
+        "fts5_build_peak_rss": rss,
+        "fts5_db_bytes": db.stat().st_size,
+        "fts5_median_ms": statistics.median(timings) * 1e3,
+        "fts5_p99_ms": percentile(timings, 0.99) * 1e3,
+        "fts5_median_ms_by_query": {q: statistics.median(t) * 1e3 for q, t in by_query.items() if t},
+        "fts5_hits_by_query": hits,
+    }
+    log(f"{label}: FTS5 build {seconds:.2f} s, query median {figures['fts5_median_ms']:.2f} ms")
+    db.unlink()
+    return figures
+
+
 def percentile(values, q):
     ordered = sorted(values)
     return ordered[round((len(ordered) - 1) * q)]
 
 
-def measure(label, runs, calls):
+def measure(label, runs, calls, fts5):
     found = get_vault(label)
     if found is None:
         log(f"no {label} vault; skipped")
@@ -292,6 +370,8 @@ def measure(label, runs, calls):
         "warm_median_ms": statistics.median(round_trips) * 1e3,
         "warm_p99_ms": percentile(round_trips, 0.99) * 1e3,
         "warm_max_ms": max(round_trips) * 1e3,
+        "warm_tail_ratio": percentile(round_trips, 0.99) / statistics.median(round_trips),
+        "warm_p99_ms_by_query": {q: percentile(t, 0.99) * 1e3 for q, t in by_query.items() if t},
         "startup_sync_done": synced,
         "warm_median_ms_by_query": {q: statistics.median(t) * 1e3 for q, t in by_query.items() if t},
         "serving_peak_rss": memory["VmHWM"],
@@ -302,6 +382,8 @@ def measure(label, runs, calls):
         "all_tools_rss_anon": memory_all.get("RssAnon"),
         "all_tools_rss_file": memory_all.get("RssFile"),
     }
+    if fts5:
+        figures.update(fts5_measure(vault, label, queries, calls))
     log(f"{label}: {json.dumps(figures)}")
     return figures
 
@@ -329,6 +411,37 @@ def table(rows):
     return "\n".join(lines)
 
 
+def side_by_side(rows):
+    """kb-mcp against SQLite FTS5 in the same run: ratios first, then the absolute figures."""
+    rows = [r for r in rows if "fts5_build_seconds" in r]
+    if not rows:
+        return ""
+    queries = list(rows[0]["warm_median_ms_by_query"])
+    lines = [
+        "| vault | build kb / FTS5 | "
+        + " | ".join(f"`{q}` kb / FTS5 (ms)" for q in queries)
+        + " | kb-mcp tail p99 / median | FTS5 build, db size, peak RSS |",
+        "|---|---:|" + "---:|" * len(queries) + "---:|---:|",
+    ]
+    for r in rows:
+        cells = []
+        for q in r["warm_median_ms_by_query"]:
+            kb, fts = r["warm_median_ms_by_query"][q], r["fts5_median_ms_by_query"].get(q)
+            if fts:
+                cells.append(f"{kb / fts:.1f}× ({kb:.2f} / {fts:.2f})")
+            else:
+                cells.append(f"– ({kb:.2f} / –)")
+        lines.append(
+            f"| {r['label']} | {r['build_seconds'] / r['fts5_build_seconds']:.2f}× "
+            f"({r['build_seconds']:.2f} / {r['fts5_build_seconds']:.2f} s) | "
+            + " | ".join(cells)
+            + f" | {r['warm_tail_ratio']:.1f}× ({r['warm_p99_ms']:.2f} / {r['warm_median_ms']:.2f} ms) "
+            f"| {r['fts5_build_seconds']:.2f} s, {r['fts5_db_bytes'] / 1e6:.1f} MB, "
+            f"{r['fts5_build_peak_rss'] / 2**20:.0f} MiB |"
+        )
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=f"10000,100000,{CORPUS_LABEL}")
@@ -336,7 +449,12 @@ def main():
     parser.add_argument("--calls", type=int, default=100, help="warm round trips per vault")
     parser.add_argument("--no-build", action="store_true", help="use the release binaries as they are")
     parser.add_argument("--bin-dir", help="take the binaries from here instead of target/release (implies --no-build)")
+    parser.add_argument("--no-fts5", action="store_true", help="leave out the SQLite FTS5 side by side")
+    parser.add_argument("--fts5-build", nargs=2, metavar=("VAULT", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.fts5_build:
+        fts5_build(*args.fts5_build)
+        return
     global RELEASE
     if args.bin_dir:
         RELEASE = Path(args.bin_dir).resolve()
@@ -347,13 +465,15 @@ def main():
         build_binaries()
     rows = []
     for label in [s.strip() for s in args.sizes.split(",") if s.strip()]:
-        figures = measure(label, args.runs, args.calls)
+        figures = measure(label, args.runs, args.calls, not args.no_fts5)
         if figures:
             rows.append(figures)
     out = TARGET / "kb-bench" / "process.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
     print(table(rows))
+    print()
+    print(side_by_side(rows))
 
 
 if __name__ == "__main__":
