@@ -1423,3 +1423,96 @@ async fn issue13_tools_list_stays_under_its_size_caps_at_every_level() {
         client.cancel().await.unwrap();
     }
 }
+
+/// Runs `kb-mcp` on `vault` with `env`, writes `lines` (raw JSON-RPC) to its
+/// stdin, waits for the answers to ids 1..=`answers`, closes stdin and returns
+/// its stderr log lines once it has exited.
+fn stderr_of_session(vault: &Path, env: &[(&str, &str)], lines: &[Value], answers: u64) -> Vec<Value> {
+    let mut command = Command::new(BIN);
+    command.arg("--vault").arg(vault).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut answered = std::collections::BTreeSet::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if let Some(id) = message["id"].as_u64() {
+            answered.insert(id);
+        }
+        if answered.len() as u64 == answers {
+            break;
+        }
+    }
+    drop(stdin);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(child.wait().unwrap().success(), "{stderr}");
+    stderr.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+}
+
+fn initialize_and_search(query: &str) -> Vec<Value> {
+    vec![
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_note_content","arguments":{"query":query}}}),
+    ]
+}
+
+/// Issue 17: with the debug log on (`KB_LOG=debug`, or `--log-level debug`),
+/// each request gets one `timing` line on stderr saying where its time went,
+/// stage by stage; a call that waited for the start-up sync says so. Without
+/// it, no such line is written.
+#[test]
+fn issue17_debug_log_breaks_each_request_down_and_names_a_wait_for_the_start_up_sync() {
+    let (_tmp, vault) = common::temp_vault();
+    let built = Command::new(env!("CARGO_BIN_EXE_kb-index")).arg("--vault").arg(&vault).arg("build").output().unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+
+    // The default level: no timing lines.
+    let quiet = stderr_of_session(&vault, &[], &initialize_and_search("备份"), 2);
+    assert!(quiet.iter().all(|line| line["event"] != "timing"), "{quiet:?}");
+
+    // Debug: a line per request, every stage of a search named.
+    let logged = stderr_of_session(&vault, &[("KB_LOG", "debug")], &initialize_and_search("备份"), 2);
+    let timing: Vec<&Value> = logged.iter().filter(|line| line["event"] == "timing").collect();
+    assert_eq!(timing.len(), 2, "one line per request: {logged:?}");
+    assert_eq!(timing[0]["method"], "initialize");
+    let search = timing[1];
+    assert_eq!(search["method"], "tools/call", "{search}");
+    assert_eq!(search["tool"], "search_note_content", "{search}");
+    assert_eq!(search["level"], "debug");
+    for field in [
+        "total_ms", "dispatch_ms", "wait_ms", "queue_ms", "config_ms", "files_ms", "query_ms", "snippets_ms",
+        "render_ms", "engine_ms", "resume_ms", "serialize_ms", "write_ms",
+    ] {
+        assert!(search[field].as_f64().is_some_and(|ms| ms >= 0.0), "{field} missing: {search}");
+    }
+    assert!(search["bytes"].as_u64().unwrap() > 0, "{search}");
+    assert!(["nothing", "start_up", "start_up_sync"].contains(&search["waited_for"].as_str().unwrap()));
+
+    // Notes added while no server ran: the start-up sync has them to index, and
+    // a search sent at once waits for it and says so.
+    for i in 0..300 {
+        std::fs::write(vault.join(format!("added-{i}.md")), format!("# Added {i}\n\nA note about backups {i}.\n"))
+            .unwrap();
+    }
+    let logged = stderr_of_session(&vault, &[("KB_LOG", "debug")], &initialize_and_search("backups"), 2);
+    let search = logged
+        .iter()
+        .find(|line| line["event"] == "timing" && line["tool"] == "search_note_content")
+        .unwrap_or_else(|| panic!("no timing line for the search: {logged:?}"));
+    assert_eq!(search["waited_for"], "start_up_sync", "{search}");
+    assert!(
+        logged.iter().any(|line| {
+            ["waited_for_start_up", "answered_while_catching_up"].contains(&line["event"].as_str().unwrap_or(""))
+                && line["waited_for"] == "start_up_sync"
+        }),
+        "{logged:?}"
+    );
+}

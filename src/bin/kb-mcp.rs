@@ -26,6 +26,7 @@ use clap::{Parser, Subcommand};
 use kb_mcp::server::{
     DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
     HttpOptions, ServerOptions, TokenFile, is_loopback, is_valid_origin_pattern, serve_http, serve_stdio,
+    set_debug_log,
 };
 use kb_mcp::tools::Access;
 
@@ -58,6 +59,9 @@ struct Cli {
     /// Where the index lives (default: <vault>/.kb).
     #[arg(long)]
     index_dir: Option<PathBuf>,
+    /// What the JSON log on stderr holds: info (default), or debug (also one `timing` line per request: where its time went).
+    #[arg(long, env = "KB_LOG", value_name = "LEVEL", value_parser = ["info", "debug"], default_value = "info")]
+    log_level: String,
     /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0 picks a free one).
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
@@ -175,6 +179,7 @@ fn main() -> ExitCode {
     if http.is_none() && std::io::stdin().is_terminal() {
         eprintln!("{}", terminal_hint(&vault, access));
     }
+    set_debug_log(cli.log_level == "debug");
     let options = ServerOptions { vault, index_dir: cli.index_dir, access };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

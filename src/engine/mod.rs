@@ -19,6 +19,7 @@ mod read;
 mod recall;
 mod review;
 mod sync;
+pub mod timing;
 pub mod types;
 mod write;
 
@@ -163,6 +164,10 @@ pub struct Engine {
     /// Whether a walk has compared the files with the index since this engine
     /// was opened; until then searches say their answer may be stale.
     caught_up: AtomicBool,
+    /// Set once the catalog holds the stored records: at once, or (opened
+    /// with [`Engine::open_to_serve`]) when first needed; the error when they
+    /// could not be read.
+    catalog_loaded: OnceLock<Result<()>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -182,27 +187,42 @@ impl Engine {
     /// an index that cannot be opened is rebuilt from scratch, and
     /// [`Engine::index_location`]'s `repaired` says why.
     pub fn open(options: &EngineOptions) -> Result<Engine> {
-        Self::open_with(options, IndexAccess::Create)
+        Self::open_with(options, IndexAccess::Create, true)
+    }
+
+    /// [`Engine::open`] for a server that searches at once: an existing index
+    /// is opened without decoding its stored records (searches read only their
+    /// hits'); the catalog is filled when first needed, or by
+    /// [`Engine::load_catalog`], which says when the records cannot be read
+    /// (then [`Engine::open`] checks the index again and rebuilds it).
+    pub fn open_to_serve(options: &EngineOptions) -> Result<Engine> {
+        Self::open_with(options, IndexAccess::Create, false)
     }
 
     /// Opens a vault without creating or repairing anything (`kb-index status`):
     /// when there is no index, or it cannot be opened, the engine starts from an
     /// empty index in memory and [`Engine::index_location`]'s `repaired` says what is wrong.
     pub fn open_existing(options: &EngineOptions) -> Result<Engine> {
-        Self::open_with(options, IndexAccess::Existing)
+        Self::open_with(options, IndexAccess::Existing, true)
     }
 
-    fn open_with(options: &EngineOptions, access: IndexAccess) -> Result<Engine> {
+    fn open_with(options: &EngineOptions, access: IndexAccess, decode_records: bool) -> Result<Engine> {
         let text = read_vault_config(&options.vault)?;
         let config = VaultConfig::parse(text.as_deref())?;
         let templates = read_template_settings(&options.vault);
         let sandbox = open_sandbox(&options.vault, config.policy.clone(), &templates)?;
         let folder = sandbox.claim_index_folder(options.index_dir.as_deref(), access)?;
-        let opened = SearchIndex::open(folder)?;
+        let opened =
+            if decode_records { SearchIndex::open(folder)? } else { SearchIndex::open_to_serve(folder)? };
         let index = opened.index;
+        // Read before the records: a commit in between makes the catalog read them again.
         let opstamp = index.committed_opstamp();
         let records = catalog_records(opened.records);
         let catalog = Catalog::new(records, Vec::new());
+        let catalog_loaded = OnceLock::new();
+        if !opened.records_deferred {
+            let _ = catalog_loaded.set(Ok(()));
+        }
         Ok(Engine {
             root: sandbox.root().to_owned(),
             settings: RwLock::new(Settings { sandbox: Arc::new(sandbox), config: Arc::new(config) }),
@@ -216,6 +236,7 @@ impl Engine {
             linked_notes: AtomicBool::new(false),
             unreadable: Mutex::new(BTreeMap::new()),
             caught_up: AtomicBool::new(false),
+            catalog_loaded,
         })
     }
 
@@ -389,9 +410,31 @@ impl Engine {
         }
     }
 
-    /// The current catalog snapshot.
+    /// The current catalog snapshot (its records read first, if they were not yet:
+    /// see [`Engine::open_to_serve`]).
     pub fn catalog(&self) -> Arc<Catalog> {
+        if self.catalog_loaded.get().is_none() {
+            let _ = self.load_catalog();
+        }
         self.catalog.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Fills the catalog with the stored records if it was opened without them
+    /// ([`Engine::open_to_serve`]); an error says they cannot be read (a damaged
+    /// index, which [`Engine::open`] rebuilds). Calls meanwhile wait for it.
+    pub fn load_catalog(&self) -> Result<()> {
+        self.catalog_loaded
+            .get_or_init(|| {
+                let records = crate::engine::timing::time("load_records", || self.index.records())?;
+                self.set_catalog(Catalog::new(catalog_records(records), Vec::new()));
+                Ok(())
+            })
+            .clone()
+    }
+
+    /// Whether the index holds any note (without reading the records).
+    pub fn has_indexed_notes(&self) -> bool {
+        self.index.meta().documents > 0
     }
 
     /// Whether a walk has compared the files with the index since the vault was
@@ -425,7 +468,7 @@ impl Engine {
         if last.elapsed() >= RELOAD_EVERY {
             *last = Instant::now();
             drop(last);
-            self.index.reload()?;
+            timing::time("reload", || self.index.reload())?;
         }
         Ok(())
     }

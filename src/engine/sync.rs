@@ -603,6 +603,8 @@ impl Engine {
     ) -> usize {
         let mut fresh = catalog_records(fresh);
         fresh.sort_by(|a, b| a.path.cmp(&b.path));
+        // A delta applies to the stored records: they are read first if they were not yet.
+        let _ = self.load_catalog();
         let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
         let mut records = Vec::with_capacity(current.records().len() + fresh.len());
         let mut incoming = fresh.into_iter().peekable();

@@ -16,11 +16,13 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
 use super::confirm;
+use super::shared::Waited;
+use super::timing::ms;
 use super::guide;
 use super::log;
 use super::resources;
 use super::shared::Shared;
-use crate::engine::Engine;
+use crate::engine::{self, Engine};
 use crate::error::Error;
 use crate::tools::{self, Access, CallContext};
 
@@ -53,6 +55,41 @@ impl KbServer {
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), Some(json!({ "code": e.code.as_str() }))))
     }
+}
+
+/// A tool call's timing fields (see [`super::timing`]): `dispatch_ms` from the
+/// line read to the handler, `wait_ms` for start-up (`waited_for` says for
+/// what), `queue_ms` for a blocking thread, the stages on it (`config_ms`,
+/// `files_ms`, the engine's own such as `reload_ms`, `query_ms`,
+/// `snippets_ms`, and `render_ms`; `engine_ms` is the call less its
+/// rendering), and `resume_ms` back to the async side.
+fn breakdown(
+    tool: &str,
+    dispatch: Option<std::time::Duration>,
+    waited: Waited,
+    waited_ms: std::time::Duration,
+    (queue, stages, finished): (std::time::Duration, Vec<(&'static str, std::time::Duration)>, Instant),
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("tool".to_owned(), json!(tool));
+    if let Some(dispatch) = dispatch {
+        fields.insert("dispatch_ms".to_owned(), ms(dispatch));
+    }
+    fields.insert("wait_ms".to_owned(), ms(waited_ms));
+    fields.insert("waited_for".to_owned(), json!(waited.as_str()));
+    fields.insert("queue_ms".to_owned(), ms(queue));
+    let of = |name: &str| stages.iter().find(|(stage, _)| *stage == name).map(|(_, took)| *took);
+    if let Some(invoke) = of("invoke") {
+        let render = of("render").unwrap_or_default();
+        fields.insert("engine_ms".to_owned(), ms(invoke.saturating_sub(render)));
+    }
+    for (stage, took) in &stages {
+        if *stage != "invoke" {
+            fields.insert(format!("{stage}_ms"), ms(*took));
+        }
+    }
+    fields.insert("resume_ms".to_owned(), ms(finished.elapsed()));
+    fields
 }
 
 /// Maps an engine error to a JSON-RPC error (for resources and prompts, which have no `isError`).
@@ -130,9 +167,20 @@ impl ServerHandler for KbServer {
                 return Ok(refused.into());
             }
         };
-        let engine = match self.shared.engine(&context).await {
+        let timings = self.shared.timings();
+        let dispatch = timings.arrival(&context.id).map(|arrived| started.saturating_duration_since(arrived));
+        // Searches read only the index (and their hits' files): they are answered from
+        // the stored index during the start-up sync, saying they may be stale.
+        let patient = !matches!(name.as_str(), "search_knowledge" | "search_note_content");
+        let (engine, waited) = self.shared.engine_waiting(&context, patient).await;
+        let waited_ms = started.elapsed();
+        let engine = match engine {
             Ok(engine) => engine,
-            Err(error) => return Ok(tools::error_result(&error).into()),
+            Err(error) => {
+                let stages = (std::time::Duration::ZERO, Vec::new(), Instant::now());
+                timings.handled(&context.id, breakdown(&name, dispatch, waited, waited_ms, stages));
+                return Ok(tools::error_result(&error).into());
+            }
         };
         if name == "apply_proposal" {
             let id = arguments["proposal_id"].as_str().unwrap_or_default().to_owned();
@@ -155,22 +203,32 @@ impl ServerHandler for KbServer {
         let shared = self.shared.clone();
         let call_context = CallContext { access };
         let tool = name.clone();
-        let result = tokio::task::spawn_blocking(move || {
-            // The kb.toml on disk is in force before anything is answered.
-            if let Err(error) = engine.refresh_config() {
-                return Ok(tools::error_result(&error));
-            }
-            // The propose and apply levels are refused while the inbox is a folder of the person's own.
-            if tools::level(&tool) > Some(Access::Read)
-                && let Some(error) = engine.inbox_conflict()
-            {
-                return Ok(tools::error_result(&error));
-            }
-            shared.check_files(&engine);
-            tools::invoke(&engine, call_context, &tool, arguments)
+        let handed_off = Instant::now();
+        let (result, stages) = tokio::task::spawn_blocking(move || {
+            let queue = handed_off.elapsed();
+            let _ = engine::timing::take();
+            let result = (|| {
+                // The kb.toml on disk is in force before anything is answered.
+                if let Err(error) = engine::timing::time("config", || engine.refresh_config()) {
+                    return Ok(tools::error_result(&error));
+                }
+                // The propose and apply levels are refused while the inbox is a folder of the person's own.
+                if tools::level(&tool) > Some(Access::Read)
+                    && let Some(error) = engine.inbox_conflict()
+                {
+                    return Ok(tools::error_result(&error));
+                }
+                engine::timing::time("files", || shared.check_files(&engine));
+                let invoked = Instant::now();
+                let result = tools::invoke(&engine, call_context, &tool, arguments);
+                engine::timing::record("invoke", invoked.elapsed());
+                result
+            })();
+            (result, (queue, engine::timing::take(), Instant::now()))
         })
         .await
         .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
+        timings.handled(&context.id, breakdown(&name, dispatch, waited, waited_ms, stages));
         let outcome = match &result {
             Ok(r) if r.is_error == Some(true) => r
                 .structured_content

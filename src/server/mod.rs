@@ -8,13 +8,16 @@
 //! watcher re-syncs the index within about a second of an edit, rename or
 //! delete; if watching is impossible, calls re-check the files themselves at
 //! most every two seconds. Stdout carries JSON-RPC only; logs are JSON lines on
-//! stderr and never contain note text.
+//! stderr and never contain note text. At the debug level (`--log-level debug`
+//! or `KB_LOG=debug`) each request also gets a line saying where its time went
+//! ([`timing`]).
 
 mod confirm;
 mod guide;
 mod http;
 mod resources;
 mod stdio;
+mod timing;
 mod tokens;
 mod watch;
 
@@ -31,10 +34,12 @@ pub use guide::instructions;
 pub use handler::KbServer;
 pub use shared::Shared;
 
+
 use crate::tools::Access;
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How the server was asked to run.
@@ -46,6 +51,20 @@ pub struct ServerOptions {
     pub index_dir: Option<PathBuf>,
     /// The access level of stdio connections.
     pub access: Access,
+}
+
+/// Whether debug lines are written (see [`set_debug_log`]).
+static DEBUG_LOG: AtomicBool = AtomicBool::new(false);
+
+/// Turns the debug log on or off for this process: per-request timing lines
+/// (event `timing`) beside the usual ones.
+pub fn set_debug_log(on: bool) {
+    DEBUG_LOG.store(on, Ordering::Relaxed);
+}
+
+/// Whether the debug log is on.
+pub fn debug_log() -> bool {
+    DEBUG_LOG.load(Ordering::Relaxed)
 }
 
 /// Writes one JSON log line to stderr.
@@ -60,11 +79,12 @@ pub fn log(event: Value) {
 /// Serves MCP on stdin/stdout until stdin closes.
 pub async fn serve_stdio(options: ServerOptions) -> crate::error::Result<()> {
     let shared = Shared::start(&options);
+    let timings = shared.timings();
     let server = KbServer::new(shared, options.access);
     log(
         json!({ "event": "start", "transport": "stdio", "access": options.access.as_str(), "version": env!("CARGO_PKG_VERSION") }),
     );
-    let (transport, writer) = stdio::transport(tokio::io::stdin(), tokio::io::stdout());
+    let (transport, writer) = stdio::transport(tokio::io::stdin(), tokio::io::stdout(), timings);
     let reason = match server.serve(transport).await {
         Ok(running) => format!("{:?}", running.waiting().await),
         // stdin closed before a session began (or the client spoke out of turn): not a crash.

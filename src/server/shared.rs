@@ -11,6 +11,7 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 use tokio::sync::watch as channel;
 
+use super::timing::Timings;
 use super::watch;
 use super::{ServerOptions, log};
 use crate::engine::{Engine, EngineOptions};
@@ -22,8 +23,9 @@ enum Readiness {
     /// Opening the vault or building the index for the first time: (done, total) files.
     Starting(usize, usize),
     /// Serving from an existing index while the start-up sync compares it with
-    /// the files: calls wait for it a little ([`CATCH_UP_WAIT`]), then answer
-    /// with what the index holds and searches say they may be stale.
+    /// the files: searches are answered at once, other calls wait for it a
+    /// little ([`CATCH_UP_WAIT`]), then answer with what the index holds;
+    /// searches say they may be stale.
     CatchingUp(Arc<Engine>),
     /// Serving.
     Ready(Arc<Engine>),
@@ -41,6 +43,32 @@ pub struct Shared {
     /// Whether a file watcher is running; when not, calls re-check the files.
     watching: AtomicBool,
     last_check: std::sync::Mutex<Instant>,
+    /// Requests in flight and their timing, for the debug log.
+    timings: Arc<Timings>,
+}
+
+/// What a call waited for before the engine could answer it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Waited {
+    /// Nothing: the engine was ready.
+    Nothing,
+    /// Opening the vault, or the first build of its index.
+    StartUp,
+    /// The start-up sync of an existing index (comparing it with the files).
+    StartUpSync,
+    /// Start-up had failed; it was asked to try again.
+    Retry,
+}
+
+impl Waited {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Waited::Nothing => "nothing",
+            Waited::StartUp => "start_up",
+            Waited::StartUpSync => "start_up_sync",
+            Waited::Retry => "start_up_retry",
+        }
+    }
 }
 
 /// The longest a call waits for the first index build.
@@ -61,18 +89,27 @@ impl Shared {
             retry: AtomicBool::new(false),
             watching: AtomicBool::new(false),
             last_check: std::sync::Mutex::new(Instant::now()),
+            timings: Timings::new(),
         });
         let engine_options =
             EngineOptions { vault: options.vault.clone(), index_dir: options.index_dir.clone() };
         let background = shared.clone();
         std::thread::spawn(move || background.bring_up(&engine_options, sender));
+        // The Chinese segmenter's dictionary (about 100 ms) loads beside the start-up,
+        // not in the first Chinese query.
+        std::thread::spawn(crate::index::warm_up);
         shared
     }
 
     fn bring_up(self: &Arc<Self>, options: &EngineOptions, sender: channel::Sender<Readiness>) {
         let mut started = Instant::now();
+        // Whether the index must be checked whole while opening (its records read
+        // at once): after its records could not be read, so that it is rebuilt.
+        let mut check_whole = false;
         let engine = loop {
-            let engine = match Engine::open(options) {
+            let opened =
+                if check_whole { Engine::open(options) } else { Engine::open_to_serve(options) };
+            let engine = match opened {
                 Ok(engine) => {
                     let index = engine.index_location();
                     let dir = index.dir.display().to_string();
@@ -94,10 +131,18 @@ impl Shared {
                     continue;
                 }
             };
-            // An existing index is served while it catches up (calls wait for that a little).
-            let has_index = !engine.catalog().records().is_empty();
+            let opened_ms = started.elapsed().as_secs_f64() * 1000.0;
+            // An existing index is served while it catches up: searches at once, other
+            // calls after waiting for that a little. Its records are read meanwhile.
+            let has_index = engine.has_indexed_notes();
             if has_index {
                 let _ = sender.send(Readiness::CatchingUp(engine.clone()));
+            }
+            if let Err(error) = engine.load_catalog() {
+                log(json!({ "event": "index_unreadable", "error": error.to_string(), "action": "checking it whole" }));
+                let _ = sender.send(Readiness::Starting(0, 0));
+                check_whole = true;
+                continue;
             }
             let progress = |done: usize, total: usize| {
                 if !has_index && (done.is_multiple_of(64) || done == total) {
@@ -110,6 +155,7 @@ impl Shared {
                         "event": "index_synced",
                         "files": report.files, "added": report.added, "changed": report.changed,
                         "removed": report.removed, "full": report.full, "ms": started.elapsed().as_millis() as u64,
+                        "opened_ms": opened_ms,
                     }));
                     if report.files == 0 {
                         log(json!({ "event": "no_notes", "warning": engine.why_no_notes() }));
@@ -173,8 +219,36 @@ impl Shared {
         let _ = sender.send(Readiness::Starting(0, 0));
     }
 
+    /// Requests in flight and their timing (the debug log's `timing` lines).
+    pub(super) fn timings(&self) -> Arc<Timings> {
+        self.timings.clone()
+    }
+
     /// The engine, waiting for start-up and telling the client how far it got.
     pub(super) async fn engine(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, Error> {
+        self.engine_waiting(context, true).await.0
+    }
+
+    /// [`Shared::engine`], and what the call waited for (the last state it waited
+    /// in). A call that is not `patient` (a search) does not wait for the
+    /// start-up sync of an existing index: it is answered from the stored index
+    /// at once, and says it may be stale.
+    pub(super) async fn engine_waiting(
+        &self,
+        context: &RequestContext<RoleServer>,
+        patient: bool,
+    ) -> (Result<Arc<Engine>, Error>, Waited) {
+        let mut waited = Waited::Nothing;
+        let result = self.wait_for_engine(context, patient, &mut waited).await;
+        (result, waited)
+    }
+
+    async fn wait_for_engine(
+        &self,
+        context: &RequestContext<RoleServer>,
+        patient: bool,
+        waited_for: &mut Waited,
+    ) -> Result<Arc<Engine>, Error> {
         let mut readiness = self.readiness.clone();
         let asked = Instant::now();
         let deadline = asked + READY_WAIT;
@@ -185,18 +259,21 @@ impl Shared {
             match state {
                 Readiness::Ready(engine) => {
                     if asked.elapsed() >= Duration::from_millis(1) {
-                        log(
-                            json!({ "event": "waited_for_start_up", "ms": asked.elapsed().as_millis() as u64 }),
-                        );
+                        log(json!({
+                            "event": "waited_for_start_up", "ms": asked.elapsed().as_millis() as u64,
+                            "waited_for": waited_for.as_str(),
+                        }));
                     }
                     return Ok(engine);
                 }
                 Readiness::CatchingUp(engine) => {
+                    *waited_for = Waited::StartUpSync;
                     let waited = asked.elapsed();
-                    if waited >= CATCH_UP_WAIT {
-                        log(
-                            json!({ "event": "answered_while_catching_up", "waited_ms": waited.as_millis() as u64 }),
-                        );
+                    if !patient || waited >= CATCH_UP_WAIT {
+                        log(json!({
+                            "event": "answered_while_catching_up", "waited_ms": waited.as_millis() as u64,
+                            "waited_for": waited_for.as_str(),
+                        }));
                         return Ok(engine);
                     }
                     if let Ok(Err(_)) =
@@ -207,6 +284,7 @@ impl Shared {
                 }
                 Readiness::Failed(error) if retried => return Err(error),
                 Readiness::Failed(_) => {
+                    *waited_for = Waited::Retry;
                     // Start-up failed earlier: ask it to try again (once per call), since
                     // its cause may be gone, and wait for the outcome.
                     retried = true;
@@ -222,6 +300,7 @@ impl Shared {
                     }
                 }
                 Readiness::Starting(done, total) => {
+                    *waited_for = Waited::StartUp;
                     if let Some(token) = &token {
                         let message = if total == 0 {
                             "opening the vault".to_owned()

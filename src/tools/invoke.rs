@@ -69,43 +69,43 @@ pub fn invoke(
             let pending = engine.pending_proposals();
             engine
                 .overview_since(context.access.as_str(), pending, args.since.as_deref())
-                .map(|v| (render::overview(&v), to_value(&v)))
+                .map(|v| rendered(&v, render::overview))
         }
         "search_knowledge" => {
             let args: SearchArgs = parse(name, arguments)?;
-            engine.search_knowledge(&args).map(|v| (render::knowledge(&v), to_value(&v)))
+            engine.search_knowledge(&args).map(|v| rendered(&v, render::knowledge))
         }
         "search_note_content" => {
             let args: SearchArgs = parse(name, arguments)?;
-            engine.search_note_content(&args).map(|v| (render::content(&v), to_value(&v)))
+            engine.search_note_content(&args).map(|v| rendered(&v, render::content))
         }
         "read_note" => {
             let args: ReadNoteArgs = parse(name, arguments)?;
-            engine.read_note(&args).map(|v| (render::note(&v), to_value(&v)))
+            engine.read_note(&args).map(|v| rendered(&v, render::note))
         }
         "list_standards" => {
             let _: NoArgs = parse(name, arguments)?;
-            engine.list_standards().map(|v| (render::standards(&v), to_value(&v)))
+            engine.list_standards().map(|v| rendered(&v, render::standards))
         }
         "list_tags" => {
             let args: ListTagsArgs = parse(name, arguments)?;
-            engine.list_tags(&args).map(|v| (render::tags(&v), to_value(&v)))
+            engine.list_tags(&args).map(|v| rendered(&v, render::tags))
         }
         "get_related_notes" => {
             let args: NoteRefArgs = parse(name, arguments)?;
-            engine.get_related_notes(&args).map(|v| (render::related(&v), to_value(&v)))
+            engine.get_related_notes(&args).map(|v| rendered(&v, render::related))
         }
         "list_recent_notes" => {
             let args: RecentArgs = parse(name, arguments)?;
-            engine.list_recent_notes(&args).map(|v| (render::recent(&v), to_value(&v)))
+            engine.list_recent_notes(&args).map(|v| rendered(&v, render::recent))
         }
         "recall_context" => {
             let args: RecallArgs = parse(name, arguments)?;
-            engine.recall_context(&args).map(|v| (render::recall(&v), to_value(&v)))
+            engine.recall_context(&args).map(|v| rendered(&v, render::recall))
         }
         "list_notes" => {
             let args: ListNotesArgs = parse(name, arguments)?;
-            engine.list_notes(&args).map(|v| (render::notes(&v), to_value(&v)))
+            engine.list_notes(&args).map(|v| rendered(&v, render::notes))
         }
         "audit_vault" => {
             let args: AuditArgs = parse(name, arguments)?;
@@ -116,52 +116,52 @@ pub fn invoke(
                 )
                 .with_hint("call audit_vault without `fix` to see the findings, or ask the person for access propose"));
             }
-            engine.audit_vault(&args).map(|v| (render::audit(&v), to_value(&v)))
+            engine.audit_vault(&args).map(|v| rendered(&v, render::audit))
         }
         "propose_new_note" => {
             let args: ProposeNewArgs = parse(name, arguments)?;
-            engine.propose_new_note(&args).map(|v| (render::proposed_new(&v), to_value(&v)))
+            engine.propose_new_note(&args).map(|v| rendered(&v, render::proposed_new))
         }
         "propose_note_patch" => {
             let args: ProposePatchArgs =
                 parse_listed(name, arguments, "edits", |args: &mut ProposePatchArgs, edits| {
                     args.edits = edits
                 })?;
-            engine.propose_note_patch(&args).map(|v| (render::proposed_patch(&v), to_value(&v)))
+            engine.propose_note_patch(&args).map(|v| rendered(&v, render::proposed_patch))
         }
         "propose_move" => {
             let args: ProposeMoveArgs = parse(name, arguments)?;
-            engine.propose_move(&args).map(|v| (render::proposed_move(&v), to_value(&v)))
+            engine.propose_move(&args).map(|v| rendered(&v, render::proposed_move))
         }
         "propose_delete" => {
             let args: ProposeDeleteArgs = parse(name, arguments)?;
-            engine.propose_delete(&args).map(|v| (render::proposed_delete(&v), to_value(&v)))
+            engine.propose_delete(&args).map(|v| rendered(&v, render::proposed_delete))
         }
         "propose_batch" => {
             let args: ProposeBatchArgs =
                 parse_listed(name, arguments, "items", |args: &mut ProposeBatchArgs, items| {
                     args.items = items
                 })?;
-            engine.propose_batch(&args).map(|v| (render::proposed_batch(&v), to_value(&v)))
+            engine.propose_batch(&args).map(|v| rendered(&v, render::proposed_batch))
         }
         "revert_proposal" => {
             let args: RevertArgs = parse(name, arguments)?;
-            engine.revert_proposal(&args).map(|v| (render::proposed_revert(&v), to_value(&v)))
+            engine.revert_proposal(&args).map(|v| rendered(&v, render::proposed_revert))
         }
         "list_proposals" => {
             let args: ListProposalsArgs = parse(name, arguments)?;
-            engine.list_proposals(&args).map(|v| (render::proposals(&v), to_value(&v)))
+            engine.list_proposals(&args).map(|v| rendered(&v, render::proposals))
         }
         "apply_proposal" => {
             let args: ApplyArgs = parse(name, arguments)?;
             engine
                 .apply_proposal(&args, crate::write::Actor::Mcp)
-                .map(|v| (render::applied(&v), to_value(&v)))
+                .map(|v| rendered(&v, render::applied))
         }
         other => Err(Error::internal(format!("tool `{other}` is declared but not wired"))),
     })();
     match outcome {
-        Ok((text, value)) => success(&value, text),
+        Ok((text, value)) => crate::engine::timing::time("render", || success(&value, text)),
         Err(error) => Ok(error_result(&error)),
     }
 }
@@ -190,6 +190,11 @@ fn parse_listed<T: DeserializeOwned, I: DeserializeOwned>(
         .collect::<Result<Vec<I>, Error>>()?;
     set(&mut args, list);
     Ok(args)
+}
+
+/// A result's text and structure (timed: the debug log's `render` stage).
+fn rendered<T: Serialize>(value: &T, render: impl FnOnce(&T) -> String) -> (String, Value) {
+    crate::engine::timing::time("render", || (render(value), to_value(value)))
 }
 
 fn to_value<T: Serialize>(value: &T) -> Value {

@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 
 use rayon::prelude::*;
 
-use crate::engine::Engine;
 use crate::engine::bounded::{
     HIT_LIST_MAX, SNIPPET_WINDOW, TEXT_MAX_CHARS, cap_list, cut_chars, window_text,
 };
 use crate::engine::types::*;
+use crate::engine::{Engine, timing};
 use crate::error::{Error, Result};
 use crate::index::{SearchRequest, SearchScope};
 use crate::sandbox::NotePath;
@@ -74,7 +74,7 @@ impl Engine {
         let tags = args.tags.clone().unwrap_or_default();
         let folder = self.search_folder(args)?;
         let request = self.search_request(args, SearchScope::Knowledge, &tags, folder.as_ref(), max)?;
-        let outcome = self.index.search(&request)?;
+        let outcome = timing::time("query", || self.index.search(&request))?;
         let results = outcome
             .hits
             .into_iter()
@@ -117,9 +117,10 @@ impl Engine {
         let tags = args.tags.clone().unwrap_or_default();
         let folder = self.search_folder(args)?;
         let request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref(), max)?;
-        let outcome = self.index.search(&request)?;
+        let outcome = timing::time("query", || self.index.search(&request))?;
+        let snippets_started = std::time::Instant::now();
         // Cutting snippets reads and analyses each hit's file: the hits are independent.
-        let results = outcome
+        let results: Vec<ContentHit> = outcome
             .hits
             .into_par_iter()
             .map(|hit| ContentHit {
@@ -130,6 +131,7 @@ impl Engine {
                 explain: hit.explanation,
             })
             .collect();
+        timing::record("snippets", snippets_started.elapsed());
         Ok(ContentResults {
             query: args.query.clone(),
             total: outcome.total as u64,

@@ -1,7 +1,11 @@
 //! The line transport rmcp reads from: one message per line from stdin, the
 //! lines it cannot process answered here, and one writer task that owns stdout.
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use rmcp::RoleServer;
+use rmcp::model::JsonRpcMessage;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -11,6 +15,7 @@ use tokio::task::JoinHandle;
 
 use super::classify::{INVALID_REQUEST, Verdict, classify, refusal};
 use crate::server::log;
+use crate::server::timing::{Sending, Timings};
 
 /// The longest line read (one message); longer ones are answered with an error and skipped.
 const MAX_LINE_BYTES: usize = 16 << 20;
@@ -18,9 +23,17 @@ const MAX_LINE_BYTES: usize = 16 << 20;
 /// Answers waiting for stdout; a client that stops reading slows the reading down.
 const QUEUE: usize = 64;
 
+/// A line for stdout, and the timing of the request it answers (debug log only).
+type Outgoing = (Vec<u8>, Option<Sending>);
+
 /// The stdio transport over `read` and `write`, and the task writing to `write`
 /// (await it after the service ends, so the last answers reach the client).
-pub(in crate::server) fn transport<R, W>(read: R, write: W) -> (LineTransport<BufReader<R>>, JoinHandle<()>)
+/// Requests and answers are noted in `timings` for the debug log.
+pub(in crate::server) fn transport<R, W>(
+    read: R,
+    write: W,
+    timings: Arc<Timings>,
+) -> (LineTransport<BufReader<R>>, JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -33,12 +46,13 @@ where
         oversized: false,
         pending: None,
         out,
+        timings,
     };
     (transport, writer)
 }
 
-async fn write_lines<W: AsyncWrite + Unpin>(mut lines: mpsc::Receiver<Vec<u8>>, mut write: W) {
-    while let Some(line) = lines.recv().await {
+async fn write_lines<W: AsyncWrite + Unpin>(mut lines: mpsc::Receiver<Outgoing>, mut write: W) {
+    while let Some((line, timing)) = lines.recv().await {
         if let Err(error) = async {
             write.write_all(&line).await?;
             write.flush().await
@@ -47,6 +61,9 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut lines: mpsc::Receiver<Vec<u8>>, 
         {
             log(json!({ "event": "stdout_closed", "error": error.to_string() }));
             return;
+        }
+        if let Some(timing) = timing {
+            timing.written();
         }
     }
 }
@@ -60,7 +77,8 @@ pub(in crate::server) struct LineTransport<R> {
     oversized: bool,
     /// An answer of ours not yet queued for stdout.
     pending: Option<Vec<u8>>,
-    pub(super) out: mpsc::Sender<Vec<u8>>,
+    pub(super) out: mpsc::Sender<Outgoing>,
+    timings: Arc<Timings>,
 }
 
 /// One line read from stdin.
@@ -120,13 +138,23 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let out = self.out.clone();
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => self.timings.answered(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref().and_then(|id| self.timings.answered(id)),
+            _ => None,
+        };
+        let started = Instant::now();
         let line = serde_json::to_vec(&item).map(|mut line| {
             line.push(b'\n');
             line
         });
+        let timing = match (&line, answered) {
+            (Ok(line), Some(open)) => Some(Sending::new(open, started.elapsed(), line.len())),
+            _ => None,
+        };
         async move {
             let line = line.map_err(std::io::Error::other)?;
-            out.send(line)
+            out.send((line, timing))
                 .await
                 .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdout is closed"))
         }
@@ -137,7 +165,7 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
             if self.pending.is_some() {
                 let permit = self.out.reserve().await.ok()?;
                 if let Some(answer) = self.pending.take() {
-                    permit.send(answer);
+                    permit.send((answer, None));
                 }
             }
             let line = match self.next_line().await? {
@@ -156,7 +184,12 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
                 }
             };
             match classify(&line) {
-                Verdict::Forward(message) => return Some(*message),
+                Verdict::Forward(message) => {
+                    if let JsonRpcMessage::Request(request) = &*message {
+                        self.timings.arrived(&request.id, request.request.method());
+                    }
+                    return Some(*message);
+                }
                 Verdict::Skip => {}
                 Verdict::Drop { why } => {
                     log(json!({ "event": "rpc_dropped", "why": why, "bytes": line.len() }));
