@@ -1426,8 +1426,13 @@ async fn issue13_tools_list_stays_under_its_size_caps_at_every_level() {
 
 /// Runs `kb-mcp` on `vault` with `env`, writes `lines` (raw JSON-RPC) to its
 /// stdin, waits for the answers to ids 1..=`answers`, closes stdin and returns
-/// its stderr log lines once it has exited.
-fn stderr_of_session(vault: &Path, env: &[(&str, &str)], lines: &[Value], answers: u64) -> Vec<Value> {
+/// its stderr log lines once it has exited, and the answers by id.
+fn session(
+    vault: &Path,
+    env: &[(&str, &str)],
+    lines: &[Value],
+    answers: u64,
+) -> (Vec<Value>, std::collections::BTreeMap<u64, Value>) {
     let mut command = Command::new(BIN);
     command.arg("--vault").arg(vault).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (key, value) in env {
@@ -1439,11 +1444,11 @@ fn stderr_of_session(vault: &Path, env: &[(&str, &str)], lines: &[Value], answer
         writeln!(stdin, "{line}").unwrap();
     }
     stdin.flush().unwrap();
-    let mut answered = std::collections::BTreeSet::new();
+    let mut answered = std::collections::BTreeMap::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
         if let Some(id) = message["id"].as_u64() {
-            answered.insert(id);
+            answered.insert(id, message);
         }
         if answered.len() as u64 == answers {
             break;
@@ -1453,7 +1458,7 @@ fn stderr_of_session(vault: &Path, env: &[(&str, &str)], lines: &[Value], answer
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(child.wait().unwrap().success(), "{stderr}");
-    stderr.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+    (stderr.lines().map(|line| serde_json::from_str(line).unwrap()).collect(), answered)
 }
 
 fn initialize_and_search(query: &str) -> Vec<Value> {
@@ -1471,15 +1476,20 @@ fn initialize_and_search(query: &str) -> Vec<Value> {
 #[test]
 fn issue17_debug_log_breaks_each_request_down_and_names_a_wait_for_the_start_up_sync() {
     let (_tmp, vault) = common::temp_vault();
-    let built = Command::new(env!("CARGO_BIN_EXE_kb-index")).arg("--vault").arg(&vault).arg("build").output().unwrap();
+    let built = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .arg("--vault")
+        .arg(&vault)
+        .arg("build")
+        .output()
+        .unwrap();
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
 
     // The default level: no timing lines.
-    let quiet = stderr_of_session(&vault, &[], &initialize_and_search("备份"), 2);
+    let (quiet, _) = session(&vault, &[], &initialize_and_search("备份"), 2);
     assert!(quiet.iter().all(|line| line["event"] != "timing"), "{quiet:?}");
 
     // Debug: a line per request, every stage of a search named.
-    let logged = stderr_of_session(&vault, &[("KB_LOG", "debug")], &initialize_and_search("备份"), 2);
+    let (logged, _) = session(&vault, &[("KB_LOG", "debug")], &initialize_and_search("备份"), 2);
     let timing: Vec<&Value> = logged.iter().filter(|line| line["event"] == "timing").collect();
     assert_eq!(timing.len(), 2, "one line per request: {logged:?}");
     assert_eq!(timing[0]["method"], "initialize");
@@ -1488,31 +1498,46 @@ fn issue17_debug_log_breaks_each_request_down_and_names_a_wait_for_the_start_up_
     assert_eq!(search["tool"], "search_note_content", "{search}");
     assert_eq!(search["level"], "debug");
     for field in [
-        "total_ms", "dispatch_ms", "wait_ms", "queue_ms", "config_ms", "files_ms", "query_ms", "snippets_ms",
-        "render_ms", "engine_ms", "resume_ms", "serialize_ms", "write_ms",
+        "total_ms",
+        "dispatch_ms",
+        "wait_ms",
+        "queue_ms",
+        "config_ms",
+        "files_ms",
+        "query_ms",
+        "snippets_ms",
+        "render_ms",
+        "engine_ms",
+        "resume_ms",
+        "serialize_ms",
+        "write_ms",
     ] {
         assert!(search[field].as_f64().is_some_and(|ms| ms >= 0.0), "{field} missing: {search}");
     }
     assert!(search["bytes"].as_u64().unwrap() > 0, "{search}");
     assert!(["nothing", "start_up", "start_up_sync"].contains(&search["waited_for"].as_str().unwrap()));
 
-    // Notes added while no server ran: the start-up sync has them to index, and
-    // a search sent at once waits for it and says so.
+    // Notes added while no server ran: the start-up sync has them to index. A
+    // search sent at once is answered from the stored index during the sync
+    // (without waiting for it to end), says so in the log, and says it may be stale.
     for i in 0..300 {
-        std::fs::write(vault.join(format!("added-{i}.md")), format!("# Added {i}\n\nA note about backups {i}.\n"))
-            .unwrap();
+        std::fs::write(
+            vault.join(format!("added-{i}.md")),
+            format!("# Added {i}\n\nA note about backups {i}.\n"),
+        )
+        .unwrap();
     }
-    let logged = stderr_of_session(&vault, &[("KB_LOG", "debug")], &initialize_and_search("backups"), 2);
+    let (logged, answers) = session(&vault, &[("KB_LOG", "debug")], &initialize_and_search("backups"), 2);
+    assert!(answers[&2]["result"]["structuredContent"]["stale"].is_string(), "{}", answers[&2]);
     let search = logged
         .iter()
         .find(|line| line["event"] == "timing" && line["tool"] == "search_note_content")
         .unwrap_or_else(|| panic!("no timing line for the search: {logged:?}"));
     assert_eq!(search["waited_for"], "start_up_sync", "{search}");
     assert!(
-        logged.iter().any(|line| {
-            ["waited_for_start_up", "answered_while_catching_up"].contains(&line["event"].as_str().unwrap_or(""))
-                && line["waited_for"] == "start_up_sync"
-        }),
+        logged.iter().any(
+            |line| line["event"] == "answered_while_catching_up" && line["waited_for"] == "start_up_sync"
+        ),
         "{logged:?}"
     );
 }

@@ -298,6 +298,27 @@ def fts5_measure(vault, label, queries, calls):
     return figures
 
 
+def slowest_breakdown(stderr_path):
+    """With KB_LOG=debug in the environment, the server logs where each request's
+    time went (`timing` lines): the median of each stage over the searches of the
+    last server, and the stages of the slowest two."""
+    lines = []
+    for line in Path(stderr_path).read_text(errors="replace").splitlines():
+        if '"timing"' in line:
+            event = json.loads(line)
+            if event.get("tool") == "search_note_content":
+                lines.append(event)
+    if not lines:
+        return None
+    stages = sorted({k for e in lines for k, v in e.items() if k.endswith("_ms") and isinstance(v, (int, float))})
+    medians = {k: statistics.median(e.get(k, 0) for e in lines) for k in stages}
+    slowest = sorted(lines, key=lambda e: e.get("total_ms", 0), reverse=True)[:2]
+    for event in slowest:
+        log("slow call: " + json.dumps({k: event[k] for k in ["total_ms", *stages, "waited_for"] if k in event}))
+    log("median stages: " + json.dumps(medians))
+    return {"median": medians, "slowest": slowest}
+
+
 def percentile(values, q):
     ordered = sorted(values)
     return ordered[round((len(ordered) - 1) * q)]
@@ -354,6 +375,7 @@ def measure(label, runs, calls, fts5):
     server.tool("get_vault_overview", {})
     memory_all = server.memory()
     server.close()
+    breakdown = slowest_breakdown(stderr_path)
     figures = {
         "label": label,
         "notes": files,
@@ -382,6 +404,8 @@ def measure(label, runs, calls, fts5):
         "all_tools_rss_anon": memory_all.get("RssAnon"),
         "all_tools_rss_file": memory_all.get("RssFile"),
     }
+    if breakdown:
+        figures["timing_breakdown"] = breakdown
     if fts5:
         figures.update(fts5_measure(vault, label, queries, calls))
     log(f"{label}: {json.dumps(figures)}")

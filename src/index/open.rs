@@ -116,7 +116,12 @@ impl SearchIndex {
                     _ => None,
                 };
                 let index = Self::finish(Index::create_in_ram(schema.schema.clone()), schema, folder)?;
-                return Ok(OpenedIndex { index, records: Vec::new(), repaired: damage, records_deferred: false });
+                return Ok(OpenedIndex {
+                    index,
+                    records: Vec::new(),
+                    repaired: damage,
+                    records_deferred: false,
+                });
             }
             Probe::Empty => (Self::create(&dir, &schema)?, Vec::new(), None),
             Probe::Unusable(reason) => {

@@ -16,12 +16,12 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
 use super::confirm;
-use super::shared::Waited;
-use super::timing::ms;
 use super::guide;
 use super::log;
 use super::resources;
 use super::shared::Shared;
+use super::shared::Waited;
+use super::timing::ms;
 use crate::engine::{self, Engine};
 use crate::error::Error;
 use crate::tools::{self, Access, CallContext};

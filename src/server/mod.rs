@@ -34,7 +34,6 @@ pub use guide::instructions;
 pub use handler::KbServer;
 pub use shared::Shared;
 
-
 use crate::tools::Access;
 use rmcp::ServiceExt;
 use serde_json::{Value, json};

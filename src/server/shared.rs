@@ -107,8 +107,7 @@ impl Shared {
         // at once): after its records could not be read, so that it is rebuilt.
         let mut check_whole = false;
         let engine = loop {
-            let opened =
-                if check_whole { Engine::open(options) } else { Engine::open_to_serve(options) };
+            let opened = if check_whole { Engine::open(options) } else { Engine::open_to_serve(options) };
             let engine = match opened {
                 Ok(engine) => {
                     let index = engine.index_location();
@@ -139,7 +138,9 @@ impl Shared {
                 let _ = sender.send(Readiness::CatchingUp(engine.clone()));
             }
             if let Err(error) = engine.load_catalog() {
-                log(json!({ "event": "index_unreadable", "error": error.to_string(), "action": "checking it whole" }));
+                log(
+                    json!({ "event": "index_unreadable", "error": error.to_string(), "action": "checking it whole" }),
+                );
                 let _ = sender.send(Readiness::Starting(0, 0));
                 check_whole = true;
                 continue;

@@ -154,9 +154,7 @@ pub fn invoke(
         }
         "apply_proposal" => {
             let args: ApplyArgs = parse(name, arguments)?;
-            engine
-                .apply_proposal(&args, crate::write::Actor::Mcp)
-                .map(|v| rendered(&v, render::applied))
+            engine.apply_proposal(&args, crate::write::Actor::Mcp).map(|v| rendered(&v, render::applied))
         }
         other => Err(Error::internal(format!("tool `{other}` is declared but not wired"))),
     })();
