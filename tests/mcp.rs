@@ -1522,7 +1522,7 @@ fn issue17_debug_log_breaks_each_request_down_and_names_a_wait_for_the_start_up_
     // (without waiting for it to end), says so in the log, and says it may be stale.
     for i in 0..300 {
         std::fs::write(
-            vault.join(format!("added-{i}.md")),
+            vault.join(format!("z/added-{i}.md")),
             format!("# Added {i}\n\nA note about backups {i}.\n"),
         )
         .unwrap();
