@@ -461,3 +461,39 @@ fn issue_14_mv_and_rm_refuse_bad_input_with_exit_2_and_stage_nothing() {
 
     assert!(pending_ids(&vault).is_empty());
 }
+
+/// Issue 15, "what changed since I was last here", for a person: `kb-index
+/// status` lists the changes the index remembers, who made them, and the cursor
+/// to pass as `--since` next time; with it, only what changed after.
+#[test]
+fn issue_15_status_shows_what_changed_and_since_a_cursor() {
+    let (_tmp, vault) = vault();
+    assert_eq!(kb_index(&vault, &["build"]).0, 0);
+    std::fs::write(vault.join("z/beta.md"), "# Beta\n\nA new note.\n").unwrap();
+    std::fs::write(vault.join("z/alpha.md"), "# Alpha\n\nThe keeper, changed.\n").unwrap();
+    assert_eq!(kb_index(&vault, &["build"]).0, 0);
+
+    let (code, out, err) = kb_index(&vault, &["status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("changes    recently (as far back as the index remembers): 1 added, 1 changed, 0 removed"), "{out}");
+    assert!(out.contains("           added    z/beta.md (outside)\n"), "{out}");
+    assert!(out.contains("           changed  z/alpha.md (outside)\n"), "{out}");
+    let cursor = out
+        .lines()
+        .find_map(|line| line.split("kb-index status --since ").nth(1))
+        .unwrap_or_else(|| panic!("no cursor in {out}"))
+        .trim()
+        .to_owned();
+
+    std::fs::remove_file(vault.join("z/beta.md")).unwrap();
+    assert_eq!(kb_index(&vault, &["build"]).0, 0);
+    let (code, out, err) = kb_index(&vault, &["status", "--since", &cursor]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("changes    since the cursor given: 0 added, 0 changed, 1 removed"), "{out}");
+    assert!(out.contains("           removed  z/beta.md (outside)\n"), "{out}");
+    assert!(!out.contains("z/alpha.md"), "alpha changed before the cursor: {out}");
+
+    let (code, _, err) = kb_index(&vault, &["status", "--since", "nonsense"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a cursor"), "{err}");
+}

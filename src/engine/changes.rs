@@ -43,6 +43,13 @@ fn text(line: &Value, key: &str) -> String {
 }
 
 impl Engine {
+    /// The changes the index journal still holds (the last 1,000, none before
+    /// the last full build) and the audit log's recent end, with a cursor for
+    /// next time: what `kb-index status` shows without `--since`.
+    pub fn recent_changes(&self) -> Result<Changes> {
+        self.changes_since(Some(&encode(0, 0)))
+    }
+
     /// The `changes` block: since the cursor `since`, or empty with a fresh cursor.
     pub(crate) fn changes_since(&self, since: Option<&str>) -> Result<Changes> {
         let cursor = since.map(decode).transpose()?;

@@ -80,6 +80,10 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(short, long)]
         json: bool,
+        /// List only what changed since this cursor (printed by an earlier `kb-index status`,
+        /// or an overview's `changes.cursor`); without it, the recent changes.
+        #[arg(long, value_name = "CURSOR")]
+        since: Option<String>,
     },
     /// Build or update the index (only changed notes are read again).
     Build {
@@ -248,7 +252,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             }
             audit::run(&engine, args, &paint, &mut out)
         }
-        Command::Status { json } => status::run(&engine, *json, &mut out),
+        Command::Status { json, since } => status::run(&engine, *json, since.as_deref(), &mut out),
         Command::Build { full } => build::run(&engine, *full, &mut out),
         Command::Inbox { command } => {
             // The rule the server obeys: never stage or apply among a person's own notes.

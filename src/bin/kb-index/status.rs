@@ -1,15 +1,21 @@
-//! `kb-index status [--json]`: what `get_vault_overview` returns, for a person
-//! (times in the local time zone); exit 1 when the index is stale.
+//! `kb-index status [--json] [--since CURSOR]`: what `get_vault_overview`
+//! returns, for a person (times in the local time zone), with what changed: the
+//! recent changes the index remembers, or those since a cursor an earlier status
+//! or overview printed; exit 1 when the index is stale.
 
 use std::io::Write;
 
 use kb_mcp::engine::Engine;
+use kb_mcp::engine::types::Changes;
 
 use crate::Failure;
 use crate::output::{count, local_time};
 
-pub(crate) fn run(engine: &Engine, json: bool, out: &mut dyn Write) -> Result<u8, Failure> {
-    let overview = engine.overview("cli", engine.pending_proposals())?;
+pub(crate) fn run(engine: &Engine, json: bool, since: Option<&str>, out: &mut dyn Write) -> Result<u8, Failure> {
+    let mut overview = engine.overview_since("cli", engine.pending_proposals(), since)?;
+    if since.is_none() {
+        overview.changes = engine.recent_changes()?;
+    }
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&overview).unwrap_or_default())?;
         return Ok(if overview.index.fresh { 0 } else { 1 });
@@ -58,5 +64,44 @@ pub(crate) fn run(engine: &Engine, json: bool, out: &mut dyn Write) -> Result<u8
             i.stale.added, i.stale.changed, i.stale.removed
         )?;
     }
+    write_changes(out, &overview.changes, since.is_some())?;
     Ok(if overview.index.fresh { 0 } else { 1 })
+}
+
+/// Most lines the `changes` part lists before "… and N more".
+const CHANGES_SHOWN: usize = 20;
+
+/// The `changes` part: what the index journal and the audit log say changed,
+/// since `since` (a cursor an overview or an earlier status printed) or as far
+/// back as the index remembers; then how to see only what changes from now on.
+fn write_changes(out: &mut dyn Write, changes: &Changes, since: bool) -> std::io::Result<()> {
+    let from = if since { "since the cursor given" } else { "recently (as far back as the index remembers)" };
+    writeln!(
+        out,
+        "changes    {from}: {} added, {} changed, {} removed; {} applied, {} rejected",
+        changes.added.len(),
+        changes.changed.len(),
+        changes.removed.len(),
+        count(changes.applied.len() as u64, "proposal"),
+        changes.rejected.len()
+    )?;
+    let mut lines: Vec<String> = Vec::new();
+    for (what, list) in [("added", &changes.added), ("changed", &changes.changed), ("removed", &changes.removed)] {
+        lines.extend(list.iter().map(|note| format!("{what:<8} {} ({})", note.path, note.by)));
+    }
+    for (what, list) in [("applied", &changes.applied), ("rejected", &changes.rejected)] {
+        lines.extend(list.iter().map(|event| {
+            format!("{what:<8} {} {} {} ({}, {})", event.proposal_id, event.kind, event.target, event.by, local_time(&event.at))
+        }));
+    }
+    for line in lines.iter().take(CHANGES_SHOWN) {
+        writeln!(out, "           {line}")?;
+    }
+    if lines.len() > CHANGES_SHOWN {
+        writeln!(out, "           … and {} more (`kb-index status --json` lists them all)", lines.len() - CHANGES_SHOWN)?;
+    }
+    if changes.incomplete && since {
+        writeln!(out, "           (some changes are missing: too many since, or the index was rebuilt)")?;
+    }
+    writeln!(out, "           what changes from now on: kb-index status --since {}", changes.cursor)
 }
