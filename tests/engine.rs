@@ -1206,6 +1206,55 @@ fn issue15_list_notes_pages_stay_stable_while_notes_change() {
     }
 }
 
+/// The unlinked mentions of every note, as `audit_vault` lists them.
+fn mentions(engine: &Engine) -> Vec<(String, Option<u32>, String)> {
+    let args = AuditArgs {
+        checks: Some(vec![AuditCheck::UnlinkedMention]),
+        limit: Some(500),
+        ..Default::default()
+    };
+    audit(engine, args).findings.into_iter().map(|f| (f.path, f.line, f.message)).collect()
+}
+
+/// Issue 15 at scale: the engine keeps what each note's prose mentions between
+/// audits and reads again only what changed: a note whose record changed, and an
+/// unchanged note holding the words of a name gained (a new note's title) or
+/// lost (a title changed). The kept answer equals a fresh engine's. A name that
+/// does not end on a word boundary (`Internal link` in "Internal links") no
+/// longer hides a mention inside it (`links`).
+#[test]
+fn issue15_unlinked_mentions_kept_between_audits_follow_every_change() {
+    let (_tmp, vault) = common::messy_vault();
+    std::fs::write(vault.join("z/Sea.md"), "# Sea\n\nThe lighthouse keeper waves at 备份仓库的船.\n").unwrap();
+    std::fs::write(vault.join("z/Links.md"), "# Links\n").unwrap();
+    std::fs::write(vault.join("z/Internal link.md"), "# Internal link\n").unwrap();
+    std::fs::write(vault.join("z/Guide.md"), "# Guide\n\nInternal links are handy.\n").unwrap();
+    let engine = open(&vault);
+    let first = mentions(&engine);
+    let has = |found: &[(String, Option<u32>, String)], path: &str, line: u32, message: &str| {
+        found.iter().any(|(p, l, m)| p == path && *l == Some(line) && m == message)
+    };
+    assert!(has(&first, "z/Trusty.md", 9, "mentions `Rust` (z/Rust.md) without linking it"), "{first:#?}");
+    assert!(has(&first, "z/Sea.md", 3, "mentions `备份仓库` (z/备份仓库.md) without linking it"), "{first:#?}");
+    assert!(has(&first, "z/Guide.md", 3, "mentions `links` (z/Links.md) without linking it"), "{first:#?}");
+    assert!(!first.iter().any(|(_, _, m)| m.contains("Lighthouse")), "{first:#?}");
+
+    // A name gained (the new note's title, written in Sea.md, which does not
+    // change), a name lost (Rust.md's title), a note changed.
+    std::fs::write(vault.join("z/Lighthouse keeper.md"), "# Lighthouse keeper\n").unwrap();
+    std::fs::write(vault.join("z/Rust.md"), "---\ntags: [synthesis]\nstatus: wip\n---\n# Oxide\n").unwrap();
+    std::fs::write(vault.join("z/Guide.md"), "# Guide\n\nSee the sea.\n\nInternal links are handy.\n").unwrap();
+    engine.sync(false, None).unwrap();
+    let kept = mentions(&engine);
+    assert!(has(&kept, "z/Sea.md", 3, "mentions `lighthouse keeper` (z/Lighthouse keeper.md) without linking it"), "{kept:#?}");
+    assert!(!kept.iter().any(|(p, _, m)| p == "z/Trusty.md" && m.contains("`Rust`")), "{kept:#?}");
+    assert!(has(&kept, "z/Guide.md", 5, "mentions `links` (z/Links.md) without linking it"), "{kept:#?}");
+    assert!(has(&kept, "z/Guide.md", 3, "mentions `sea` (z/Sea.md) without linking it"), "{kept:#?}");
+    let fresh = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    assert_eq!(kept, mentions(&fresh), "what the engine kept differs from a fresh audit");
+    assert_eq!(mentions(&engine), kept, "a second audit answers the same");
+}
+
 /// The big note of issue 13's size report: 459 KiB, a heading every 1.5 KB.
 fn issue13_big_note() -> String {
     let mut text = String::from("---\ntitle: Big note\n---\n# Big note\n");

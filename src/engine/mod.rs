@@ -168,6 +168,8 @@ pub struct Engine {
     /// with [`Engine::open_to_serve`]) when first needed; the error when they
     /// could not be read.
     catalog_loaded: OnceLock<Result<()>>,
+    /// What each note's prose mentions, kept between audits (see `audit/mentions.rs`).
+    mentions: audit::MentionCache,
 }
 
 impl std::fmt::Debug for Engine {
@@ -237,6 +239,7 @@ impl Engine {
             unreadable: Mutex::new(BTreeMap::new()),
             caught_up: AtomicBool::new(false),
             catalog_loaded,
+            mentions: audit::MentionCache::default(),
         })
     }
 

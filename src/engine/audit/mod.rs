@@ -24,6 +24,8 @@ mod notes;
 mod tags;
 mod text;
 
+pub(super) use mentions::MentionCache;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 

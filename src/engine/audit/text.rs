@@ -1,10 +1,10 @@
 //! The checks that read notes' text: the `[lint]` frontmatter rules, empty
-//! notes (only notes small and bare enough to be empty are read) and unlinked
-//! mentions. Each file is read once, in parallel.
+//! notes (only notes small and bare enough to be empty are read), each file
+//! once, in parallel; and unlinked mentions, from what the engine keeps of
+//! each note's prose (`mentions.rs`), read again only where a note changed.
 
 use rayon::prelude::*;
 
-use super::mentions::Mentions;
 use super::{Findings, Scope};
 use crate::engine::Engine;
 use crate::engine::types::{AuditCheck, Finding};
@@ -27,13 +27,12 @@ impl Engine {
     ) {
         let (records, config) = (scope.records, scope.config);
         let lint = run(AuditCheck::Frontmatter) && !config.lint.is_empty();
-        let mentions = run(AuditCheck::UnlinkedMention).then(|| Mentions::new(records));
         let empty = run(AuditCheck::EmptyNote);
         let to_read: Vec<usize> = scope
             .in_scope
             .iter()
             .copied()
-            .filter(|&i| lint || mentions.is_some() || (empty && could_be_empty(&records[i])))
+            .filter(|&i| lint || (empty && could_be_empty(&records[i])))
             .collect();
         let sandbox = self.sandbox();
         let read: Vec<Finding> = to_read
@@ -54,21 +53,23 @@ impl Engine {
                     let message = "nothing but frontmatter and a title".to_owned();
                     out.push(AuditCheck::EmptyNote, &record.path, None, message, None);
                 }
-                if let Some(mentions) = &mentions {
-                    for (line, name, target) in mentions.find(scope.graph, i, &path, text) {
-                        out.push(
-                            AuditCheck::UnlinkedMention,
-                            &record.path,
-                            Some(line),
-                            format!("mentions `{name}` ({}) without linking it", records[target].path),
-                            None,
-                        );
-                    }
-                }
                 out.0
             })
             .collect();
         findings.0.extend(read);
+        if run(AuditCheck::UnlinkedMention) {
+            for (i, found) in self.mentions.find(&sandbox, records, scope.graph, &scope.in_scope) {
+                for (line, name, target) in found {
+                    findings.push(
+                        AuditCheck::UnlinkedMention,
+                        &records[i].path,
+                        Some(line),
+                        format!("mentions `{name}` ({}) without linking it", records[target].path),
+                        None,
+                    );
+                }
+            }
+        }
     }
 }
 
