@@ -475,7 +475,12 @@ fn issue_15_status_shows_what_changed_and_since_a_cursor() {
 
     let (code, out, err) = kb_index(&vault, &["status"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("changes    recently (as far back as the index remembers): 1 added, 1 changed, 0 removed"), "{out}");
+    assert!(
+        out.contains(
+            "changes    recently (as far back as the index remembers): 1 added, 1 changed, 0 removed"
+        ),
+        "{out}"
+    );
     assert!(out.contains("           added    z/beta.md (outside)\n"), "{out}");
     assert!(out.contains("           changed  z/alpha.md (outside)\n"), "{out}");
     let cursor = out

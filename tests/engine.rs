@@ -1208,11 +1208,8 @@ fn issue15_list_notes_pages_stay_stable_while_notes_change() {
 
 /// The unlinked mentions of every note, as `audit_vault` lists them.
 fn mentions(engine: &Engine) -> Vec<(String, Option<u32>, String)> {
-    let args = AuditArgs {
-        checks: Some(vec![AuditCheck::UnlinkedMention]),
-        limit: Some(500),
-        ..Default::default()
-    };
+    let args =
+        AuditArgs { checks: Some(vec![AuditCheck::UnlinkedMention]), limit: Some(500), ..Default::default() };
     audit(engine, args).findings.into_iter().map(|f| (f.path, f.line, f.message)).collect()
 }
 
@@ -1225,7 +1222,8 @@ fn mentions(engine: &Engine) -> Vec<(String, Option<u32>, String)> {
 #[test]
 fn issue15_unlinked_mentions_kept_between_audits_follow_every_change() {
     let (_tmp, vault) = common::messy_vault();
-    std::fs::write(vault.join("z/Sea.md"), "# Sea\n\nThe lighthouse keeper waves at 备份仓库的船.\n").unwrap();
+    std::fs::write(vault.join("z/Sea.md"), "# Sea\n\nThe lighthouse keeper waves at 备份仓库的船.\n")
+        .unwrap();
     std::fs::write(vault.join("z/Links.md"), "# Links\n").unwrap();
     std::fs::write(vault.join("z/Internal link.md"), "# Internal link\n").unwrap();
     std::fs::write(vault.join("z/Guide.md"), "# Guide\n\nInternal links are handy.\n").unwrap();
@@ -1235,7 +1233,10 @@ fn issue15_unlinked_mentions_kept_between_audits_follow_every_change() {
         found.iter().any(|(p, l, m)| p == path && *l == Some(line) && m == message)
     };
     assert!(has(&first, "z/Trusty.md", 9, "mentions `Rust` (z/Rust.md) without linking it"), "{first:#?}");
-    assert!(has(&first, "z/Sea.md", 3, "mentions `备份仓库` (z/备份仓库.md) without linking it"), "{first:#?}");
+    assert!(
+        has(&first, "z/Sea.md", 3, "mentions `备份仓库` (z/备份仓库.md) without linking it"),
+        "{first:#?}"
+    );
     assert!(has(&first, "z/Guide.md", 3, "mentions `links` (z/Links.md) without linking it"), "{first:#?}");
     assert!(!first.iter().any(|(_, _, m)| m.contains("Lighthouse")), "{first:#?}");
 
@@ -1243,10 +1244,14 @@ fn issue15_unlinked_mentions_kept_between_audits_follow_every_change() {
     // change), a name lost (Rust.md's title), a note changed.
     std::fs::write(vault.join("z/Lighthouse keeper.md"), "# Lighthouse keeper\n").unwrap();
     std::fs::write(vault.join("z/Rust.md"), "---\ntags: [synthesis]\nstatus: wip\n---\n# Oxide\n").unwrap();
-    std::fs::write(vault.join("z/Guide.md"), "# Guide\n\nSee the sea.\n\nInternal links are handy.\n").unwrap();
+    std::fs::write(vault.join("z/Guide.md"), "# Guide\n\nSee the sea.\n\nInternal links are handy.\n")
+        .unwrap();
     engine.sync(false, None).unwrap();
     let kept = mentions(&engine);
-    assert!(has(&kept, "z/Sea.md", 3, "mentions `lighthouse keeper` (z/Lighthouse keeper.md) without linking it"), "{kept:#?}");
+    assert!(
+        has(&kept, "z/Sea.md", 3, "mentions `lighthouse keeper` (z/Lighthouse keeper.md) without linking it"),
+        "{kept:#?}"
+    );
     assert!(!kept.iter().any(|(p, _, m)| p == "z/Trusty.md" && m.contains("`Rust`")), "{kept:#?}");
     assert!(has(&kept, "z/Guide.md", 5, "mentions `links` (z/Links.md) without linking it"), "{kept:#?}");
     assert!(has(&kept, "z/Guide.md", 3, "mentions `sea` (z/Sea.md) without linking it"), "{kept:#?}");

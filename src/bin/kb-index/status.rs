@@ -11,7 +11,12 @@ use kb_mcp::engine::types::Changes;
 use crate::Failure;
 use crate::output::{count, local_time};
 
-pub(crate) fn run(engine: &Engine, json: bool, since: Option<&str>, out: &mut dyn Write) -> Result<u8, Failure> {
+pub(crate) fn run(
+    engine: &Engine,
+    json: bool,
+    since: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
     let mut overview = engine.overview_since("cli", engine.pending_proposals(), since)?;
     if since.is_none() {
         overview.changes = engine.recent_changes()?;
@@ -86,19 +91,32 @@ fn write_changes(out: &mut dyn Write, changes: &Changes, since: bool) -> std::io
         changes.rejected.len()
     )?;
     let mut lines: Vec<String> = Vec::new();
-    for (what, list) in [("added", &changes.added), ("changed", &changes.changed), ("removed", &changes.removed)] {
+    for (what, list) in
+        [("added", &changes.added), ("changed", &changes.changed), ("removed", &changes.removed)]
+    {
         lines.extend(list.iter().map(|note| format!("{what:<8} {} ({})", note.path, note.by)));
     }
     for (what, list) in [("applied", &changes.applied), ("rejected", &changes.rejected)] {
         lines.extend(list.iter().map(|event| {
-            format!("{what:<8} {} {} {} ({}, {})", event.proposal_id, event.kind, event.target, event.by, local_time(&event.at))
+            format!(
+                "{what:<8} {} {} {} ({}, {})",
+                event.proposal_id,
+                event.kind,
+                event.target,
+                event.by,
+                local_time(&event.at)
+            )
         }));
     }
     for line in lines.iter().take(CHANGES_SHOWN) {
         writeln!(out, "           {line}")?;
     }
     if lines.len() > CHANGES_SHOWN {
-        writeln!(out, "           … and {} more (`kb-index status --json` lists them all)", lines.len() - CHANGES_SHOWN)?;
+        writeln!(
+            out,
+            "           … and {} more (`kb-index status --json` lists them all)",
+            lines.len() - CHANGES_SHOWN
+        )?;
     }
     if changes.incomplete && since {
         writeln!(out, "           (some changes are missing: too many since, or the index was rebuilt)")?;

@@ -269,7 +269,8 @@ impl MentionIndex {
         self.notes.retain(|path, _| present.contains(path.as_str()));
         for record in &notes {
             let current = self.notes.get(&record.path).is_some_and(|n| {
-                Arc::ptr_eq(&n.record, record) || (n.record.hash == record.hash && n.record.size == record.size)
+                Arc::ptr_eq(&n.record, record)
+                    || (n.record.hash == record.hash && n.record.size == record.size)
             });
             if !current {
                 reread.insert(record.path.as_str());
@@ -279,7 +280,7 @@ impl MentionIndex {
         let read: Vec<(String, NoteMentions)> = notes
             .par_iter()
             .filter(|r| reread.contains(r.path.as_str()))
-            .map(|record| ((*record).path.clone(), read_note(sandbox, automaton, record)))
+            .map(|record| (record.path.clone(), read_note(sandbox, automaton, record)))
             .collect();
         self.notes.extend(read);
     }
@@ -356,8 +357,9 @@ fn read_note(sandbox: &Sandbox, automaton: Option<&AhoCorasick>, record: &Arc<No
 /// keep the word boundaries, the leftmost, the longest among equals, then the
 /// next that starts after it ends.
 fn occurrences(automaton: &AhoCorasick, prose: &str) -> Vec<(usize, usize, u32)> {
-    let joined =
-        |edge: Option<char>, next: Option<char>| edge.is_some_and(is_word_char) && next.is_some_and(is_word_char);
+    let joined = |edge: Option<char>, next: Option<char>| {
+        edge.is_some_and(is_word_char) && next.is_some_and(is_word_char)
+    };
     let mut all: Vec<(usize, usize, u32)> = automaton
         .find_overlapping_iter(prose)
         .filter(|hit| {
