@@ -61,7 +61,10 @@ pub struct KnowledgeHit {
 pub struct KnowledgeResults {
     /// The query as given.
     pub query: String,
-    /// All matching notes, not only those returned.
+    /// Matching notes, not only those returned. When the title side alone
+    /// fills the page (and no note matching only in headings or text could
+    /// outrank its last hit), it counts the notes matching by title, file name,
+    /// aliases, description or tags; otherwise every matching note.
     pub total: u64,
     /// Best first.
     pub results: Vec<KnowledgeHit>,
