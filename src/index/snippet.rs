@@ -176,9 +176,20 @@ fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
             }
         }
     }
-    let protected = markup_spans(&body[start..end]);
+    // Markup is looked for near the window only: a line may be a megabyte, and
+    // an unclosed `<` or `[[` searched for to the line's end from each one
+    // would cost its length squared.
+    let mut scan_from = from.saturating_sub(MARKUP_MARGIN).max(start);
+    while !body.is_char_boundary(scan_from) {
+        scan_from -= 1;
+    }
+    let mut scan_to = (to + MARKUP_MARGIN).min(end);
+    while !body.is_char_boundary(scan_to) {
+        scan_to += 1;
+    }
+    let protected = markup_spans(&body[scan_from..scan_to]);
     let inside_markup =
-        |s: usize, e: usize| protected.iter().any(|&(ps, pe)| s - start < pe && ps < e - start);
+        |s: usize, e: usize| protected.iter().any(|&(ps, pe)| s - scan_from < pe && ps < e - scan_from);
     let mut out = String::with_capacity(to - from + 16);
     if from > start {
         out.push('…');
@@ -201,6 +212,10 @@ fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
     }
     out.trim().to_owned()
 }
+
+/// Bytes either side of a snippet's window in which markup (code, links,
+/// bold) is looked for: markup opened further away is not seen.
+const MARKUP_MARGIN: usize = 1024;
 
 /// The most letters a window's end is moved on to finish a word.
 const MAX_WORD_TAIL: usize = 30;
@@ -404,5 +419,17 @@ mod tests {
         let line = format!("Obsidian {} Vaultkeeping", "x".repeat(200));
         let got = snippets(&line, 0, &terms(&["obsidian", "vaultkeeping"]), &[], 1);
         assert!(got[0].text.ends_with("**Vaultkeeping**"), "{}", got[0].text);
+    }
+
+    #[test]
+    fn markup_is_looked_for_near_the_window_so_a_hostile_line_costs_linear_time() {
+        // Every `<` and `[[` unclosed: searching each to the line's end was
+        // quadratic in a line of a megabyte.
+        for filler in ["<", "[["] {
+            let line = format!("{} git {}\n", filler.repeat(400_000), filler.repeat(400_000));
+            let got = snippets(&line, 0, &terms(&["git"]), &[], 1);
+            assert_eq!(got.len(), 1);
+            assert!(got[0].text.contains("**git**"), "{filler}: {}", &got[0].text);
+        }
     }
 }
