@@ -170,6 +170,9 @@ pub(crate) fn run(
             // An id that names nothing pending is bad input (exit 2), not an empty dry run.
             let only = only.as_deref().map(|only| engine.resolve_proposal(only)).transpose()?;
             let proposals = pending()?;
+            // One listing of the inbox for every summary: looking each proposal
+            // up on its own would list the inbox once per proposal.
+            let summaries = engine.proposal_summaries();
             let mut all_pass = true;
             let mut shown = 0u64;
             for p in &proposals.proposals {
@@ -187,10 +190,7 @@ pub(crate) fn run(
                     "{} {}: {}",
                     if failing.is_empty() { paint.good("would apply") } else { paint.bad("would refuse") },
                     p.proposal_id,
-                    engine
-                        .proposal_summary(&p.proposal_id)
-                        .unwrap_or_else(|| p.target.clone())
-                        .replace('\n', " ")
+                    summaries.get(&p.proposal_id).unwrap_or(&p.target).replace('\n', " ")
                 )?;
                 if !failing.is_empty() {
                     writeln!(out, "    because {}", failing.join("; "))?;
