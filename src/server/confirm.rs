@@ -71,7 +71,7 @@ pub(super) async fn apply(
     let summary = {
         let engine = engine.clone();
         let id = proposal_id.to_owned();
-        tokio::task::spawn_blocking(move || engine.proposal_confirmation(&id))
+        super::blocking::run(move || engine.proposal_confirmation(&id))
             .await
             .map_err(|e| McpError::internal_error(format!("describing the proposal failed: {e}"), None))?
     };

@@ -15,6 +15,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
+use super::blocking;
 use super::confirm;
 use super::guide;
 use super::log;
@@ -204,7 +205,7 @@ impl ServerHandler for KbServer {
         let call_context = CallContext { access };
         let tool = name.clone();
         let handed_off = Instant::now();
-        let (result, stages) = tokio::task::spawn_blocking(move || {
+        let (result, stages) = blocking::run(move || {
             let queue = handed_off.elapsed();
             let _ = engine::timing::take();
             let result = (|| {
@@ -268,7 +269,7 @@ impl ServerHandler for KbServer {
     ) -> Result<ReadResourceResponse, McpError> {
         let engine = self.engine_or_error(&context).await?;
         let uri = request.uri.clone();
-        let result = tokio::task::spawn_blocking(move || {
+        let result = blocking::run(move || {
             engine.refresh_config()?;
             resources::read(&engine, &uri)
         })

@@ -12,6 +12,7 @@
 //! or `KB_LOG=debug`) each request also gets a line saying where its time went
 //! ([`timing`]).
 
+mod blocking;
 mod confirm;
 mod guide;
 mod http;
