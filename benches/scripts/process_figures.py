@@ -131,12 +131,13 @@ def run_measured(argv, log_path):
 class Server:
     """One kb-mcp process spoken to in newline-delimited JSON-RPC on its pipes."""
 
-    def __init__(self, vault, index, stderr_path):
+    def __init__(self, vault, index, stderr_path, binary=None, extra_args=()):
         self.stderr_path = stderr_path
         self.stderr = open(stderr_path, "wb")
         self.started = time.perf_counter()
+        binary = binary or RELEASE / "kb-mcp"
         self.process = subprocess.Popen(
-            [str(RELEASE / "kb-mcp"), "--vault", str(vault), "--index-dir", str(index)],
+            [str(binary), "--vault", str(vault), "--index-dir", str(index), *extra_args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
