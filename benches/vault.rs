@@ -43,14 +43,14 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use kb_bench::{Stats, VaultSpec, bench_dir, copy_tree, copy_vault, markdown_files, replace_file};
+use kb_mcp::engine::types::Actor;
 use kb_mcp::engine::types::{
-    ApplyArgs, AuditArgs, LIST_NOTES_LIMIT, ListNotesArgs, ListTagsArgs, NoteRefArgs, ProposeNewArgs,
-    ReadNoteArgs, SearchArgs,
+    Access, ApplyArgs, AuditArgs, Caller, LIST_NOTES_LIMIT, ListNotesArgs, ListTagsArgs, NoteRefArgs,
+    ProposeNewArgs, ReadNoteArgs, SearchArgs,
 };
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::sandbox::NotePath;
 use kb_mcp::vault::{NoteKind, parse_note};
-use kb_mcp::write::Actor;
 
 /// A vault of this run.
 struct Bench {
@@ -450,7 +450,7 @@ fn bench_read_tools(c: &mut Criterion, bench: &Bench, engine: &Engine) {
     let mut group = c.benchmark_group("get_vault_overview");
     bench.configure(&mut group, bench.stats.files >= 50_000);
     timed(&mut group, bench.id(), &format!("get_vault_overview/{label}"), || {
-        engine.overview("read", 0).expect("overview").counts.notes
+        engine.overview(Caller::Agent(Access::Read)).expect("overview").counts.notes
     });
     group.finish();
 

@@ -222,7 +222,7 @@ fn the_link_graph_matches_the_inventory() {
     assert_eq!(by_line(24, "不存在的笔记").unwrap().resolved, None);
     assert_eq!(by_line(31, "设计").unwrap().resolved.as_deref(), Some("z/设计.md"), "shortest path wins");
     assert_eq!(by_line(30, "projects/kb/设计").unwrap().resolved.as_deref(), Some("z/projects/kb/设计.md"));
-    let markdown = related.outlinks.iter().find(|l| l.kind == "markdown").unwrap();
+    let markdown = related.outlinks.iter().find(|l| l.kind == LinkKind::Markdown).unwrap();
     assert_eq!(markdown.resolved.as_deref(), Some("z/projects/kb/设计.md"));
     assert_eq!(
         related.broken.iter().map(|b| b.target.as_str()).collect::<Vec<_>>(),
@@ -235,7 +235,7 @@ fn the_link_graph_matches_the_inventory() {
         })
         .unwrap();
     let missing_heading = design.broken.iter().find(|b| b.target == "备份仓库#不存在的标题").unwrap();
-    assert_eq!((missing_heading.line, missing_heading.reason.as_str()), (46, "missing_heading"));
+    assert_eq!((missing_heading.line, missing_heading.reason), (46, BrokenReason::MissingHeading));
     let percent = design.outlinks.iter().find(|l| l.line == 27).unwrap();
     assert_eq!(percent.resolved.as_deref(), Some("z/tech/search engines/中文分词/中文分词入门.md"));
 
@@ -330,7 +330,7 @@ fn the_link_graph_matches_the_inventory() {
         engine.catalog().records().iter().flat_map(|r| r.links.iter().map(|l| l.target.to_owned())).collect();
     assert!(!all_targets.iter().any(|t| t == "inside code" || t == "nope"), "{all_targets:?}");
 
-    let overview = engine.overview("read", 0).unwrap();
+    let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
     assert_eq!(overview.counts.notes, 40);
     assert_eq!(overview.counts.standards, 3);
     assert_eq!(overview.counts.orphans, 1);
@@ -383,12 +383,12 @@ fn incremental_sync_reindexes_only_what_changed() {
     let engine = open(&vault);
     let again = engine.sync(false, None).unwrap();
     assert_eq!((again.added, again.changed, again.removed), (0, 0, 0));
-    assert!(engine.overview("read", 0).unwrap().index.fresh);
+    assert!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.fresh);
 
     std::fs::write(vault.join("z/新笔记.md"), "# 新笔记\n\n关于蜂鸟的观察。\n").unwrap();
     std::fs::write(vault.join("z/设计.md"), "# 设计\n\n重写后的内容提到鹦鹉。\n").unwrap();
     std::fs::remove_file(vault.join("z/reading/孤立的想法.md")).unwrap();
-    let overview = engine.overview("read", 0).unwrap();
+    let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
     assert!(!overview.index.fresh);
     assert_eq!(
         (overview.index.stale.added, overview.index.stale.changed, overview.index.stale.removed),
@@ -401,7 +401,7 @@ fn incremental_sync_reindexes_only_what_changed() {
     assert_eq!(content_paths(&engine, "蜂鸟"), ["z/新笔记.md"]);
     assert_eq!(content_paths(&engine, "鹦鹉"), ["z/设计.md"]);
     assert!(!knowledge_paths(&engine, "孤立的想法").contains(&"z/reading/孤立的想法.md".to_owned()));
-    assert!(engine.overview("read", 0).unwrap().index.fresh);
+    assert!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.fresh);
 
     // A second engine (another process) sees the same index.
     let other = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
@@ -410,7 +410,7 @@ fn incremental_sync_reindexes_only_what_changed() {
     // A touch without a content change is not reported as changed.
     let file = std::fs::File::options().write(true).open(vault.join("z/新笔记.md")).unwrap();
     file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
-    assert!(engine.overview("read", 0).unwrap().index.fresh);
+    assert!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.fresh);
 
     let full = engine.sync(true, None).unwrap();
     assert!(full.full);
@@ -460,7 +460,7 @@ fn the_watchers_sync_reads_only_the_reported_paths() {
     assert_eq!(content_paths(&engine, "信天翁"), ["z/未报告.md"]);
     assert!(engine.catalog().get("z/journal/2026-01-20.md").is_some());
     assert!(engine.catalog().get("z/daily/2026-01-20.md").is_none());
-    assert!(engine.overview("read", 0).unwrap().index.fresh);
+    assert!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.fresh);
 }
 
 #[test]
@@ -489,7 +489,7 @@ fn many_small_updates_are_merged_in_the_background_and_lose_nothing() {
             "update {n}"
         );
     }
-    assert_eq!(engine.overview("read", 0).unwrap().index.documents, 45 + updates as u64);
+    assert_eq!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.documents, 45 + updates as u64);
 }
 
 #[test]
@@ -499,7 +499,7 @@ fn a_non_utf8_note_is_reported_not_indexed_as_garbage() {
     let engine = open(&vault);
     // Not a note (issue 12, item 17): reported as skipped, with the reason.
     assert!(engine.catalog().get("z/latin1.md").is_none());
-    let overview = engine.overview("read", 0).unwrap();
+    let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
     let skipped = overview.index.skipped.iter().find(|s| s.path == "z/latin1.md").unwrap();
     assert!(skipped.reason.contains("invalid byte 0xE9"), "{skipped:?}");
     assert!(content_paths(&engine, "caf").is_empty());
@@ -702,7 +702,7 @@ fn the_overview_counts_a_tag_once_in_any_case() {
     std::fs::write(vault.join("a.md"), "---\ntags: [Tag, ÄRGER, area/Work]\n---\nbody\n").unwrap();
     std::fs::write(vault.join("b.md"), "---\ntags: [tag, ärger, area/work, 备份]\n---\nbody\n").unwrap();
     let engine = open(vault);
-    let overview = engine.overview("read", 0).unwrap();
+    let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
     // tag, ärger, area/work, 备份
     assert_eq!(overview.counts.tags, 4);
 }
@@ -922,7 +922,7 @@ fn issue12_templates_and_drawings_are_not_counted_as_notes() {
     let count = |tag: &str| tags.tags.iter().find(|t| t.tag == tag).map(|t| t.count);
     assert_eq!(count("daily"), Some(2), "{tags:?}");
     assert_eq!(count("meeting"), Some(1), "{tags:?}");
-    let overview = engine.overview("read", 0).unwrap();
+    let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
     assert_eq!(overview.counts.notes, 7, "{overview:?}");
     let template = engine
         .read_note(&ReadNoteArgs { path: Some("Templates/Meeting.md".into()), ..Default::default() })
@@ -972,7 +972,7 @@ fn issue12_skipped_files_are_reported_and_never_listed_as_notes() {
     assert!(engine.catalog().get("Daily/旧笔记.md").is_none());
 
     // The overview counts them and lists the first ones with their reasons.
-    let overview = engine.overview("read", 0).unwrap();
+    let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
     assert_eq!(overview.counts.notes, 7, "{overview:?}");
     assert!(overview.index.fresh, "a skipped file does not make the index stale: {overview:?}");
     assert_eq!(overview.index.skipped_files, 4, "{:?}", overview.index.skipped);
@@ -983,7 +983,7 @@ fn issue12_skipped_files_are_reported_and_never_listed_as_notes() {
     // A second process (a CLI beside the server) sees the same without re-indexing.
     drop(engine);
     let again = Engine::open_existing(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
-    let overview = again.overview("cli", 0).unwrap();
+    let overview = again.overview(Caller::Cli).unwrap();
     assert!(overview.index.fresh, "{overview:?}");
     assert_eq!(overview.index.skipped_files, 4, "{overview:?}");
     drop(again);
@@ -997,7 +997,7 @@ fn issue12_skipped_files_are_reported_and_never_listed_as_notes() {
     engine.sync_changed(&[vault.join("Daily/旧笔记.md")]).unwrap();
     assert!(!knowledge_paths(&engine, "旧笔记").iter().any(|p| p == "Daily/旧笔记.md"));
     assert!(engine.catalog().get("Daily/旧笔记.md").is_none());
-    assert_eq!(engine.overview("read", 0).unwrap().index.skipped_files, 4);
+    assert_eq!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.skipped_files, 4);
 }
 
 /// Issue 12, item 16 (follow-up): a change to Obsidian's templates setting takes
@@ -1503,7 +1503,9 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
     targets.sort();
     assert_eq!(targets, ["z/Backup MOC.md", "z/Git 远程仓库.md", "z/Rust.md", "z/Trusty.md"]);
     for id in &staged.proposals {
-        engine.apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::write::Actor::Cli).unwrap();
+        engine
+            .apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::engine::types::Actor::Cli)
+            .unwrap();
     }
     let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
     assert_eq!(
@@ -1547,7 +1549,7 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
 fn issue15_overview_since_lists_what_changed_and_who_changed_it() {
     let (_tmp, vault) = common::temp_vault();
     let engine = open(&vault);
-    let first = engine.overview_since("read", 0, None).unwrap().changes;
+    let first = engine.overview_since(Caller::Agent(Access::Read), None).unwrap().changes;
     assert!(first.added.is_empty() && first.changed.is_empty() && first.applied.is_empty(), "{first:?}");
     // Outside kb-mcp: a new note, an edit, a deletion.
     std::fs::write(vault.join("z/New idea.md"), "# New idea\n").unwrap();
@@ -1570,7 +1572,10 @@ fn issue15_overview_since_lists_what_changed_and_who_changed_it() {
         })
         .unwrap();
     engine
-        .apply_proposal(&ApplyArgs { proposal_id: patch.proposal_id.clone() }, kb_mcp::write::Actor::Mcp)
+        .apply_proposal(
+            &ApplyArgs { proposal_id: patch.proposal_id.clone() },
+            kb_mcp::engine::types::Actor::Mcp,
+        )
         .unwrap();
     let new = engine
         .propose_new_note(&ProposeNewArgs {
@@ -1580,10 +1585,10 @@ fn issue15_overview_since_lists_what_changed_and_who_changed_it() {
             ..Default::default()
         })
         .unwrap();
-    engine.reject_proposal(&new.proposal_id, "not needed", kb_mcp::write::Actor::Cli).unwrap();
+    engine.reject_proposal(&new.proposal_id, "not needed", kb_mcp::engine::types::Actor::Cli).unwrap();
 
     let later = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
-    let changes = later.overview_since("read", 0, Some(&first.cursor)).unwrap().changes;
+    let changes = later.overview_since(Caller::Agent(Access::Read), Some(&first.cursor)).unwrap().changes;
     let notes =
         |list: &[ChangedNote]| list.iter().map(|n| format!("{} {}", n.path, n.by)).collect::<Vec<_>>();
     assert_eq!(notes(&changes.added), ["z/New idea.md outside"]);
@@ -1595,16 +1600,21 @@ fn issue15_overview_since_lists_what_changed_and_who_changed_it() {
     assert_eq!(events(&changes.applied), [format!("{} z/备份仓库.md mcp", patch.proposal_id)]);
     assert_eq!(events(&changes.rejected), [format!("{} z/Rejected idea.md cli", new.proposal_id)]);
     assert!(!changes.incomplete);
-    assert_eq!(engine.overview_since("read", 0, Some(&first.cursor)).unwrap().changes, changes);
+    assert_eq!(
+        engine.overview_since(Caller::Agent(Access::Read), Some(&first.cursor)).unwrap().changes,
+        changes
+    );
 
-    let quiet = later.overview_since("read", 0, Some(&changes.cursor)).unwrap().changes;
+    let quiet = later.overview_since(Caller::Agent(Access::Read), Some(&changes.cursor)).unwrap().changes;
     assert!(quiet.added.is_empty() && quiet.changed.is_empty() && quiet.removed.is_empty(), "{quiet:?}");
     assert!(quiet.applied.is_empty() && quiet.rejected.is_empty() && !quiet.incomplete, "{quiet:?}");
     for bad in ["bogus", "c1zz", "c1", "c16869"] {
-        let err = later.overview_since("read", 0, Some(bad)).unwrap_err();
+        let err = later.overview_since(Caller::Agent(Access::Read), Some(bad)).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidArgument, "{bad}");
         assert!(err.message.contains("not a cursor get_vault_overview returned"), "{}", err.message);
     }
     later.sync(true, None).unwrap();
-    assert!(later.overview_since("read", 0, Some(&changes.cursor)).unwrap().changes.incomplete);
+    assert!(
+        later.overview_since(Caller::Agent(Access::Read), Some(&changes.cursor)).unwrap().changes.incomplete
+    );
 }

@@ -20,8 +20,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use kb_mcp::engine::types::Access;
 use kb_mcp::server::TokenFile;
-use kb_mcp::tools::Access;
 use rmcp::model::*;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;

@@ -101,7 +101,7 @@ fn a_move_rewrites_every_link_form_and_nothing_else() {
     let engine = open(&vault);
     let before = broken(&engine);
     let staged = mv(&engine, "z/m/target.md", "z/n/目标 新.md").unwrap();
-    assert_eq!(staged.kind, "move");
+    assert_eq!(staged.kind, ProposalKind::Move);
     assert_eq!(staged.moves, vec![MovedNote { from: "z/m/target.md".into(), to: "z/n/目标 新.md".into() }]);
     assert!(!staged.vault_changed);
     assert!(staged.diff.starts_with("# move z/m/target.md → z/n/目标 新.md, rewrite "), "{}", staged.diff);
@@ -111,7 +111,7 @@ fn a_move_rewrites_every_link_form_and_nothing_else() {
     assert_eq!(read(&vault, "z/m/linker.md"), LINKER);
 
     let applied = apply(&engine, &staged.proposal_id);
-    assert_eq!(applied.status, "applied");
+    assert_eq!(applied.status, ApplyStatus::Applied);
     assert!(!vault.join("z/m/target.md").exists());
     let linker = read(&vault, "z/m/linker.md");
     assert_eq!(
@@ -266,7 +266,7 @@ fn a_delete_goes_to_the_trash_and_lists_what_breaks() {
     let staged = engine
         .propose_delete(&ProposeDeleteArgs { path: "z/m/target.md".into(), reason: "obsolete".into() })
         .unwrap();
-    assert_eq!(staged.kind, "delete");
+    assert_eq!(staged.kind, ProposalKind::Delete);
     assert_eq!(staged.target, "z/m/target.md");
     assert_eq!(staged.breaks.len(), 12, "{:?}", staged.breaks);
     assert!(staged.breaks.iter().any(|b| b.path == "z/other.md" && b.line == 1));
@@ -471,7 +471,7 @@ fn a_batch_is_one_proposal_applied_whole_and_its_items_compose() {
     let (_tmp, vault) = link_vault();
     let engine = open(&vault);
     let staged = batch(&engine, four_kinds(&vault)).unwrap();
-    assert_eq!(staged.kind, "batch");
+    assert_eq!(staged.kind, ProposalKind::Batch);
     assert!(!staged.vault_changed);
     let summary = staged.diff.lines().next().unwrap().strip_prefix("# ").unwrap().to_owned();
     assert!(summary.starts_with("batch: 1 new, 1 patch, 1 move, 1 delete, rewrite "), "{summary}");
@@ -497,7 +497,7 @@ fn a_batch_is_one_proposal_applied_whole_and_its_items_compose() {
     let listed = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
     assert_eq!(listed.proposals.len(), 1);
     assert_eq!(listed.proposals[0].summary, summary);
-    assert_eq!(listed.proposals[0].kind, "batch");
+    assert_eq!(listed.proposals[0].kind, ProposalKind::Batch);
 
     apply(&engine, &staged.proposal_id);
     // The new note's links follow the move staged after it; the patch and the
@@ -771,7 +771,7 @@ fn a_save_racing_a_batch_apply_is_kept_and_the_batch_stays_pending() {
     assert!(!vault.join("inbox/_applying.json").exists());
     let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
     assert_eq!(pending.proposals[0].proposal_id, staged.proposal_id);
-    assert_eq!(pending.proposals[0].status, "pending");
+    assert_eq!(pending.proposals[0].status, ProposalStatus::Pending);
 }
 
 /// Reverting each kind puts back the exact bytes before its apply.
@@ -785,7 +785,7 @@ fn a_revert_of_each_kind_restores_the_exact_bytes() {
     let original = notes_snapshot(&vault);
     let undo = |id: &str| {
         let staged = revert(&engine, id).unwrap();
-        assert_eq!(staged.kind, "revert");
+        assert_eq!(staged.kind, ProposalKind::Revert);
         assert!(staged.diff.starts_with(&format!("# revert {id} (")), "{}", staged.diff);
         apply(&engine, &staged.proposal_id);
         staged
@@ -1265,7 +1265,7 @@ fn move_and_check(
         })
         .unwrap_or_else(|err| panic!("move {from} → {to}: {err}"));
     let applied = apply(engine, &staged.proposal_id);
-    assert_eq!(applied.status, "applied", "move {from} → {to}");
+    assert_eq!(applied.status, ApplyStatus::Applied, "move {from} → {to}");
     assert_eq!(broken(engine), broken_before, "move {from} → {to}: the broken-link count changed");
     for (new, links) in before {
         assert_eq!(backlinks_of(engine, &new), links, "move {from} → {to}: the backlinks of {new}");

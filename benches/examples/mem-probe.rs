@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use kb_bench::GENERATED_QUERIES;
-use kb_mcp::engine::types::{ListTagsArgs, NoteRefArgs, SearchArgs};
+use kb_mcp::engine::types::{Access, Caller, ListTagsArgs, NoteRefArgs, SearchArgs};
 use kb_mcp::engine::{Engine, EngineOptions};
 
 const USAGE: &str = "usage: mem-probe --vault V --index-dir I";
@@ -113,7 +113,7 @@ fn run() -> Result<(), String> {
     report("graph", started);
     engine.list_tags(&ListTagsArgs { prefix: None, limit: None }).map_err(|e| e.to_string())?;
     report("tags", started);
-    engine.overview("read", 0).map_err(|e| e.to_string())?;
+    engine.overview(Caller::Agent(Access::Read)).map_err(|e| e.to_string())?;
     report("overview", started);
     Ok(())
 }

@@ -23,12 +23,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use kb_mcp::engine::types::Access;
 use kb_mcp::server::{
     DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
     HttpOptions, ServerOptions, TokenFile, is_loopback, is_valid_origin_pattern, serve_http, serve_stdio,
     set_debug_log,
 };
-use kb_mcp::tools::Access;
 
 /// The longest --session-idle: a week.
 const MAX_SESSION_IDLE_S: u64 = 7 * 24 * 3600;

@@ -5,7 +5,7 @@
 use super::Engine;
 use super::types::*;
 use crate::error::Result;
-use crate::write::{self, NewNote, PatchRequest, ProposalKind};
+use crate::write::{self, NewNote, PatchRequest};
 
 impl Engine {
     /// `propose_batch`: plans every item in order on the current catalog, then stages one proposal.
@@ -23,7 +23,7 @@ impl Engine {
             write::stage_plan(&sandbox, limits, ProposalKind::Batch, &target, &reason, &planned.plan, now)?;
         Ok(ProposeBatchResult {
             proposal_id: staged.proposal_id,
-            kind: "batch".to_owned(),
+            kind: ProposalKind::Batch,
             files: staged.files,
             diff: staged.diff,
             vault_changed: false,
@@ -51,7 +51,7 @@ impl Engine {
         )?;
         Ok(RevertResult {
             proposal_id: staged.proposal_id,
-            kind: "revert".to_owned(),
+            kind: ProposalKind::Revert,
             files: staged.files,
             diff: staged.diff,
             vault_changed: false,

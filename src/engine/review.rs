@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::Engine;
 use super::types::{ProposalChecks, ProposalEntry};
 use crate::error::Result;
-use crate::write::{self, ProposalStatus, ProposalView};
+use crate::write::{self, ProposalView};
 
 /// Lines of diff the confirmation before `apply_proposal` carries.
 pub const CONFIRMATION_DIFF_LINES: usize = 40;
@@ -46,17 +46,11 @@ pub(super) fn entry(view: ProposalView) -> ProposalEntry {
     ProposalEntry {
         summary,
         proposal_id: view.proposal_id,
-        kind: view.kind.name().to_owned(),
+        kind: view.kind,
         target: view.target,
         reason: view.reason,
         created: view.created,
-        status: match view.status {
-            ProposalStatus::Pending => "pending",
-            ProposalStatus::Applied => "applied",
-            ProposalStatus::Rejected => "rejected",
-            ProposalStatus::Interrupted => "interrupted",
-        }
-        .to_owned(),
+        status: view.status,
         checks: ProposalChecks {
             intact: view.checks.intact,
             base_current: view.checks.base_current,

@@ -11,14 +11,10 @@ use super::Engine;
 use super::types::*;
 use crate::error::Result;
 use crate::index::SearchScope;
-use crate::write::{self, Actor, ApplyStatus, NewNote, PatchRequest, ProposalKind, StatusFilter};
+use crate::write::{self, NewNote, PatchRequest};
 
 /// How many similar notes a new proposal reports.
 const SIMILAR: usize = 5;
-
-fn kind_name(kind: ProposalKind) -> &'static str {
-    kind.name()
-}
 
 impl Engine {
     /// `propose_new_note`.
@@ -37,7 +33,7 @@ impl Engine {
         let similar = self.similar_notes(&args.title, &args.aliases.clone().unwrap_or_default());
         Ok(ProposeNewResult {
             proposal_id: staged.proposal_id,
-            kind: kind_name(staged.kind).to_owned(),
+            kind: staged.kind,
             target: staged.target,
             files: staged.files,
             content_hash: staged.content_hash,
@@ -83,7 +79,7 @@ impl Engine {
             write::propose_patch(&self.sandbox(), &self.config().limits, &request, jiff::Timestamp::now())?;
         Ok(ProposePatchResult {
             proposal_id: staged.proposal_id,
-            kind: kind_name(staged.kind).to_owned(),
+            kind: staged.kind,
             target: staged.target,
             base_hash: staged.base_hash.unwrap_or_default(),
             content_hash: staged.content_hash,
@@ -115,7 +111,7 @@ impl Engine {
         )?;
         Ok(ProposeMoveResult {
             proposal_id: staged.proposal_id,
-            kind: "move".to_owned(),
+            kind: ProposalKind::Move,
             moves: planned.moves.into_iter().map(|(from, to)| MovedNote { from, to }).collect(),
             rewrites: Rewrites { notes: planned.notes, links: planned.links },
             files: staged.files,
@@ -143,7 +139,7 @@ impl Engine {
         )?;
         Ok(ProposeDeleteResult {
             proposal_id: staged.proposal_id,
-            kind: "delete".to_owned(),
+            kind: ProposalKind::Delete,
             target,
             breaks: breaks
                 .into_iter()
@@ -157,20 +153,11 @@ impl Engine {
     /// `list_proposals`.
     pub fn list_proposals(&self, args: &ListProposalsArgs) -> Result<Proposals> {
         let limit = PROPOSALS_LIMIT.check("limit", args.limit)?;
-        let filter = match args.status.unwrap_or_default() {
-            ProposalStatusFilter::Pending => StatusFilter::Pending,
-            ProposalStatusFilter::Applied => StatusFilter::Applied,
-            ProposalStatusFilter::All => StatusFilter::All,
-        };
+        let filter = args.status.unwrap_or_default();
         let sandbox = self.sandbox();
         let proposals: Vec<ProposalEntry> =
             write::list(&sandbox, filter, limit as usize)?.into_iter().map(super::review::entry).collect();
         Ok(Proposals { proposals })
-    }
-
-    /// Proposals waiting for approval.
-    pub fn pending_proposals(&self) -> u64 {
-        write::pending_count(&self.sandbox())
     }
 
     /// Resolves an id or a slug (the CLI's `--only`) to the proposal's id.
@@ -184,11 +171,7 @@ impl Engine {
         let applied = write::apply(&self.sandbox(), &args.proposal_id, actor, &mut index)?;
         Ok(ApplyResult {
             proposal_id: applied.proposal_id,
-            status: match applied.status {
-                ApplyStatus::Applied => "applied",
-                ApplyStatus::AppliedIndexFailed => "applied_index_failed",
-            }
-            .to_owned(),
+            status: applied.status,
             target: applied.target,
             new_hash: applied.new_hash,
             archive: applied.archive,

@@ -10,7 +10,7 @@
 use rmcp::ErrorData as McpError;
 use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Role};
 
-use crate::tools::Access;
+use crate::engine::types::Access;
 
 const FIND: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
 Start: recall_context {question} gathers the notes that bear on a question within a token budget; get_vault_overview shows the vault, its standards and whether the index is fresh.

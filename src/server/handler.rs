@@ -23,9 +23,10 @@ use super::resources;
 use super::shared::Shared;
 use super::shared::Waited;
 use super::timing::ms;
+use crate::engine::types::Access;
 use crate::engine::{self, Engine};
 use crate::error::Error;
-use crate::tools::{self, Access, CallContext};
+use crate::tools::{self, CallContext};
 
 /// One connection's handler.
 #[derive(Clone)]

@@ -35,7 +35,7 @@ pub use guide::instructions;
 pub use handler::KbServer;
 pub use shared::Shared;
 
-use crate::tools::Access;
+use crate::engine::types::Access;
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use std::path::PathBuf;

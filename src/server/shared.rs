@@ -179,7 +179,7 @@ impl Shared {
         // Ready even when the sync failed over an existing index: that index is
         // served, and its searches keep saying they may be stale.
         let _ = sender.send(Readiness::Ready(engine.clone()));
-        match engine.recover_proposals(crate::write::Actor::Mcp) {
+        match engine.recover_proposals(crate::engine::types::Actor::Mcp) {
             Ok(completed) if !completed.is_empty() => {
                 log(json!({ "event": "recovered", "proposals": completed }))
             }

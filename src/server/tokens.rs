@@ -21,9 +21,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::log;
+use crate::engine::types::Access;
 use crate::error::{Error, Result};
 use crate::sandbox::{self, FileStamp, hex, unhex};
-use crate::tools::Access;
 
 /// The token file format this code reads and writes.
 const TOKEN_FILE_VERSION: u32 = 1;

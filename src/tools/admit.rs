@@ -8,9 +8,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};
 
-use super::Access;
 use super::invoke::error_result;
 use super::table::{TOOLS, def};
+use crate::engine::types::Access;
 use crate::error::{Error, ErrorCode};
 
 /// Compiled input validators, one per tool.

@@ -7,12 +7,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::Access;
 use super::admit::invalid_arguments;
-use super::render;
-use super::table::exists;
+use super::table::def;
 use crate::engine::Engine;
-use crate::engine::types::*;
+use crate::engine::types::Access;
 use crate::error::Error;
 
 pub(super) fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result<T, Error> {
@@ -53,115 +51,68 @@ pub struct CallContext {
     pub access: Access,
 }
 
-/// Runs an admitted call (blocking: run it off the async runtime).
+/// Runs an admitted call (blocking: run it off the async runtime): the tool's
+/// table row parses the arguments, calls its engine method and renders the answer.
 pub fn invoke(
     engine: &Engine,
     context: CallContext,
     name: &str,
     arguments: Value,
 ) -> Result<CallToolResult, McpError> {
-    if !exists(name) {
+    let Some(tool) = def(name) else {
         return Err(McpError::invalid_params(format!("unknown tool `{name}`"), None));
-    }
-    let outcome = (|| match name {
-        "get_vault_overview" => {
-            let args: OverviewArgs = parse(name, arguments)?;
-            let pending = engine.pending_proposals();
-            engine
-                .overview_since(context.access.as_str(), pending, args.since.as_deref())
-                .map(|v| rendered(&v, render::overview))
-        }
-        "search_knowledge" => {
-            let args: SearchArgs = parse(name, arguments)?;
-            engine.search_knowledge(&args).map(|v| rendered(&v, render::knowledge))
-        }
-        "search_note_content" => {
-            let args: SearchArgs = parse(name, arguments)?;
-            engine.search_note_content(&args).map(|v| rendered(&v, render::content))
-        }
-        "read_note" => {
-            let args: ReadNoteArgs = parse(name, arguments)?;
-            engine.read_note(&args).map(|v| rendered(&v, render::note))
-        }
-        "list_standards" => {
-            let _: NoArgs = parse(name, arguments)?;
-            engine.list_standards().map(|v| rendered(&v, render::standards))
-        }
-        "list_tags" => {
-            let args: ListTagsArgs = parse(name, arguments)?;
-            engine.list_tags(&args).map(|v| rendered(&v, render::tags))
-        }
-        "get_related_notes" => {
-            let args: NoteRefArgs = parse(name, arguments)?;
-            engine.get_related_notes(&args).map(|v| rendered(&v, render::related))
-        }
-        "list_recent_notes" => {
-            let args: RecentArgs = parse(name, arguments)?;
-            engine.list_recent_notes(&args).map(|v| rendered(&v, render::recent))
-        }
-        "recall_context" => {
-            let args: RecallArgs = parse(name, arguments)?;
-            engine.recall_context(&args).map(|v| rendered(&v, render::recall))
-        }
-        "list_notes" => {
-            let args: ListNotesArgs = parse(name, arguments)?;
-            engine.list_notes(&args).map(|v| rendered(&v, render::notes))
-        }
-        "audit_vault" => {
-            let args: AuditArgs = parse(name, arguments)?;
-            if args.fix && context.access < Access::Propose {
-                return Err(Error::new(
-                    crate::error::ErrorCode::PermissionDenied,
-                    format!("`audit_vault` with `fix: true` needs access level `propose`; this connection has `{}`", context.access.as_str()),
-                )
-                .with_hint("call audit_vault without `fix` to see the findings, or ask the person for access propose"));
-            }
-            engine.audit_vault(&args).map(|v| rendered(&v, render::audit))
-        }
-        "propose_new_note" => {
-            let args: ProposeNewArgs = parse(name, arguments)?;
-            engine.propose_new_note(&args).map(|v| rendered(&v, render::proposed_new))
-        }
-        "propose_note_patch" => {
-            let args: ProposePatchArgs =
-                parse_listed(name, arguments, "edits", |args: &mut ProposePatchArgs, edits| {
-                    args.edits = edits
-                })?;
-            engine.propose_note_patch(&args).map(|v| rendered(&v, render::proposed_patch))
-        }
-        "propose_move" => {
-            let args: ProposeMoveArgs = parse(name, arguments)?;
-            engine.propose_move(&args).map(|v| rendered(&v, render::proposed_move))
-        }
-        "propose_delete" => {
-            let args: ProposeDeleteArgs = parse(name, arguments)?;
-            engine.propose_delete(&args).map(|v| rendered(&v, render::proposed_delete))
-        }
-        "propose_batch" => {
-            let args: ProposeBatchArgs =
-                parse_listed(name, arguments, "items", |args: &mut ProposeBatchArgs, items| {
-                    args.items = items
-                })?;
-            engine.propose_batch(&args).map(|v| rendered(&v, render::proposed_batch))
-        }
-        "revert_proposal" => {
-            let args: RevertArgs = parse(name, arguments)?;
-            engine.revert_proposal(&args).map(|v| rendered(&v, render::proposed_revert))
-        }
-        "list_proposals" => {
-            let args: ListProposalsArgs = parse(name, arguments)?;
-            engine.list_proposals(&args).map(|v| rendered(&v, render::proposals))
-        }
-        "apply_proposal" => {
-            let args: ApplyArgs = parse(name, arguments)?;
-            engine.apply_proposal(&args, crate::write::Actor::Mcp).map(|v| rendered(&v, render::applied))
-        }
-        other => Err(Error::internal(format!("tool `{other}` is declared but not wired"))),
-    })();
-    match outcome {
+    };
+    match (tool.run)(Call { engine, context, name: tool.name, arguments }) {
         Ok((text, value)) => crate::engine::timing::time("render", || success(&value, text)),
         Err(error) => Ok(error_result(&error)),
     }
+}
+
+/// A call on its way to its engine method: what a table row's `run` is given.
+pub(super) struct Call<'a> {
+    /// The engine that answers.
+    pub(super) engine: &'a Engine,
+    /// The caller's access level.
+    pub(super) context: CallContext,
+    /// The tool's name, for errors about its arguments.
+    name: &'static str,
+    /// The admitted arguments (taken by [`Call::args`]).
+    arguments: Value,
+}
+
+/// A call's answer: its text and its structured result, or the error.
+pub(super) type Answer = Result<(String, Value), Error>;
+
+impl Call<'_> {
+    /// The arguments as `A`.
+    pub(super) fn args<A: DeserializeOwned>(&mut self) -> Result<A, Error> {
+        parse(self.name, std::mem::take(&mut self.arguments))
+    }
+
+    /// The arguments as `A`, the list under `key` parsed element by element
+    /// (see [`parse_listed`]) and put in place by `set`.
+    pub(super) fn listed_args<A: DeserializeOwned, I: DeserializeOwned>(
+        &mut self,
+        key: &str,
+        set: impl FnOnce(&mut A, Vec<I>),
+    ) -> Result<A, Error> {
+        parse_listed(self.name, std::mem::take(&mut self.arguments), key, set)
+    }
+
+    /// The usual call: the arguments as `A`, given to `method`, its result rendered.
+    pub(super) fn answer<A: DeserializeOwned, R: Serialize>(
+        mut self,
+        method: fn(&Engine, &A) -> crate::error::Result<R>,
+        render: fn(&R) -> String,
+    ) -> Answer {
+        let args: A = self.args()?;
+        answered(method(self.engine, &args), render)
+    }
+}
+
+/// An engine method's result as a call's answer.
+pub(super) fn answered<R: Serialize>(result: crate::error::Result<R>, render: fn(&R) -> String) -> Answer {
+    result.map(|value| rendered(&value, render))
 }
 
 /// Arguments holding a list (`edits`, `items`) whose elements are parsed one by

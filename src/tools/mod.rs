@@ -17,41 +17,10 @@ mod render;
 mod admit;
 mod invoke;
 mod reference;
+mod schema;
 mod table;
 
 pub use admit::admit;
 pub use invoke::{CallContext, error_result, invoke};
 pub use reference::reference;
 pub use table::{exists, level, list};
-
-/// What a caller may do: each level includes the ones before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Access {
-    /// The read tools only.
-    Read,
-    /// Read, plus staging proposals in the inbox.
-    Propose,
-    /// Propose, plus applying approved proposals.
-    Apply,
-}
-
-impl Access {
-    /// Parses `read`, `propose` or `apply`.
-    pub fn parse(text: &str) -> Option<Access> {
-        match text {
-            "read" => Some(Access::Read),
-            "propose" => Some(Access::Propose),
-            "apply" => Some(Access::Apply),
-            _ => None,
-        }
-    }
-
-    /// The level's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Access::Read => "read",
-            Access::Propose => "propose",
-            Access::Apply => "apply",
-        }
-    }
-}

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::Access;
+use crate::engine::types::Access;
 
 /// The whole reference as Markdown: every tool at every level, in `tools/list` order.
 pub fn reference() -> String {

@@ -230,7 +230,8 @@ pub(super) fn proposals(r: &Proposals) -> String {
     for p in &r.proposals {
         // The checks tell whether a pending proposal can still be applied; an
         // applied or rejected one has no such question (its note has moved on).
-        let ok = p.status != "pending" || (p.checks.intact && p.checks.base_current && p.checks.target_free);
+        let ok = p.status != ProposalStatus::Pending
+            || (p.checks.intact && p.checks.base_current && p.checks.target_free);
         let _ = write!(
             out,
             "\n- {} [{}] {} — {}{}",

@@ -37,6 +37,23 @@ pub enum LinkKind {
     Markdown,
 }
 
+impl LinkKind {
+    /// Its name in results: `wikilink`, `embed`, `markdown`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkKind::Wikilink => "wikilink",
+            LinkKind::Embed => "embed",
+            LinkKind::Markdown => "markdown",
+        }
+    }
+}
+
+impl std::fmt::Display for LinkKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 /// The part of a link after `#`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

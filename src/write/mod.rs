@@ -133,6 +133,12 @@ impl ProposalKind {
     }
 }
 
+impl std::fmt::Display for ProposalKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 /// A new note to propose (`propose_new_note`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewNote {
@@ -192,8 +198,9 @@ pub struct Staged {
     pub removed: u32,
 }
 
-/// Which proposals [`list`] returns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Which proposals [`list`] returns (`list_proposals`' `status`, published as
+/// `engine::types::ProposalStatusFilter`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StatusFilter {
     /// Waiting for approval.
@@ -201,7 +208,7 @@ pub enum StatusFilter {
     Pending,
     /// Already applied.
     Applied,
-    /// Pending, applied and rejected.
+    /// Everything, rejected ones included.
     All,
 }
 
@@ -218,6 +225,24 @@ pub enum ProposalStatus {
     /// Archived, but its audit line is missing: the apply or reject was
     /// interrupted (or is under way); the next apply or server start completes it.
     Interrupted,
+}
+
+impl ProposalStatus {
+    /// Its name in results: `pending`, `applied`, `rejected`, `interrupted`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProposalStatus::Pending => "pending",
+            ProposalStatus::Applied => "applied",
+            ProposalStatus::Rejected => "rejected",
+            ProposalStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for ProposalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
 }
 
 /// The live checks of a proposal, as `apply` would see them now.
@@ -256,7 +281,8 @@ pub struct ProposalView {
     pub diff_stat: Option<(u32, u32)>,
 }
 
-/// Who applied or rejected a proposal, for the audit line.
+/// Who applied or rejected a proposal, for the audit line (the engine's
+/// callers name it `engine::types::Actor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Actor {
@@ -292,7 +318,7 @@ pub enum Step {
 }
 
 /// How an apply ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApplyStatus {
     /// Written, archived, indexed, audited.
@@ -300,6 +326,22 @@ pub enum ApplyStatus {
     /// Written, archived and audited, but the index update failed: never apply it
     /// again, rebuild the index.
     AppliedIndexFailed,
+}
+
+impl ApplyStatus {
+    /// Its name in results: `applied`, `applied_index_failed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ApplyStatus::Applied => "applied",
+            ApplyStatus::AppliedIndexFailed => "applied_index_failed",
+        }
+    }
+}
+
+impl std::fmt::Display for ApplyStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
 }
 
 /// The result of an apply.

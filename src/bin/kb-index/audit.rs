@@ -74,7 +74,8 @@ pub(crate) fn run(
     let mut applied = 0u64;
     if args.yes {
         for id in &audit.proposals {
-            engine.apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::write::Actor::Cli)?;
+            engine
+                .apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::engine::types::Actor::Cli)?;
             applied += 1;
         }
     }

@@ -145,7 +145,7 @@ pub(crate) fn run(
             writeln!(out, "target    {}", paint.path(&p.target))?;
             writeln!(out, "proposed  {}", local_time(&p.created))?;
             writeln!(out, "reason    {}", p.reason)?;
-            if matches!(p.kind.as_str(), "move" | "delete" | "batch" | "revert")
+            if p.kind.is_multi()
                 && let Some(summary) = engine.proposal_summary(&p.proposal_id)
             {
                 // What a structural change does to the vault, before the file diffs.
@@ -218,7 +218,7 @@ pub(crate) fn run(
         }
         InboxCommand::Reject { id, reason } => {
             let id = engine.resolve_proposal(id)?;
-            let rejected = engine.reject_proposal(&id, reason, kb_mcp::write::Actor::Cli)?;
+            let rejected = engine.reject_proposal(&id, reason, kb_mcp::engine::types::Actor::Cli)?;
             writeln!(out, "rejected {}; moved to {}", rejected.proposal_id, rejected.archive)?;
             Ok(0)
         }
@@ -234,7 +234,7 @@ pub(crate) fn apply_one(
     out: &mut dyn Write,
 ) -> Result<u8, Failure> {
     let applied = engine
-        .apply_proposal(&ApplyArgs { proposal_id: id.to_owned() }, kb_mcp::write::Actor::Cli)
+        .apply_proposal(&ApplyArgs { proposal_id: id.to_owned() }, kb_mcp::engine::types::Actor::Cli)
         .map_err(|error| {
             // The hint names the command to run next; fill in this proposal.
             let mut failure = Failure::from(error);
@@ -245,7 +245,7 @@ pub(crate) fn apply_one(
     writeln!(
         out,
         "{} {} {}; archived in {}{}",
-        paint.good(&applied.status),
+        paint.good(applied.status.name()),
         applied.proposal_id,
         what_changed(&applied),
         applied.archive,

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use kb_mcp::engine::Engine;
-use kb_mcp::engine::types::Changes;
+use kb_mcp::engine::types::{Caller, Changes};
 
 use crate::Failure;
 use crate::output::{count, local_time};
@@ -17,7 +17,7 @@ pub(crate) fn run(
     since: Option<&str>,
     out: &mut dyn Write,
 ) -> Result<u8, Failure> {
-    let mut overview = engine.overview_since("cli", engine.pending_proposals(), since)?;
+    let mut overview = engine.overview_since(Caller::Cli, since)?;
     if since.is_none() {
         overview.changes = engine.recent_changes()?;
     }

@@ -13,19 +13,15 @@ use crate::vault::NoteKind;
 const SKIPPED_SHOWN: usize = 20;
 
 impl Engine {
-    /// `get_vault_overview` without `since`. `access` is the caller's level, for the report.
-    pub fn overview(&self, access: &str, proposals_pending: u64) -> Result<Overview> {
-        self.overview_since(access, proposals_pending, None)
+    /// `get_vault_overview` without `since`, for `caller` (whose access level
+    /// the overview reports).
+    pub fn overview(&self, caller: Caller) -> Result<Overview> {
+        self.overview_since(caller, None)
     }
 
     /// `get_vault_overview {since}`: with `since`, the overview's `changes`
     /// list what changed after the overview that returned that cursor.
-    pub fn overview_since(
-        &self,
-        access: &str,
-        proposals_pending: u64,
-        since: Option<&str>,
-    ) -> Result<Overview> {
+    pub fn overview_since(&self, caller: Caller, since: Option<&str>) -> Result<Overview> {
         let changes = self.changes_since(since)?;
         let crate::engine::sync::Staleness { added, changed, removed, skipped } = self.staleness()?;
         let catalog = self.catalog();
@@ -46,7 +42,7 @@ impl Engine {
         let policy = self.policy();
         Ok(Overview {
             vault: self.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            access: access.to_owned(),
+            access: caller,
             roots: Roots {
                 notes: policy.notes.clone(),
                 standards: policy.standards.clone(),
@@ -59,7 +55,7 @@ impl Engine {
                 links: graph.link_count as u64,
                 broken_links: graph.broken_count as u64,
                 orphans: graph.orphans.len() as u64,
-                proposals_pending,
+                proposals_pending: crate::write::pending_count(&self.sandbox()),
             },
             index: IndexState {
                 schema_version: meta.schema_version,

@@ -9,18 +9,10 @@ use crate::engine::{Engine, one_of};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
-use crate::vault::{AnchorRef, LinkKind, link_context};
+use crate::vault::{AnchorRef, link_context};
 
 /// Longest list in `get_related_notes`.
 const RELATED_CAP: usize = 500;
-
-fn kind_name(kind: LinkKind) -> &'static str {
-    match kind {
-        LinkKind::Wikilink => "wikilink",
-        LinkKind::Embed => "embed",
-        LinkKind::Markdown => "markdown",
-    }
-}
 
 impl Engine {
     /// Fills each backlink's context from its note's current text (the catalog
@@ -75,16 +67,12 @@ impl Engine {
             };
             if let Resolution::Broken(why) = resolution {
                 let reason = match why {
-                    Broken::MissingNote => "missing_note",
-                    Broken::MissingHeading(_) => "missing_heading",
-                    Broken::MissingBlock(_) => "missing_block",
+                    Broken::MissingNote => BrokenReason::MissingNote,
+                    Broken::MissingHeading(_) => BrokenReason::MissingHeading,
+                    Broken::MissingBlock(_) => BrokenReason::MissingBlock,
                 };
                 if broken.len() < RELATED_CAP {
-                    broken.push(BrokenLink {
-                        target: written.clone(),
-                        line: link.line,
-                        reason: reason.to_owned(),
-                    });
+                    broken.push(BrokenLink { target: written.clone(), line: link.line, reason });
                 } else {
                     truncated = true;
                 }
@@ -93,7 +81,7 @@ impl Engine {
                 outlinks.push(Outlink {
                     target: written,
                     resolved: target_path,
-                    kind: kind_name(link.kind).to_owned(),
+                    kind: link.kind,
                     line: link.line,
                 });
             } else {

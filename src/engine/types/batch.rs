@@ -111,7 +111,8 @@ pub struct ProposeBatchResult {
     /// The proposal's id.
     pub proposal_id: String,
     /// `batch`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: super::ProposalKind,
     /// The inbox files written.
     pub files: Vec<String>,
     /// A summary line (how many links deletes break), then every file's diff.
@@ -136,7 +137,8 @@ pub struct RevertResult {
     /// The revert's own proposal id (applied like any other).
     pub proposal_id: String,
     /// `revert`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: super::ProposalKind,
     /// The inbox files written.
     pub files: Vec<String>,
     /// A summary line naming the proposal undone, then every file's diff.

@@ -23,7 +23,8 @@ pub struct Outlink {
     /// The vault path it resolves to, or null when broken.
     pub resolved: Option<String>,
     /// `wikilink`, `embed` or `markdown`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: super::LinkKind,
     /// 1-based line.
     pub line: u32,
 }
@@ -49,7 +50,37 @@ pub struct BrokenLink {
     /// 1-based line.
     pub line: u32,
     /// `missing_note`, `missing_heading` or `missing_block`.
-    pub reason: String,
+    #[schemars(with = "String")]
+    pub reason: BrokenReason,
+}
+
+/// What a broken link lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrokenReason {
+    /// No note or file has that name.
+    MissingNote,
+    /// The note exists but has no such heading.
+    MissingHeading,
+    /// The note exists but has no such block id.
+    MissingBlock,
+}
+
+impl BrokenReason {
+    /// Its name in results: `missing_note`, `missing_heading`, `missing_block`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BrokenReason::MissingNote => "missing_note",
+            BrokenReason::MissingHeading => "missing_heading",
+            BrokenReason::MissingBlock => "missing_block",
+        }
+    }
+}
+
+impl std::fmt::Display for BrokenReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
 }
 
 /// A note by path and title.

@@ -6,6 +6,7 @@
 //! output schemas without a mirror type; the engine itself never builds or
 //! checks a schema.
 
+mod access;
 mod audit;
 mod batch;
 mod bounds;
@@ -18,13 +19,14 @@ mod recall;
 mod recent;
 mod search;
 
+pub use access::{Access, Actor, Caller};
 pub use audit::{Audit, AuditArgs, AuditCheck, Finding, Fix, Severity};
 pub use batch::{BatchItem, ProposeBatchArgs, ProposeBatchResult, RevertArgs, RevertResult};
 pub use bounds::{
     AUDIT_LIMIT, Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT,
     SEARCH_LIMIT, TAGS_LIMIT,
 };
-pub use links::{BacklinkOut, BrokenLink, NoteRefArgs, NoteTitle, Outlink, Related};
+pub use links::{BacklinkOut, BrokenLink, BrokenReason, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList};
 pub use overview::{
     ChangedNote, Changes, Counts, IndexLocation, IndexState, NoArgs, Overview, OverviewArgs, ProposalEvent,
@@ -32,9 +34,9 @@ pub use overview::{
 };
 pub use proposals::{
     ApplyArgs, ApplyResult, BrokenBy, IndexUpdate, ListProposalsArgs, MovedNote, ProposalChecks,
-    ProposalEntry, ProposalStatusFilter, Proposals, ProposeDeleteArgs, ProposeDeleteResult, ProposeMoveArgs,
-    ProposeMoveResult, ProposeNewArgs, ProposeNewResult, ProposePatchArgs, ProposePatchResult, RejectResult,
-    Rewrites, SimilarNote,
+    ProposalEntry, Proposals, ProposeDeleteArgs, ProposeDeleteResult, ProposeMoveArgs, ProposeMoveResult,
+    ProposeNewArgs, ProposeNewResult, ProposePatchArgs, ProposePatchResult, RejectResult, Rewrites,
+    SimilarNote,
 };
 pub use read::{
     ListTagsArgs, NoteContent, OutlineEntry, ReadNoteArgs, StandardEntry, Standards, TagCount, Tags,
@@ -42,6 +44,14 @@ pub use read::{
 pub use recall::{RecallArgs, RecallItem, RecallPack};
 pub use recent::{Recent, RecentArgs, RecentNote, RecentSort};
 pub use search::{ContentHit, ContentResults, KnowledgeHit, KnowledgeResults, SearchArgs, SnippetOut};
+
+/// The fixed sets a result names (a proposal's kind and status, how an apply
+/// ended, how a link is written), defined where they are decided and serialised
+/// as the contract's strings. Their published schemas stay plain strings
+/// (`#[schemars(with = "String")]`): the field descriptions list the values,
+/// and `tools/list` has no room for the enums.
+pub use crate::vault::LinkKind;
+pub use crate::write::{ApplyStatus, ProposalKind, ProposalStatus, StatusFilter as ProposalStatusFilter};
 
 fn is_false(value: &bool) -> bool {
     !*value

@@ -92,8 +92,9 @@ pub struct ServerIdentity {
 pub struct Overview {
     /// The vault folder's name.
     pub vault: String,
-    /// The caller's access level: `read`, `propose` or `apply`.
-    pub access: String,
+    /// The caller's access level: `read`, `propose` or `apply` (`cli` from `kb-index status`).
+    #[schemars(with = "String")]
+    pub access: super::Caller,
     /// Configured folders.
     pub roots: Roots,
     /// Counts.

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::bounds::PROPOSALS_LIMIT;
+use super::{ApplyStatus, ProposalKind, ProposalStatus, ProposalStatusFilter};
 
 /// `propose_new_note` arguments.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
@@ -47,7 +48,8 @@ pub struct ProposeNewResult {
     /// The proposal's id (give it to the person; apply_proposal takes it).
     pub proposal_id: String,
     /// `new`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: ProposalKind,
     /// Where the note will be written when applied.
     pub target: String,
     /// The inbox files written.
@@ -107,7 +109,8 @@ pub struct ProposePatchResult {
     /// The proposal's id.
     pub proposal_id: String,
     /// `patch`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: ProposalKind,
     /// The note the patch changes.
     pub target: String,
     /// The hash the patch was made against.
@@ -165,7 +168,8 @@ pub struct ProposeMoveResult {
     /// The proposal's id.
     pub proposal_id: String,
     /// `move`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: ProposalKind,
     /// The notes that move.
     pub moves: Vec<MovedNote>,
     /// The links rewritten so they still resolve.
@@ -205,7 +209,8 @@ pub struct ProposeDeleteResult {
     /// The proposal's id.
     pub proposal_id: String,
     /// `delete`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: ProposalKind,
     /// The note moved to the inbox's trash on apply.
     pub target: String,
     /// Links that will stop resolving.
@@ -229,19 +234,6 @@ pub struct ListProposalsArgs {
     pub limit: Option<u32>,
 }
 
-/// Which proposals `list_proposals` shows.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ProposalStatusFilter {
-    /// Waiting for approval.
-    #[default]
-    Pending,
-    /// Already applied.
-    Applied,
-    /// Everything, rejected ones included.
-    All,
-}
-
 /// A proposal's live checks.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct ProposalChecks {
@@ -259,7 +251,8 @@ pub struct ProposalEntry {
     /// Its id.
     pub proposal_id: String,
     /// `new`, `patch`, `move`, `delete`, `batch` or `revert`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: ProposalKind,
     /// The note it writes (a multi-file proposal: the first it touches).
     pub target: String,
     /// Why, as the agent said.
@@ -267,7 +260,8 @@ pub struct ProposalEntry {
     /// When it was staged (RFC 3339).
     pub created: String,
     /// `pending`, `applied`, `rejected` or `interrupted`.
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: ProposalStatus,
     /// One line for a person, pending or archived: "move z/A.md → z/B.md,
     /// rewrite 37 links in 21 notes", "patch z/x.md (+4 -1 lines)".
     pub summary: String,
@@ -307,7 +301,8 @@ pub struct ApplyResult {
     pub proposal_id: String,
     /// `applied`, or `applied_index_failed` (the note is written and the proposal consumed:
     /// never apply it again; rebuild the index).
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: ApplyStatus,
     /// The note written.
     pub target: String,
     /// `sha256:<hex>` of the note now.

@@ -22,10 +22,10 @@ use super::limits::{MAX_BODY_BYTES, RateLimiter};
 use super::options::HttpOptions;
 use super::origin::{LOOPBACK_ORIGINS, OriginPattern, allowed_hosts};
 use super::sessions::{Sessions, sweep_sessions};
+use crate::engine::types::Access;
 use crate::error::{Error, Result};
 use crate::server::tokens::TokenStore;
 use crate::server::{KbServer, ServerOptions, Shared, log};
-use crate::tools::Access;
 
 /// How long requests in flight may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
