@@ -33,10 +33,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode};
 use kb_bench::{VaultSpec, bench_dir, copy_tree, copy_vault};
-use kb_mcp::engine::types::{ApplyArgs, ProposeMoveArgs};
+use kb_mcp::engine::types::{Actor, ApplyArgs, ApplyStatus, ProposeMoveArgs};
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::vault::NoteKind;
-use kb_mcp::write::Actor;
 
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
@@ -89,12 +88,11 @@ fn scratch(spec: &VaultSpec, vault: &Path) -> (Engine, PathBuf, PathBuf) {
 
 /// The most linked-to note, and the folder whose note count is closest to 1,000.
 fn subjects(engine: &Engine) -> ((String, usize), (String, usize)) {
-    let catalog = engine.catalog();
-    let records = catalog.records();
-    let graph = catalog.graph();
+    let records = engine.records();
+    let backlinks = |i: usize| engine.backlinks(&records[i].path).map_or(0, |b| b.len());
     let hub = (0..records.len())
         .filter(|&i| records[i].kind == NoteKind::Note)
-        .max_by_key(|&i| (graph.backlinks(i).len(), std::cmp::Reverse(records[i].path.clone())))
+        .max_by_key(|&i| (backlinks(i), std::cmp::Reverse(records[i].path.clone())))
         .expect("a vault with notes");
     let mut folders: BTreeMap<&str, usize> = BTreeMap::new();
     for record in records.iter().filter(|r| r.kind == NoteKind::Note) {
@@ -107,7 +105,7 @@ fn subjects(engine: &Engine) -> ((String, usize), (String, usize)) {
         .min_by_key(|(_, n)| n.abs_diff(1000))
         .map(|(folder, n)| ((*folder).to_owned(), *n))
         .expect("a vault with folders");
-    ((records[hub].path.clone(), graph.backlinks(hub).len()), folder)
+    ((records[hub].path.clone(), backlinks(hub)), folder)
 }
 
 /// Removes a folder of the scratch copy's inbox (staged or archived
@@ -175,7 +173,7 @@ fn bench_moves(c: &mut Criterion, spec: &VaultSpec, vault: &Path) {
                 },
                 |args| {
                     let applied = engine.apply_proposal(&args, Actor::Cli).expect("apply the move");
-                    assert_eq!(applied.status, "applied");
+                    assert_eq!(applied.status, ApplyStatus::Applied);
                     applied
                 },
                 BatchSize::PerIteration,

@@ -43,10 +43,9 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use kb_bench::{Stats, VaultSpec, bench_dir, copy_tree, copy_vault, markdown_files, replace_file};
-use kb_mcp::engine::types::Actor;
 use kb_mcp::engine::types::{
-    Access, ApplyArgs, AuditArgs, Caller, LIST_NOTES_LIMIT, ListNotesArgs, ListTagsArgs, NoteRefArgs,
-    ProposeNewArgs, ReadNoteArgs, SearchArgs,
+    Access, Actor, ApplyArgs, ApplyStatus, AuditArgs, Caller, LIST_NOTES_LIMIT, ListNotesArgs, ListTagsArgs,
+    NoteRefArgs, ProposeNewArgs, ReadNoteArgs, SearchArgs,
 };
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::sandbox::NotePath;
@@ -299,7 +298,7 @@ fn bench_apply(c: &mut Criterion, bench: &Bench) {
             },
             |(apply, search)| {
                 let applied = engine.apply_proposal(&apply, Actor::Cli).expect("apply");
-                assert_eq!(applied.status, "applied");
+                assert_eq!(applied.status, ApplyStatus::Applied);
                 let found = engine.search_note_content(&search).expect("search");
                 assert_eq!(found.total, 1, "the applied note is visible to search");
                 found
@@ -401,20 +400,18 @@ fn bench_searches(c: &mut Criterion, bench: &Bench, engine: &Engine) {
 }
 
 fn bench_read_tools(c: &mut Criterion, bench: &Bench, engine: &Engine) {
-    let catalog = engine.catalog();
-    let records = catalog.records();
-    let graph = catalog.graph();
+    let records = engine.records();
+    let backlinks = |i: usize| engine.backlinks(&records[i].path).map_or(0, |b| b.len());
     // A typical note (median size) and the most linked-to one.
     let mut notes: Vec<usize> = (0..records.len()).filter(|&i| records[i].kind == NoteKind::Note).collect();
     notes.sort_by_key(|&i| (records[i].size, records[i].path.clone()));
     let typical = records[notes[notes.len() / 2]].path.clone();
-    let hub =
-        notes.iter().copied().max_by_key(|&i| graph.backlinks(i).len()).map(|i| records[i].path.clone());
+    let hub = notes.iter().copied().max_by_key(|&i| backlinks(i)).map(|i| records[i].path.clone());
     let hub = hub.unwrap_or_else(|| typical.clone());
     eprintln!(
         "kb-bench: typical note {typical:?} ({} bytes), hub {hub:?} ({} backlinks)",
-        catalog.get(&typical).map_or(0, |r| r.size),
-        catalog.position(&hub).map_or(0, |i| graph.backlinks(i).len())
+        engine.record(&typical).map_or(0, |r| r.size),
+        engine.backlinks(&hub).map_or(0, |b| b.len())
     );
     let label = &bench.label;
 

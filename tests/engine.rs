@@ -100,7 +100,7 @@ fn phrases_exclusions_and_filters() {
         .unwrap();
     assert!(!tagged.results.is_empty());
     for hit in &tagged.results {
-        let record = engine.catalog().get(&hit.path).unwrap().clone();
+        let record = engine.record(&hit.path).unwrap();
         assert!(record.tags.iter().any(|t| t.starts_with("type/")), "{} lacks a type/ tag", hit.path);
     }
     let folder =
@@ -288,7 +288,7 @@ fn the_link_graph_matches_the_inventory() {
     // cut to 160 characters (the catalog keeps only the line number); the cut
     // itself is written out in tests/vault_parse.rs (`link_contexts`).
     let mut checked = 0;
-    for record in engine.catalog().records() {
+    for record in engine.records() {
         let related =
             engine.get_related_notes(&NoteRefArgs { path: Some(record.path.clone()), ..Default::default() });
         for backlink in related.map(|r| r.backlinks).unwrap_or_default() {
@@ -327,7 +327,7 @@ fn the_link_graph_matches_the_inventory() {
     assert!(remote.mocs.iter().any(|m| m.path == "z/tech/Tech index.md"), "MOC by tag: {:?}", remote.mocs);
     // Links in code blocks and inline code are not links.
     let all_targets: Vec<String> =
-        engine.catalog().records().iter().flat_map(|r| r.links.iter().map(|l| l.target.to_owned())).collect();
+        engine.records().iter().flat_map(|r| r.links.iter().map(|l| l.target.to_owned())).collect();
     assert!(!all_targets.iter().any(|t| t == "inside code" || t == "nope"), "{all_targets:?}");
 
     let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
@@ -370,8 +370,8 @@ fn tags_standards_and_recent_notes() {
         .unwrap();
     // Notes without a frontmatter date fall back to the file's birth time (just now), so they come first;
     // among dated notes the newest date leads.
-    let catalog = engine.catalog();
-    let first_dated = created.notes.iter().find(|n| catalog.get(&n.path).unwrap().created.is_some()).unwrap();
+    let first_dated =
+        created.notes.iter().find(|n| engine.record(&n.path).unwrap().created.is_some()).unwrap();
     assert_eq!(first_dated.path, "z/daily/2026-01-20.md", "newest frontmatter date first");
     assert!(created.notes.iter().any(|n| n.path == "z/写作流程草稿.md"));
     assert!(created.notes.iter().all(|n| n.created.contains('T')));
@@ -405,7 +405,7 @@ fn incremental_sync_reindexes_only_what_changed() {
 
     // A second engine (another process) sees the same index.
     let other = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
-    assert_eq!(other.catalog().records().len(), engine.catalog().records().len());
+    assert_eq!(other.records().len(), engine.records().len());
 
     // A touch without a content change is not reported as changed.
     let file = std::fs::File::options().write(true).open(vault.join("z/新笔记.md")).unwrap();
@@ -458,8 +458,8 @@ fn the_watchers_sync_reads_only_the_reported_paths() {
     let walked = engine.sync_changed(&["z/daily", "z/journal"].map(disk)).unwrap();
     assert_eq!((walked.added, walked.removed), (5, 4), "{walked:?}");
     assert_eq!(content_paths(&engine, "信天翁"), ["z/未报告.md"]);
-    assert!(engine.catalog().get("z/journal/2026-01-20.md").is_some());
-    assert!(engine.catalog().get("z/daily/2026-01-20.md").is_none());
+    assert!(engine.record("z/journal/2026-01-20.md").is_some());
+    assert!(engine.record("z/daily/2026-01-20.md").is_none());
     assert!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.fresh);
 }
 
@@ -498,7 +498,7 @@ fn a_non_utf8_note_is_reported_not_indexed_as_garbage() {
     std::fs::write(vault.join("z/latin1.md"), b"caf\xe9 cr\xe8me br\xfbl\xe9e\n").unwrap();
     let engine = open(&vault);
     // Not a note (issue 12, item 17): reported as skipped, with the reason.
-    assert!(engine.catalog().get("z/latin1.md").is_none());
+    assert!(engine.record("z/latin1.md").is_none());
     let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
     let skipped = overview.index.skipped.iter().find(|s| s.path == "z/latin1.md").unwrap();
     assert!(skipped.reason.contains("invalid byte 0xE9"), "{skipped:?}");
@@ -939,8 +939,7 @@ fn issue12_templates_and_drawings_are_not_counted_as_notes() {
         assert!(content_paths(&engine, noise).is_empty(), "{noise:?} was indexed");
         assert!(knowledge_paths(&engine, noise).is_empty(), "{noise:?} was indexed");
     }
-    let drawing = engine.catalog();
-    let drawing = drawing.get("Drawings/架构草图.excalidraw.md").unwrap();
+    let drawing = engine.record("Drawings/架构草图.excalidraw.md").unwrap();
     assert_eq!(drawing.title, "架构草图");
     assert!(knowledge_paths(&engine, "Text Elements").is_empty());
 }
@@ -969,7 +968,7 @@ fn issue12_skipped_files_are_reported_and_never_listed_as_notes() {
     let tags = engine.list_tags(&ListTagsArgs::default()).unwrap();
     assert!(!tags.tags.iter().any(|t| t.tag == "legacy"), "{tags:?}");
     assert!(!knowledge_paths(&engine, "旧笔记").iter().any(|p| p == "Daily/旧笔记.md"));
-    assert!(engine.catalog().get("Daily/旧笔记.md").is_none());
+    assert!(engine.record("Daily/旧笔记.md").is_none());
 
     // The overview counts them and lists the first ones with their reasons.
     let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
@@ -996,7 +995,7 @@ fn issue12_skipped_files_are_reported_and_never_listed_as_notes() {
     std::fs::write(vault.join("Daily/旧笔记.md"), [0xBE, 0xC9, 0xB1, 0xCA, b'\n', b'\n']).unwrap();
     engine.sync_changed(&[vault.join("Daily/旧笔记.md")]).unwrap();
     assert!(!knowledge_paths(&engine, "旧笔记").iter().any(|p| p == "Daily/旧笔记.md"));
-    assert!(engine.catalog().get("Daily/旧笔记.md").is_none());
+    assert!(engine.record("Daily/旧笔记.md").is_none());
     assert_eq!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.skipped_files, 4);
 }
 
@@ -1007,13 +1006,13 @@ fn issue12_a_changed_templates_setting_takes_effect_without_a_restart() {
     let (_tmp, vault) = common::temp_person_vault();
     let engine = open(&vault);
     assert!(knowledge_paths(&engine, "Meeting").iter().all(|p| !p.starts_with("Templates/")));
-    assert!(engine.catalog().get("Meetings/产品周会 2026-11-28.md").is_some());
+    assert!(engine.record("Meetings/产品周会 2026-11-28.md").is_some());
 
     // The person points Obsidian's templates at another folder.
     std::fs::write(vault.join(".obsidian/templates.json"), r#"{"folder": "Meetings"}"#).unwrap();
     assert!(engine.refresh_config().unwrap(), "the new setting is put in force");
-    assert!(engine.catalog().get("Meetings/产品周会 2026-11-28.md").is_none());
-    assert!(engine.catalog().get("Templates/Meeting.md").is_some());
+    assert!(engine.record("Meetings/产品周会 2026-11-28.md").is_none());
+    assert!(engine.record("Templates/Meeting.md").is_some());
     let paths = knowledge_paths(&engine, "Meeting");
     assert!(paths.iter().all(|p| !p.starts_with("Meetings/")), "{paths:?}");
     assert!(paths.iter().any(|p| p == "Templates/Meeting.md"), "{paths:?}");
@@ -1022,8 +1021,8 @@ fn issue12_a_changed_templates_setting_takes_effect_without_a_restart() {
     // The setting removed: no templates folder any more.
     std::fs::remove_file(vault.join(".obsidian/templates.json")).unwrap();
     assert!(engine.refresh_config().unwrap());
-    assert!(engine.catalog().get("Meetings/产品周会 2026-11-28.md").is_some());
-    assert!(engine.catalog().get("Templates/Meeting.md").is_some());
+    assert!(engine.record("Meetings/产品周会 2026-11-28.md").is_some());
+    assert!(engine.record("Templates/Meeting.md").is_some());
 
     // Templater's setting counts as well.
     std::fs::create_dir_all(vault.join(".obsidian/plugins/templater-obsidian")).unwrap();
@@ -1033,7 +1032,7 @@ fn issue12_a_changed_templates_setting_takes_effect_without_a_restart() {
     )
     .unwrap();
     assert!(engine.refresh_config().unwrap());
-    assert!(engine.catalog().get("Templates/Meeting.md").is_none());
+    assert!(engine.record("Templates/Meeting.md").is_none());
 }
 
 fn ls(engine: &Engine, folder: &str) -> NoteList {
@@ -1087,7 +1086,7 @@ fn issue15_list_notes_lists_a_folder_like_ls() {
     let z = ls(&engine, "z");
     assert!(!z.folders.iter().any(|f| f.path == "z/private"), "{z:?}");
     let below: u64 = z.folders.iter().map(|f| f.notes).sum::<u64>() + z.total;
-    let indexed = engine.catalog().records().iter().filter(|r| r.path.starts_with("z/")).count() as u64;
+    let indexed = engine.records().iter().filter(|r| r.path.starts_with("z/")).count() as u64;
     assert_eq!(below, indexed, "every note under z is counted once: {z:?}");
     let nested = ls(&engine, "z/tech");
     assert!(nested.folders.iter().any(|f| f.path == "z/tech/search engines"), "{nested:?}");

@@ -236,7 +236,7 @@ fn issue12_a_damaged_index_is_rebuilt_on_open() {
         let (_tmp, vault) = common::temp_vault();
         let engine = open(&vault, None).unwrap();
         engine.sync(false, None).unwrap();
-        let notes = engine.catalog().records().len();
+        let notes = engine.record_count();
         drop(engine);
         let index = vault.join(".kb");
         damage(&index);
@@ -245,7 +245,7 @@ fn issue12_a_damaged_index_is_rebuilt_on_open() {
         let why = engine.index_location().repaired.unwrap_or_else(|| panic!("{case}: no reason was given"));
         assert!(!why.is_empty(), "{case}");
         engine.sync(false, None).unwrap();
-        assert_eq!(engine.catalog().records().len(), notes, "{case}");
+        assert_eq!(engine.record_count(), notes, "{case}");
         assert_eq!(first_hit(&engine, "备份仓库").as_deref(), Some("z/备份仓库.md"), "{case}");
         assert!(index.join(kb_mcp::sandbox::INDEX_MARKER).is_file(), "{case}");
     }

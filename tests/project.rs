@@ -100,6 +100,35 @@ fn layers_point_one_way_and_each_outside_crate_stays_in_its_layer() {
     assert!(problems.is_empty(), "layering violations:\n{}", problems.join("\n"));
 }
 
+/// Issue 16: the engine is the library's boundary and hands out none of its
+/// internals: no public engine function returns (or public type is) its index,
+/// sandbox, configuration, catalog or link graph; callers ask it questions.
+#[test]
+fn the_engine_hands_out_none_of_its_internals() {
+    let engine = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let internals = ["SearchIndex", "Sandbox", "VaultConfig", "Catalog", "Graph"];
+    let mut problems = Vec::new();
+    for file in rust_files(&engine) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code: String = code_lines(&text).map(|(_, line)| format!("{line}\n")).collect();
+        for (at, _) in code.match_indices("pub ") {
+            let item = &code[at + 4..];
+            let Some(rest) = item.strip_prefix("fn ").or_else(|| item.strip_prefix("struct ")) else {
+                continue;
+            };
+            let signature = &rest[..rest.find(['{', ';']).unwrap_or(rest.len())];
+            let name = signature.split(['(', '<', ' ']).next().unwrap_or_default();
+            let returns = signature.split_once("->").map_or("", |(_, returns)| returns);
+            for internal in internals {
+                if name == internal || returns.contains(internal) {
+                    problems.push(format!("{}: pub {}", file.display(), signature.trim()));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "the engine hands out its internals:\n{}", problems.join("\n"));
+}
+
 #[test]
 fn the_index_schema_declaration_and_the_code_agree() {
     kb_mcp::index::check_schema().unwrap();

@@ -45,7 +45,7 @@ fn read(vault: &Path, rel: &str) -> String {
 }
 
 fn broken(engine: &Engine) -> usize {
-    engine.catalog().graph().broken_count
+    engine.overview(Caller::Cli).unwrap().counts.broken_links as usize
 }
 
 fn mv(engine: &Engine, from: &str, to: &str) -> kb_mcp::error::Result<ProposeMoveResult> {
@@ -136,8 +136,8 @@ fn a_move_rewrites_every_link_form_and_nothing_else() {
     assert!(files.iter().all(|f| f["before_sha256"].is_string() && f["after_sha256"].is_string()));
     assert_eq!(files[0]["op"], "move");
     // The index knows the new path at once.
-    assert!(engine.catalog().get("z/n/目标 新.md").is_some());
-    assert!(engine.catalog().get("z/m/target.md").is_none());
+    assert!(engine.record("z/n/目标 新.md").is_some());
+    assert!(engine.record("z/m/target.md").is_none());
 }
 
 #[test]
@@ -213,7 +213,6 @@ fn moving_any_fixture_note_keeps_the_broken_link_count() {
     let engine = open(&vault);
     let before = broken(&engine);
     let notes: Vec<String> = engine
-        .catalog()
         .records()
         .iter()
         .filter(|r| r.kind == kb_mcp::vault::NoteKind::Note)
@@ -515,8 +514,8 @@ fn a_batch_is_one_proposal_applied_whole_and_its_items_compose() {
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["kind"], "batch");
     assert_eq!(lines[0]["files"].as_array().unwrap().len(), 4);
-    assert!(engine.catalog().get("z/Fresh.md").is_some());
-    assert!(engine.catalog().get("z/n/t2.md").is_some());
+    assert!(engine.record("z/Fresh.md").is_some());
+    assert!(engine.record("z/n/t2.md").is_some());
 }
 
 #[test]
@@ -855,7 +854,7 @@ fn a_revert_of_each_kind_restores_the_exact_bytes() {
     undo(&reverted.proposal_id);
     assert_eq!(read(&vault, "z/other.md"), "[t](n/t2.md) and [[n/t2]]\nMore.\n");
     assert_eq!(read(&vault, "z/n/t2.md"), MOVED_TARGET);
-    assert!(engine.catalog().get("z/n/t2.md").is_some());
+    assert!(engine.record("z/n/t2.md").is_some());
     assert_eq!(audit_lines(&vault).len(), 11);
 }
 
@@ -1215,7 +1214,6 @@ const SKIP_CORPUS_VAR: &str = "KB_SKIP_CORPUS_EVAL";
 fn notes_under(engine: &Engine, folder: &str) -> Vec<String> {
     let prefix = format!("{folder}/");
     engine
-        .catalog()
         .records()
         .iter()
         .filter(|r| r.kind == kb_mcp::vault::NoteKind::Note && r.path.starts_with(&prefix))
@@ -1225,11 +1223,7 @@ fn notes_under(engine: &Engine, folder: &str) -> Vec<String> {
 
 /// The notes linking to a note, once per link, sorted.
 fn backlinks_of(engine: &Engine, path: &str) -> Vec<String> {
-    let catalog = engine.catalog();
-    let index = catalog.position(path).unwrap_or_else(|| panic!("{path} is not in the catalog"));
-    let records = catalog.records();
-    let mut out: Vec<String> =
-        catalog.graph().backlinks(index).iter().map(|b| records[b.from as usize].path.clone()).collect();
+    let mut out = engine.backlinks(path).unwrap_or_else(|| panic!("{path} is not in the catalog"));
     out.sort();
     out
 }
@@ -1322,7 +1316,7 @@ fn moves_on_obsidian_help_keep_every_link() {
     // Three folders: the first, middle and last (by path) of en/ and zh/'s
     // folders holding 2 to 40 notes.
     let mut folders: Vec<String> = Vec::new();
-    for record in engine.catalog().records() {
+    for record in engine.records() {
         if let Some((folder, _)) = record.path.rsplit_once('/')
             && (folder.starts_with("en/") || folder.starts_with("zh/"))
             && !folders.iter().any(|f| f == folder)

@@ -1,9 +1,9 @@
 //! The engine: the library's boundary, plain data in and out.
 //!
 //! An [`Engine`] owns one vault: its sandbox, its configuration, its index and a
-//! [`Catalog`] snapshot of every note's record. It keeps the index in step with
-//! the files ([`Engine::sync`]) and answers every tool of the contract as a
-//! plain method. There is no MCP, no JSON Schema validation and no async here:
+//! catalog snapshot of every note's record (`catalog.rs`), none of which it
+//! hands out. It keeps the index in step with the files ([`Engine::sync`]) and
+//! answers every tool of the contract as a plain method. There is no MCP, no JSON Schema validation and no async here:
 //! the tools layer and the CLI both call these methods, so their behaviour and
 //! their checks cannot drift apart. Methods block (tantivy, rayon, disk I/O);
 //! async callers run them on a blocking thread.
@@ -11,6 +11,7 @@
 mod audit;
 mod batch;
 mod bounded;
+mod catalog;
 mod changes;
 mod cursor;
 mod list;
@@ -28,6 +29,9 @@ pub use recall::estimate_tokens;
 pub use review::{CONFIRMATION_DIFF_LINES, FileDiff, ProposalReview};
 pub use sync::SyncReport;
 
+pub(crate) use catalog::Catalog;
+use catalog::catalog_records;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -37,8 +41,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::index::SearchIndex;
 use crate::sandbox::{IndexAccess, Policy, Sandbox, read_template_settings, read_vault_config};
-use crate::vault::graph::Graph;
-use crate::vault::{NoteRecord, VaultConfig};
+use crate::vault::VaultConfig;
 use types::IndexLocation;
 
 /// How a vault is opened.
@@ -48,71 +51,6 @@ pub struct EngineOptions {
     pub vault: PathBuf,
     /// Where the index lives; `<vault>/.kb` when `None`.
     pub index_dir: Option<PathBuf>,
-}
-
-/// An immutable snapshot of every indexed file's record, sorted by path (a
-/// path is found by binary search: no second copy of every path), with the
-/// link graph computed on first use.
-#[derive(Debug, Default)]
-pub struct Catalog {
-    records: Vec<Arc<NoteRecord>>,
-    attachments: Vec<String>,
-    graph: OnceLock<Graph>,
-}
-
-impl Catalog {
-    /// The records, attachments and link graph as the write layer plans over them.
-    pub(crate) fn view(&self) -> crate::write::VaultView<'_> {
-        crate::write::VaultView {
-            records: self.records(),
-            attachments: self.attachments(),
-            graph: self.graph(),
-            texts: None,
-        }
-    }
-
-    fn new(mut records: Vec<Arc<NoteRecord>>, mut attachments: Vec<String>) -> Catalog {
-        // Already sorted after a delta or a stored read: then this is one pass.
-        records.sort_by(|a, b| a.path.cmp(&b.path));
-        records.dedup_by(|a, b| a.path == b.path);
-        attachments.sort();
-        attachments.dedup();
-        Catalog { records, attachments, graph: OnceLock::new() }
-    }
-
-    /// Every record, sorted by path.
-    pub fn records(&self) -> &[Arc<NoteRecord>] {
-        &self.records
-    }
-
-    /// The record of a path.
-    pub fn get(&self, path: &str) -> Option<&Arc<NoteRecord>> {
-        self.position(path).map(|i| &self.records[i])
-    }
-
-    /// Every non-Markdown file of the readable areas, sorted by path.
-    pub fn attachments(&self) -> &[String] {
-        &self.attachments
-    }
-
-    /// The index of a path in [`Catalog::records`].
-    pub fn position(&self, path: &str) -> Option<usize> {
-        self.records.binary_search_by(|record| record.path.as_str().cmp(path)).ok()
-    }
-
-    /// The link graph (computed once per snapshot).
-    pub fn graph(&self) -> &Graph {
-        self.graph.get_or_init(|| Graph::build(&self.records, &self.attachments))
-    }
-}
-
-/// Records as the catalog keeps them: shared and compact (see
-/// [`NoteRecord::compact`]), in a list of their own. (Collecting in place would
-/// keep the decoded records' whole allocation, 40 times the list's size.)
-pub(crate) fn catalog_records(records: Vec<NoteRecord>) -> Vec<Arc<NoteRecord>> {
-    let mut shared = Vec::with_capacity(records.len());
-    shared.extend(records.into_iter().map(|record| Arc::new(record.compact())));
-    shared
 }
 
 /// The configuration in force and the sandbox built from its policy, swapped
@@ -259,7 +197,7 @@ impl Engine {
     }
 
     /// The configuration in force.
-    pub fn config(&self) -> Arc<VaultConfig> {
+    pub(crate) fn config(&self) -> Arc<VaultConfig> {
         self.settings().config
     }
 
@@ -413,28 +351,6 @@ impl Engine {
         }
     }
 
-    /// The current catalog snapshot (its records read first, if they were not yet:
-    /// see [`Engine::open_to_serve`]).
-    pub fn catalog(&self) -> Arc<Catalog> {
-        if self.catalog_loaded.get().is_none() {
-            let _ = self.load_catalog();
-        }
-        self.catalog.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Fills the catalog with the stored records if it was opened without them
-    /// ([`Engine::open_to_serve`]); an error says they cannot be read (a damaged
-    /// index, which [`Engine::open`] rebuilds). Calls meanwhile wait for it.
-    pub fn load_catalog(&self) -> Result<()> {
-        self.catalog_loaded
-            .get_or_init(|| {
-                let records = crate::engine::timing::time("load_records", || self.index.records())?;
-                self.set_catalog(Catalog::new(catalog_records(records), Vec::new()));
-                Ok(())
-            })
-            .clone()
-    }
-
     /// Whether the index holds any note (without reading the records).
     pub fn has_indexed_notes(&self) -> bool {
         self.index.meta().documents > 0
@@ -454,15 +370,6 @@ impl Engine {
              notes added or changed since the index was last updated may be missing; ask again in a moment"
                 .to_owned()
         })
-    }
-
-    /// Records that the catalog now reflects the index as committed.
-    fn catalog_matches_index(&self) {
-        *self.catalog_opstamp.lock().unwrap_or_else(|p| p.into_inner()) = self.index.committed_opstamp();
-    }
-
-    fn set_catalog(&self, catalog: Catalog) {
-        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
     }
 
     /// Picks up index commits made by other processes, at most every 250 ms.

@@ -213,10 +213,9 @@ type Ranker<'a> = dyn FnMut(&Case, u32) -> Result<(u64, Vec<String>)> + 'a;
 
 /// Checks the suite's paths, then runs each case through `search`.
 fn run_with(engine: &Engine, suite: &Suite, search: &mut Ranker<'_>) -> Result<Report> {
-    let catalog = engine.catalog();
     for (i, case) in suite.cases.iter().enumerate() {
         for (j, path) in case.expectation.acceptable.iter().enumerate() {
-            if catalog.get(path).is_none() {
+            if engine.record(path).is_none() {
                 let field = if suite.schema_version < 3 {
                     format!("cases[{i}].expected.path")
                 } else {

@@ -11,7 +11,6 @@ use serde_json::json;
 use crate::engine::Engine;
 use crate::engine::types::{ListTagsArgs, ReadNoteArgs, RecentArgs};
 use crate::error::{Error, Result};
-use crate::vault::NoteKind;
 
 const NOTE_PREFIX: &str = "kb://note/";
 /// The most `kb://tree` answers, in bytes: past it, the notes are cut and a hint
@@ -101,60 +100,30 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
         "kb://recent" => json_contents(uri, &engine.list_recent_notes(&RecentArgs::default())?),
         "kb://standards" => json_contents(uri, &engine.list_standards()?),
         "kb://tree" => {
-            let catalog = engine.catalog();
-            let records = catalog.records();
-            let mut folders = std::collections::BTreeSet::new();
-            for record in records.iter() {
-                let mut folder = String::new();
-                for part in record.folder().split('/').filter(|p| !p.is_empty()) {
-                    if !folder.is_empty() {
-                        folder.push('/');
-                    }
-                    folder.push_str(part);
-                    folders.insert(folder.clone());
-                }
-            }
-            // Every folder (up to the budget's half), then notes in path order while
-            // the answer stays within TREE_BUDGET bytes.
-            let mut used = 0usize;
-            let folders: Vec<String> = folders
-                .into_iter()
-                .take_while(|f| {
-                    used += f.len() + 3;
-                    used <= TREE_BUDGET / 2
-                })
+            let tree = engine.tree(TREE_BUDGET);
+            let notes: Vec<serde_json::Value> = tree
+                .notes
+                .iter()
+                .map(|note| json!({ "path": note.path, "title": note.title, "kind": note.kind }))
                 .collect();
-            let mut notes = Vec::new();
-            for record in records.iter() {
-                used += record.path.len() + record.title.len() + 40;
-                if used > TREE_BUDGET {
-                    break;
-                }
-                let kind = match record.kind {
-                    NoteKind::Note => "note",
-                    NoteKind::Standard => "standard",
-                    NoteKind::ReadAlso => "read_also",
-                };
-                notes.push(json!({ "path": record.path, "title": record.title, "kind": kind }));
-            }
-            let truncated = notes.len() < records.len();
-            let mut tree = json!({
-                "folders": folders,
+            let truncated = notes.len() < tree.notes_total;
+            let mut listing = json!({
+                "folders": tree.folders,
                 "notes": notes,
-                "notes_total": records.len(),
+                "notes_total": tree.notes_total,
                 "truncated": truncated,
             });
             if truncated {
-                tree["hint"] = json!(format!(
+                listing["hint"] = json!(format!(
                     "the tree lists {} of {} notes (it is capped at {} KiB): walk the vault folder by folder \
                      with the list_notes tool ({{\"folder\": \"…\"}}, paged with `cursor`), or find notes with \
                      search_knowledge",
                     notes.len(),
-                    records.len(),
+                    tree.notes_total,
                     TREE_BUDGET / 1024
                 ));
             }
-            json_contents(uri, &tree)
+            json_contents(uri, &listing)
         }
         other => Err(Error::not_found(format!("no resource `{other}`")).with_hint(
             "resources are kb://tree, kb://tags, kb://recent, kb://standards, kb://skill and kb://note/{path}",

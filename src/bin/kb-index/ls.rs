@@ -33,7 +33,7 @@ pub(crate) fn run(engine: &Engine, args: &LsArgs, out: &mut dyn Write) -> Result
         _ => ListSort::Path,
     };
     if let Err(error) = engine.sync(false, None) {
-        if engine.catalog().records().is_empty() {
+        if engine.record_count() == 0 {
             return Err(error.into());
         }
         eprintln!("kb-index: warning: listing the index as it is, which may be stale: {error}");

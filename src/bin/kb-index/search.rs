@@ -64,7 +64,7 @@ pub(crate) fn run(
         explain: None,
     };
     if let Err(error) = engine.sync(false, None) {
-        if engine.catalog().records().is_empty() {
+        if engine.record_count() == 0 {
             return Err(error.into());
         }
         eprintln!("kb-index: warning: searching the index as it is, which may be stale: {error}");

@@ -95,3 +95,27 @@ pub struct NoteList {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
+
+/// The vault's folders and files in path order, cut to a size: what the
+/// `kb://tree` resource lists (not a tool result; `list_notes` pages through
+/// the same).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    /// Folders holding a file, at any depth, in path order (as many as fit).
+    pub folders: Vec<String>,
+    /// Files in path order, as many as fit.
+    pub notes: Vec<TreeNote>,
+    /// How many files are indexed in all.
+    pub notes_total: usize,
+}
+
+/// A file in the [`Tree`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeNote {
+    /// Vault-relative path.
+    pub path: String,
+    /// Title.
+    pub title: String,
+    /// Its area: a note, a standard or a `read_also` file.
+    pub kind: crate::vault::NoteKind,
+}

@@ -27,7 +27,7 @@ pub use bounds::{
     SEARCH_LIMIT, TAGS_LIMIT,
 };
 pub use links::{BacklinkOut, BrokenLink, BrokenReason, NoteRefArgs, NoteTitle, Outlink, Related};
-pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList};
+pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList, Tree, TreeNote};
 pub use overview::{
     ChangedNote, Changes, Counts, IndexLocation, IndexState, NoArgs, Overview, OverviewArgs, ProposalEvent,
     Roots, ServerIdentity, SkippedOut, Stale,

@@ -1,0 +1,176 @@
+//! The catalog: an immutable snapshot of every indexed file's record and the
+//! link graph over them, swapped whole after each sync. It stays inside the
+//! engine; callers get records, the `kb://tree` listing and answers, never the
+//! snapshot itself.
+
+use std::sync::{Arc, OnceLock};
+
+use super::Engine;
+use super::types::{Tree, TreeNote};
+use crate::error::Result;
+use crate::vault::NoteRecord;
+use crate::vault::graph::Graph;
+
+/// An immutable snapshot of every indexed file's record, sorted by path (a
+/// path is found by binary search: no second copy of every path), with the
+/// link graph computed on first use.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    pub(super) records: Vec<Arc<NoteRecord>>,
+    pub(super) attachments: Vec<String>,
+    graph: OnceLock<Graph>,
+}
+
+impl Catalog {
+    /// The records, attachments and link graph as the write layer plans over them.
+    pub(crate) fn view(&self) -> crate::write::VaultView<'_> {
+        crate::write::VaultView {
+            records: self.records(),
+            attachments: self.attachments(),
+            graph: self.graph(),
+            texts: None,
+        }
+    }
+
+    pub(super) fn new(mut records: Vec<Arc<NoteRecord>>, mut attachments: Vec<String>) -> Catalog {
+        // Already sorted after a delta or a stored read: then this is one pass.
+        records.sort_by(|a, b| a.path.cmp(&b.path));
+        records.dedup_by(|a, b| a.path == b.path);
+        attachments.sort();
+        attachments.dedup();
+        Catalog { records, attachments, graph: OnceLock::new() }
+    }
+
+    /// Every record, sorted by path.
+    pub(crate) fn records(&self) -> &[Arc<NoteRecord>] {
+        &self.records
+    }
+
+    /// The record of a path.
+    pub(crate) fn get(&self, path: &str) -> Option<&Arc<NoteRecord>> {
+        self.position(path).map(|i| &self.records[i])
+    }
+
+    /// Every non-Markdown file of the readable areas, sorted by path.
+    pub(crate) fn attachments(&self) -> &[String] {
+        &self.attachments
+    }
+
+    /// The index of a path in [`Catalog::records`].
+    pub(crate) fn position(&self, path: &str) -> Option<usize> {
+        self.records.binary_search_by(|record| record.path.as_str().cmp(path)).ok()
+    }
+
+    /// The link graph (computed once per snapshot).
+    pub(crate) fn graph(&self) -> &Graph {
+        self.graph.get_or_init(|| Graph::build(&self.records, &self.attachments))
+    }
+}
+
+/// Records as the catalog keeps them: shared and compact (see
+/// [`NoteRecord::compact`]), in a list of their own. (Collecting in place would
+/// keep the decoded records' whole allocation, 40 times the list's size.)
+pub(super) fn catalog_records(records: Vec<NoteRecord>) -> Vec<Arc<NoteRecord>> {
+    let mut shared = Vec::with_capacity(records.len());
+    shared.extend(records.into_iter().map(|record| Arc::new(record.compact())));
+    shared
+}
+
+impl Engine {
+    /// The current catalog snapshot (its records read first, if they were not yet:
+    /// see [`Engine::open_to_serve`]).
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        if self.catalog_loaded.get().is_none() {
+            let _ = self.load_catalog();
+        }
+        self.catalog.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Fills the catalog with the stored records if it was opened without them
+    /// ([`Engine::open_to_serve`]); an error says they cannot be read (a damaged
+    /// index, which [`Engine::open`] rebuilds). Calls meanwhile wait for it.
+    pub fn load_catalog(&self) -> Result<()> {
+        self.catalog_loaded
+            .get_or_init(|| {
+                let records = crate::engine::timing::time("load_records", || self.index.records())?;
+                self.set_catalog(Catalog::new(catalog_records(records), Vec::new()));
+                Ok(())
+            })
+            .clone()
+    }
+
+    /// Records that the catalog now reflects the index as committed.
+    pub(super) fn catalog_matches_index(&self) {
+        *self.catalog_opstamp.lock().unwrap_or_else(|p| p.into_inner()) = self.index.committed_opstamp();
+    }
+
+    pub(super) fn set_catalog(&self, catalog: Catalog) {
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+    }
+
+    /// The record of an indexed file (a note, standard or `read_also` file), by
+    /// its vault-relative path.
+    pub fn record(&self, path: &str) -> Option<Arc<NoteRecord>> {
+        self.catalog().get(path).cloned()
+    }
+
+    /// Every indexed file's record, sorted by path.
+    pub fn records(&self) -> Vec<Arc<NoteRecord>> {
+        self.catalog().records().to_vec()
+    }
+
+    /// The files linking to `path`, once per link, by linking path then line
+    /// (all of them, without context: `get_related_notes` gives the first 500
+    /// with their lines); `None` when `path` is not indexed.
+    pub fn backlinks(&self, path: &str) -> Option<Vec<String>> {
+        let catalog = self.catalog();
+        let index = catalog.position(path)?;
+        let records = catalog.records();
+        Some(catalog.graph().backlinks(index).iter().map(|b| records[b.from as usize].path.clone()).collect())
+    }
+
+    /// How many files are indexed (notes, standards and `read_also` files).
+    pub fn record_count(&self) -> usize {
+        self.catalog().records().len()
+    }
+
+    /// The `kb://tree` listing within about `budget` bytes of JSON: every
+    /// folder holding a file (up to half the budget), then files in path order
+    /// while the whole stays within it.
+    pub fn tree(&self, budget: usize) -> Tree {
+        let catalog = self.catalog();
+        let records = catalog.records();
+        let mut folders = std::collections::BTreeSet::new();
+        for record in records {
+            let mut folder = String::new();
+            for part in record.folder().split('/').filter(|p| !p.is_empty()) {
+                if !folder.is_empty() {
+                    folder.push('/');
+                }
+                folder.push_str(part);
+                folders.insert(folder.clone());
+            }
+        }
+        let mut used = 0usize;
+        let folders: Vec<String> = folders
+            .into_iter()
+            .take_while(|f| {
+                used += f.len() + 3;
+                used <= budget / 2
+            })
+            .collect();
+        let mut notes = Vec::new();
+        for record in records {
+            used += record.path.len() + record.title.len() + 40;
+            if used > budget {
+                break;
+            }
+            notes.push(TreeNote {
+                path: record.path.clone(),
+                title: record.title.clone(),
+                kind: record.kind,
+            });
+        }
+        Tree { folders, notes, notes_total: records.len() }
+    }
+}
