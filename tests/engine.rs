@@ -1617,3 +1617,64 @@ fn issue15_overview_since_lists_what_changed_and_who_changed_it() {
         later.overview_since(Caller::Agent(Access::Read), Some(&changes.cursor)).unwrap().changes.incomplete
     );
 }
+
+/// Issue 13, "weak results must look weak": `随手记` and `共享笔记` matched
+/// unrelated notes on a single character (`记`). A hit holding only lone CJK
+/// characters of a query that has longer words is flagged `weak` and ranked
+/// after every real match, in both searches; a real match found only in the
+/// text still comes before a weak one found in a title.
+#[test]
+fn issue_13_a_match_on_a_lone_chinese_character_is_weak_and_ranked_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    let notes = [
+        ("随手记.md", "# 随手记\n\n随手记下想法，之后再整理。\n"),
+        ("灵感.md", "# 灵感\n\n想到什么就随手写在卡片上。\n"),
+        ("日记.md", "# 日记\n\n每天晚上写日记，记下发生的事。\n"),
+        ("记账.md", "# 记账\n\n记账记账记账，每一笔都记。\n"),
+        ("共享.md", "# 团队共享\n\n和同事共享笔记的办法。\n"),
+        ("其他.md", "# 其他\n\n无关的内容。\n"),
+    ];
+    for (name, text) in notes {
+        std::fs::write(vault.join(name), text).unwrap();
+    }
+    let engine = open(vault);
+    let knowledge: Vec<(String, bool)> = engine
+        .search_knowledge(&search("随手记"))
+        .unwrap()
+        .results
+        .into_iter()
+        .map(|hit| (hit.path, hit.weak))
+        .collect();
+    assert_eq!(
+        knowledge,
+        [
+            ("随手记.md".to_owned(), false),
+            ("灵感.md".to_owned(), false),
+            ("记账.md".to_owned(), true),
+            ("日记.md".to_owned(), true),
+            ("共享.md".to_owned(), true),
+        ]
+    );
+    let content: Vec<(String, bool)> = engine
+        .search_note_content(&search("随手记"))
+        .unwrap()
+        .results
+        .into_iter()
+        .map(|hit| (hit.path, hit.weak))
+        .collect();
+    assert_eq!(&content[..2], [("随手记.md".to_owned(), false), ("灵感.md".to_owned(), false)]);
+    assert!(content[2..].iter().all(|(_, weak)| *weak), "{content:?}");
+    // Only a query's lone characters make a hit weak; whole words never do.
+    for query in ["共享笔记", "随手", "记"] {
+        let found = engine.search_knowledge(&search(query)).unwrap().results;
+        assert!(!found.is_empty() && found.iter().all(|hit| !hit.weak), "{query}: {found:?}");
+    }
+    let shared = knowledge_paths(&engine, "共享笔记");
+    assert_eq!(shared[0], "共享.md", "{shared:?}");
+    assert!(!shared.contains(&"日记.md".to_owned()), "{shared:?}");
+    // The flag is in the JSON only when set.
+    let json = serde_json::to_value(engine.search_knowledge(&search("随手记")).unwrap()).unwrap();
+    assert_eq!(json["results"][0].get("weak"), None);
+    assert_eq!(json["results"][3]["weak"], true);
+}

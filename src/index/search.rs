@@ -117,6 +117,9 @@ pub struct SearchHit {
     pub matched: Vec<String>,
     /// tantivy's score explanation, when asked for.
     pub explanation: Option<serde_json::Value>,
+    /// Whether it matched on lone CJK characters only while the query has longer
+    /// words (`记` of `随手记`): ranked after every real match.
+    pub weak: bool,
 }
 
 /// A page of search hits.
@@ -142,49 +145,81 @@ impl SearchIndex {
             return Err(Error::invalid("the query has no words to search for")
                 .with_hint("give one or more words, a \"quoted phrase\", or -words to exclude"));
         }
+        let searcher = self.reader.searcher();
+        let limit = request.limit.max(1);
+        let tier = |plan: &query::QueryPlan, strength: query::Strength| {
+            self.search_plan(&searcher, request, plan, strength, limit)
+        };
+        if !plan.has_weak_units() {
+            return tier(&plan, query::Strength::Any);
+        }
+        // Real matches first (a note holding a word or bigram of the query), then,
+        // when they do not fill the page, the notes holding lone characters only.
+        let strong = plan.strong_units();
+        let mut outcome = tier(&plan, query::Strength::Real(strong.clone()))?;
+        if outcome.hits.len() < limit {
+            let weak = tier(&plan.lone_characters(), query::Strength::WeakOnly(strong))?;
+            let seen: BTreeSet<String> = outcome.hits.iter().map(|hit| hit.record.path.clone()).collect();
+            let more = weak.hits.into_iter().filter(|hit| !seen.contains(&hit.record.path));
+            outcome
+                .hits
+                .extend(more.map(|hit| SearchHit { weak: true, ..hit }).take(limit - outcome.hits.len()));
+            outcome.total += weak.total;
+        }
+        Ok(outcome)
+    }
+
+    /// One tier of a search: the notes `strength` admits, ranked.
+    fn search_plan(
+        &self,
+        searcher: &Searcher,
+        request: &SearchRequest<'_>,
+        plan: &query::QueryPlan,
+        strength: query::Strength,
+        limit: usize,
+    ) -> Result<SearchOutcome> {
         let fields = &self.schema.fields;
         let weights = &self.schema.weights[request.scope.weights_key()];
         let filters = query::Filters {
             tags: request.tags.iter().map(|t| t.trim().trim_start_matches('#').to_lowercase()).collect(),
             folder: request.folder.map(|folder| folder.as_str().to_owned()),
+            strength,
         };
-        let searcher = self.reader.searcher();
-        let limit = request.limit.max(1);
         let mut relaxed = false;
         let min_share = request.scope.min_share();
         let boosts = match request.scope {
             // Title fields weigh a word by its rarity among titles, where any word is
             // rare; the whole vault's text says how much a word tells.
-            SearchScope::Knowledge => self.rarity_boosts(&searcher, &plan),
+            SearchScope::Knowledge => self.rarity_boosts(searcher, plan),
             // Body BM25 already weighs words by their rarity in the text.
             SearchScope::Content => std::collections::BTreeMap::new(),
         };
         let mut terms = plan.positive_terms();
         let executor = match request.scope {
-            SearchScope::Content => self.executor_for(&searcher, &terms),
+            SearchScope::Content => self.executor_for(searcher, &terms),
             // Spreading a search over threads pays when its postings are long; a
             // `search_knowledge` search is slower spread (a third at 10k notes with
             // three words, measured on two busy cores), as it was before it read the text.
             SearchScope::Knowledge => &Executor::SingleThread,
         };
+        let parts =
+            query::QueryParts { plan, fields, weights, filters: &filters, min_share, boosts: &boosts };
         let shortcut = match request.scope {
-            SearchScope::Knowledge => {
-                self.titles_first(&searcher, &plan, weights, &filters, &boosts, min_share, limit)?
-            }
+            SearchScope::Knowledge => self.titles_first(searcher, &parts, limit)?,
             SearchScope::Content => None,
         };
         let (mut top, mut total) = match shortcut {
             Some(found) => found,
             None => {
-                let built = query::build(&plan, fields, weights, &filters, min_share, false, &boosts);
-                self.run(&searcher, built.as_ref(), limit, executor)?
+                let built = query::build(&parts, false);
+                self.run(searcher, built.as_ref(), limit, executor)?
             }
         };
         // Notes holding fewer of the words, ranked after those holding enough.
         let mut fill = Vec::new();
         if total < limit && !plan.words.is_empty() && min_share > 0.0 && plan.units().len() > 1 {
-            let any = query::build(&plan, fields, weights, &filters, min_share, true, &boosts);
-            let (more, any_total) = self.run(&searcher, any.as_ref(), limit, executor)?;
+            let any = query::build(&parts, true);
+            let (more, any_total) = self.run(searcher, any.as_ref(), limit, executor)?;
             if total == 0 {
                 relaxed = true;
                 (top, total) = (more, any_total);
@@ -198,21 +233,21 @@ impl SearchIndex {
             relaxed = true;
             // Needing any one term is the query just run when it needed one already.
             if query::required_clauses(plan.units().len(), min_share, false) > 1 {
-                let any = query::build(&plan, fields, weights, &filters, min_share, true, &boosts);
-                (top, total) = self.run(&searcher, any.as_ref(), limit, executor)?;
+                let any = query::build(&parts, true);
+                (top, total) = self.run(searcher, any.as_ref(), limit, executor)?;
             }
         }
         let mut fuzzy = false;
         if total == 0
-            && let Some(typo_tolerant) = query::build_fuzzy(&plan, fields, weights, &filters)
+            && let Some(typo_tolerant) = query::build_fuzzy(&parts)
         {
             fuzzy = true;
-            (top, total) = self.run(&searcher, typo_tolerant.as_ref(), limit, executor)?;
+            (top, total) = self.run(searcher, typo_tolerant.as_ref(), limit, executor)?;
             // What the mistyped words matched, so hits show where and snippets highlight it.
             let searched: Vec<Field> =
                 weights.iter().map(|&(field, _)| field).filter(|&field| field != fields.name_key).collect();
             terms.extend(super::fuzzy::expansions(
-                &searcher,
+                searcher,
                 &searched,
                 plan.units().iter().map(String::as_str),
             ));
@@ -225,8 +260,8 @@ impl SearchIndex {
             let Some(record) = self.record_of(&doc) else { continue };
             let matched = matched_fields(&record, &terms);
             let explanation =
-                request.explain.then(|| self.explain(&searcher, address, &plan, weights, relaxed));
-            hits.push(SearchHit { record, score, matched, explanation });
+                request.explain.then(|| self.explain(searcher, address, plan, weights, relaxed));
+            hits.push(SearchHit { record, score, matched, explanation, weak: false });
         }
         // Equal scores come out in path order, so results are identical run to run.
         let order = |a: &SearchHit, b: &SearchHit| {
@@ -250,17 +285,13 @@ impl SearchIndex {
     /// text evidence that could win) the full query runs, so a note found only by
     /// its text still comes back. `total` then counts the title-side matches: the
     /// notes matching only in their text were not counted (nor needed).
-    #[expect(clippy::too_many_arguments, reason = "the search's parts")]
     fn titles_first(
         &self,
         searcher: &Searcher,
-        plan: &query::QueryPlan,
-        weights: &[(Field, f32)],
-        filters: &query::Filters,
-        boosts: &std::collections::BTreeMap<String, f32>,
-        min_share: f32,
+        parts: &query::QueryParts<'_>,
         limit: usize,
     ) -> Result<Option<Page>> {
+        let (plan, weights) = (parts.plan, parts.weights);
         if FULL_QUERY_ONLY.with(Cell::get) || (plan.units().is_empty() && plan.phrases.is_empty()) {
             return Ok(None);
         }
@@ -270,16 +301,7 @@ impl SearchIndex {
             .map(|&(field, _)| field)
             .filter(|field| *field != fields.headings && *field != fields.body)
             .collect();
-        let titles = query::build_reaching(
-            plan,
-            fields,
-            weights,
-            filters,
-            min_share,
-            false,
-            boosts,
-            &query::Reach::Fields(title_side.clone()),
-        );
+        let titles = query::build_reaching(parts, false, &query::Reach::Fields(title_side.clone()));
         let found = searcher
             .search(titles.as_ref(), &DocSetCollector)
             .map_err(|e| tantivy_error("searching titles", e))?;
@@ -302,20 +324,10 @@ impl SearchIndex {
                 Err(_) => f32::INFINITY,
             }
         };
-        let bound =
-            query::bound_outside(plan, fields, weights, filters, min_share, boosts, &title_side, &max_score);
+        let bound = query::bound_outside(parts, &title_side, &max_score);
         let matched = found.len();
         let candidates = Arc::new(query::Candidates::new(searcher, found));
-        let scored = query::build_reaching(
-            plan,
-            fields,
-            weights,
-            filters,
-            min_share,
-            false,
-            boosts,
-            &query::Reach::Candidates(candidates),
-        );
+        let scored = query::build_reaching(parts, false, &query::Reach::Candidates(candidates));
         let (top, _) = self.run(searcher, scored.as_ref(), limit, &Executor::SingleThread)?;
         Ok(match top.last() {
             Some(&(last, _)) if top.len() == limit && last > bound => Some((top, matched)),

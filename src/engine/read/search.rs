@@ -93,6 +93,7 @@ impl Engine {
                     matched: knowledge_matched(hit.matched),
                     aliases_omitted,
                     tags_omitted,
+                    weak: hit.weak,
                     explain: hit.explanation,
                 }
             })
@@ -130,6 +131,7 @@ impl Engine {
             path: hit.record.path.clone(),
             title: hit.record.title.clone(),
             score: hit.score,
+            weak: hit.weak,
             explain: hit.explanation,
         };
         let results: Vec<ContentHit> = if outcome.hits.len() <= SNIPPETS_IN_PLACE {

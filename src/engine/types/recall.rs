@@ -59,5 +59,6 @@ pub struct RecallPack {
     /// caught up with the files (a server answering during its start-up sync).
     /// Ask again in a moment for a complete answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub stale: Option<String>,
 }

@@ -51,6 +51,10 @@ pub struct KnowledgeHit {
     /// Tags left out of `tags` (read the note for all).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tags_omitted: u64,
+    /// True when it matched only on single CJK characters of a query that has
+    /// longer words (`记` of `随手记`); such hits come after every other.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub weak: bool,
     /// Why it scored, when `explain` was true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<serde_json::Value>,
@@ -72,6 +76,7 @@ pub struct KnowledgeResults {
     /// caught up with the files (a server answering during its start-up sync).
     /// Ask again in a moment for a complete answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub stale: Option<String>,
 }
 
@@ -97,6 +102,10 @@ pub struct ContentHit {
     pub score: f32,
     /// Up to three excerpts, best first.
     pub snippets: Vec<SnippetOut>,
+    /// True when it matched only on single CJK characters of a query that has
+    /// longer words (`记` of `随手记`); such hits come after every other.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub weak: bool,
     /// Why it scored, when `explain` was true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<serde_json::Value>,
@@ -115,5 +124,6 @@ pub struct ContentResults {
     /// caught up with the files (a server answering during its start-up sync).
     /// Ask again in a moment for a complete answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub stale: Option<String>,
 }

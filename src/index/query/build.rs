@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use tantivy::Term;
 use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, PhraseQuery, Query, TermQuery,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, Occur, PhraseQuery, Query,
+    TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 
@@ -84,34 +85,46 @@ pub(crate) struct Filters {
     pub(crate) tags: Vec<String>,
     /// A folder the note must lie under.
     pub(crate) folder: Option<String>,
+    /// Whether the note must, or must not, hold one of the query's strong units.
+    pub(crate) strength: Strength,
 }
 
-/// Builds the tantivy query. `min_share` is the share of term clauses that must
-/// match; `boosts` scales each term's clause (see [`rarity_boosts`]; absent is 1).
-pub(crate) fn build(
-    plan: &QueryPlan,
-    fields: &Fields,
-    weights: &[(Field, f32)],
-    filters: &Filters,
-    min_share: f32,
-    relaxed: bool,
-    boosts: &BTreeMap<String, f32>,
-) -> Box<dyn Query> {
-    build_reaching(plan, fields, weights, filters, min_share, relaxed, boosts, &Reach::Everything)
+/// Notes kept by whether they hold one of a query's strong units (more than a
+/// lone CJK character; see `QueryPlan::strong_units`), in any field, any form.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Strength {
+    /// Every note.
+    #[default]
+    Any,
+    /// Notes holding one of these units: the real matches. The condition adds
+    /// nothing to a note's score.
+    Real(Vec<String>),
+    /// Notes holding none of these units: the weak matches.
+    WeakOnly(Vec<String>),
+}
+
+/// What every query of one search is built from: its plan, the tool's fields
+/// and weights, the filters, the share of term clauses that must match, and
+/// each term's boost (see [`rarity_boosts`]; absent is 1).
+#[derive(Clone, Copy)]
+pub(crate) struct QueryParts<'a> {
+    pub(crate) plan: &'a QueryPlan,
+    pub(crate) fields: &'a Fields,
+    pub(crate) weights: &'a [(Field, f32)],
+    pub(crate) filters: &'a Filters,
+    pub(crate) min_share: f32,
+    pub(crate) boosts: &'a BTreeMap<String, f32>,
+}
+
+/// Builds the tantivy query: `min_share` of the term clauses must match, or
+/// any one when `relaxed`.
+pub(crate) fn build(parts: &QueryParts<'_>, relaxed: bool) -> Box<dyn Query> {
+    build_reaching(parts, relaxed, &Reach::Everything)
 }
 
 /// [`build`], reaching only some fields or some notes (see [`Reach`]).
-#[expect(clippy::too_many_arguments, reason = "build's arguments and the reach")]
-pub(crate) fn build_reaching(
-    plan: &QueryPlan,
-    fields: &Fields,
-    weights: &[(Field, f32)],
-    filters: &Filters,
-    min_share: f32,
-    relaxed: bool,
-    boosts: &BTreeMap<String, f32>,
-    reach: &Reach,
-) -> Box<dyn Query> {
+pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reach) -> Box<dyn Query> {
+    let QueryParts { plan, fields, weights, filters, min_share, boosts } = *parts;
     let excluding: Vec<(Field, f32)> =
         weights.iter().copied().filter(|(f, _)| *f != fields.name_key).collect();
     let text_weights: Vec<(Field, f32)> = match reach {
@@ -184,7 +197,7 @@ pub(crate) fn build_reaching(
             top.push((Occur::MustNot, q));
         }
     }
-    push_filters(&mut top, fields, filters, reach);
+    push_filters(&mut top, fields, weights, filters, reach);
     if !top.iter().any(|(occur, _)| *occur == Occur::Must) {
         top.push((Occur::Must, reach.leaf(Box::new(AllQuery))));
     }
@@ -196,17 +209,12 @@ pub(crate) fn build_reaching(
 /// possible BM25 score (`max_score` of a field and its terms), summed as the
 /// query sums them, coordination doubled. A page whose last note scores above it
 /// cannot miss such a note.
-#[expect(clippy::too_many_arguments, reason = "build's arguments and the leaves' bound")]
 pub(crate) fn bound_outside(
-    plan: &QueryPlan,
-    fields: &Fields,
-    weights: &[(Field, f32)],
-    filters: &Filters,
-    min_share: f32,
-    boosts: &BTreeMap<String, f32>,
+    parts: &QueryParts<'_>,
     reached: &[Field],
     max_score: &dyn Fn(Field, &[&str]) -> f32,
 ) -> f32 {
+    let QueryParts { plan, fields, weights, filters, min_share, boosts } = *parts;
     let outside: Vec<(Field, f32)> =
         weights.iter().copied().filter(|(f, _)| *f != fields.name_key && !reached.contains(f)).collect();
     let across = |terms: &[&str], factor: f32| -> f32 {
@@ -253,8 +261,34 @@ pub(crate) fn required_clauses(n: usize, min_share: f32, relaxed: bool) -> usize
     if relaxed { 1 } else { ((n as f32 * min_share).ceil() as usize).clamp(1, n.max(1)) }
 }
 
-/// Adds the tag and folder filters as required clauses.
-fn push_filters(top: &mut Vec<(Occur, Box<dyn Query>)>, fields: &Fields, filters: &Filters, reach: &Reach) {
+/// Adds the tag, folder and strength filters as required (or excluding) clauses.
+fn push_filters(
+    top: &mut Vec<(Occur, Box<dyn Query>)>,
+    fields: &Fields,
+    weights: &[(Field, f32)],
+    filters: &Filters,
+    reach: &Reach,
+) {
+    let (occur, units) = match &filters.strength {
+        Strength::Any => (Occur::Should, &Vec::new()),
+        Strength::Real(units) => (Occur::Must, units),
+        Strength::WeakOnly(units) => (Occur::MustNot, units),
+    };
+    if !units.is_empty() {
+        // Every field and form the term clauses search (the exact name aside: it
+        // holds the whole query, never one unit alone).
+        let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for unit in units {
+            for text in std::iter::once(unit.clone()).chain(word_forms(unit)) {
+                for &(field, _) in weights.iter().filter(|(f, _)| *f != fields.name_key) {
+                    let term = TermQuery::new(Term::from_field_text(field, &text), IndexRecordOption::Basic);
+                    any.push((Occur::Should, reach.leaf(Box::new(term))));
+                }
+            }
+        }
+        // A condition, not evidence: it scores nothing.
+        top.push((occur, Box::new(ConstScoreQuery::new(Box::new(BooleanQuery::new(any)), 0.0))));
+    }
     for tag in &filters.tags {
         let term = Term::from_field_text(fields.tag_filter, tag);
         top.push((Occur::Must, reach.leaf(Box::new(TermQuery::new(term, IndexRecordOption::Basic)))));
@@ -268,12 +302,8 @@ fn push_filters(top: &mut Vec<(Occur, Box<dyn Query>)>, fields: &Fields, filters
 /// The last resort when nothing matched: Latin words of four letters or more
 /// matched within one edit (two from eight letters), transpositions included, so
 /// `zettlekasten` still finds `Zettelkasten`. `None` when the query has no such word.
-pub(crate) fn build_fuzzy(
-    plan: &QueryPlan,
-    fields: &Fields,
-    weights: &[(Field, f32)],
-    filters: &Filters,
-) -> Option<Box<dyn Query>> {
+pub(crate) fn build_fuzzy(parts: &QueryParts<'_>) -> Option<Box<dyn Query>> {
+    let QueryParts { plan, fields, weights, filters, .. } = *parts;
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for unit in plan.units() {
         let Some(distance) = typo_distance(&unit) else { continue };
@@ -286,7 +316,9 @@ pub(crate) fn build_fuzzy(
         return None;
     }
     let mut top: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(clauses)))];
-    push_filters(&mut top, fields, filters, &Reach::Everything);
+    // Typo tolerance is the last resort of the real matches: its words are not as typed.
+    let any_strength = Filters { strength: Strength::Any, ..filters.clone() };
+    push_filters(&mut top, fields, weights, &any_strength, &Reach::Everything);
     for word in &plan.excluded {
         if let Some(q) = across_fields(&word.terms, weights, true, &Reach::Everything) {
             top.push((Occur::MustNot, q));

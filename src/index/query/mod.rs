@@ -23,6 +23,8 @@ mod candidates;
 mod coordinated;
 mod words;
 
-pub(crate) use build::{Filters, Reach, bound_outside, build, build_fuzzy, build_reaching, required_clauses};
+pub(crate) use build::{
+    Filters, QueryParts, Reach, Strength, bound_outside, build, build_fuzzy, build_reaching, required_clauses,
+};
 pub(crate) use candidates::Candidates;
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};

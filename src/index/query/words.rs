@@ -94,6 +94,9 @@ pub(crate) struct QueryWord {
     pub(crate) raw: String,
     /// Its terms with positions (for phrase queries).
     pub(crate) terms: Vec<Analysed>,
+    /// Characters in the word as the person typed it, before segmentation cut it
+    /// (`随手记` gives `随手` and `记`, both of 3).
+    pub(crate) typed_chars: usize,
 }
 
 /// A parsed query.
@@ -132,6 +135,54 @@ impl QueryPlan {
         self.words.is_empty() && self.phrases.is_empty() && self.excluded.is_empty()
     }
 
+    /// The lone CJK characters that segmentation cut from a short typed term
+    /// (`记` of `随手记`): a note holding only these matched weakly. In a longer
+    /// run (a sentence, a question) a lone character may be what it is about
+    /// (`钱` of `付了钱不想用了能把钱要回来吗`), so it is never weak there.
+    fn weak_units(&self) -> BTreeSet<String> {
+        let lone = |word: &QueryWord| {
+            word.terms.iter().filter(|t| is_lone_cjk(&t.text)).map(|t| t.text.clone()).collect::<Vec<_>>()
+        };
+        let in_long: BTreeSet<String> =
+            self.words.iter().filter(|w| w.typed_chars > WEAK_TERM_CHARS_MAX).flat_map(lone).collect();
+        self.words
+            .iter()
+            .filter(|w| w.typed_chars <= WEAK_TERM_CHARS_MAX)
+            .flat_map(lone)
+            .filter(|unit| !in_long.contains(unit))
+            .collect()
+    }
+
+    /// The units that are not weak (words, bigrams, Latin words, the lone
+    /// characters of long runs): a note matching none of them matched on single
+    /// characters of a short term only, a weak match.
+    pub(crate) fn strong_units(&self) -> Vec<String> {
+        let weak = self.weak_units();
+        self.units().into_iter().filter(|unit| !weak.contains(unit)).collect()
+    }
+
+    /// Whether a match may be weak: the query has weak units besides stronger
+    /// ones, and no phrase (a note must hold each phrase anyway).
+    pub(crate) fn has_weak_units(&self) -> bool {
+        self.phrases.is_empty() && !self.weak_units().is_empty() && !self.strong_units().is_empty()
+    }
+
+    /// The plan searching for its weak units only (exclusions kept): what finds
+    /// the weak matches.
+    pub(crate) fn lone_characters(&self) -> QueryPlan {
+        let weak = self.weak_units();
+        let words = self
+            .words
+            .iter()
+            .filter_map(|word| {
+                let terms: Vec<Analysed> =
+                    word.terms.iter().filter(|t| weak.contains(&t.text)).cloned().collect();
+                (!terms.is_empty()).then(|| QueryWord { terms, ..word.clone() })
+            })
+            .collect();
+        QueryPlan { words, runs: Vec::new(), ..self.clone() }
+    }
+
     /// The distinct terms of the should-match words: one clause each.
     pub(crate) fn units(&self) -> Vec<String> {
         let mut seen = BTreeSet::new();
@@ -143,6 +194,15 @@ impl QueryPlan {
         }
         out
     }
+}
+
+/// Longest typed word, in characters, whose lone CJK characters can make a weak match.
+const WEAK_TERM_CHARS_MAX: usize = 4;
+
+/// Whether a term is one CJK character (a query's lone character, not a bigram).
+fn is_lone_cjk(term: &str) -> bool {
+    let mut chars = term.chars();
+    matches!((chars.next(), chars.next()), (Some(c), None) if is_cjk(c))
 }
 
 /// The other terms a query term matches with a lower weight: its marked stem
@@ -252,7 +312,7 @@ fn content_words(word: &str) -> (Vec<String>, bool) {
 }
 
 fn analyse_word(analyzer: &mut TextAnalyzer, raw: &str) -> QueryWord {
-    QueryWord { raw: raw.to_owned(), terms: analyse(analyzer, raw) }
+    QueryWord { raw: raw.to_owned(), terms: analyse(analyzer, raw), typed_chars: raw.chars().count() }
 }
 
 /// Parses a query into a plan.
@@ -270,6 +330,7 @@ pub(crate) fn parse(query: &str) -> QueryPlan {
         }
         for part in parts {
             let mut word = analyse_word(&mut analyzer, &part);
+            word.typed_chars = raw.chars().count();
             let before = word.terms.len();
             word.terms.retain(|t| !ENGLISH_STOP_WORDS.contains(&t.text.as_str()));
             if word.terms.is_empty() && before > 0 {
@@ -355,6 +416,16 @@ mod tests {
         let boosts = rarity_boosts(&info);
         assert_eq!(boosts["kubernetes"], 1.0);
         assert!(boosts["after"] < 0.1, "{boosts:?}");
+    }
+
+    #[test]
+    fn only_the_lone_characters_of_a_short_term_are_weak() {
+        let strong = |query: &str| (parse(query).has_weak_units(), parse(query).strong_units());
+        assert_eq!(strong("随手记"), (true, vec!["随手".to_owned()]));
+        assert_eq!(strong("随手记 笔记"), (true, vec!["随手".to_owned(), "笔记".to_owned()]));
+        // In a question a lone character may carry the topic.
+        assert!(!parse("付了钱不想用了能把钱要回来吗").has_weak_units());
+        assert!(!parse("记").has_weak_units() && !parse("\"随手记\"").has_weak_units());
     }
 
     #[test]
