@@ -1678,3 +1678,78 @@ fn issue_13_a_match_on_a_lone_chinese_character_is_weak_and_ranked_last() {
     assert_eq!(json["results"][0].get("weak"), None);
     assert_eq!(json["results"][3]["weak"], true);
 }
+
+/// A vault in several languages of one script: `Canvas.md` in English, German,
+/// Indonesian and Dutch, with four more notes in each language.
+fn issue_13_translated_vault(vault: &std::path::Path, languages: &[&str]) {
+    let canvas = [
+        (
+            "en",
+            "Canvas is a plugin that lets you lay out your notes on a board. You can add cards and connect them with arrows.",
+        ),
+        (
+            "de",
+            "Canvas ist ein Plugin, mit dem du deine Notizen auf einer Fläche anordnen kannst. Du kannst Karten hinzufügen und sie mit Pfeilen verbinden.",
+        ),
+        (
+            "id",
+            "Canvas adalah plugin yang memungkinkan Anda menata catatan di papan. Anda dapat menambahkan kartu dan menghubungkannya dengan panah.",
+        ),
+        (
+            "nl",
+            "Canvas is een plugin waarmee je je notities op een bord kunt ordenen. Je kunt kaarten toevoegen en ze met pijlen verbinden.",
+        ),
+    ];
+    let filler = [
+        ("en", "This note is about the {} thing and what you do with it in the morning."),
+        ("de", "Diese Notiz ist über das {} Ding und was du damit am Morgen machst, wenn die Sonne scheint."),
+        ("id", "Catatan ini adalah tentang hal {} dan apa yang Anda lakukan dengan itu di pagi hari."),
+        ("nl", "Deze notitie gaat over het {} ding en wat je ermee doet in de ochtend, als het licht is."),
+    ];
+    for (language, text) in canvas.iter().filter(|(l, _)| languages.contains(l)) {
+        std::fs::create_dir_all(vault.join(language)).unwrap();
+        std::fs::write(vault.join(language).join("Canvas.md"), format!("# Canvas\n\n{text}\n")).unwrap();
+    }
+    for (language, text) in filler.iter().filter(|(l, _)| languages.contains(l)) {
+        // English holds the most notes: the vault's commonest language of its script.
+        let count = if *language == "en" { 6 } else { 4 };
+        for i in 0..count {
+            let body = text.replace("{}", &format!("number{i}"));
+            std::fs::write(
+                vault.join(language).join(format!("note {i}.md")),
+                format!("# Note {i}\n\n{body}\n"),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// Issue 13, "multilingual vaults": on the Obsidian help vault (33 languages in
+/// folders) English questions ranked other-language notes first on a shared
+/// word. In a vault holding several languages of one script, notes in the
+/// query's language (told by its words, else the vault's commonest) come first;
+/// a vault in one language ranks exactly as it did.
+#[test]
+fn issue_13_notes_in_the_query_language_rank_first_in_a_translated_vault() {
+    let dir = tempfile::tempdir().unwrap();
+    issue_13_translated_vault(dir.path(), &["en", "de", "id", "nl"]);
+    let engine = open(dir.path());
+    for query in ["canvas", "how do I use the canvas", "canvas plugin cards"] {
+        assert_eq!(knowledge_paths(&engine, query)[0], "en/Canvas.md", "{query}");
+        assert_eq!(content_paths(&engine, query)[0], "en/Canvas.md", "{query}");
+    }
+    assert_eq!(knowledge_paths(&engine, "wie benutze ich das Canvas")[0], "de/Canvas.md");
+    assert_eq!(knowledge_paths(&engine, "bagaimana cara memakai canvas dengan catatan")[0], "id/Canvas.md");
+    // Every translation is still found, only later.
+    assert_eq!(knowledge_paths(&engine, "canvas").len(), 4);
+
+    // English alone with a little German: the German note is no rival, the
+    // ranking is BM25's as before (the shorter German note first).
+    let single = tempfile::tempdir().unwrap();
+    issue_13_translated_vault(single.path(), &["en"]);
+    std::fs::create_dir_all(single.path().join("de")).unwrap();
+    let german = "# Canvas\n\nCanvas ist ein Plugin für die Karten und die Notizen.\n";
+    std::fs::write(single.path().join("de/Canvas.md"), german).unwrap();
+    let engine = open(single.path());
+    assert_eq!(knowledge_paths(&engine, "how do I use the canvas"), ["de/Canvas.md", "en/Canvas.md"]);
+}

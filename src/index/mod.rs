@@ -13,11 +13,12 @@
 //! query built from a question), [`tokenizer`] and [`script`] (how text becomes
 //! terms), [`snippet`], [`fuzzy`], [`schema`] (from `index-schema/`),
 //! [`baseline`] (the plain BM25 index evaluations compare against),
-//! [`read_only`], [`errors`].
+//! [`language`] (which language a note and a query are in), [`read_only`], [`errors`].
 
 mod baseline;
 mod errors;
 mod fuzzy;
+mod language;
 mod open;
 mod query;
 mod read_only;

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use tantivy::schema::{
-    Field, IndexRecordOption, STORED, STRING, Schema, SchemaBuilder, TextFieldIndexing, TextOptions,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, SchemaBuilder, TextFieldIndexing,
+    TextOptions,
 };
 
 use super::tokenizer::ANALYZER;
@@ -44,11 +45,12 @@ pub(crate) struct Fields {
     pub(crate) name_key: Field,
     pub(crate) tag_filter: Field,
     pub(crate) folder: Field,
+    pub(crate) language: Field,
     pub(crate) record: Field,
 }
 
 /// The names [`Fields`] needs, in declaration order.
-pub(crate) const FIELD_NAMES: [&str; 11] = [
+pub(crate) const FIELD_NAMES: [&str; 12] = [
     "path",
     "title",
     "aliases",
@@ -59,6 +61,7 @@ pub(crate) const FIELD_NAMES: [&str; 11] = [
     "name_key",
     "tag_filter",
     "folder",
+    "language",
     "record",
 ];
 
@@ -96,6 +99,9 @@ pub(crate) fn build() -> Result<IndexSchema, String> {
                 }
                 builder.add_text_field(&field.name, options);
             }
+            "code" => {
+                builder.add_u64_field(&field.name, INDEXED | FAST);
+            }
             "blob" => {
                 builder.add_text_field(&field.name, STORED);
             }
@@ -119,6 +125,7 @@ pub(crate) fn build() -> Result<IndexSchema, String> {
         name_key: get("name_key")?,
         tag_filter: get("tag_filter")?,
         folder: get("folder")?,
+        language: get("language")?,
         record: get("record")?,
     };
     let mut weights = BTreeMap::new();

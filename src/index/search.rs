@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tantivy::collector::{Count, DocSetCollector, TopDocs};
 use tantivy::query::{Bm25Weight, EnableScoring, Query};
 use tantivy::schema::Field;
-use tantivy::{DocAddress, Executor, Searcher, TantivyDocument, Term};
+use tantivy::{DocAddress, DocId, Executor, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
 use super::SearchIndex;
 use super::errors::tantivy_error;
@@ -39,6 +39,19 @@ const TITLE_CANDIDATES_MAX: usize = 4_000;
 
 /// The best hits, best first, and how many notes matched.
 type Page = (Vec<(f32, DocAddress)>, usize);
+
+/// What a note in a rival language (another language written in the query's
+/// script) keeps of its score: enough to lose a tie or a near tie to a note in
+/// the query's language, not a strong match to a weak one.
+const RIVAL_LANGUAGE_SHARE: f32 = 0.7;
+
+/// Fewest notes a language must hold, and share of the vault, to count as one
+/// the vault is written in: a few quoted passages do not make a vault bilingual.
+const LANGUAGE_MIN_NOTES: u64 = 5;
+const LANGUAGE_MIN_SHARE: f64 = 0.02;
+
+/// The languages whose notes rank lower for one query (see `language`), one bit per code.
+type Rivals = u64;
 
 thread_local! {
     /// Set by [`full_query_only`]: this thread's searches skip the title-side shortcut.
@@ -147,8 +160,9 @@ impl SearchIndex {
         }
         let searcher = self.reader.searcher();
         let limit = request.limit.max(1);
+        let rivals = self.rival_languages(&searcher, request.query);
         let tier = |plan: &query::QueryPlan, strength: query::Strength| {
-            self.search_plan(&searcher, request, plan, strength, limit)
+            self.search_plan(&searcher, request, plan, strength, limit, rivals.as_ref())
         };
         if !plan.has_weak_units() {
             return tier(&plan, query::Strength::Any);
@@ -177,6 +191,7 @@ impl SearchIndex {
         plan: &query::QueryPlan,
         strength: query::Strength,
         limit: usize,
+        rivals: Option<&Rivals>,
     ) -> Result<SearchOutcome> {
         let fields = &self.schema.fields;
         let weights = &self.schema.weights[request.scope.weights_key()];
@@ -205,21 +220,21 @@ impl SearchIndex {
         let parts =
             query::QueryParts { plan, fields, weights, filters: &filters, min_share, boosts: &boosts };
         let shortcut = match request.scope {
-            SearchScope::Knowledge => self.titles_first(searcher, &parts, limit)?,
+            SearchScope::Knowledge => self.titles_first(searcher, &parts, limit, rivals)?,
             SearchScope::Content => None,
         };
         let (mut top, mut total) = match shortcut {
             Some(found) => found,
             None => {
                 let built = query::build(&parts, false);
-                self.run(searcher, built.as_ref(), limit, executor)?
+                self.run(searcher, built.as_ref(), limit, executor, rivals)?
             }
         };
         // Notes holding fewer of the words, ranked after those holding enough.
         let mut fill = Vec::new();
         if total < limit && !plan.words.is_empty() && min_share > 0.0 && plan.units().len() > 1 {
             let any = query::build(&parts, true);
-            let (more, any_total) = self.run(searcher, any.as_ref(), limit, executor)?;
+            let (more, any_total) = self.run(searcher, any.as_ref(), limit, executor, rivals)?;
             if total == 0 {
                 relaxed = true;
                 (top, total) = (more, any_total);
@@ -234,7 +249,7 @@ impl SearchIndex {
             // Needing any one term is the query just run when it needed one already.
             if query::required_clauses(plan.units().len(), min_share, false) > 1 {
                 let any = query::build(&parts, true);
-                (top, total) = self.run(searcher, any.as_ref(), limit, executor)?;
+                (top, total) = self.run(searcher, any.as_ref(), limit, executor, rivals)?;
             }
         }
         let mut fuzzy = false;
@@ -242,7 +257,7 @@ impl SearchIndex {
             && let Some(typo_tolerant) = query::build_fuzzy(&parts)
         {
             fuzzy = true;
-            (top, total) = self.run(searcher, typo_tolerant.as_ref(), limit, executor)?;
+            (top, total) = self.run(searcher, typo_tolerant.as_ref(), limit, executor, rivals)?;
             // What the mistyped words matched, so hits show where and snippets highlight it.
             let searched: Vec<Field> =
                 weights.iter().map(|&(field, _)| field).filter(|&field| field != fields.name_key).collect();
@@ -290,6 +305,7 @@ impl SearchIndex {
         searcher: &Searcher,
         parts: &query::QueryParts<'_>,
         limit: usize,
+        rivals: Option<&Rivals>,
     ) -> Result<Option<Page>> {
         let (plan, weights) = (parts.plan, parts.weights);
         if FULL_QUERY_ONLY.with(Cell::get) || (plan.units().is_empty() && plan.phrases.is_empty()) {
@@ -328,7 +344,8 @@ impl SearchIndex {
         let matched = found.len();
         let candidates = Arc::new(query::Candidates::new(searcher, found));
         let scored = query::build_reaching(parts, false, &query::Reach::Candidates(candidates));
-        let (top, _) = self.run(searcher, scored.as_ref(), limit, &Executor::SingleThread)?;
+        // Rivals only lose score, so the bound on the other notes still holds.
+        let (top, _) = self.run(searcher, scored.as_ref(), limit, &Executor::SingleThread, rivals)?;
         Ok(match top.last() {
             Some(&(last, _)) if top.len() == limit && last > bound => Some((top, matched)),
             _ => None,
@@ -405,12 +422,70 @@ impl SearchIndex {
         })
     }
 
-    fn run(&self, searcher: &Searcher, query: &dyn Query, limit: usize, executor: &Executor) -> Result<Page> {
-        let collector = (TopDocs::with_limit(limit).order_by_score(), Count);
+    fn run(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+        limit: usize,
+        executor: &Executor,
+        rivals: Option<&Rivals>,
+    ) -> Result<Page> {
         let scoring = EnableScoring::enabled_from_searcher(searcher);
+        let Some(rivals) = rivals else {
+            let collector = (TopDocs::with_limit(limit).order_by_score(), Count);
+            return searcher
+                .search_with_executor(query, &collector, executor, scoring)
+                .map_err(|e| tantivy_error("searching", e));
+        };
+        // A note in a rival language keeps a share of its score (read from the
+        // language column, one lookup per matching note).
+        let rivals = *rivals;
+        let field = self.schema.schema.get_field_name(self.schema.fields.language).to_owned();
+        let tweaked = TopDocs::with_limit(limit).tweak_score(move |segment: &SegmentReader| {
+            let column = segment.fast_fields().u64(&field).ok().map(|c| c.first_or_default_col(0));
+            move |doc: DocId, score: Score| match &column {
+                Some(column) if (rivals >> column.get_val(doc).min(63)) & 1 == 1 => {
+                    score * RIVAL_LANGUAGE_SHARE
+                }
+                _ => score,
+            }
+        });
         searcher
-            .search_with_executor(query, &collector, executor, scoring)
+            .search_with_executor(query, &(tweaked, Count), executor, scoring)
             .map_err(|e| tantivy_error("searching", e))
+    }
+
+    /// The languages that rank lower for `query` (see `language`): when the vault
+    /// holds the query's language and another of its script each in strength (a
+    /// translated vault), every other language. The query's language is told by
+    /// its words, else it is the vault's commonest of its script. `None` (rank as
+    /// ever) in a vault of one language per script.
+    fn rival_languages(&self, searcher: &Searcher, query: &str) -> Option<Rivals> {
+        use super::language;
+        let script = language::script_of_query(query)?;
+        let field = self.schema.fields.language;
+        let notes = searcher.num_docs();
+        let counts: Vec<(language::LanguageCode, u64)> = language::languages_of(script)
+            .map(|code| (code, searcher.doc_freq(&Term::from_field_u64(field, code)).unwrap_or(0)))
+            .collect();
+        let strong =
+            |count: u64| count >= LANGUAGE_MIN_NOTES && count as f64 >= notes as f64 * LANGUAGE_MIN_SHARE;
+        if counts.iter().filter(|(_, count)| strong(*count)).count() < 2 {
+            return None;
+        }
+        let asked = language::of_query(query)
+            .filter(|code| language::language(*code).is_some_and(|(_, s)| s == script))
+            .or_else(|| {
+                counts
+                    .iter()
+                    .max_by_key(|(code, count)| (*count, std::cmp::Reverse(*code)))
+                    .map(|(code, _)| *code)
+            })?;
+        let held = counts.iter().find(|(code, _)| *code == asked).is_some_and(|(_, count)| strong(*count));
+        // Notes in another script are rivals too: in a translated vault a Thai note
+        // holds `AES-256` as the English one does. (A vault of one language per
+        // script, Chinese notes with English terms, never gets here.)
+        held.then(|| language::all().filter(|code| *code != asked).fold(0, |mask, code| mask | 1 << code))
     }
 
     /// Where a content search runs: on several threads when its terms' postings

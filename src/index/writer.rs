@@ -257,6 +257,7 @@ fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<Tant
         folder.push_str(part);
         text(&mut doc, fields.folder, &folder);
     }
+    doc.add_u64(fields.language, super::language::detect(&document.body));
     let json =
         serde_json::to_string(record).map_err(|e| Error::internal(format!("serialising a record: {e}")))?;
     text(&mut doc, fields.record, &json);
