@@ -437,6 +437,8 @@ const ENGLISH_SUITE: &str = "fixtures/eval/english-notes.json";
 const ENGLISH_BASELINE: &str = "fixtures/eval/baselines/english-notes.json";
 const QUESTIONS_SUITE: &str = "fixtures/eval/obsidian-help-questions.json";
 const QUESTIONS_BASELINE: &str = "fixtures/eval/baselines/obsidian-help-questions.json";
+const WHOLE_VAULT_SUITE: &str = "fixtures/eval/obsidian-help-whole-vault.json";
+const WHOLE_VAULT_BASELINE: &str = "fixtures/eval/baselines/obsidian-help-whole-vault.json";
 
 #[test]
 fn every_suite_in_fixtures_eval_is_gated_by_a_baseline() {
@@ -449,10 +451,12 @@ fn every_suite_in_fixtures_eval_is_gated_by_a_baseline() {
     suites.sort();
     assert_eq!(
         suites,
-        [ENGLISH_SUITE, FIXTURE_SUITE, QUESTIONS_SUITE, CORPUS_SUITE],
+        [ENGLISH_SUITE, FIXTURE_SUITE, QUESTIONS_SUITE, WHOLE_VAULT_SUITE, CORPUS_SUITE],
         "a new suite needs a test here that runs it on its vault and calls eval_baseline::gate"
     );
-    for baseline in [ENGLISH_BASELINE, FIXTURE_BASELINE, QUESTIONS_BASELINE, CORPUS_BASELINE] {
+    for baseline in
+        [ENGLISH_BASELINE, FIXTURE_BASELINE, QUESTIONS_BASELINE, WHOLE_VAULT_BASELINE, CORPUS_BASELINE]
+    {
         assert!(manifest_dir().join(baseline).is_file(), "{baseline} is missing");
     }
 }
@@ -577,6 +581,36 @@ fn the_obsidian_help_suite_keeps_its_recorded_ranks_in_english_and_chinese() {
     let report = run(engine, &suite).unwrap();
     let bm25 = run_baseline(engine, &suite).unwrap();
     eval_baseline::gate(manifest_dir(), CORPUS_SUITE, CORPUS_BASELINE, &report, &bm25);
+}
+
+/// Issue 13, multilingual vaults: the answered cases of the two Obsidian Help
+/// suites without their folder, over all 33 languages, where an English
+/// question must not rank a translation above the English note.
+#[test]
+fn issue_13_the_whole_help_vault_keeps_its_recorded_ranks_in_every_language_at_once() {
+    let suite = Suite::parse(&read(WHOLE_VAULT_SUITE)).unwrap();
+    let mut expected = Vec::new();
+    for source in [CORPUS_SUITE, QUESTIONS_SUITE] {
+        let source = Suite::parse(&read(source)).unwrap();
+        expected.extend(
+            source
+                .cases
+                .iter()
+                .filter(|case| !case.expectation.acceptable.is_empty())
+                .map(|case| (format!("all-{}", case.id), case.query.clone())),
+        );
+    }
+    let cases: Vec<(String, String)> = suite.cases.iter().map(|c| (c.id.clone(), c.query.clone())).collect();
+    assert_eq!(cases, expected, "generated from the two suites' answered cases");
+    assert!(suite.cases.iter().all(|c| c.folder.is_none()), "over the whole vault");
+    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
+        eprintln!("SKIPPED on purpose ({SKIP_CORPUS_VAR}=1): {WHOLE_VAULT_SUITE} was not run");
+        return;
+    }
+    let engine = corpus_engine();
+    let report = run(engine, &suite).unwrap();
+    let bm25 = run_baseline(engine, &suite).unwrap();
+    eval_baseline::gate(manifest_dir(), WHOLE_VAULT_SUITE, WHOLE_VAULT_BASELINE, &report, &bm25);
 }
 
 /// Words that carry no topic, left out when a question is compared with a title.
