@@ -4,7 +4,7 @@
 //! indexes under `$KB_BENCH_DIR` (default `/tmp/kb-bench`), the real
 //! `obsidian-help` corpus beside the checkout, the vault sizes a run covers
 //! (`KB_BENCH_SIZES`), and the queries every size is searched with. Nothing
-//! here ever writes inside the repository or the shared corpus: every path it
+//! here ever writes inside the repository (but its ignored `vaults/`) or the shared corpus: every path it
 //! writes is checked against both first ([`check_writable`]).
 
 #![allow(
@@ -22,6 +22,10 @@ pub use generate::{Stats, generate, note_text};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// The one folder of the checkout benchmarks may write in (ignored by git):
+/// `KB_BENCH_DIR=<checkout>/vaults` keeps a worktree's generated vaults beside it.
+pub const VAULTS_FOLDER: &str = "vaults";
 
 /// The seed every benchmark uses unless told otherwise.
 pub const DEFAULT_SEED: u64 = 42;
@@ -51,10 +55,15 @@ pub fn corpus_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-/// Refuses a path inside the repository or the shared corpora: generated
+/// Refuses a path inside the repository (but under its git-ignored `vaults/`) or the shared corpora: generated
 /// vaults, indexes and copies go under [`bench_dir`] only.
 pub fn check_writable(path: &Path) -> io::Result<()> {
     let absolute = absolute(path)?;
+    let allowed = absolute_or(repo_root().join(VAULTS_FOLDER));
+    let plain = !absolute.components().any(|part| part == std::path::Component::ParentDir);
+    if plain && absolute.starts_with(&allowed) && absolute != allowed {
+        return Ok(());
+    }
     let mut forbidden = vec![absolute_or(repo_root())];
     if let Some(parent) = repo_root().parent() {
         forbidden.push(absolute_or(parent.join("shared")));
@@ -391,5 +400,8 @@ mod tests {
     fn the_repository_is_not_writable() {
         assert!(check_writable(&repo_root().join("benches/vault-1000")).is_err());
         assert!(check_writable(Path::new("/tmp/kb-bench/vault-1000")).is_ok());
+        assert!(check_writable(&repo_root().join("vaults/vault-1000")).is_ok());
+        assert!(check_writable(&repo_root().join("vaults")).is_err());
+        assert!(check_writable(&repo_root().join("vaults/../src")).is_err());
     }
 }
