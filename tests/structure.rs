@@ -69,6 +69,18 @@ fn notes_snapshot(vault: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// The vault's folders, the inbox and the index left out.
+fn folders(vault: &Path) -> Vec<String> {
+    walkdir::WalkDir::new(vault)
+        .sort_by_file_name()
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|entry| entry.file_type().is_dir())
+        .map(|entry| entry.path().strip_prefix(vault).unwrap().to_string_lossy().replace('\\', "/"))
+        .filter(|path| !path.starts_with("inbox") && !path.starts_with(".kb"))
+        .collect()
+}
+
 fn audit_lines(vault: &Path) -> Vec<Value> {
     fs::read_to_string(vault.join("inbox/_applied.jsonl"))
         .unwrap_or_default()
@@ -307,6 +319,7 @@ fn a_crash_at_any_step_of_a_move_is_rolled_back_or_completed() {
         let (_tmp, vault) = link_vault();
         let engine = open(&vault);
         let original = notes_snapshot(&vault);
+        let original_folders = folders(&vault);
         let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
         let sandbox = sandbox(&vault);
         let err = write::apply_with_failpoint(
@@ -338,6 +351,7 @@ fn a_crash_at_any_step_of_a_move_is_rolled_back_or_completed() {
             assert_eq!(audit_lines(&vault).len(), 1, "{step:?}");
         } else {
             assert_eq!(notes_snapshot(&vault), original, "{step:?}: rolled back");
+            assert_eq!(folders(&vault), original_folders, "{step:?}: the new folder z/n is gone");
             assert!(audit_lines(&vault).is_empty(), "{step:?}");
             // Still pending: applying it now works.
             apply(&engine, &staged.proposal_id);
@@ -375,6 +389,7 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     let (tmp, vault) = link_vault();
     let engine = open(&vault);
     let original = notes_snapshot(&vault);
+    let original_folders = folders(&vault);
     let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
     drop(engine);
     let marker = tmp.path().join("marker");
@@ -401,10 +416,110 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     let differ: Vec<&String> =
         now.iter().filter(|file| !original.contains(file)).map(|(path, _)| path).collect();
     assert!(differ.is_empty() && now.len() == original.len(), "{differ:?}");
+    assert_eq!(folders(&vault), original_folders, "the new folder z/n is gone");
     assert!(!vault.join("inbox/_applying.json").exists());
     apply(&engine, &staged.proposal_id);
     assert!(read(&vault, "z/m/linker.md").contains("[[t2]]"));
     assert_eq!(audit_lines(&vault).len(), 1);
+}
+
+/// A move into new folders that fails while applying (a person's save lands
+/// on a linking note right before its swap) is rolled back whole: the notes as
+/// they were and none of the folders the apply created, while a folder that
+/// existed, or one the person put a file in meanwhile, stays.
+#[test]
+fn a_rolled_back_move_leaves_no_folder_it_created() {
+    let (_tmp, vault) = link_vault();
+    fs::create_dir_all(vault.join("z/kept")).unwrap();
+    let engine = open(&vault);
+    let original_folders = folders(&vault);
+    let staged = mv(&engine, "z/m/target.md", "z/new/deeper/t2.md").unwrap();
+    let sandbox = sandbox(&vault);
+    let save = "a save\n";
+    let err =
+        write::apply_with_failpoint(&sandbox, &staged.proposal_id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
+            if at == Step::Swapping {
+                fs::write(vault.join("z/other.md"), save).unwrap();
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(matches!(err.code, ErrorCode::Conflict | ErrorCode::StaleBase), "{err}");
+    assert_eq!(read(&vault, "z/other.md"), save, "no save lost");
+    assert!(vault.join("z/m/target.md").exists());
+    assert_eq!(folders(&vault), original_folders, "z/new and z/new/deeper are gone, z/kept stays");
+    assert!(!vault.join("inbox/_applying.json").exists());
+
+    // The same after a crash, when a person put a file in one of the new folders meanwhile.
+    put(&vault, "z/other.md", "[t](m/target.md) and [[m/target]]\n");
+    let err =
+        write::apply_with_failpoint(&sandbox, &staged.proposal_id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
+            if at == Step::File(0) {
+                fs::write(vault.join("z/new/theirs.md"), "theirs\n").unwrap();
+                return Err(Error::internal("crash"));
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!(err.message, "crash");
+    assert!(vault.join("z/new/deeper").is_dir(), "the crash left the new folders");
+    let recovery = write::recover(&sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
+    assert!(recovery.failed.is_empty(), "{recovery:?}");
+    assert!(vault.join("z/m/target.md").exists());
+    assert!(!vault.join("z/new/deeper").exists(), "the empty one created is removed");
+    assert_eq!(read(&vault, "z/new/theirs.md"), "theirs\n", "the person's file and its folder stay");
+}
+
+/// The reported case: a move into a new folder applied on a full disk (a small
+/// tmpfs with room for the journal and little else, mounted in a private
+/// namespace) fails while its new texts are written beside the notes, after
+/// the destination folder was made: every note as it was and no new folder.
+#[test]
+fn a_move_failing_on_a_full_disk_leaves_no_new_folder() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("skipped: a tmpfs in a private namespace needs Linux");
+        return;
+    }
+    let (tmp, vault) = link_vault();
+    let (disk, index, after) = (tmp.path().join("disk"), tmp.path().join("index"), tmp.path().join("after"));
+    for dir in [&disk, &index, &after] {
+        fs::create_dir(dir).unwrap();
+    }
+    let script = r#"D="$1"; K="$3"; I="$4"
+        mount -t tmpfs -o size=1m tmpfs "$D" || exit 99
+        cp -a "$2/." "$D/" || exit 98
+        ID=$("$K" mv z/m/target.md z/new/deeper/t2.md --vault "$D" --index-dir "$I" 2>/dev/null \
+            | sed -n '1s/^staged \([^:]*\):.*/\1/p') && [ -n "$ID" ] || exit 97
+        dd if=/dev/zero of="$D/spare" bs=4k count=2 2>/dev/null
+        dd if=/dev/zero of="$D/filler" bs=4k 2>/dev/null
+        rm "$D/spare"
+        "$K" inbox apply --yes --only "$ID" --vault "$D" --index-dir "$I" >&2
+        echo "apply exit $?" >&2
+        rm "$D/filler"
+        cp -a "$D/." "$5/""#;
+    let kb_index = env!("CARGO_BIN_EXE_kb-index");
+    let args = [&disk, &vault, Path::new(kb_index), &index, &after].map(|p| p.to_str().unwrap().to_owned());
+    let probe = std::process::Command::new("unshare").args(["-rm", "true"]).output();
+    if !probe.is_ok_and(|out| out.status.success()) {
+        eprintln!("skipped: no private mount namespace (unshare -rm) on this system");
+        return;
+    }
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh"])
+        .args(&args)
+        .env_remove("KB_VAULT")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.code() == Some(99) {
+        eprintln!("skipped: tmpfs cannot be mounted in a private namespace here");
+        return;
+    }
+    assert!(out.status.success(), "{:?}: {said}", out.status.code());
+    assert!(said.contains("apply exit 1") && said.contains("is full"), "{said}");
+    assert_eq!(notes_snapshot(&after), notes_snapshot(&vault), "{said}");
+    assert_eq!(folders(&after), folders(&vault), "no new folder: {said}");
+    assert!(!after.join("inbox/_applying.json").exists());
 }
 
 // ------------------------------------------------------------ batches and reverts

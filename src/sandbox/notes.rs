@@ -1,6 +1,7 @@
 //! Moving and removing notes, for multi-file proposals (a move, a delete to the
 //! trash): the only changes besides [`Sandbox::write_atomic`] and
-//! [`Sandbox::replace_note`] the library makes to a notes root.
+//! [`Sandbox::replace_note`] the library makes to a notes root, with the removal
+//! of an empty folder a rolled-back apply created.
 //!
 //! Both take approved note targets only (a `.md` path in a notes root, reached
 //! through real folders), never replace a file, and act only on a note that
@@ -12,7 +13,7 @@ use std::io;
 use super::fs::{
     is_missing, missing, resolve_note_target, same_file, sync_dir, target_exists, walk_write_chain,
 };
-use super::{NotePath, Sandbox};
+use super::{Area, NotePath, Sandbox};
 use crate::error::{Error, ErrorCode, Result};
 
 /// Largest note a move or removal checks.
@@ -109,6 +110,38 @@ impl Sandbox {
 }
 
 impl Sandbox {
+    /// Whether `folder` (vault-relative) exists as a real folder, reached through
+    /// real folders of the vault (never a symlink).
+    pub fn folder_exists(&self, folder: &NotePath) -> Result<bool> {
+        let disk = walk_to_folder(self, folder)?;
+        match fs::symlink_metadata(&disk) {
+            Ok(meta) => Ok(meta.is_dir()),
+            Err(err) if is_missing(&err) => Ok(false),
+            Err(err) => Err(Error::io(folder, &err)),
+        }
+    }
+
+    /// Removes `folder` (in a notes root or the inbox) when it is empty: what an
+    /// apply rolled back does with the folders it created. `false` when it is gone
+    /// or holds anything (removing only an empty folder is one step of the file
+    /// system, so nothing put in it meanwhile is ever lost).
+    pub fn remove_empty_folder(&self, folder: &NotePath) -> Result<bool> {
+        if !matches!(self.policy.area_of(folder), Some(Area::Note | Area::Inbox)) {
+            return Err(Error::denied(format!(
+                "{folder}: only folders of the notes and the inbox are removed"
+            )));
+        }
+        let disk = walk_to_folder(self, folder)?;
+        match fs::remove_dir(&disk) {
+            Ok(()) => {
+                sync_dir(disk.parent().unwrap_or(self.root()));
+                Ok(true)
+            }
+            Err(err) if is_missing(&err) || err.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(false),
+            Err(err) => Err(Error::io(folder, &err)),
+        }
+    }
+
     /// Whether the folder of `path` lists exactly its file name (not merely a
     /// name a case-insensitive file system takes for it).
     pub fn has_exact_name(&self, path: &NotePath) -> bool {
@@ -118,4 +151,12 @@ impl Sandbox {
             entries.flatten().any(|entry| entry.file_name().to_str() == Some(path.file_name()))
         })
     }
+}
+
+/// The disk path of a vault folder, every existing component on the way checked
+/// to be a real folder (see [`walk_write_chain`]); nothing is created.
+fn walk_to_folder(sandbox: &Sandbox, folder: &NotePath) -> Result<std::path::PathBuf> {
+    let inside = NotePath::parse(&format!("{folder}/_"))?;
+    let probe = walk_write_chain(sandbox, &inside, false)?;
+    Ok(probe.parent().unwrap_or(sandbox.root()).to_path_buf())
 }

@@ -182,6 +182,7 @@ pub(super) fn journal_of(located: &Located, action: Action, archive: &str) -> Jo
         kind: located.meta.kind,
         stem: located.stem.clone(),
         archive: archive.to_owned(),
+        folders: Vec::new(),
     }
 }
 

@@ -40,6 +40,10 @@ pub(super) struct Journal {
     pub(super) stem: String,
     /// The archive folder its files move to (`inbox/applied/<date>`).
     pub(super) archive: String,
+    /// The folders a multi-file apply may create (missing when the journal was
+    /// written, shallowest first): a roll-back removes those left empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) folders: Vec<String>,
 }
 
 impl Journal {
@@ -66,7 +70,8 @@ impl Journal {
             && !self.stem.is_empty()
             && !self.stem.contains('/')
             && !folder.is_empty()
-            && !folder.contains('/');
+            && !folder.contains('/')
+            && self.folders.iter().all(|folder| NotePath::parse(folder).is_ok());
         if fine {
             Ok(self)
         } else {

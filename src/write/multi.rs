@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 
 use super::audit::{AuditLog, finish_apply};
-use super::journal::{self, Action};
+use super::journal::{self, Action, Journal};
 use super::plan::{self, FileOp, Plan, archive_date, trash_path};
 use super::proposal::{self, Inbox, Located, intact, tampered};
 use super::{Actor, Applied, ProposalStatus, Step};
@@ -68,7 +68,11 @@ pub(super) fn apply(
     plan::check(sandbox, &plan)?;
     let archive = archive_dir(inbox, ProposalStatus::Applied, &proposal::today())?;
     let trash = trash_paths(inbox, &archive, &id, &plan)?;
-    journal::write(sandbox, inbox, &journal_of(&located, Action::Apply, &archive))?;
+    // The folders this apply may create, named before any is, so that a roll-back
+    // (here or by recovery after a crash) removes those it leaves empty.
+    let folders = new_folders(sandbox, &plan, &trash)?;
+    let journal = Journal { folders, ..journal_of(&located, Action::Apply, &archive) };
+    journal::write(sandbox, inbox, &journal)?;
     failpoint(Step::Claimed)?;
 
     // Every new text beside its note first, all flushed to disk at once: one
@@ -76,6 +80,7 @@ pub(super) fn apply(
     let mut prepared = match prepare_all(sandbox, &plan) {
         Ok(prepared) => prepared,
         Err(err) => {
+            remove_new_folders(sandbox, &plan, &trash, &journal.folders);
             let _ = journal::clear(sandbox, inbox);
             return Err(err);
         }
@@ -99,6 +104,7 @@ pub(super) fn apply(
         if let Err(err) = done {
             drop(prepared);
             roll_back(sandbox, &plan.files[..=number], &id, &trash);
+            remove_new_folders(sandbox, &plan, &trash, &journal.folders);
             let _ = journal::clear(sandbox, inbox);
             return Err(err);
         }
@@ -110,6 +116,7 @@ pub(super) fn apply(
     // The renames and swaps reach the disk before the commit point.
     if let Err(err) = sandbox.flush_files() {
         roll_back(sandbox, &plan.files, &id, &trash);
+        remove_new_folders(sandbox, &plan, &trash, &journal.folders);
         let _ = journal::clear(sandbox, inbox);
         return Err(err);
     }
@@ -126,6 +133,65 @@ pub(super) fn apply(
     failpoint(Step::Audited)?;
     let _ = journal::clear(sandbox, inbox);
     Ok(applied)
+}
+
+/// Where each operation leaves a file: a created note, a move's destination,
+/// a trashed note's place in the trash.
+fn destinations<'a>(plan: &'a Plan, trash: &'a [Option<NotePath>]) -> impl Iterator<Item = &'a str> {
+    plan.files.iter().zip(trash).filter_map(|(op, trash)| match op.op {
+        plan::FileOpKind::Create => Some(op.path.as_str()),
+        plan::FileOpKind::Move => op.to.as_deref(),
+        plan::FileOpKind::Trash => trash.as_ref().map(NotePath::as_str),
+        plan::FileOpKind::Write => None,
+    })
+}
+
+/// The folders leading to the plan's destinations, shallowest first.
+fn destination_folders(plan: &Plan, trash: &[Option<NotePath>]) -> Vec<String> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut out = Vec::new();
+    for path in destinations(plan, trash) {
+        for (at, _) in path.match_indices('/') {
+            if seen.insert(&path[..at]) {
+                out.push(path[..at].to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The folders the plan's destinations need that do not exist now, shallowest
+/// first (a folder under a missing one is missing too, and not looked at).
+fn new_folders(sandbox: &Sandbox, plan: &Plan, trash: &[Option<NotePath>]) -> Result<Vec<String>> {
+    let mut missing: Vec<String> = Vec::new();
+    for folder in destination_folders(plan, trash) {
+        let under_missing = missing
+            .iter()
+            .any(|parent| folder.strip_prefix(parent.as_str()).is_some_and(|rest| rest.starts_with('/')));
+        // A folder that cannot be looked at is not ours to remove.
+        if under_missing || !sandbox.folder_exists(&NotePath::parse(&folder)?).unwrap_or(true) {
+            missing.push(folder);
+        }
+    }
+    Ok(missing)
+}
+
+/// Removes, deepest first, the folders a rolled-back apply created (`created`,
+/// from its journal) that are empty now; only ones leading to the plan's
+/// destinations, whatever the journal says. Best effort: a folder that holds
+/// anything is kept.
+fn remove_new_folders(sandbox: &Sandbox, plan: &Plan, trash: &[Option<NotePath>], created: &[String]) {
+    if created.is_empty() {
+        return;
+    }
+    let ours: HashSet<String> = destination_folders(plan, trash).into_iter().collect();
+    let mut folders: Vec<&String> = created.iter().filter(|folder| ours.contains(*folder)).collect();
+    folders.sort_by_key(|folder| std::cmp::Reverse(folder.matches('/').count()));
+    for folder in folders {
+        if let Ok(folder) = NotePath::parse(folder) {
+            let _ = sandbox.remove_empty_folder(&folder);
+        }
+    }
 }
 
 /// [`plan::prepare`] for every operation, then one flush.
@@ -161,18 +227,20 @@ pub(super) fn roll_back(sandbox: &Sandbox, ops: &[FileOp], id: &str, trash: &[Op
 }
 
 /// Recovery of a pending multi-file proposal the journal names: roll back.
+/// The folders the apply created (the journal's) are removed once left empty.
 pub(super) fn recover_pending(
     sandbox: &Sandbox,
     inbox: &Inbox,
     located: &Located,
-    archive: &str,
+    journal: &Journal,
 ) -> Result<()> {
     let plan = proposal::read_plan(sandbox, located)?;
-    let trash = trash_paths(inbox, archive, located.id(), &plan)?;
+    let trash = trash_paths(inbox, &journal.archive, located.id(), &plan)?;
     for (number, op) in plan.files.iter().enumerate().rev() {
         plan::backward(sandbox, op, located.id(), trash[number].as_ref())?;
     }
     sweep_temps(sandbox, &plan, located.id());
+    remove_new_folders(sandbox, &plan, &trash, &journal.folders);
     Ok(())
 }
 

@@ -240,7 +240,7 @@ fn settle(
         if located.meta.kind.is_multi() {
             // Before the commit point: roll back whatever was done.
             if ours(&located) {
-                super::multi::recover_pending(sandbox, inbox, &located, &journal.archive)?;
+                super::multi::recover_pending(sandbox, inbox, &located, journal)?;
                 done.summary.completed.push(format!("{} (rolled back)", journal.proposal_id));
             }
             return Ok(());
