@@ -546,33 +546,14 @@ impl Engine {
 
     /// [`Engine::refresh_note`] for several notes (a multi-file apply's: moved,
     /// trashed, rewritten), in one index commit and one catalog update.
+    /// The notes are read and parsed in parallel (a hub's move rewrites thousands).
     pub fn refresh_notes(&self, paths: &[crate::sandbox::NotePath]) -> Result<()> {
+        let loaded: Vec<Result<Option<IndexDocument>>> =
+            paths.par_iter().map(|path| self.load_fresh(path)).collect();
         let mut documents = Vec::new();
         let mut removed = Vec::new();
-        for path in paths {
-            let area = self.sandbox().area_of(path);
-            let stat = self.sandbox().stat(path)?;
-            let document = match (area, stat) {
-                (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
-                    if path.is_markdown() && self.sandbox().templates_folder_of(path).is_none() =>
-                {
-                    match self.load(&ScannedFile { path: path.clone(), area, stat })? {
-                        Loaded::Document(document) => Some(*document),
-                        Loaded::Vanished => None,
-                        Loaded::Unreadable(reason) => {
-                            let known =
-                                Unreadable { size: stat.size, modified_ns: nanos(stat.modified), reason };
-                            self.unreadable
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .insert(path.as_str().to_owned(), known);
-                            None
-                        }
-                    }
-                }
-                _ => None,
-            };
-            match document {
+        for (path, document) in paths.iter().zip(loaded) {
+            match document? {
                 Some(document) => documents.push(document),
                 None => removed.push(path.as_str().to_owned()),
             }
@@ -589,6 +570,32 @@ impl Engine {
         self.apply_delta(&gone, documents.into_iter().map(|document| document.record).collect(), None);
         self.catalog_matches_index();
         Ok(())
+    }
+
+    /// One path of [`Engine::refresh_notes`]: its document, `None` when it is
+    /// no note to index (gone, unreadable, outside the indexed areas).
+    fn load_fresh(&self, path: &crate::sandbox::NotePath) -> Result<Option<IndexDocument>> {
+        let area = self.sandbox().area_of(path);
+        let stat = self.sandbox().stat(path)?;
+        Ok(match (area, stat) {
+            (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
+                if path.is_markdown() && self.sandbox().templates_folder_of(path).is_none() =>
+            {
+                match self.load(&ScannedFile { path: path.clone(), area, stat })? {
+                    Loaded::Document(document) => Some(*document),
+                    Loaded::Vanished => None,
+                    Loaded::Unreadable(reason) => {
+                        let known = Unreadable { size: stat.size, modified_ns: nanos(stat.modified), reason };
+                        self.unreadable
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(path.as_str().to_owned(), known);
+                        None
+                    }
+                }
+            }
+            _ => None,
+        })
     }
 
     /// Swaps in a catalog made from the *current* one with `gone` paths removed and
