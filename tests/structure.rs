@@ -522,6 +522,75 @@ fn a_move_failing_on_a_full_disk_leaves_no_new_folder() {
     assert!(!after.join("inbox/_applying.json").exists());
 }
 
+/// A note linked to by large notes (a hub): the staged plan keeps each
+/// rewrite as the lines it changes and two hashes, not the linking notes' whole
+/// texts twice (at 100,000 notes a hub's 10,000 backlinks passed the inbox's
+/// 128 MiB cap); the review still shows every change, the apply and the revert
+/// are exact, and a linking note changed after staging makes the apply stale.
+#[test]
+fn a_hub_move_stages_its_rewrites_as_spans() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/hub.md", "# Hub\n");
+    let filler = "a line of prose that says nothing about the hub at all\n".repeat(2_000);
+    for n in 0..20 {
+        put(
+            &vault,
+            &format!("z/l/linker {n}.md"),
+            &format!("# L{n}\n{filler}see [[hub]] and [h](../hub.md)\n{filler}"),
+        );
+    }
+    let engine = open(&vault);
+    let original = notes_snapshot(&vault);
+    let broken_before = broken(&engine);
+    let staged = mv(&engine, "z/hub.md", "z/hubs/the hub.md").unwrap();
+    assert_eq!(staged.moves.len(), 1);
+    let plan_file = fs::read_dir(vault.join("inbox/move"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().ends_with(".plan.json"))
+        .unwrap();
+    let size = fs::metadata(&plan_file).unwrap().len();
+    // 20 notes of 220 KB: their texts twice would be 8.8 MB.
+    assert!(size < 64 << 10, "the plan holds {size} bytes");
+    let plan = staged_plan(&vault, "move");
+    let writes: Vec<&Value> =
+        plan["files"].as_array().unwrap().iter().filter(|op| op["op"] == "write").collect();
+    assert_eq!(writes.len(), 20);
+    assert!(
+        writes.iter().all(|op| op.get("after").is_none() && op["splices"].as_array().unwrap().len() == 1)
+    );
+    // The person's review shows each rewritten line.
+    let (code, out, err) = kb_index(&vault, &["inbox", "show", &staged.proposal_id]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("\n+see [[the hub]] and [h](").count(), 20, "{out}");
+    assert_eq!(out.matches("\n-see [[hub]] and [h](../hub.md)").count(), 20, "{out}");
+    apply(&engine, &staged.proposal_id);
+    assert_plan_done(&vault, &plan, "applied");
+    assert_eq!(broken(&engine), broken_before);
+    let audit = audit_lines(&vault);
+    let files = audit[0]["files"].as_array().unwrap();
+    assert_eq!(files.len(), 21);
+    assert!(files.iter().all(|file| file["before_sha256"].is_string() && file["after_sha256"].is_string()));
+    // Reverted from the archive: the exact bytes come back.
+    let reverted = revert(&engine, &staged.proposal_id).unwrap();
+    apply(&engine, &reverted.proposal_id);
+    assert_eq!(notes_snapshot(&vault), original);
+
+    // A linking note saved after staging: nothing is written, the note is named.
+    let staged = mv(&engine, "z/hub.md", "z/hubs/the hub.md").unwrap();
+    put(&vault, "z/l/linker 7.md", "someone's save\n");
+    let (code, out, err) = kb_index(&vault, &["inbox", "show", &staged.proposal_id]);
+    assert_eq!(code, 1, "its checks fail: {err}");
+    assert!(out.contains("z/l/linker 7.md changed since the proposal was made"), "{out}");
+    let before = notes_snapshot(&vault);
+    let err = engine
+        .apply_proposal(&ApplyArgs { proposal_id: staged.proposal_id.clone() }, Actor::Cli)
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::StaleBase, "{err}");
+    assert!(err.message.contains("z/l/linker 7.md"), "{}", err.message);
+    assert_eq!(notes_snapshot(&vault), before);
+}
+
 // ------------------------------------------------------------ batches and reverts
 
 fn batch(engine: &Engine, items: Value) -> kb_mcp::error::Result<ProposeBatchResult> {
@@ -570,6 +639,10 @@ fn assert_plan_done(vault: &Path, plan: &Value, context: &str) {
     for op in plan["files"].as_array().unwrap() {
         let path = op["path"].as_str().unwrap();
         match op["op"].as_str().unwrap() {
+            // A rewrite is staged as its spans and the hash of the text it leaves.
+            "write" if op.get("after_sha256").is_some() => {
+                assert_eq!(hash_of(vault, path), op["after_sha256"], "{context}: {path}")
+            }
             "create" | "write" => assert_eq!(read(vault, path), op["after"], "{context}: {path}"),
             "move" => {
                 assert!(!vault.join(path).exists(), "{context}: {path}");

@@ -168,9 +168,7 @@ pub(super) fn finish_apply(
 ) -> Result<Applied> {
     let meta = &archived.meta;
     let files = match meta.kind.is_multi() {
-        true => {
-            Some(proposal::read_plan(sandbox, archived)?.files.iter().map(super::plan::audit_entry).collect())
-        }
+        true => Some(proposal::read_plan_file(sandbox, archived)?.audit_entries()),
         false => None,
     };
     let line = AuditLine {

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use super::audit::{AuditLog, finish_apply};
 use super::journal::{self, Action, Journal};
-use super::plan::{self, FileOp, Plan, archive_date, trash_path};
+use super::plan::{self, FileOp, Plan, PlanFile, archive_date, trash_path};
 use super::proposal::{self, Inbox, Located, intact, tampered};
 use super::{Actor, Applied, ProposalStatus, Step};
 use crate::error::{Error, Result};
@@ -64,7 +64,7 @@ pub(super) fn apply(
 ) -> Result<Applied> {
     let id = located.id().to_owned();
     let bytes = intact(sandbox, inbox, &located).map_err(|err| tampered(&id, &err.message))?;
-    let plan = Plan::parse(&bytes).map_err(|err| tampered(&id, &err.message))?;
+    let plan = PlanFile::parse(&bytes).map_err(|err| tampered(&id, &err.message))?.hydrate(sandbox)?;
     plan::check(sandbox, &plan)?;
     let archive = archive_dir(inbox, ProposalStatus::Applied, &proposal::today())?;
     let trash = trash_paths(inbox, &archive, &id, &plan)?;

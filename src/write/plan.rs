@@ -9,6 +9,14 @@
 //! when the proposal's metadata already reached the archive (the commit point),
 //! backward otherwise. The before-bytes kept in the archived plan are also what
 //! `revert_proposal` restores.
+//!
+//! **Stored compactly.** A rewrite of a note (`write`: a move's link edits in
+//! the notes linking to it) is stored as the spans it replaces and the hashes
+//! of the whole text before and after, not as both texts: a move of a note
+//! with 10,000 backlinks would otherwise stage hundreds of megabytes. Loading a
+//! plan ([`PlanFile::hydrate`]) rebuilds both texts from the note as it is,
+//! holding either one (its hash says which); a note holding neither gets a text
+//! no file holds ([`unknown_text`]), so every check finds it changed.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -18,6 +26,7 @@ use super::propose::stale_base;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Prepared, Replaced, Sandbox, WriteMode};
 use crate::vault::content_hash;
+use imara_diff::{Algorithm, Diff, InternedInput};
 
 /// The plan format version.
 pub(super) const PLAN_SCHEMA: u32 = 1;
@@ -86,25 +95,213 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan as staged: rewrites of notes as their spans (see the module docs).
     pub(super) fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut bytes = serde_json::to_vec_pretty(self)
+        let stored = StoredPlan {
+            schema: self.schema,
+            summary: self.summary.clone(),
+            files: self.files.iter().map(StoredOp::of).collect(),
+        };
+        let mut bytes = serde_json::to_vec_pretty(&stored)
             .map_err(|err| Error::internal(format!("cannot serialise a proposal plan: {err}")))?;
         bytes.push(b'\n');
         Ok(bytes)
     }
+}
 
-    pub(super) fn parse(bytes: &[u8]) -> Result<Plan> {
-        let plan: Plan = serde_json::from_slice(bytes).map_err(|err| {
+/// One replaced span of a note's text: `old` at byte `at` of the text before,
+/// `new` in its place after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Splice {
+    at: usize,
+    old: String,
+    new: String,
+}
+
+/// A plan as its file holds it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredPlan {
+    schema: u32,
+    summary: String,
+    files: Vec<StoredOp>,
+}
+
+/// An operation as the plan file holds it: a [`FileOp`], or a `write` as its
+/// spans and the hashes of the whole text before and after.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredOp {
+    op: FileOpKind,
+    path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    before_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    after_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    splices: Option<Vec<Splice>>,
+}
+
+impl StoredOp {
+    fn verbatim(op: &FileOp) -> StoredOp {
+        StoredOp {
+            op: op.op,
+            path: op.path.clone(),
+            to: op.to.clone(),
+            before: op.before.clone(),
+            after: op.after.clone(),
+            before_sha256: None,
+            after_sha256: None,
+            splices: None,
+        }
+    }
+
+    /// A rewrite as its spans when they rebuild its text exactly and are
+    /// smaller; anything else verbatim.
+    fn of(op: &FileOp) -> StoredOp {
+        let (FileOpKind::Write, Some(before), Some(after)) = (op.op, &op.before, &op.after) else {
+            return StoredOp::verbatim(op);
+        };
+        let splices = splices_between(before, after);
+        let size: usize = splices.iter().map(|splice| splice.old.len() + splice.new.len() + 32).sum();
+        let exact = splice_forward(before, &splices).as_deref() == Some(after.as_str())
+            && splice_backward(after, &splices).as_deref() == Some(before.as_str());
+        if !exact || size + 160 >= before.len() + after.len() {
+            return StoredOp::verbatim(op);
+        }
+        StoredOp {
+            op: op.op,
+            path: op.path.clone(),
+            to: None,
+            before: None,
+            after: None,
+            before_sha256: Some(content_hash(before.as_bytes())),
+            after_sha256: Some(content_hash(after.as_bytes())),
+            splices: Some(splices),
+        }
+    }
+
+    fn is_compact(&self) -> bool {
+        self.before_sha256.is_some() || self.after_sha256.is_some() || self.splices.is_some()
+    }
+}
+
+/// The changed lines of a rewrite, as splices in the order of the text.
+fn splices_between(before: &str, after: &str) -> Vec<Splice> {
+    let input = InternedInput::new(before, after);
+    let mut diff = Diff::compute(Algorithm::Histogram, &input);
+    diff.postprocess_lines(&input);
+    let starts = |text: &str| -> Vec<usize> {
+        let mut out = vec![0];
+        out.extend(text.split_inclusive('\n').scan(0, |at, line| {
+            *at += line.len();
+            Some(*at)
+        }));
+        out
+    };
+    let (old_lines, new_lines) = (starts(before), starts(after));
+    let span = |lines: &[usize], range: std::ops::Range<u32>| {
+        let at = |line: u32| lines.get(line as usize).copied().unwrap_or(usize::MAX);
+        at(range.start)..at(range.end)
+    };
+    diff.hunks()
+        .map(|hunk| {
+            let (old, new) = (span(&old_lines, hunk.before), span(&new_lines, hunk.after));
+            Splice {
+                at: old.start,
+                old: before.get(old).unwrap_or_default().to_owned(),
+                new: after.get(new).unwrap_or_default().to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// The text after: each splice's `old` found at its place in `before` and replaced.
+fn splice_forward(before: &str, splices: &[Splice]) -> Option<String> {
+    let mut out = String::with_capacity(before.len());
+    let mut cursor = 0;
+    for splice in splices {
+        let end = splice.at.checked_add(splice.old.len())?;
+        if splice.at < cursor || before.get(splice.at..end)? != splice.old {
+            return None;
+        }
+        out.push_str(&before[cursor..splice.at]);
+        out.push_str(&splice.new);
+        cursor = end;
+    }
+    out.push_str(before.get(cursor..)?);
+    Some(out)
+}
+
+/// The text before: each splice's `new` found at its place in `after` and put back.
+fn splice_backward(after: &str, splices: &[Splice]) -> Option<String> {
+    let mut out = String::with_capacity(after.len());
+    let (mut cursor, mut shift) = (0usize, 0isize);
+    for splice in splices {
+        let at = splice.at.checked_add_signed(shift)?;
+        let end = at.checked_add(splice.new.len())?;
+        if at < cursor || after.get(at..end)? != splice.new {
+            return None;
+        }
+        out.push_str(&after[cursor..at]);
+        out.push_str(&splice.old);
+        cursor = end;
+        shift += isize::try_from(splice.new.len()).ok()? - isize::try_from(splice.old.len()).ok()?;
+    }
+    out.push_str(after.get(cursor..)?);
+    Some(out)
+}
+
+/// What a rewrite's texts are taken to be when its note holds neither: no
+/// file's bytes (it holds a NUL), so every check of the note finds it changed.
+pub(super) fn unknown_text(path: &str) -> String {
+    format!("\u{0}kb-mcp: {path} holds neither the text this plan rewrites nor the one it leaves\u{0}")
+}
+
+/// Whether a text is [`unknown_text`].
+pub(super) fn is_unknown_text(text: &str) -> bool {
+    text.starts_with("\u{0}kb-mcp: ")
+}
+
+/// A plan file parsed and checked in form; [`PlanFile::hydrate`] makes it a [`Plan`].
+#[derive(Debug)]
+pub(super) struct PlanFile {
+    stored: StoredPlan,
+}
+
+impl PlanFile {
+    pub(super) fn parse(bytes: &[u8]) -> Result<PlanFile> {
+        let stored: StoredPlan = serde_json::from_slice(bytes).map_err(|err| {
             Error::new(ErrorCode::ProposalTampered, format!("its plan is not valid: {err}"))
         })?;
-        if plan.schema != PLAN_SCHEMA {
+        if stored.schema != PLAN_SCHEMA {
             return Err(Error::new(
                 ErrorCode::ProposalTampered,
-                format!("its plan has schema {}", plan.schema),
+                format!("its plan has schema {}", stored.schema),
             ));
         }
-        for op in &plan.files {
+        for op in &stored.files {
             let fits = match op.op {
+                FileOpKind::Write if op.is_compact() => {
+                    op.to.is_none()
+                        && op.before.is_none()
+                        && op.after.is_none()
+                        && op.before_sha256.is_some()
+                        && op.after_sha256.is_some()
+                        && op.splices.as_ref().is_some_and(|splices| {
+                            splices
+                                .windows(2)
+                                .all(|pair| pair[0].at.saturating_add(pair[0].old.len()) <= pair[1].at)
+                        })
+                }
+                _ if op.is_compact() => false,
                 FileOpKind::Create => op.to.is_none() && op.before.is_none() && op.after.is_some(),
                 FileOpKind::Write => op.to.is_none() && op.before.is_some() && op.after.is_some(),
                 FileOpKind::Move => op.to.is_some() && op.before.is_some() && op.after.is_some(),
@@ -117,7 +314,72 @@ impl Plan {
                 ));
             }
         }
-        Ok(plan)
+        Ok(PlanFile { stored })
+    }
+
+    /// The audit line's `files` entries, from the hashes alone.
+    pub(super) fn audit_entries(&self) -> Vec<serde_json::Value> {
+        self.stored
+            .files
+            .iter()
+            .map(|op| {
+                let hash = |text: &Option<String>, stored: &Option<String>| {
+                    stored.clone().or_else(|| text.as_deref().map(|text| content_hash(text.as_bytes())))
+                };
+                entry(
+                    op.op,
+                    &op.path,
+                    op.to.as_deref(),
+                    hash(&op.before, &op.before_sha256),
+                    hash(&op.after, &op.after_sha256),
+                )
+            })
+            .collect()
+    }
+
+    /// The plan with both texts of every rewrite, rebuilt from its note as it
+    /// is now (read in parallel: a hub's move rewrites thousands).
+    pub(super) fn hydrate(self, sandbox: &Sandbox) -> Result<Plan> {
+        use rayon::prelude::*;
+        let StoredPlan { schema, summary, files } = self.stored;
+        let files = files
+            .into_par_iter()
+            .map(|op| {
+                if !op.is_compact() {
+                    return Ok(FileOp {
+                        op: op.op,
+                        path: op.path,
+                        to: op.to,
+                        before: op.before,
+                        after: op.after,
+                    });
+                }
+                let now = current(sandbox, &NotePath::parse(&op.path)?)?;
+                let (before, after) = rebuilt(now, &op).unwrap_or_else(|| {
+                    let unknown = unknown_text(&op.path);
+                    (unknown.clone(), unknown)
+                });
+                Ok(FileOp { op: op.op, path: op.path, to: None, before: Some(before), after: Some(after) })
+            })
+            .collect::<Result<Vec<FileOp>>>()?;
+        Ok(Plan { schema, summary, files })
+    }
+}
+
+/// A compact rewrite's texts from the note's bytes `now` (either text).
+fn rebuilt(now: Option<Vec<u8>>, op: &StoredOp) -> Option<(String, String)> {
+    let text = String::from_utf8(now?).ok()?;
+    let (splices, before_hash, after_hash) =
+        (op.splices.as_deref()?, op.before_sha256.as_deref()?, op.after_sha256.as_deref()?);
+    let hash = content_hash(text.as_bytes());
+    if hash == before_hash {
+        let after = splice_forward(&text, splices)?;
+        (content_hash(after.as_bytes()) == after_hash).then_some((text, after))
+    } else if hash == after_hash {
+        let before = splice_backward(&text, splices)?;
+        (content_hash(before.as_bytes()) == before_hash).then_some((before, text))
+    } else {
+        None
     }
 }
 
@@ -401,22 +663,55 @@ pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, trash: Option<&
 }
 
 /// The audit line's `files` entry of an operation.
-pub(super) fn audit_entry(op: &FileOp) -> serde_json::Value {
-    let op_name = match op.op {
+fn entry(
+    op: FileOpKind,
+    path: &str,
+    to: Option<&str>,
+    before_sha256: Option<String>,
+    after_sha256: Option<String>,
+) -> serde_json::Value {
+    let op_name = match op {
         FileOpKind::Create => "create",
         FileOpKind::Write => "write",
         FileOpKind::Move => "move",
         FileOpKind::Trash => "trash",
     };
-    let mut entry = json!({ "path": op.path, "op": op_name });
-    if let Some(to) = &op.to {
+    let mut entry = json!({ "path": path, "op": op_name });
+    if let Some(to) = to {
         entry["to"] = json!(to);
     }
-    if let Some(before) = &op.before {
-        entry["before_sha256"] = json!(content_hash(before.as_bytes()));
+    if let Some(before) = before_sha256 {
+        entry["before_sha256"] = json!(before);
     }
-    if let Some(after) = &op.after {
-        entry["after_sha256"] = json!(content_hash(after.as_bytes()));
+    if let Some(after) = after_sha256 {
+        entry["after_sha256"] = json!(after);
     }
     entry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splices_rebuild_both_texts_exactly() {
+        let cases = [
+            ("a\n[[x]]\nb\n", "a\n[[y]]\nb\n"),
+            ("no newline at the end [[x]]", "no newline at the end [[y/z]]"),
+            ("crlf\r\n[[x]]\r\nend\r\n", "crlf\r\n[[yy]]\r\nend\r\n"),
+            ("[[x]] 中文\n\n\nmiddle\n[[x]]\n", "[[新]] 中文\n\n\nmiddle\n[[新]]\n"),
+            ("", "added\n"),
+            ("removed\n", ""),
+        ];
+        for (before, after) in cases {
+            let splices = splices_between(before, after);
+            assert_eq!(splice_forward(before, &splices).as_deref(), Some(after), "{before:?}");
+            assert_eq!(splice_backward(after, &splices).as_deref(), Some(before), "{before:?}");
+            // Another text does not take splices that replace something (the
+            // hashes checked around them catch the rest).
+            if !before.is_empty() {
+                assert_eq!(splice_forward("other\n", &splices), None, "{before:?}");
+            }
+        }
+    }
 }

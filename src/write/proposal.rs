@@ -531,11 +531,16 @@ pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located, hashes
 
 /// The plan of a multi-file proposal, where its files are now, checked against its recorded hash.
 pub(super) fn read_plan(sandbox: &Sandbox, located: &Located) -> Result<super::plan::Plan> {
+    read_plan_file(sandbox, located)?.hydrate(sandbox)
+}
+
+/// [`read_plan`] without rebuilding the rewrites' texts from the notes.
+pub(super) fn read_plan_file(sandbox: &Sandbox, located: &Located) -> Result<super::plan::PlanFile> {
     let bytes = sandbox.read(&located.content_path()?, FILE_MAX_BYTES)?;
     if content_hash(&bytes) != located.meta.content_sha256 {
         return Err(flaw(format!("its plan no longer hashes to {}", located.meta.content_sha256)));
     }
-    super::plan::Plan::parse(&bytes)
+    super::plan::PlanFile::parse(&bytes)
 }
 
 /// The proposals with the given status, newest first (ties by id), at most

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::diff::undo_diff;
 use super::journal;
-use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
+use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan, PlanFile};
 use super::proposal::{FILE_MAX_BYTES, Inbox, find_applied, intact, tampered};
 use super::{ProposalKind, audit::AuditLog};
 use crate::error::{Error, ErrorCode, Result};
@@ -88,7 +88,8 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
             (vec![op], format!("patch {}", meta.target))
         }
         _ => {
-            let plan = Plan::parse(&content).map_err(|err| tampered(id, &err.message))?;
+            let plan =
+                PlanFile::parse(&content).map_err(|err| tampered(id, &err.message))?.hydrate(sandbox)?;
             (plan.files.iter().rev().map(inverse).collect(), plan.summary)
         }
     };

@@ -10,7 +10,7 @@
 use super::ProposalKind;
 use super::ProposalView;
 use super::diff::unified_diff;
-use super::plan::{FileOp, FileOpKind};
+use super::plan::{FileOp, FileOpKind, is_unknown_text};
 use super::proposal::{FILE_MAX_BYTES, Inbox, NoteHashes, find, read_plan, view_of};
 use crate::error::Result;
 use crate::sandbox::Sandbox;
@@ -124,6 +124,13 @@ pub(super) fn op_change(op: &FileOp) -> FileChange {
             let (diff, added, removed) = unified_diff(&op.path, "", after);
             let diff = diff.replacen(&format!("--- a/{}\n", op.path), "--- /dev/null\n", 1);
             FileChange { path: op.path.clone(), op: "create", diff, added, removed }
+        }
+        FileOpKind::Write if is_unknown_text(before) => {
+            let diff = format!(
+                "--- a/{0}\n+++ b/{0}\n# {0} changed since the proposal was made: applying it answers stale_base\n",
+                op.path
+            );
+            FileChange { path: op.path.clone(), op: "change", diff, added: 0, removed: 0 }
         }
         FileOpKind::Write => {
             let (diff, added, removed) = unified_diff(&op.path, before, after);
