@@ -192,7 +192,7 @@ impl Engine {
 impl Engine {
     /// The yardstick ranking: every indexed file's whole text in a plain BM25
     /// index with tantivy's default tokenizer (see `index::BaselineIndex`).
-    pub fn baseline_index(&self) -> Result<crate::index::BaselineIndex> {
+    pub(crate) fn baseline_index(&self) -> Result<crate::index::BaselineIndex> {
         let catalog = self.catalog();
         let documents = catalog.records().iter().filter_map(|record| {
             let path = NotePath::parse(&record.path).ok()?;
