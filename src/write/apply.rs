@@ -19,7 +19,7 @@ use super::audit::{AuditLog, Rejection, finish_apply, finish_reject};
 use super::journal::{self, Action, Journal};
 use super::proposal::{self, FILE_MAX_BYTES, Inbox, Located, find, intact, short_id, tampered, validate};
 use super::propose::stale_base;
-use super::recover::recover_locked;
+use super::recover::{Recovered, recover_locked};
 use super::{Actor, Applied, ProposalKind, ProposalStatus, Rejected, Step};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{InboxLock, NotePath, Replaced, Sandbox, WriteMode};
@@ -54,13 +54,7 @@ pub fn apply_with_failpoint(
     failpoint: &mut dyn FnMut(Step) -> Result<()>,
 ) -> Result<Applied> {
     let id = id.trim();
-    if !proposal::is_id(id) {
-        return Err(proposal::not_found(id));
-    }
-    let inbox = Inbox::of(sandbox);
-    let _lock = lock(sandbox, &inbox)?;
-    let mut log = AuditLog::open(sandbox, &inbox)?;
-    let recovered = recover_locked(sandbox, &inbox, &mut log, actor, index);
+    let Settled { inbox, _lock, mut log, recovered } = settle(sandbox, id, actor, index)?;
     if let Some(done) = recovered.applied.into_iter().find(|done| done.proposal_id == id) {
         // This very proposal had been half applied; it is complete now.
         return Ok(done);
@@ -114,17 +108,11 @@ pub fn reject(sandbox: &Sandbox, id: &str, reason: &str, actor: Actor) -> Result
         return Err(Error::invalid("the reason is empty; say why the proposal is rejected"));
     }
     let id = id.trim();
-    if !proposal::is_id(id) {
-        return Err(proposal::not_found(id));
-    }
-    let inbox = Inbox::of(sandbox);
-    let _lock = lock(sandbox, &inbox)?;
-    let mut log = AuditLog::open(sandbox, &inbox)?;
     // A reject has no index to update: an apply it completes says its update failed.
     let mut no_index = |_: &[NotePath]| -> Result<()> {
         Err(Error::internal("an interrupted apply was completed by a reject, which cannot update the index"))
     };
-    let recovered = recover_locked(sandbox, &inbox, &mut log, actor, &mut no_index);
+    let Settled { inbox, _lock, mut log, recovered } = settle(sandbox, id, actor, &mut no_index)?;
     unsettled(&recovered.summary.failed)?;
     let located = find(sandbox, &inbox, id)?;
     if !located.meta.kind.is_multi()
@@ -155,6 +143,35 @@ pub fn reject(sandbox: &Sandbox, id: &str, reason: &str, actor: Actor) -> Result
     let rejected = finish_reject(sandbox, &mut log, &archived, &record.reason, actor, false)?;
     let _ = journal::clear(sandbox, &inbox);
     Ok(rejected)
+}
+
+/// What an apply and a reject start from: the inbox, its lock held, the audit
+/// log open, and what recovery did with an apply or reject a crash interrupted.
+struct Settled {
+    inbox: Inbox,
+    _lock: InboxLock,
+    log: AuditLog,
+    recovered: Recovered,
+}
+
+/// The start every change of a proposal's state shares: a well-formed id (else
+/// `proposal_not_found`), the inbox lock (waiting for another apply), the audit
+/// log, and recovery of an interrupted apply or reject, completed before
+/// anything else is looked at (its index updates go to `index`).
+fn settle(
+    sandbox: &Sandbox,
+    id: &str,
+    actor: Actor,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
+) -> Result<Settled> {
+    if !proposal::is_id(id) {
+        return Err(proposal::not_found(id));
+    }
+    let inbox = Inbox::of(sandbox);
+    let lock = lock(sandbox, &inbox)?;
+    let mut log = AuditLog::open(sandbox, &inbox)?;
+    let recovered = recover_locked(sandbox, &inbox, &mut log, actor, index);
+    Ok(Settled { inbox, _lock: lock, log, recovered })
 }
 
 /// The inbox lock.
