@@ -108,6 +108,8 @@ pub struct Engine {
     catalog_loaded: OnceLock<Result<()>>,
     /// What each note's prose mentions, kept between audits (see `audit/mentions.rs`).
     mentions: audit::MentionCache,
+    /// The findings of the last audit, for its next pages (see `audit/mod.rs`).
+    last_audit: audit::LastAudit,
 }
 
 impl std::fmt::Debug for Engine {
@@ -178,6 +180,7 @@ impl Engine {
             caught_up: AtomicBool::new(false),
             catalog_loaded,
             mentions: audit::MentionCache::default(),
+            last_audit: audit::LastAudit::default(),
         })
     }
 

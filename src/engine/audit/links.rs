@@ -167,7 +167,7 @@ impl Engine {
         let records = catalog.records();
         let attachments = catalog.attachments();
         let graph = catalog.graph();
-        let names = NameIndex::new(records);
+        let names = self.last_audit.names(&catalog);
         let mut nearest: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
         for finding in findings.iter_mut().filter(|f| f.check == AuditCheck::BrokenLink) {
             let Some(from) = catalog.position(&finding.path) else { continue };
@@ -232,7 +232,8 @@ fn near_in_graph(graph: &Graph, a: usize, b: usize) -> bool {
 
 /// Lowercased names (file names, titles, aliases) of notes, with a bigram
 /// index to find the ones close to a misspelt link target quickly.
-struct NameIndex {
+#[derive(Debug)]
+pub(super) struct NameIndex {
     names: Vec<(String, usize)>,
     bigrams: HashMap<(char, char), Vec<u32>>,
 }
@@ -246,7 +247,7 @@ fn bigrams(text: &str) -> Vec<(char, char)> {
 }
 
 impl NameIndex {
-    fn new(records: &[Arc<NoteRecord>]) -> NameIndex {
+    pub(super) fn new(records: &[Arc<NoteRecord>]) -> NameIndex {
         let mut names: Vec<(String, usize)> = Vec::new();
         for (i, record) in records.iter().enumerate().filter(|(_, r)| r.kind == NoteKind::Note) {
             let mut own: Vec<String> = vec![record.stem().to_lowercase(), record.title.trim().to_lowercase()];

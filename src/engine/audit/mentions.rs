@@ -188,8 +188,8 @@ impl MentionCache {
         in_scope: &[usize],
     ) -> Found {
         let mut index = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let (names, targets) = unique_names(records);
-        index.update(sandbox, records, names);
+        let (names, targets) = crate::engine::timing::time("audit_mention_names", || unique_names(records));
+        crate::engine::timing::time("audit_mention_reads", || index.update(sandbox, records, names));
         in_scope
             .iter()
             .filter_map(|&i| {

@@ -27,7 +27,7 @@ mod text;
 pub(super) use mentions::MentionCache;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use super::types::{AUDIT_LIMIT, Audit, AuditArgs, AuditCheck, Finding, Fix, Severity};
 use super::{Catalog, Engine};
@@ -73,6 +73,66 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// The findings of the last audit, kept so the pages after the first (and
+/// `kb-index audit`, which pages through them all) do not run every check
+/// again: valid while the catalog snapshot, the configuration, the checks, the
+/// folder and the skipped files are the same. Beside them, the index of every
+/// note's names that finds the note a broken link meant, for the same catalog.
+#[derive(Debug, Default)]
+pub(crate) struct LastAudit {
+    findings: Mutex<Option<KeptAudit>>,
+    names: Mutex<Option<(Weak<Catalog>, Arc<links::NameIndex>)>>,
+}
+
+/// Whether `kept` was made from `current` (a weak reference keeps the
+/// allocation, so its address is not reused, without keeping an old snapshot's
+/// records and graph alive).
+fn same<T>(kept: &Weak<T>, current: &Arc<T>) -> bool {
+    std::ptr::eq(kept.as_ptr(), Arc::as_ptr(current))
+}
+
+impl LastAudit {
+    /// The name index of `catalog`, made on first use.
+    fn names(&self, catalog: &Arc<Catalog>) -> Arc<links::NameIndex> {
+        let mut kept = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        match kept.as_ref() {
+            Some((of, names)) if same(of, catalog) => Arc::clone(names),
+            _ => {
+                let names = Arc::new(links::NameIndex::new(catalog.records()));
+                *kept = Some((Arc::downgrade(catalog), Arc::clone(&names)));
+                names
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct KeptAudit {
+    catalog: Weak<Catalog>,
+    config: Weak<VaultConfig>,
+    checks: BTreeSet<AuditCheck>,
+    folder: String,
+    skipped: Option<Vec<(String, String)>>,
+    findings: Arc<Vec<Finding>>,
+}
+
+impl KeptAudit {
+    fn answers(
+        &self,
+        catalog: &Arc<Catalog>,
+        config: &Arc<VaultConfig>,
+        checks: &BTreeSet<AuditCheck>,
+        folder: &str,
+        skipped: &Option<Vec<(String, String)>>,
+    ) -> bool {
+        same(&self.catalog, catalog)
+            && same(&self.config, config)
+            && self.checks == *checks
+            && self.folder == folder
+            && self.skipped == *skipped
+    }
+}
+
 /// Findings as the checks add them.
 #[derive(Default)]
 struct Findings(Vec<Finding>);
@@ -105,14 +165,16 @@ impl Engine {
         let after = args.cursor.as_deref().map(|text| cursor::decode(text, &scope)).transpose()?;
 
         let findings = self.audit_findings(&checks, &folder)?;
-        let mut counts: BTreeMap<String, u64> = checks.iter().map(|c| (c.name().to_owned(), 0)).collect();
+        let mut by_check: BTreeMap<AuditCheck, u64> = checks.iter().map(|&c| (c, 0)).collect();
         let mut errors = 0;
-        for finding in &findings {
-            *counts.entry(finding.check.name().to_owned()).or_default() += 1;
+        for finding in findings.iter() {
+            *by_check.entry(finding.check).or_default() += 1;
             errors += u64::from(finding.severity == Severity::Error);
         }
+        let counts: BTreeMap<String, u64> =
+            by_check.into_iter().map(|(check, n)| (check.name().to_owned(), n)).collect();
         let proposals = if args.fix {
-            let mut all = findings.clone();
+            let mut all = findings.to_vec();
             self.suggest_notes(&mut all);
             self.stage_fixes(&all)?
         } else {
@@ -129,7 +191,7 @@ impl Engine {
         let next_cursor = (from + page.len() < findings.len())
             .then(|| page.last().map(|last| cursor::encode(&scope, last)))
             .flatten();
-        self.suggest_notes(&mut page);
+        super::timing::time("audit_suggest", || self.suggest_notes(&mut page));
         Ok(Audit {
             checks_run: checks.into_iter().collect(),
             counts,
@@ -141,42 +203,77 @@ impl Engine {
         })
     }
 
-    /// Every finding of `checks` for the notes under `folder` (`""`: all), sorted.
-    pub(crate) fn audit_findings(&self, checks: &BTreeSet<AuditCheck>, folder: &str) -> Result<Vec<Finding>> {
+    /// Every finding of `checks` for the notes under `folder` (`""`: all),
+    /// sorted: those of the last audit when nothing they depend on changed.
+    fn audit_findings(&self, checks: &BTreeSet<AuditCheck>, folder: &str) -> Result<Arc<Vec<Finding>>> {
         let catalog = self.catalog();
         let config = self.config();
-        let scope = Scope::new(&catalog, &config, folder);
+        let skipped = if checks.contains(&AuditCheck::SkippedFile) {
+            Some(super::timing::time("audit_skipped", || self.staleness())?.skipped)
+        } else {
+            None
+        };
+        let mut last = self.last_audit.findings.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kept) = last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder, &skipped)) {
+            return Ok(Arc::clone(&kept.findings));
+        }
+        let findings = Arc::new(self.run_checks(&catalog, &config, checks, folder, skipped.clone()));
+        *last = Some(KeptAudit {
+            catalog: Arc::downgrade(&catalog),
+            config: Arc::downgrade(&config),
+            checks: checks.clone(),
+            folder: folder.to_owned(),
+            skipped,
+            findings: Arc::clone(&findings),
+        });
+        Ok(findings)
+    }
+
+    /// Runs `checks` over the notes under `folder`; the findings sorted.
+    fn run_checks(
+        &self,
+        catalog: &Catalog,
+        config: &VaultConfig,
+        checks: &BTreeSet<AuditCheck>,
+        folder: &str,
+        skipped: Option<Vec<(String, String)>>,
+    ) -> Vec<Finding> {
+        use super::timing::time;
+        let scope = Scope::new(catalog, config, folder);
         let run = |check: AuditCheck| checks.contains(&check);
         let mut findings = Findings::default();
         if run(AuditCheck::BrokenLink) || run(AuditCheck::BrokenAnchor) || run(AuditCheck::AmbiguousLink) {
-            links::check(&scope, &run, &mut findings);
+            time("audit_links", || links::check(&scope, &run, &mut findings));
         }
-        if run(AuditCheck::Orphan) {
-            notes::orphans(&scope, &mut findings);
-        }
-        if run(AuditCheck::UnregisteredTag) {
-            tags::unregistered(&scope, &mut findings);
-        }
-        if run(AuditCheck::Frontmatter) {
-            tags::frontmatter_diagnostics(&scope, &mut findings);
-        }
-        if run(AuditCheck::DuplicateTitle) {
-            notes::duplicate_titles(&scope, &mut findings);
-        }
-        if run(AuditCheck::MocMissing) {
-            notes::moc_missing(&scope, &mut findings);
-        }
-        if run(AuditCheck::OversizeNote) {
-            notes::oversize(&scope, &mut findings);
-        }
-        if run(AuditCheck::SkippedFile) {
-            let skipped = self.staleness()?.skipped;
-            notes::skipped(&scope, skipped, &mut findings);
-        }
+        time("audit_notes", || {
+            if run(AuditCheck::Orphan) {
+                notes::orphans(&scope, &mut findings);
+            }
+            if run(AuditCheck::UnregisteredTag) {
+                tags::unregistered(&scope, &mut findings);
+            }
+            if run(AuditCheck::Frontmatter) {
+                tags::frontmatter_diagnostics(&scope, &mut findings);
+            }
+            if run(AuditCheck::DuplicateTitle) {
+                notes::duplicate_titles(&scope, &mut findings);
+            }
+            if run(AuditCheck::MocMissing) {
+                notes::moc_missing(&scope, &mut findings);
+            }
+            if run(AuditCheck::OversizeNote) {
+                notes::oversize(&scope, &mut findings);
+            }
+            if let Some(skipped) = skipped {
+                notes::skipped(&scope, skipped, &mut findings);
+            }
+        });
         self.text_checks(&scope, &run, &mut findings);
-        let mut findings = findings.0;
-        findings.sort_by(|a, b| cursor::order_key(a).cmp(&cursor::order_key(b)));
-        findings.dedup_by(|a, b| cursor::order_key(a) == cursor::order_key(b));
-        Ok(findings)
+        time("audit_sort", || {
+            let mut findings = findings.0;
+            findings.sort_by(|a, b| cursor::order_key(a).cmp(&cursor::order_key(b)));
+            findings.dedup_by(|a, b| cursor::order_key(a) == cursor::order_key(b));
+            findings
+        })
     }
 }

@@ -35,30 +35,36 @@ impl Engine {
             .filter(|&i| lint || (empty && could_be_empty(&records[i])))
             .collect();
         let sandbox = self.sandbox();
-        let read: Vec<Finding> = to_read
-            .par_iter()
-            .flat_map_iter(|&i| {
-                let record = &records[i];
-                let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
-                let Ok(bytes) = sandbox.read(&path, TEXT_MAX) else { return Vec::new() };
-                let Ok(text) = decode_note(&bytes) else { return Vec::new() };
-                let mut out = Findings::default();
-                if lint {
-                    let value = parse_frontmatter(text).map(|f| f.value).unwrap_or(serde_json::Value::Null);
-                    for problem in config.lint.check(&record.path, &value) {
-                        out.push(AuditCheck::Frontmatter, &record.path, None, problem.message, None);
+        let read: Vec<Finding> = crate::engine::timing::time("audit_text", || {
+            to_read
+                .par_iter()
+                .flat_map_iter(|&i| {
+                    let record = &records[i];
+                    let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
+                    let Ok(bytes) = sandbox.read(&path, TEXT_MAX) else { return Vec::new() };
+                    let Ok(text) = decode_note(&bytes) else { return Vec::new() };
+                    let mut out = Findings::default();
+                    if lint {
+                        let value =
+                            parse_frontmatter(text).map(|f| f.value).unwrap_or(serde_json::Value::Null);
+                        for problem in config.lint.check(&record.path, &value) {
+                            out.push(AuditCheck::Frontmatter, &record.path, None, problem.message, None);
+                        }
                     }
-                }
-                if empty && could_be_empty(record) && is_empty(record, text) {
-                    let message = "nothing but frontmatter and a title".to_owned();
-                    out.push(AuditCheck::EmptyNote, &record.path, None, message, None);
-                }
-                out.0
-            })
-            .collect();
+                    if empty && could_be_empty(record) && is_empty(record, text) {
+                        let message = "nothing but frontmatter and a title".to_owned();
+                        out.push(AuditCheck::EmptyNote, &record.path, None, message, None);
+                    }
+                    out.0
+                })
+                .collect()
+        });
         findings.0.extend(read);
         if run(AuditCheck::UnlinkedMention) {
-            for (i, found) in self.mentions.find(&sandbox, records, scope.graph, &scope.in_scope) {
+            let found = crate::engine::timing::time("audit_mentions", || {
+                self.mentions.find(&sandbox, records, scope.graph, &scope.in_scope)
+            });
+            for (i, found) in found {
                 for (line, name, target) in found {
                     findings.push(
                         AuditCheck::UnlinkedMention,
