@@ -76,7 +76,8 @@ impl<'a> Scope<'a> {
 /// The findings of the last audit, kept so the pages after the first (and
 /// `kb-index audit`, which pages through them all) do not run every check
 /// again: valid while the catalog snapshot, the configuration, the checks, the
-/// folder and the skipped files are the same. Beside them, the index of every
+/// folder and (for a first page, which walks the vault for them) the skipped
+/// files are the same. Beside them, the index of every
 /// note's names that finds the note a broken link meant, for the same catalog.
 #[derive(Debug, Default)]
 pub(crate) struct LastAudit {
@@ -123,13 +124,11 @@ impl KeptAudit {
         config: &Arc<VaultConfig>,
         checks: &BTreeSet<AuditCheck>,
         folder: &str,
-        skipped: &Option<Vec<(String, String)>>,
     ) -> bool {
         same(&self.catalog, catalog)
             && same(&self.config, config)
             && self.checks == *checks
             && self.folder == folder
-            && self.skipped == *skipped
     }
 }
 
@@ -164,7 +163,7 @@ impl Engine {
         let scope = cursor::scope(&checks, &folder);
         let after = args.cursor.as_deref().map(|text| cursor::decode(text, &scope)).transpose()?;
 
-        let findings = self.audit_findings(&checks, &folder)?;
+        let findings = self.audit_findings(&checks, &folder, after.is_some())?;
         let mut by_check: BTreeMap<AuditCheck, u64> = checks.iter().map(|&c| (c, 0)).collect();
         let mut errors = 0;
         for finding in findings.iter() {
@@ -205,16 +204,28 @@ impl Engine {
 
     /// Every finding of `checks` for the notes under `folder` (`""`: all),
     /// sorted: those of the last audit when nothing they depend on changed.
-    fn audit_findings(&self, checks: &BTreeSet<AuditCheck>, folder: &str) -> Result<Arc<Vec<Finding>>> {
+    /// A later page (`later`) takes them without walking the vault again for
+    /// skipped files: they are the audit its cursor belongs to.
+    fn audit_findings(
+        &self,
+        checks: &BTreeSet<AuditCheck>,
+        folder: &str,
+        later: bool,
+    ) -> Result<Arc<Vec<Finding>>> {
         let catalog = self.catalog();
         let config = self.config();
+        let mut last = self.last_audit.findings.lock().unwrap_or_else(|p| p.into_inner());
+        if later && let Some(kept) = last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder)) {
+            return Ok(Arc::clone(&kept.findings));
+        }
         let skipped = if checks.contains(&AuditCheck::SkippedFile) {
             Some(super::timing::time("audit_skipped", || self.staleness())?.skipped)
         } else {
             None
         };
-        let mut last = self.last_audit.findings.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(kept) = last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder, &skipped)) {
+        if let Some(kept) =
+            last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder) && k.skipped == skipped)
+        {
             return Ok(Arc::clone(&kept.findings));
         }
         let findings = Arc::new(self.run_checks(&catalog, &config, checks, folder, skipped.clone()));
