@@ -104,7 +104,7 @@ fn phrases_exclusions_and_filters() {
         assert!(record.tags.iter().any(|t| t.starts_with("type/")), "{} lacks a type/ tag", hit.path);
     }
     let folder =
-        engine.search_note_content(&SearchArgs { folder: Some("z".into()), ..search("git") }).unwrap();
+        engine.search_note_content(&SearchArgs { folder: Some("z/tech".into()), ..search("git") }).unwrap();
     assert!(folder.results.iter().all(|h| h.path.starts_with("z/tech/")));
     let phrase = content_paths(&engine, "\"graph view\"");
     assert!(!phrase.is_empty());
