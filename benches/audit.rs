@@ -101,8 +101,7 @@ fn bench_vault(c: &mut Criterion, spec: &VaultSpec, vault: &Path, notes: usize) 
     );
     // A note in the middle, rewritten with a growing marker at each iteration.
     let changed = {
-        let catalog = engine.catalog();
-        let records = catalog.records();
+        let records = engine.records();
         let notes: Vec<&str> =
             records.iter().filter(|r| r.kind == NoteKind::Note).map(|r| r.path.as_str()).collect();
         copy.join(notes[notes.len() / 2])
@@ -174,8 +173,7 @@ fn stages() -> String {
 }
 
 fn bench_list_notes(c: &mut Criterion, engine: &Engine, label: &str) {
-    let catalog = engine.catalog();
-    let records = catalog.records();
+    let records = engine.records();
     let mut by_folder: BTreeMap<&str, usize> = BTreeMap::new();
     let mut by_tag: BTreeMap<&str, usize> = BTreeMap::new();
     for record in records.iter().filter(|r| r.kind == NoteKind::Note) {
