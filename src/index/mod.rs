@@ -296,7 +296,7 @@ pub fn schema_version() -> u32 {
 }
 
 /// Checks that `index-schema/schema.json` and the code agree; the error names the difference.
-pub fn check_schema() -> std::result::Result<(), String> {
+pub fn check_schema() -> Result<()> {
     schema::build().map(|_| ())
 }
 

@@ -14,7 +14,7 @@ use super::schema::IndexSchema;
 use super::search::SEARCH_THREADS;
 use super::tokenizer;
 use super::{Payload, SearchIndex, read_records};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::sandbox;
 use crate::vault::NoteRecord;
 
@@ -68,7 +68,7 @@ impl SearchIndex {
     }
 
     fn open_reading(folder: sandbox::IndexFolder, decode_records: bool) -> Result<OpenedIndex> {
-        let schema = schema::build().map_err(Error::internal)?;
+        let schema = schema::build()?;
         let dir = folder.path().to_owned();
         if !folder.exists() {
             let index = Index::create_in_ram(schema.schema.clone());

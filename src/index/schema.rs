@@ -14,6 +14,7 @@ use tantivy::schema::{
 };
 
 use super::tokenizer::ANALYZER;
+use crate::error::{Error, Result};
 
 /// The declaration file, compiled in.
 pub(crate) const DECLARATION: &str = include_str!("../../index-schema/schema.json");
@@ -75,12 +76,13 @@ pub(crate) struct IndexSchema {
     pub(crate) weights: BTreeMap<String, Vec<(Field, f32)>>,
 }
 
-pub(crate) fn declaration() -> Result<Declaration, String> {
-    serde_json::from_str(DECLARATION).map_err(|e| format!("index-schema/schema.json is invalid: {e}"))
+pub(crate) fn declaration() -> Result<Declaration> {
+    serde_json::from_str(DECLARATION)
+        .map_err(|e| Error::internal(format!("index-schema/schema.json is invalid: {e}")))
 }
 
 /// Builds the schema from the declaration.
-pub(crate) fn build() -> Result<IndexSchema, String> {
+pub(crate) fn build() -> Result<IndexSchema> {
     let declaration = declaration()?;
     let mut builder = SchemaBuilder::new();
     for field in &declaration.fields {
@@ -105,15 +107,20 @@ pub(crate) fn build() -> Result<IndexSchema, String> {
             "blob" => {
                 builder.add_text_field(&field.name, STORED);
             }
-            other => return Err(format!("field `{}` has unknown kind `{other}`", field.name)),
+            other => {
+                return Err(Error::internal(format!("field `{}` has unknown kind `{other}`", field.name)));
+            }
         }
     }
     let schema = builder.build();
     let declared: Vec<&str> = declaration.fields.iter().map(|f| f.name.as_str()).collect();
     if declared != FIELD_NAMES {
-        return Err(format!("index-schema declares fields {declared:?} but the code uses {FIELD_NAMES:?}"));
+        return Err(Error::internal(format!(
+            "index-schema declares fields {declared:?} but the code uses {FIELD_NAMES:?}"
+        )));
     }
-    let get = |name: &str| schema.get_field(name).map_err(|e| format!("field `{name}`: {e}"));
+    let get =
+        |name: &str| schema.get_field(name).map_err(|e| Error::internal(format!("field `{name}`: {e}")));
     let fields = Fields {
         path: get("path")?,
         title: get("title")?,
@@ -138,7 +145,7 @@ pub(crate) fn build() -> Result<IndexSchema, String> {
     }
     for tool in ["search_knowledge", "search_note_content"] {
         if !weights.contains_key(tool) {
-            return Err(format!("index-schema has no weights for `{tool}`"));
+            return Err(Error::internal(format!("index-schema has no weights for `{tool}`")));
         }
     }
     Ok(IndexSchema { version: declaration.schema_version, schema, fields, weights })
