@@ -502,3 +502,52 @@ fn issue_15_status_shows_what_changed_and_since_a_cursor() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a cursor"), "{err}");
 }
+
+/// Issue 13: a hit found only by lone Chinese characters of a short word is
+/// weak. The CLI marks it, counts it, and ranks it after every real match in
+/// the fused search as well as in `--titles` and `--content`.
+#[test]
+fn issue_13_weak_hits_are_marked_and_ranked_last_at_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("vault");
+    std::fs::create_dir_all(&vault).unwrap();
+    for (name, text) in [
+        ("灵感.md", "# 灵感\n\n想到什么就随手写在卡片上。\n"),
+        ("日记.md", "# 日记\n\n每天晚上写日记，记下发生的事。\n"),
+        ("记账.md", "# 记账\n\n记账记账记账，每一笔都记。\n"),
+        ("其他.md", "# 其他\n\n无关的内容。\n"),
+    ] {
+        std::fs::write(vault.join(name), text).unwrap();
+    }
+    let (code, out, err) = kb_index(&vault, &["search", "随手记"]);
+    assert_eq!(code, 0, "{err}");
+    let ranked: Vec<&str> = out.lines().filter(|line| line.starts_with(' ') && line.contains(". ")).collect();
+    assert!(ranked[0].starts_with(" 1. 灵感.md  灵感") && !ranked[0].contains("weak"), "{out}");
+    assert_eq!(ranked.len(), 3, "{out}");
+    for line in &ranked[1..] {
+        assert!(line.ends_with("  (weak: single characters only)"), "{out}");
+    }
+    assert!(out.trim_end().ends_with("; 2 weak (single characters only)"), "{out}");
+    assert!(!out.contains("其他"), "{out}");
+    for narrow in ["--titles", "--content"] {
+        let (_, out, _) = kb_index(&vault, &["search", "随手记", narrow]);
+        let marks: Vec<bool> = out
+            .lines()
+            .filter(|line| line.starts_with(' ') && line.contains(". "))
+            .map(|line| line.contains("(weak"))
+            .collect();
+        assert!(marks.windows(2).all(|pair| pair[0] <= pair[1]), "{narrow}: weak hits last: {out}");
+        assert!(marks.contains(&true), "{narrow}: {out}");
+    }
+    // The JSON says it too, and a note both searches found weakly stays weak.
+    let (_, out, _) = kb_index(&vault, &["search", "随手记", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let weak: Vec<(&str, bool)> = json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hit| (hit["path"].as_str().unwrap(), hit["weak"].as_bool().unwrap_or(false)))
+        .collect();
+    assert_eq!(weak[0], ("灵感.md", false), "{out}");
+    assert!(weak[1..].iter().all(|(_, weak)| *weak), "{out}");
+}

@@ -25,6 +25,10 @@ pub struct NoteHit {
     pub matched: Vec<String>,
     /// Up to three excerpts of the text, best first (none for a title-only match).
     pub snippets: Vec<SnippetOut>,
+    /// Every search that found the note found it only by lone CJK characters
+    /// (see `KnowledgeHit::weak`): shown after every real match.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub weak: bool,
 }
 
 /// Both searches, fused.
@@ -52,7 +56,8 @@ impl Engine {
     }
 
     /// Titles and text together: each ranking contributes 1/(rank + 2) to a
-    /// note's score, so a note both find rises; ties go by path.
+    /// note's score, so a note both find rises; ties go by path. A note only
+    /// weak matches found comes after every real match.
     pub fn search_notes(&self, args: &SearchArgs) -> Result<NoteResults> {
         let titles = self.search_titles_for_person(args)?;
         let text = self.search_text_for_person(args)?;
@@ -64,6 +69,7 @@ impl Engine {
                 score: 1.0 / (rank as f32 + 2.0),
                 matched: hit.matched,
                 snippets: Vec::new(),
+                weak: hit.weak,
             });
         }
         for (rank, hit) in text.results.into_iter().enumerate() {
@@ -75,6 +81,8 @@ impl Engine {
                         known.matched.push("text".to_owned());
                     }
                     known.snippets = hit.snippets;
+                    // A real match on either side makes the note a real match.
+                    known.weak &= hit.weak;
                 }
                 None => hits.push(NoteHit {
                     path: hit.path,
@@ -82,10 +90,14 @@ impl Engine {
                     score,
                     matched: vec!["text".to_owned()],
                     snippets: hit.snippets,
+                    weak: hit.weak,
                 }),
             }
         }
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
+        // Weak notes after every real one, as each search ranks them.
+        hits.sort_by(|a, b| {
+            a.weak.cmp(&b.weak).then_with(|| b.score.total_cmp(&a.score)).then_with(|| a.path.cmp(&b.path))
+        });
         hits.truncate(args.limit.unwrap_or(10) as usize);
         Ok(NoteResults {
             query: args.query.clone(),

@@ -44,6 +44,10 @@ impl Paint {
     pub(crate) fn strong(&self, text: &str) -> String {
         self.wrap("1", text)
     }
+    /// Text that matters less (a weak hit's mark).
+    pub(crate) fn dim(&self, text: &str) -> String {
+        self.wrap("2", text)
+    }
     /// A note's path (magenta, as ripgrep prints file names).
     pub(crate) fn path(&self, text: &str) -> String {
         self.wrap("35", text)

@@ -72,7 +72,10 @@ pub(crate) fn run(
     let shown = Shown { args, paint };
     let found = if args.titles {
         let results = engine.search_titles_for_person(&request)?;
-        let hits = results.results.iter().map(|found| (found.path.as_str(), found.title.as_str(), &[][..]));
+        let hits = results
+            .results
+            .iter()
+            .map(|found| (found.path.as_str(), found.title.as_str(), &[][..], found.weak));
         let summary =
             format!("{} of {} by title", results.results.len(), count(results.total, "matching note"));
         shown.print(out, &results, hits, &summary)?
@@ -81,7 +84,7 @@ pub(crate) fn run(
         let hits = results
             .results
             .iter()
-            .map(|found| (found.path.as_str(), found.title.as_str(), &found.snippets[..]));
+            .map(|found| (found.path.as_str(), found.title.as_str(), &found.snippets[..], found.weak));
         let summary =
             format!("{} of {} by text", results.results.len(), count(results.total, "matching note"));
         shown.print(out, &results, hits, &summary)?
@@ -90,7 +93,7 @@ pub(crate) fn run(
         let hits = results
             .results
             .iter()
-            .map(|found| (found.path.as_str(), found.title.as_str(), &found.snippets[..]));
+            .map(|found| (found.path.as_str(), found.title.as_str(), &found.snippets[..], found.weak));
         let summary = format!(
             "{} shown; {} by title, {} by text",
             count(results.results.len() as u64, "note"),
@@ -110,20 +113,21 @@ struct Shown<'a> {
 }
 
 impl Shown<'_> {
-    /// Prints `results` (their JSON) or `hits` (path, title, snippets); returns how many notes were found.
+    /// Prints `results` (their JSON) or `hits` (path, title, snippets, weak); returns how many notes were found.
     fn print<'h>(
         &self,
         out: &mut dyn Write,
         results: &impl serde::Serialize,
-        hits: impl Iterator<Item = (&'h str, &'h str, &'h [SnippetOut])>,
+        hits: impl Iterator<Item = (&'h str, &'h str, &'h [SnippetOut], bool)>,
         summary: &str,
     ) -> Result<usize, Failure> {
-        let mut found = 0;
+        let (mut found, mut weak_hits) = (0, 0);
         if self.args.json {
             writeln!(out, "{}", serde_json::to_string_pretty(results).unwrap_or_default())?;
         }
-        for (rank, (path, title, snippets)) in hits.enumerate() {
+        for (rank, (path, title, snippets, weak)) in hits.enumerate() {
             found += 1;
+            weak_hits += usize::from(weak);
             if self.args.json {
                 continue;
             }
@@ -131,7 +135,9 @@ impl Shown<'_> {
                 writeln!(out, "{path}")?;
                 continue;
             }
-            writeln!(out, "{:>2}. {}  {}", rank + 1, self.paint.path(path), title)?;
+            // A weak hit says so: it holds only single characters of a short word.
+            let weak = if weak { self.paint.dim("  (weak: single characters only)") } else { String::new() };
+            writeln!(out, "{:>2}. {}  {}{weak}", rank + 1, self.paint.path(path), title)?;
             for snippet in snippets {
                 writeln!(
                     out,
@@ -142,7 +148,10 @@ impl Shown<'_> {
             }
         }
         if !self.args.json && !self.args.paths {
-            writeln!(out, "{summary}")?;
+            match weak_hits {
+                0 => writeln!(out, "{summary}")?,
+                weak => writeln!(out, "{summary}; {weak} weak (single characters only)")?,
+            }
         }
         Ok(found)
     }
