@@ -36,11 +36,6 @@ QUERIES = {
 }
 
 
-def percentile(values, share):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
-
-
 def start(label, binaries, vault, work, debug_log):
     index = work / f"index-{label}"
     subprocess.run(
@@ -96,10 +91,10 @@ def main():
     summary = {}
     for label, folder in (("A", args.a), ("B", args.b)):
         t = times[label]
-        median, p99 = statistics.median(t), percentile(t, 0.99)
+        median, p99 = statistics.median(t), process_figures.percentile(t, 0.99)
         summary[label] = (median, p99)
         print(
-            f"| {label} `{folder}` | {median:.2f} ms | {percentile(t, 0.90):.2f} ms | {p99:.2f} ms "
+            f"| {label} `{folder}` | {median:.2f} ms | {process_figures.percentile(t, 0.90):.2f} ms | {p99:.2f} ms "
             f"| {max(t):.2f} ms | {p99 / median:.1f}× |"
         )
     (ma, pa), (mb, pb) = summary["A"], summary["B"]
@@ -111,7 +106,7 @@ def main():
         cells = []
         for label in "AB":
             t = by_query[(label, query)]
-            median, p99 = statistics.median(t), percentile(t, 0.99)
+            median, p99 = statistics.median(t), process_figures.percentile(t, 0.99)
             cells.append(f"{median:.2f} / {p99:.2f} ms | {p99 / median:.1f}×")
         print(f"| `{query}` | " + " | ".join(cells) + " |")
 
