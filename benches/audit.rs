@@ -33,11 +33,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, measurement::WallTime};
-use kb_bench::{VaultSpec, bench_dir, copy_tree, copy_vault, replace_file};
+use kb_bench::{VaultSpec, replace_file};
 use kb_mcp::engine::types::{AUDIT_LIMIT, AuditArgs, LIST_NOTES_LIMIT, ListNotesArgs};
 use kb_mcp::engine::{Engine, EngineOptions, timing};
 use kb_mcp::vault::NoteKind;
@@ -69,7 +69,8 @@ fn slow(group: &mut BenchmarkGroup<'_, WallTime>, notes: usize) {
 
 fn bench_vault(c: &mut Criterion, spec: &VaultSpec, vault: &Path, notes: usize) {
     let label = spec.label();
-    let (copy, copy_index) = scratch(spec, vault);
+    let (copy, copy_index) =
+        kb_bench::scratch_copy(spec, vault, "audit").expect("a scratch copy of the vault");
     let options = EngineOptions { vault: copy.clone(), index_dir: Some(copy_index.clone()) };
     let open = || {
         let engine = Engine::open(&options).expect("open the copy");
@@ -209,22 +210,4 @@ fn bench_list_notes(c: &mut Criterion, engine: &Engine, label: &str) {
         });
     }
     group.finish();
-}
-
-/// A scratch copy of the vault (hard links for a generated one, a copy of the
-/// corpus) and of its cached index, built first if missing.
-fn scratch(spec: &VaultSpec, vault: &Path) -> (PathBuf, PathBuf) {
-    let index = spec.index_dir();
-    kb_bench::check_writable(&index).expect("index folder outside the repository");
-    let started = Instant::now();
-    let engine = Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: Some(index.clone()) })
-        .expect("open the engine");
-    engine.sync(false, None).expect("sync the cached index");
-    drop(engine);
-    eprintln!("kb-bench: index of {} ready in {:.1} s", spec.label(), started.elapsed().as_secs_f64());
-    let copy = bench_dir().join(format!("audit-{}", spec.label()));
-    let copy_index = bench_dir().join(format!("audit-{}-index", spec.label()));
-    copy_vault(vault, &copy, matches!(spec, VaultSpec::Generated(_))).expect("copy the vault");
-    copy_tree(&index, &copy_index).expect("copy the index");
-    (copy, copy_index)
 }

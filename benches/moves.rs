@@ -29,10 +29,10 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode};
-use kb_bench::{VaultSpec, bench_dir, copy_tree, copy_vault};
+use kb_bench::VaultSpec;
 use kb_mcp::engine::types::{Actor, ApplyArgs, ApplyStatus, ProposeMoveArgs};
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::vault::NoteKind;
@@ -62,24 +62,8 @@ fn main() {
 /// A scratch copy of the vault and its cached index (built first if missing),
 /// and an engine on the copy.
 fn scratch(spec: &VaultSpec, vault: &Path) -> (Engine, PathBuf, PathBuf) {
-    let index = spec.index_dir();
-    kb_bench::check_writable(&index).expect("index folder outside the repository");
-    let started = Instant::now();
-    let engine = Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: Some(index.clone()) })
-        .expect("open the engine");
-    engine.sync(false, None).expect("sync the cached index");
-    drop(engine);
-    eprintln!("kb-bench: index of {} ready in {:.1} s", spec.label(), started.elapsed().as_secs_f64());
-    let copy = bench_dir().join(format!("moves-{}", spec.label()));
-    let copy_index = bench_dir().join(format!("moves-{}-index", spec.label()));
-    for dir in [&copy, &copy_index] {
-        kb_bench::check_writable(dir).expect("scratch outside the repository");
-        if dir.exists() {
-            fs::remove_dir_all(dir).expect("remove an old scratch copy");
-        }
-    }
-    copy_vault(vault, &copy, true).expect("copy the vault");
-    copy_tree(&index, &copy_index).expect("copy the index");
+    let (copy, copy_index) =
+        kb_bench::scratch_copy(spec, vault, "moves").expect("a scratch copy of the vault");
     let engine = Engine::open(&EngineOptions { vault: copy.clone(), index_dir: Some(copy_index.clone()) })
         .expect("open the copy");
     engine.sync(false, None).expect("sync the copy");

@@ -228,6 +228,27 @@ pub fn copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// A scratch copy of a benchmark vault and of its cached index, in
+/// `<name>-<label>` and `<name>-<label>-index` under [`bench_dir`]: the cached
+/// index is built first (or brought up to date), then copied; a generated
+/// vault's notes are hard links (replace them, never write into them), the
+/// corpus's are copies.
+pub fn scratch_copy(spec: &VaultSpec, vault: &Path, name: &str) -> io::Result<(PathBuf, PathBuf)> {
+    let index = spec.index_dir();
+    check_writable(&index)?;
+    let started = std::time::Instant::now();
+    let options = kb_mcp::engine::EngineOptions { vault: vault.to_owned(), index_dir: Some(index.clone()) };
+    let engine = kb_mcp::engine::Engine::open(&options).map_err(|e| io::Error::other(e.to_string()))?;
+    engine.sync(false, None).map_err(|e| io::Error::other(e.to_string()))?;
+    drop(engine);
+    eprintln!("kb-bench: index of {} ready in {:.1} s", spec.label(), started.elapsed().as_secs_f64());
+    let copy = bench_dir().join(format!("{name}-{}", spec.label()));
+    let copy_index = bench_dir().join(format!("{name}-{}-index", spec.label()));
+    copy_vault(vault, &copy, matches!(spec, VaultSpec::Generated(_)))?;
+    copy_tree(&index, &copy_index)?;
+    Ok((copy, copy_index))
+}
+
 /// Replaces a file's content by writing a temporary file beside it and
 /// renaming it over the old one, as editors do (and so a hard-linked original
 /// stays untouched).
