@@ -1461,6 +1461,90 @@ fn session(
     (stderr.lines().map(|line| serde_json::from_str(line).unwrap()).collect(), answered)
 }
 
+/// Issue 17: the server's own reads are not changes. The watcher used to take
+/// every file it opened (a search's snippets, a walk's folders) for a change and
+/// sync, and each sync's walk opened every folder again: an idle server on a
+/// 100,000-note vault walked it without end (9 s of CPU every 20 s) and threw
+/// away the link graph each time. Now reads start no sync at all.
+#[test]
+fn issue17_the_servers_own_reads_start_no_sync() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut child = Command::new(BIN)
+        .arg("--vault")
+        .arg(&vault)
+        .env("KB_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = initialize_and_search("备份");
+    lines.push(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_note","arguments":{"path":"z/设计.md"}}}));
+    lines.push(json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_related_notes","arguments":{"path":"z/设计.md"}}}));
+    lines.push(json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_vault_overview","arguments":{}}}));
+    for line in &lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut answered = 0;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let message: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        assert!(message.get("error").is_none(), "{message}");
+        answered += usize::from(message["id"].as_u64().is_some());
+        if answered == 4 {
+            break;
+        }
+    }
+    // Longer than the watcher's 300 ms debounce, so that any sync the reads
+    // started has run (and logged) before the server stops.
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(stdin);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(child.wait().unwrap().success(), "{stderr}");
+    let syncs: Vec<&str> = stderr.lines().filter(|line| line.contains("\"watch_sync\"")).collect();
+    assert!(syncs.is_empty(), "reads started syncs: {syncs:?}");
+
+    // A real edit still does (the same log line, so the check above can fail).
+    let (_tmp2, vault2) = common::temp_vault();
+    let mut child = Command::new(BIN)
+        .arg("--vault")
+        .arg(&vault2)
+        .env("KB_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in initialize_and_search("备份") {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answer = || serde_json::from_str::<Value>(&stdout.next().unwrap().unwrap()).unwrap();
+    answer();
+    answer();
+    std::fs::write(vault2.join("z/设计.md"), "# 设计\n\n改过了，信天翁。\n").unwrap();
+    // Ask until the edit is searchable (the watcher's sync has run), however slow the machine.
+    for id in 10.. {
+        let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"search_note_content","arguments":{"query":"信天翁"}}});
+        writeln!(stdin, "{call}").unwrap();
+        stdin.flush().unwrap();
+        if answer()["result"]["structuredContent"]["total"].as_u64() == Some(1) {
+            break;
+        }
+        assert!(id < 10 + 600, "the edit never became searchable");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(stdin);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(child.wait().unwrap().success(), "{stderr}");
+    assert!(stderr.contains("\"watch_sync\""), "an edit started no sync: {stderr}");
+}
+
 fn initialize_and_search(query: &str) -> Vec<Value> {
     vec![
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}),

@@ -325,7 +325,10 @@ impl Engine {
         let mut work: Vec<&ScannedFile> = drift.added.iter().chain(&drift.changed).collect();
         work.sort_by(|a, b| a.path.cmp(&b.path));
         let written = self.write_files(full, &work, &drift.removed, progress)?;
-        let attachments = Some(drift.attachments.clone());
+        // The walk has already put new attachments in the catalog: a sync that found
+        // nothing new keeps the catalog, and with it the link graph built over it.
+        let attachments =
+            (drift.attachments != self.catalog().attachments).then(|| drift.attachments.clone());
         Ok(self.conclude(full, drift, written, attachments, started))
     }
 
@@ -630,5 +633,58 @@ impl Engine {
         let attachments = attachments.unwrap_or_else(|| current.attachments.clone());
         *current = Arc::new(Catalog::new(records, attachments));
         count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::disallowed_methods,
+        clippy::disallowed_types,
+        reason = "the test copies a fixture vault"
+    )]
+
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use crate::engine::{Engine, EngineOptions};
+
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+
+    /// Issue 17: a sync that finds nothing new used to swap in a fresh catalog,
+    /// so the next graph tool built the whole link graph again (seconds at
+    /// 100,000 notes, on every call while the watcher kept syncing).
+    #[test]
+    fn a_sync_that_finds_nothing_new_keeps_the_catalog_and_its_graph() {
+        let tmp = tempfile::tempdir().unwrap();
+        let vault = tmp.path().join("vault");
+        copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/vault"), &vault);
+        let engine = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+        // The first sync after opening reads again the files written a moment ago.
+        engine.sync(false, None).unwrap();
+        let before = engine.catalog();
+        let links = before.graph().link_count;
+        let report = engine.sync(false, None).unwrap();
+        assert_eq!((report.added, report.changed, report.removed), (0, 0, 0));
+        assert!(Arc::ptr_eq(&before, &engine.catalog()), "an empty sync replaced the catalog");
+
+        // A real change still replaces it, and the new graph sees the change.
+        std::fs::write(vault.join("z/新笔记.md"), "# 新笔记\n\n[[设计]]\n").unwrap();
+        let report = engine.sync(false, None).unwrap();
+        assert_eq!(report.added, 1);
+        let after = engine.catalog();
+        assert!(!Arc::ptr_eq(&before, &after));
+        assert_eq!(after.graph().link_count, links + 1);
     }
 }

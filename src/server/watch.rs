@@ -5,17 +5,21 @@
 //! batch runs one targeted sync of the reported paths
 //! ([`Engine::sync_changed`]), which walks the vault only when it must. A
 //! change to `kb.toml` or to Obsidian's templates settings puts the new
-//! configuration in force first ([`Engine::refresh_config`]).
+//! configuration in force first ([`Engine::refresh_config`]). Opening or
+//! reading a file changes nothing and is ignored: the server's own reads (a
+//! walk opens every folder, a search opens the notes it quotes) would
+//! otherwise start a sync, whose walk starts the next one.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify::RecursiveMode;
-use notify_debouncer_full::{DebounceEventResult, new_debouncer};
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, DebouncedEvent, new_debouncer};
 use serde_json::json;
 
-use super::log;
+use super::{debug_log, log};
 use crate::engine::Engine;
 
 /// Starts watching the vault; returns whether a watcher is running.
@@ -31,7 +35,8 @@ pub(super) fn spawn(engine: Arc<Engine>) -> bool {
     );
     let handler_engine = engine.clone();
     let handler = move |result: DebounceEventResult| {
-        let Ok(events) = result else { return };
+        let Ok(mut events) = result else { return };
+        events.retain(may_change);
         if events.iter().flat_map(|e| e.paths.iter()).any(|p| settings_files.contains(p)) {
             // A new kb.toml is put in force (and the index brought in line) at once,
             // not only when the next call checks it.
@@ -57,6 +62,9 @@ pub(super) fn spawn(engine: Arc<Engine>) -> bool {
         } else {
             handler_engine.sync_changed(&changed)
         };
+        if debug_log() {
+            log(json!({ "event": "watch_sync", "level": "debug", "paths": changed.len() }));
+        }
         match synced {
             Ok(report) if report.added + report.changed + report.removed > 0 => log(json!({
                 "event": "index_updated", "added": report.added, "changed": report.changed,
@@ -80,4 +88,56 @@ pub(super) fn spawn(engine: Arc<Engine>) -> bool {
     // The watcher lives as long as the process.
     std::mem::forget(debouncer);
     true
+}
+
+/// Whether an event can stand for a changed file. Opening, reading and closing
+/// a file read-only cannot; everything else (writes, a write's close, creations,
+/// removals, renames, attribute changes, a rescan request, kinds a platform does
+/// not name) is taken as a possible change.
+fn may_change(event: &DebouncedEvent) -> bool {
+    event.need_rescan()
+        || !matches!(
+            event.kind,
+            EventKind::Access(
+                AccessKind::Open(_)
+                    | AccessKind::Read
+                    | AccessKind::Close(AccessMode::Read | AccessMode::Execute)
+            )
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use notify::event::{CreateKind, ModifyKind};
+    use notify::{Event, EventKind};
+
+    use super::*;
+
+    fn event(kind: EventKind) -> DebouncedEvent {
+        DebouncedEvent::new(Event::new(kind).add_path("/vault/a.md".into()), Instant::now())
+    }
+
+    #[test]
+    fn reads_are_not_changes_and_writes_are() {
+        for read in [
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            EventKind::Access(AccessKind::Read),
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+        ] {
+            assert!(!may_change(&event(read)), "{read:?}");
+        }
+        for write in [
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            EventKind::Access(AccessKind::Any),
+            EventKind::Create(CreateKind::File),
+            EventKind::Modify(ModifyKind::Any),
+            EventKind::Remove(notify::event::RemoveKind::Any),
+            EventKind::Any,
+            EventKind::Other,
+        ] {
+            assert!(may_change(&event(write)), "{write:?}");
+        }
+    }
 }

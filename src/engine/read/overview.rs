@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::engine::Engine;
 use crate::engine::types::*;
+use crate::engine::{Engine, timing};
 use crate::error::Result;
 use crate::vault::NoteKind;
 
@@ -22,10 +22,11 @@ impl Engine {
     /// `get_vault_overview {since}`: with `since`, the overview's `changes`
     /// list what changed after the overview that returned that cursor.
     pub fn overview_since(&self, caller: Caller, since: Option<&str>) -> Result<Overview> {
-        let changes = self.changes_since(since)?;
-        let crate::engine::sync::Staleness { added, changed, removed, skipped } = self.staleness()?;
+        let changes = timing::time("changes", || self.changes_since(since))?;
+        let crate::engine::sync::Staleness { added, changed, removed, skipped } =
+            timing::time("staleness", || self.staleness())?;
         let catalog = self.catalog();
-        let graph = catalog.graph();
+        let graph = timing::time("graph", || catalog.graph());
         let records = catalog.records();
         let notes = records.iter().filter(|r| r.kind == NoteKind::Note).count() as u64;
         let standards = records.iter().filter(|r| r.kind == NoteKind::Standard).count() as u64;

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use crate::engine::bounded::{WHOLE_MAX, window_text};
 use crate::engine::types::*;
-use crate::engine::{Engine, one_of};
+use crate::engine::{Engine, one_of, timing};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::NotePath;
 use crate::vault::graph::{Broken, Resolution};
@@ -48,7 +48,7 @@ impl Engine {
             Error::new(ErrorCode::NotFound, format!("{path} is not indexed yet"))
                 .with_hint("retry in a moment; the index is catching up")
         })?;
-        let graph = catalog.graph();
+        let graph = timing::time("graph", || catalog.graph());
         let records = catalog.records();
         let record = &records[index];
         let mut truncated = false;
@@ -110,7 +110,7 @@ impl Engine {
             backlinks.is_sorted_by(|a, b| (a.path.as_str(), a.line) <= (b.path.as_str(), b.line)),
             "the graph lists backlinks by path, then line"
         );
-        self.cut_backlink_contexts(&mut backlinks);
+        timing::time("contexts", || self.cut_backlink_contexts(&mut backlinks));
         let mocs = graph
             .mocs_linking(index)
             .into_iter()
