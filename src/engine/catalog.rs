@@ -1,24 +1,38 @@
-//! The catalog: an immutable snapshot of every indexed file's record and the
-//! link graph over them, swapped whole after each sync. It stays inside the
+//! The catalog: an immutable snapshot of every indexed file's record, and the
+//! link graph and tag counts over them, swapped whole after each sync. It stays inside the
 //! engine; callers get records, the `kb://tree` listing and answers, never the
 //! snapshot itself.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
 use super::Engine;
 use super::types::{Tree, TreeNote};
 use crate::error::Result;
-use crate::vault::NoteRecord;
 use crate::vault::graph::Graph;
+use crate::vault::{NoteKind, NoteRecord};
 
 /// An immutable snapshot of every indexed file's record, sorted by path (a
 /// path is found by binary search: no second copy of every path), with the
-/// link graph computed on first use.
+/// link graph and the tag counts computed on first use.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     pub(super) records: Vec<Arc<NoteRecord>>,
     pub(super) attachments: Vec<String>,
     graph: OnceLock<Graph>,
+    tags: OnceLock<Vec<TagTally>>,
+}
+
+/// One tag of the notes (kind `Note`), case-insensitively: how many notes carry
+/// it, and the spelling of the first (in path order).
+#[derive(Debug)]
+pub(crate) struct TagTally {
+    /// The tag lowercased.
+    pub(crate) key: String,
+    /// The first spelling seen.
+    pub(crate) shown: String,
+    /// Notes carrying it (a note counts once, however it spells it).
+    pub(crate) notes: u64,
 }
 
 impl Catalog {
@@ -38,7 +52,7 @@ impl Catalog {
         records.dedup_by(|a, b| a.path == b.path);
         attachments.sort();
         attachments.dedup();
-        Catalog { records, attachments, graph: OnceLock::new() }
+        Catalog { records, attachments, graph: OnceLock::new(), tags: OnceLock::new() }
     }
 
     /// Every record, sorted by path.
@@ -64,6 +78,31 @@ impl Catalog {
     /// The link graph (computed once per snapshot).
     pub(crate) fn graph(&self) -> &Graph {
         self.graph.get_or_init(|| Graph::build(&self.records, &self.attachments))
+    }
+
+    /// The notes' tags with their counts, sorted by lowercased tag (counted once
+    /// per snapshot: `list_tags` and the overview read it on every call).
+    pub(crate) fn tags(&self) -> &[TagTally] {
+        self.tags.get_or_init(|| {
+            let mut tally: BTreeMap<String, TagTally> = BTreeMap::new();
+            for record in self.records.iter().filter(|r| r.kind == NoteKind::Note) {
+                let mut seen = BTreeSet::new();
+                for tag in &record.tags {
+                    let key = tag.to_lowercase();
+                    if seen.insert(key.clone()) {
+                        tally
+                            .entry(key)
+                            .or_insert_with_key(|key| TagTally {
+                                key: key.clone(),
+                                shown: tag.clone(),
+                                notes: 0,
+                            })
+                            .notes += 1;
+                    }
+                }
+            }
+            tally.into_values().collect()
+        })
     }
 }
 

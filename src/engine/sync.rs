@@ -675,16 +675,20 @@ mod tests {
         engine.sync(false, None).unwrap();
         let before = engine.catalog();
         let links = before.graph().link_count;
+        let has_tag =
+            |catalog: &crate::engine::catalog::Catalog| catalog.tags().iter().any(|t| t.key == "新标签");
+        assert!(!has_tag(&before));
         let report = engine.sync(false, None).unwrap();
         assert_eq!((report.added, report.changed, report.removed), (0, 0, 0));
         assert!(Arc::ptr_eq(&before, &engine.catalog()), "an empty sync replaced the catalog");
 
         // A real change still replaces it, and the new graph sees the change.
-        std::fs::write(vault.join("z/新笔记.md"), "# 新笔记\n\n[[设计]]\n").unwrap();
+        std::fs::write(vault.join("z/新笔记.md"), "# 新笔记\n\n[[设计]] #新标签\n").unwrap();
         let report = engine.sync(false, None).unwrap();
         assert_eq!(report.added, 1);
         let after = engine.catalog();
         assert!(!Arc::ptr_eq(&before, &after));
         assert_eq!(after.graph().link_count, links + 1);
+        assert!(has_tag(&after), "the new snapshot counts its own tags");
     }
 }

@@ -1,7 +1,7 @@
 //! The catalog's lists: `list_standards`, `list_tags` (with the tag registry)
 //! and `list_recent_notes`, and the creation time every list that sorts by it uses.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::engine::types::*;
@@ -43,26 +43,22 @@ impl Engine {
         let limit = TAGS_LIMIT.check("limit", args.limit)?;
         let catalog = self.catalog();
         // Tags are case-insensitive; the first spelling seen (in path order) is shown.
-        let mut counts: BTreeMap<String, (String, u64)> = BTreeMap::new();
-        for record in catalog.records().iter().filter(|r| r.kind == NoteKind::Note) {
-            let mut seen = BTreeSet::new();
-            for tag in &record.tags {
-                let key = tag.to_lowercase();
-                if seen.insert(key.clone()) {
-                    counts.entry(key).or_insert_with(|| (tag.clone(), 0)).1 += 1;
-                }
-            }
-        }
+        let mut counts: BTreeMap<&str, (&str, u64)> =
+            catalog.tags().iter().map(|t| (t.key.as_str(), (t.shown.as_str(), t.notes))).collect();
         let (registry, registered) = self.registered_tags();
         for (key, shown) in &registered {
-            counts.entry(key.clone()).or_insert_with(|| (shown.clone(), 0));
+            counts.entry(key.as_str()).or_insert((shown.as_str(), 0));
         }
         let prefix =
             args.prefix.as_deref().map(|p| p.trim_start_matches('#').to_lowercase()).unwrap_or_default();
         let mut tags: Vec<TagCount> = counts
             .into_iter()
             .filter(|(key, _)| key.starts_with(&prefix))
-            .map(|(key, (tag, count))| TagCount { registered: registered.contains_key(&key), tag, count })
+            .map(|(key, (tag, count))| TagCount {
+                registered: registered.contains_key(key),
+                tag: tag.to_owned(),
+                count,
+            })
             .collect();
         tags.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tag.cmp(&b.tag)));
         tags.truncate(limit as usize);

@@ -1,9 +1,6 @@
 //! `get_vault_overview`: counts, roots, the index's state (fresh or stale,
 //! skipped files) and the server's identity.
 
-use std::borrow::Cow;
-use std::collections::HashSet;
-
 use crate::engine::types::*;
 use crate::engine::{Engine, timing};
 use crate::error::Result;
@@ -30,15 +27,6 @@ impl Engine {
         let records = catalog.records();
         let notes = records.iter().filter(|r| r.kind == NoteKind::Note).count() as u64;
         let standards = records.iter().filter(|r| r.kind == NoteKind::Standard).count() as u64;
-        // Distinct tags in any case; most are written in lowercase and are not copied.
-        let mut tags: HashSet<Cow<'_, str>> = HashSet::new();
-        for tag in records.iter().filter(|r| r.kind == NoteKind::Note).flat_map(|r| r.tags.iter()) {
-            if tag.chars().all(|c| c.to_lowercase().eq([c])) {
-                tags.insert(Cow::Borrowed(tag.as_str()));
-            } else {
-                tags.insert(Cow::Owned(tag.to_lowercase()));
-            }
-        }
         let meta = self.index.meta();
         let policy = self.policy();
         Ok(Overview {
@@ -52,7 +40,7 @@ impl Engine {
             counts: Counts {
                 notes,
                 standards,
-                tags: tags.len() as u64,
+                tags: catalog.tags().len() as u64,
                 links: graph.link_count as u64,
                 broken_links: graph.broken_count as u64,
                 orphans: graph.orphans.len() as u64,
