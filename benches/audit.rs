@@ -5,8 +5,10 @@
 //!
 //! `audit_vault` (every check, the whole vault), three ways:
 //! - `first`: the first audit of a process (an engine just opened on the
-//!   synced index; the opening is not timed): every note's prose is read for
-//!   unlinked mentions;
+//!   synced index; the opening is not timed): it starts from the mentions an
+//!   earlier audit saved beside the index, and reads no note (the audit before
+//!   any was saved, which reads every note's prose, runs once and is printed,
+//!   `cold`);
 //! - `after_change`: the audit a running server makes after one note changed
 //!   (the change and its targeted sync are not timed): every check runs again,
 //!   the mentions of the changed note are read again;
@@ -14,8 +16,9 @@
 //!
 //! `all_pages` is what `kb-index audit` does: every page of 500, through the
 //! cursor, after one note changed. `list_notes`: the first page of the largest
-//! folder, its last page reached by cursor (`deep`), and the first page of the
-//! notes carrying the vault's most common tag, whole vault (`tag`).
+//! folder, its last page reached by cursor (`deep`), the first page of the
+//! notes carrying the vault's most common tag, whole vault (`tag`), and the
+//! first page of the vault's top level (`root`).
 //!
 //! Everything runs on a scratch copy of the cached vault and index (the
 //! changed note is replaced, never written into; the corpus is copied).
@@ -78,6 +81,25 @@ fn bench_vault(c: &mut Criterion, spec: &VaultSpec, vault: &Path, notes: usize) 
         engine
     };
     let everything = AuditArgs { limit: Some(AUDIT_LIMIT.max), ..AuditArgs::default() };
+
+    // Without saved mentions: every note is read (and the mentions saved).
+    match fs::remove_file(copy_index.join(kb_mcp::sandbox::MENTIONS_CACHE)) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            panic!("remove the saved mentions: {error}")
+        }
+        _ => {}
+    }
+    let engine = open();
+    timing::take();
+    let started = Instant::now();
+    let cold = engine.audit_vault(&everything).expect("audit");
+    eprintln!(
+        "kb-bench: {label}: cold audit (no saved mentions) {:.2} s, {} findings: {}",
+        started.elapsed().as_secs_f64(),
+        cold.total,
+        stages()
+    );
+    drop(engine);
 
     let mut group = c.benchmark_group("audit_vault");
     slow(&mut group, notes);
@@ -204,7 +226,9 @@ fn bench_list_notes(c: &mut Criterion, engine: &Engine, label: &str) {
     );
     let mut group = c.benchmark_group("list_notes");
     group.sample_size(50).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    for (which, args) in [("first", &first), ("deep", &deep), ("tag", &by_tag_args)] {
+    // The vault's top level: every note is walked to count its subfolders.
+    let root = ListNotesArgs { limit: Some(limit), ..ListNotesArgs::default() };
+    for (which, args) in [("first", &first), ("deep", &deep), ("tag", &by_tag_args), ("root", &root)] {
         group.bench_function(BenchmarkId::new(which, label), |b| {
             b.iter(|| engine.list_notes(args).expect("list_notes").notes.len())
         });

@@ -1254,9 +1254,55 @@ fn issue15_unlinked_mentions_kept_between_audits_follow_every_change() {
     assert!(!kept.iter().any(|(p, _, m)| p == "z/Trusty.md" && m.contains("`Rust`")), "{kept:#?}");
     assert!(has(&kept, "z/Guide.md", 5, "mentions `links` (z/Links.md) without linking it"), "{kept:#?}");
     assert!(has(&kept, "z/Guide.md", 3, "mentions `sea` (z/Sea.md) without linking it"), "{kept:#?}");
+    // A fresh engine without the saved mentions reads every note.
+    std::fs::remove_file(vault.join(".kb").join(kb_mcp::sandbox::MENTIONS_CACHE)).unwrap();
     let fresh = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
     assert_eq!(kept, mentions(&fresh), "what the engine kept differs from a fresh audit");
     assert_eq!(mentions(&engine), kept, "a second audit answers the same");
+}
+
+/// Issue 15 at scale (the full audit of 100,000 notes in under 3 s): a new
+/// process read every note again to find unlinked mentions, 90 % of a first
+/// audit. The first audit now saves what each note's prose mentions beside the
+/// index, and an engine opened later starts from it: it reads no note when
+/// nothing changed, and only the notes it must after changes made by another
+/// process (a changed note; an unchanged note holding a name gained, a new
+/// note's title; one holding a name lost). Its findings equal an audit that
+/// reads every note.
+#[test]
+fn issue15_a_new_process_finds_mentions_without_reading_every_note() {
+    use kb_mcp::engine::timing;
+    let (_tmp, vault) = common::messy_vault();
+    std::fs::write(vault.join("z/Sea.md"), "# Sea\n\nThe lighthouse keeper waves at 备份仓库的船.\n")
+        .unwrap();
+    let cache = vault.join(".kb").join(kb_mcp::sandbox::MENTIONS_CACHE);
+    let first = mentions(&open(&vault));
+    assert!(cache.is_file(), "the first audit saved no mentions beside the index");
+    let notes_read = || timing::take().iter().any(|(stage, _)| *stage == "audit_mention_read_notes");
+
+    let again = open(&vault);
+    timing::take();
+    assert_eq!(mentions(&again), first, "a new process found other mentions");
+    assert!(!notes_read(), "a new process read notes to find mentions though none changed");
+    drop(again);
+
+    // Another process adds a note named in Sea.md, renames Rust.md's title and
+    // changes Guide.md.
+    std::fs::write(vault.join("z/Lighthouse keeper.md"), "# Lighthouse keeper\n").unwrap();
+    std::fs::write(vault.join("z/Rust.md"), "---\ntags: [synthesis]\nstatus: wip\n---\n# Oxide\n").unwrap();
+    std::fs::write(vault.join("z/Guide.md"), "# Guide\n\nSee the sea.\n").unwrap();
+    drop(open(&vault));
+    let later = open(&vault);
+    timing::take();
+    let found = mentions(&later);
+    assert!(notes_read(), "the notes that may mention a new name were not read");
+    let has = |path: &str, message: &str| found.iter().any(|(p, _, m)| p == path && m == message);
+    assert!(has("z/Sea.md", "mentions `lighthouse keeper` (z/Lighthouse keeper.md) without linking it"));
+    assert!(has("z/Guide.md", "mentions `sea` (z/Sea.md) without linking it"), "{found:#?}");
+    assert!(!found.iter().any(|(p, _, m)| p == "z/Trusty.md" && m.contains("`Rust`")), "{found:#?}");
+    std::fs::remove_file(&cache).unwrap();
+    let cold = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    assert_eq!(mentions(&cold), found, "the saved mentions differ from a reading of every note");
 }
 
 /// The big note of issue 13's size report: 459 KiB, a heading every 1.5 KB.

@@ -924,6 +924,14 @@ fn issue_15_the_obsidian_help_audit_keeps_its_recorded_counts() {
     let (again, _) = corpus_audit(engine, Some("en"));
     assert!(first == again, "the audit of en/ came out differently the second time");
     assert_eq!(counts, english, "the audit of en/");
+    // A new process starts from the mentions the first audit saved beside the
+    // index, and finds the same.
+    let location = engine.index_location();
+    assert!(location.dir.join(kb_mcp::sandbox::MENTIONS_CACHE).is_file(), "no mentions saved");
+    let vault = manifest_dir().join("../shared/corpora/obsidian-help");
+    let later = Engine::open(&EngineOptions { vault, index_dir: Some(location.dir) }).unwrap();
+    let (from_saved, _) = corpus_audit(&later, Some("en"));
+    assert!(first == from_saved, "the audit of en/ from the saved mentions came out differently");
 }
 
 // ---------------------------------------------------------------- kb-index eval

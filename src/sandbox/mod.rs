@@ -38,8 +38,8 @@ pub use fs::{
 };
 pub use inbox_owner::ForeignInbox;
 pub use index_dir::{
-    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, cache_folder, canonical_or_same, disk_full,
-    folder_size, is_disk_full, is_index_file_name, is_read_only,
+    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, cache_folder,
+    canonical_or_same, disk_full, folder_size, is_disk_full, is_index_file_name, is_read_only,
 };
 pub use lock::InboxLock;
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};

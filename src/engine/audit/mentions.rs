@@ -15,7 +15,18 @@
 //! again only the notes whose record changed, and, when names come or go, the
 //! notes whose filter holds every word of such a name (an occurrence that keeps
 //! the word boundaries consists of whole words of the prose, so no other note
-//! can be affected). The first audit of a process reads every note once.
+//! can be affected).
+//!
+//! What is kept depends on every note's names, not only on the note's own text,
+//! so it is not part of a note's record (a new title would re-index every note
+//! that may mention it); it is saved beside the index instead
+//! ([`MENTIONS_CACHE`](crate::sandbox::MENTIONS_CACHE)): the names the hits were
+//! found for, then per note its content hash, filter and hits. A new process
+//! starts from that file, and the same rules as between two audits decide which
+//! notes it reads (those whose hash differs, those that may hold a name that
+//! came or went): the file can be old, or from another process, and the
+//! findings are still the ones a reading of every note gives. It is written
+//! again once many notes were read since it was last written or read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -24,7 +35,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use rayon::prelude::*;
 
 use crate::index::is_cjk;
-use crate::sandbox::{NotePath, Sandbox};
+use crate::sandbox::{IndexFolder, NotePath, Sandbox};
 use crate::vault::graph::{Broken, Graph, Resolution};
 use crate::vault::{NoteKind, NoteRecord, decode_note, prose_spans};
 
@@ -33,6 +44,15 @@ const TEXT_MAX: u64 = 16 << 20;
 /// Past this many names gained or lost at once, every note is read again
 /// rather than checked against each name's words.
 const CHANGED_NAMES_MAX: usize = 20_000;
+/// The cache file is written again once this many notes, or one in a hundred,
+/// were read since it was last written or read (a few changed notes cost a new
+/// process a few readings; writing a large vault's file costs more).
+const UNSAVED_MIN: usize = 256;
+/// Largest cache file read.
+const CACHE_MAX: u64 = 1 << 30;
+/// The first bytes of the cache file: its format, and the rules of this file
+/// that decide what a note mentions (change it when they change).
+const CACHE_MAGIC: &[u8] = b"kb-mcp mentions 1\n";
 
 /// A character of a word for the boundary rule: a letter or digit of a script
 /// written with spaces (Chinese, Japanese and Korean are not).
@@ -153,10 +173,12 @@ struct Hit {
     written: Box<str>,
 }
 
-/// What one note's prose mentions, for the record it was read for.
+/// What one note's prose mentions, for the content it was read for.
 #[derive(Debug)]
 struct NoteMentions {
-    record: Arc<NoteRecord>,
+    /// The content hash and size of the note when read.
+    hash: Box<str>,
+    size: u64,
     words: Bloom,
     hits: Vec<Hit>,
 }
@@ -165,8 +187,15 @@ struct NoteMentions {
 #[derive(Debug, Default)]
 struct MentionIndex {
     names: Vec<String>,
-    automaton: Option<AhoCorasick>,
+    /// The automaton of `names`, made when a note is to be read.
+    automaton: Option<Option<AhoCorasick>>,
     notes: HashMap<String, NoteMentions>,
+    /// Whether the cache file was looked for.
+    loaded: bool,
+    /// Whether no usable cache file was found (or written since).
+    missing: bool,
+    /// Notes read since the cache file was last written or read.
+    unsaved: usize,
 }
 
 /// What the engine keeps between audits.
@@ -180,16 +209,34 @@ pub(super) type Found = Vec<(usize, Vec<(u32, String, usize)>)>;
 impl MentionCache {
     /// Brings the cache up to date with `records` (reading only what it must)
     /// and returns the unlinked mentions of the notes `in_scope`.
+    ///
+    /// `folder` is the index folder its file is read from (once) and written
+    /// to (`None`: no file).
     pub(super) fn find(
         &self,
         sandbox: &Sandbox,
+        folder: Option<&IndexFolder>,
         records: &[Arc<NoteRecord>],
         graph: &Graph,
         in_scope: &[usize],
     ) -> Found {
+        use crate::engine::timing::time;
         let mut index = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let (names, targets) = crate::engine::timing::time("audit_mention_names", || unique_names(records));
-        crate::engine::timing::time("audit_mention_reads", || index.update(sandbox, records, names));
+        if !index.loaded {
+            let bytes = folder.and_then(|f| time("audit_mention_load", || f.read_cache(CACHE_MAX)));
+            let kept = bytes.and_then(|bytes| time("audit_mention_decode", || decode(&bytes)));
+            let missing = kept.is_none() && index.notes.is_empty();
+            *index = MentionIndex { loaded: true, missing, ..kept.unwrap_or(std::mem::take(&mut *index)) };
+        }
+        let (names, targets) = time("audit_mention_names", || unique_names(records));
+        time("audit_mention_reads", || index.update(sandbox, records, names));
+        if let Some(folder) = folder
+            && (index.missing || index.unsaved >= UNSAVED_MIN.max(index.notes.len() / 100))
+        {
+            // Best effort: an index folder that cannot be written keeps no file.
+            let _ = time("audit_mention_save", || folder.write_cache(&encode(&index)));
+            (index.unsaved, index.missing) = (0, false);
+        }
         in_scope
             .iter()
             .filter_map(|&i| {
@@ -257,31 +304,44 @@ impl MentionIndex {
                     self.notes.remove(&path);
                 }
             }
-            self.automaton = AhoCorasickBuilder::new()
-                .match_kind(MatchKind::Standard)
-                .ascii_case_insensitive(true)
-                .build(names.iter().map(String::as_str))
-                .ok();
+            self.automaton = None;
             self.names = names;
         }
         let notes: Vec<&Arc<NoteRecord>> = records.iter().filter(|r| r.kind == NoteKind::Note).collect();
         let present: HashSet<&str> = notes.iter().map(|r| r.path.as_str()).collect();
         self.notes.retain(|path, _| present.contains(path.as_str()));
         for record in &notes {
-            let current = self.notes.get(&record.path).is_some_and(|n| {
-                Arc::ptr_eq(&n.record, record)
-                    || (n.record.hash == record.hash && n.record.size == record.size)
-            });
+            let current = self
+                .notes
+                .get(&record.path)
+                .is_some_and(|n| *n.hash == *record.hash && n.size == record.size);
             if !current {
                 reread.insert(record.path.as_str());
             }
         }
-        let automaton = self.automaton.as_ref();
-        let read: Vec<(String, NoteMentions)> = notes
-            .par_iter()
-            .filter(|r| reread.contains(r.path.as_str()))
-            .map(|record| (record.path.clone(), read_note(sandbox, automaton, record)))
-            .collect();
+        if reread.is_empty() {
+            return;
+        }
+        let names = &self.names;
+        let automaton = self
+            .automaton
+            .get_or_insert_with(|| {
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::Standard)
+                    .ascii_case_insensitive(true)
+                    .build(names.iter().map(String::as_str))
+                    .ok()
+            })
+            .as_ref();
+        let read: Vec<(String, NoteMentions)> =
+            crate::engine::timing::time("audit_mention_read_notes", || {
+                notes
+                    .par_iter()
+                    .filter(|r| reread.contains(r.path.as_str()))
+                    .map(|record| (record.path.clone(), read_note(sandbox, automaton, record)))
+                    .collect()
+            });
+        self.unsaved += read.len();
         self.notes.extend(read);
     }
 
@@ -320,7 +380,12 @@ fn changed<'a>(old: &'a [String], new: &'a [String]) -> Vec<&'a str> {
 /// Reads a note and finds the names its prose mentions (an unreadable note
 /// mentions nothing).
 fn read_note(sandbox: &Sandbox, automaton: Option<&AhoCorasick>, record: &Arc<NoteRecord>) -> NoteMentions {
-    let mut note = NoteMentions { record: Arc::clone(record), words: Bloom::new(&[]), hits: Vec::new() };
+    let mut note = NoteMentions {
+        hash: record.hash.as_str().into(),
+        size: record.size,
+        words: Bloom::new(&[]),
+        hits: Vec::new(),
+    };
     let Ok(path) = NotePath::parse(&record.path) else { return note };
     let Ok(bytes) = sandbox.read(&path, TEXT_MAX) else { return note };
     let Ok(text) = decode_note(&bytes) else { return note };
@@ -380,4 +445,100 @@ fn occurrences(automaton: &AhoCorasick, prose: &str) -> Vec<(usize, usize, u32)>
         }
     }
     chosen
+}
+
+/// The cache file: [`CACHE_MAGIC`], the names, then per note its path, hash,
+/// size, filter and hits, every number little-endian, every string its length
+/// then its bytes.
+fn encode(index: &MentionIndex) -> Vec<u8> {
+    fn text(out: &mut Vec<u8>, text: &str) {
+        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        out.extend_from_slice(text.as_bytes());
+    }
+    let mut out = CACHE_MAGIC.to_vec();
+    out.extend_from_slice(&(index.names.len() as u32).to_le_bytes());
+    for name in &index.names {
+        text(&mut out, name);
+    }
+    let mut paths: Vec<&String> = index.notes.keys().collect();
+    paths.sort();
+    out.extend_from_slice(&(paths.len() as u32).to_le_bytes());
+    for path in paths {
+        let note = &index.notes[path];
+        text(&mut out, path);
+        text(&mut out, &note.hash);
+        out.extend_from_slice(&note.size.to_le_bytes());
+        out.extend_from_slice(&(note.words.bits.len() as u32).to_le_bytes());
+        for word in &note.words.bits {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(&(note.hits.len() as u32).to_le_bytes());
+        for hit in &note.hits {
+            for number in [hit.name, hit.at, hit.line] {
+                out.extend_from_slice(&number.to_le_bytes());
+            }
+            text(&mut out, &hit.written);
+        }
+    }
+    out
+}
+
+/// Reads a cache file [`encode`] wrote; `None` for any other bytes (another
+/// format, a truncated file, a hit naming no name).
+fn decode(bytes: &[u8]) -> Option<MentionIndex> {
+    struct Reader<'a>(&'a [u8]);
+    impl<'a> Reader<'a> {
+        fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+            let (head, rest) = self.0.split_at_checked(n)?;
+            self.0 = rest;
+            Some(head)
+        }
+        fn u32(&mut self) -> Option<u32> {
+            Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+        }
+        fn u64(&mut self) -> Option<u64> {
+            Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+        }
+        fn text(&mut self) -> Option<&'a str> {
+            let len = self.u32()? as usize;
+            std::str::from_utf8(self.take(len)?).ok()
+        }
+        /// A count of items at least `each` bytes long, checked against what is left.
+        fn count(&mut self, each: usize) -> Option<usize> {
+            let n = self.u32()? as usize;
+            (n.checked_mul(each)? <= self.0.len()).then_some(n)
+        }
+    }
+    let mut reader = Reader(bytes.strip_prefix(CACHE_MAGIC)?);
+    let names_len = reader.count(4)?;
+    let mut names = Vec::with_capacity(names_len);
+    for _ in 0..names_len {
+        names.push(reader.text()?.to_owned());
+    }
+    if !names.is_sorted() {
+        return None;
+    }
+    let notes_len = reader.count(24)?;
+    let mut notes = HashMap::with_capacity(notes_len);
+    for _ in 0..notes_len {
+        let path = reader.text()?.to_owned();
+        let hash: Box<str> = reader.text()?.into();
+        let size = reader.u64()?;
+        let bits_len = reader.count(8)?;
+        if !bits_len.is_power_of_two() {
+            return None;
+        }
+        let bits: Box<[u64]> = (0..bits_len).map(|_| reader.u64()).collect::<Option<_>>()?;
+        let hits_len = reader.count(16)?;
+        let mut hits = Vec::with_capacity(hits_len);
+        for _ in 0..hits_len {
+            let (name, at, line) = (reader.u32()?, reader.u32()?, reader.u32()?);
+            if name as usize >= names.len() {
+                return None;
+            }
+            hits.push(Hit { name, at, line, written: reader.text()?.into() });
+        }
+        notes.insert(path, NoteMentions { hash, size, words: Bloom { bits }, hits });
+    }
+    reader.0.is_empty().then_some(MentionIndex { names, notes, ..MentionIndex::default() })
 }

@@ -62,7 +62,7 @@ impl Engine {
         findings.0.extend(read);
         if run(AuditCheck::UnlinkedMention) {
             let found = crate::engine::timing::time("audit_mentions", || {
-                self.mentions.find(&sandbox, records, scope.graph, &scope.in_scope)
+                self.mentions.find(&sandbox, Some(self.index.folder()), records, scope.graph, &scope.in_scope)
             });
             for (i, found) in found {
                 for (line, name, target) in found {

@@ -262,7 +262,7 @@ pub(super) fn index_entries(dir: &Path) -> Result<Vec<String>> {
 }
 
 pub(super) fn write_marker(dir: &Path) -> io::Result<()> {
-    let temp = dir.join(format!(".tmp{}", marker_suffix()));
+    let temp = dir.join(format!(".tmp{}", temp_suffix()));
     let result = (|| {
         let mut file = fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
         io::Write::write_all(&mut file, MARKER_TEXT.as_bytes())?;
@@ -276,8 +276,8 @@ pub(super) fn write_marker(dir: &Path) -> io::Result<()> {
     result
 }
 
-/// Six letters for the marker's temporary file (the `.tmp??????` pattern the index owns).
-fn marker_suffix() -> String {
+/// Six letters for a temporary file of the index's (the `.tmp??????` pattern the index owns).
+pub(super) fn temp_suffix() -> String {
     let mut bytes = [0u8; 6];
     let _ = getrandom::fill(&mut bytes);
     bytes.iter().map(|b| char::from(b'a' + b % 26)).collect()

@@ -15,6 +15,11 @@ pub const INDEX_MARKER: &str = "kb-mcp-index.json";
 /// What the marker says (a person who finds the folder learns what it is).
 pub(super) const MARKER_TEXT: &str = "{\"kb_mcp_index\": 1, \"note\": \"This folder holds kb-mcp's search index: derived data, rebuilt from the notes. kb-mcp deletes only its own files here.\"}\n";
 
+/// The file beside the index where the engine keeps what it derived from every
+/// note's text for the audit (see [`IndexFolder::read_cache`]): derived data,
+/// checked note by note when read, deleted with the index.
+pub const MENTIONS_CACHE: &str = "mentions.cache";
+
 /// The index folder's name inside the vault.
 pub const DEFAULT_INDEX_DIR: &str = ".kb";
 
@@ -47,7 +52,11 @@ pub fn canonical_or_same(dir: &Path) -> PathBuf {
 /// Whether a file name is one the index writes: tantivy's files, its segments,
 /// its temporary files, and the marker.
 pub fn is_index_file_name(name: &str) -> bool {
-    if TANTIVY_FILES.contains(&name) || TANTIVY_LOCKS.contains(&name) || name == INDEX_MARKER {
+    if TANTIVY_FILES.contains(&name)
+        || TANTIVY_LOCKS.contains(&name)
+        || name == INDEX_MARKER
+        || name == MENTIONS_CACHE
+    {
         return true;
     }
     // tantivy's atomic writes: `tempfile`'s `.tmp` plus six letters or digits.
@@ -119,8 +128,47 @@ impl IndexFolder {
     /// the lock files (a `meta.json` or segments).
     pub fn holds_index_files(&self) -> Result<bool> {
         Ok(index_entries(&self.path)?.iter().any(|name| {
-            name != INDEX_MARKER && !TANTIVY_LOCKS.contains(&name.as_str()) && is_index_file_name(name)
+            name != INDEX_MARKER
+                && name != MENTIONS_CACHE
+                && !TANTIVY_LOCKS.contains(&name.as_str())
+                && is_index_file_name(name)
         }))
+    }
+
+    /// The bytes of [`MENTIONS_CACHE`], `None` when it is absent, not a regular
+    /// file, larger than `max_bytes` or unreadable (a cache is only a cache).
+    pub fn read_cache(&self, max_bytes: u64) -> Option<Vec<u8>> {
+        let file = self.path.join(MENTIONS_CACHE);
+        let meta = fs::symlink_metadata(&file).ok()?;
+        if !meta.is_file() || meta.len() > max_bytes {
+            return None;
+        }
+        fs::read(&file).ok()
+    }
+
+    /// Replaces [`MENTIONS_CACHE`] with `bytes`: written to a temporary file of
+    /// the index's own pattern, then renamed over it (a reader sees the old
+    /// file or the new one, never part of one). Not synced to disk: a cache
+    /// lost in a crash is made again. Refused in a folder claimed read-only.
+    pub fn write_cache(&self, bytes: &[u8]) -> Result<()> {
+        if self.access != IndexAccess::Create {
+            return Err(Error::new(
+                ErrorCode::IndexUnavailable,
+                format!("the index folder {} is open read-only", self.path.display()),
+            ));
+        }
+        let temp = self.path.join(format!(".tmp{}", super::claim::temp_suffix()));
+        let result = (|| {
+            let mut file = fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+            std::io::Write::write_all(&mut file, bytes)?;
+            drop(file);
+            fs::rename(&temp, self.path.join(MENTIONS_CACHE))
+        })();
+        if let Err(err) = result {
+            let _ = fs::remove_file(&temp);
+            return Err(io_error(&temp, &err));
+        }
+        Ok(())
     }
 
     /// Writes the marker into a folder that holds a working index kb-mcp did not
