@@ -169,6 +169,7 @@ impl Engine {
         let graph = catalog.graph();
         let names = self.last_audit.names(&catalog);
         let mut nearest: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+        let mut counts: Vec<u32> = Vec::new();
         for finding in findings.iter_mut().filter(|f| f.check == AuditCheck::BrokenLink) {
             let Some(from) = catalog.position(&finding.path) else { continue };
             let link = records[from].links.iter().zip(graph.outlinks(from)).find(|(link, resolution)| {
@@ -179,7 +180,7 @@ impl Engine {
             let Some((link, _)) = link.filter(|(link, _)| link.kind != LinkKind::Markdown) else { continue };
             let candidates = nearest
                 .entry(link.target.trim().to_lowercase())
-                .or_insert_with(|| names.nearest(link.target));
+                .or_insert_with(|| names.nearest(link.target, &mut counts));
             if let Some(to) = meant_note(graph, from, candidates) {
                 finding.fix = Some(Fix {
                     path: finding.path.clone(),
@@ -235,6 +236,9 @@ fn near_in_graph(graph: &Graph, a: usize, b: usize) -> bool {
 #[derive(Debug)]
 pub(super) struct NameIndex {
     names: Vec<(String, usize)>,
+    /// Each name's length in characters: a name more than `most` characters
+    /// longer or shorter than the target is more than `most` edits away.
+    lengths: Vec<u32>,
     bigrams: HashMap<(char, char), Vec<u32>>,
 }
 
@@ -256,18 +260,25 @@ impl NameIndex {
             own.dedup();
             names.extend(own.into_iter().filter(|n| !n.is_empty()).map(|n| (n, i)));
         }
+        NameIndex::of(names)
+    }
+
+    /// The index of lowercased names, each with its note.
+    fn of(names: Vec<(String, usize)>) -> NameIndex {
         let mut bigram_map: HashMap<(char, char), Vec<u32>> = HashMap::new();
         for (k, (name, _)) in names.iter().enumerate() {
             for gram in bigrams(name) {
                 bigram_map.entry(gram).or_default().push(k as u32);
             }
         }
-        NameIndex { names, bigrams: bigram_map }
+        let lengths = names.iter().map(|(name, _)| name.chars().count() as u32).collect();
+        NameIndex { names, lengths, bigrams: bigram_map }
     }
 
     /// The notes closest to `target` by name (within a quarter of its length in
     /// edits, at least one), with their distance, best first.
-    fn nearest(&self, target: &str) -> Vec<(usize, usize)> {
+    /// `counts` is scratch space, all zero, kept by the caller between calls.
+    fn nearest(&self, target: &str, counts: &mut Vec<u32>) -> Vec<(usize, usize)> {
         let target = target.trim().to_lowercase();
         let target = strip_md(target.rsplit('/').next().unwrap_or(&target)).to_owned();
         let length = target.chars().count();
@@ -278,9 +289,58 @@ impl NameIndex {
         let grams = bigrams(&target);
         // A name within `most` edits shares all but `2 * most` of the target's bigrams.
         let needed = grams.len().saturating_sub(2 * most).max(1);
-        let mut shared: HashMap<u32, usize> = HashMap::new();
+        // Shared bigrams are counted in `counts` (one slot per name, zero
+        // between calls) rather than a hash map: a bigram such as `e ` is in a
+        // third of all names, so a target touches a large part of them.
+        counts.resize(self.names.len(), 0);
+        let mut touched: Vec<u32> = Vec::new();
         for gram in &grams {
             for &k in self.bigrams.get(gram).map_or(&[][..], Vec::as_slice) {
+                let count = &mut counts[k as usize];
+                if *count == 0 {
+                    touched.push(k);
+                }
+                *count += 1;
+            }
+        }
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        for k in touched {
+            let count = std::mem::take(&mut counts[k as usize]) as usize;
+            if count < needed || (self.lengths[k as usize] as usize).abs_diff(length) > most {
+                continue;
+            }
+            let (name, note) = &self.names[k as usize];
+            let distance = edit_distance(&target, name);
+            if distance <= most {
+                found.push((*note, distance));
+            }
+        }
+        found.sort_by_key(|&(note, distance)| (distance, note));
+        found.dedup_by_key(|pair| pair.0);
+        found.sort_by_key(|&(note, distance)| (distance, note));
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The nearest names as they were found before: shared bigrams counted in
+    /// a hash map.
+    fn nearest_by_counting_all(index: &NameIndex, target: &str) -> Vec<(usize, usize)> {
+        let target = target.trim().to_lowercase();
+        let target = strip_md(target.rsplit('/').next().unwrap_or(&target)).to_owned();
+        let length = target.chars().count();
+        if length < 2 {
+            return Vec::new();
+        }
+        let most = (length / 4).max(1);
+        let grams = bigrams(&target);
+        let needed = grams.len().saturating_sub(2 * most).max(1);
+        let mut shared: HashMap<u32, usize> = HashMap::new();
+        for gram in &grams {
+            for &k in index.bigrams.get(gram).map_or(&[][..], Vec::as_slice) {
                 *shared.entry(k).or_default() += 1;
             }
         }
@@ -288,7 +348,7 @@ impl NameIndex {
             .into_iter()
             .filter(|&(_, count)| count >= needed)
             .filter_map(|(k, _)| {
-                let (name, note) = &self.names[k as usize];
+                let (name, note) = &index.names[k as usize];
                 let distance = edit_distance(&target, name);
                 (distance <= most).then_some((*note, distance))
             })
@@ -297,5 +357,36 @@ impl NameIndex {
         found.dedup_by_key(|pair| pair.0);
         found.sort_by_key(|&(note, distance)| (distance, note));
         found
+    }
+
+    /// Counting in a slice kept between calls finds exactly the names a count
+    /// per call in a hash map finds, on names built from few letters (so
+    /// bigrams are shared).
+    #[test]
+    fn nearest_finds_what_counting_every_bigram_finds() {
+        let syllables = ["ka", "ri", "no", "te", " ", "se", "a", "备份", "仓库", "e "];
+        let mut names = Vec::new();
+        let mut seed: u64 = 7;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize % n
+        };
+        for note in 0..600 {
+            let parts = 1 + next(6);
+            let name: String = (0..parts).map(|_| syllables[next(syllables.len())]).collect();
+            names.push((name.trim().to_owned(), note));
+        }
+        let index = NameIndex::of(names.clone());
+        let mut targets: Vec<String> = names.iter().take(200).map(|(n, _)| n.clone()).collect();
+        targets.extend(names.iter().take(200).map(|(n, _)| format!("{n}x")));
+        targets.extend(names.iter().take(200).map(|(n, _)| n.chars().skip(1).collect()));
+        targets.extend(["kari no", "Karino.md", "folder/teseka", "备份仓", "a", "zz"].map(str::to_owned));
+        let (mut found, mut counts) = (0, Vec::new());
+        for target in &targets {
+            let expected = nearest_by_counting_all(&index, target);
+            found += expected.len();
+            assert_eq!(index.nearest(target, &mut counts), expected, "{target:?}");
+        }
+        assert!(found > 1000, "too few names found to compare: {found}");
     }
 }
