@@ -62,9 +62,17 @@ fn cut(text: &str) -> String {
     text.chars().take(40).collect()
 }
 
-/// Whether a note carries `tag` (lowercase, no `#`) or a tag below it.
+/// Whether a note carries `tag` (lowercase, no `#`) or a tag below it:
+/// an ASCII tag (most are) is compared without making a lowercase copy (the
+/// tag filter looks at every note of the vault).
 fn carries(record: &NoteRecord, tag: &str) -> bool {
     record.tags.iter().any(|own| {
+        if own.is_ascii() {
+            let (own, tag) = (own.as_bytes(), tag.as_bytes());
+            return own.len() >= tag.len()
+                && own[..tag.len()].eq_ignore_ascii_case(tag)
+                && own.get(tag.len()).is_none_or(|&b| b == b'/');
+        }
         let own = own.to_lowercase();
         own == tag || own.strip_prefix(tag).is_some_and(|rest| rest.starts_with('/'))
     })
@@ -164,5 +172,50 @@ impl Engine {
         let folders_omitted = folders.len().saturating_sub(FOLDERS_MAX) as u64;
         folders.truncate(FOLDERS_MAX);
         Ok(NoteList { folder, folders, folders_omitted, notes, total, next_cursor })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::NotePath;
+    use crate::vault::{NoteKind, parse_note};
+
+    /// The tag filter answers as lowercasing each tag would, ASCII or not.
+    #[test]
+    fn carries_matches_a_lowercased_tag_or_one_below_it() {
+        let tags = ["Daily", "project/KB-mcp", "İstanbul", "STRAẞE/x", "ΣΟΦΙΑ", "ΟΔΟΣ", "dailyish", "a"];
+        let text = format!("---\ntags: [{}]\n---\n", tags.join(", "));
+        let note = parse_note(&NotePath::parse("n.md").unwrap(), &text);
+        let record = NoteRecord::from_note(note, NoteKind::Note, 0, 0, None, String::new());
+        assert_eq!(record.tags.len(), tags.len(), "{:?}", record.tags);
+        let old = |tag: &str| {
+            record.tags.iter().any(|own| {
+                let own = own.to_lowercase();
+                own == tag || own.strip_prefix(tag).is_some_and(|rest| rest.starts_with('/'))
+            })
+        };
+        for tag in [
+            "daily",
+            "dail",
+            "project",
+            "project/kb-mcp",
+            "project/kb",
+            "i̇stanbul",
+            "istanbul",
+            "straße",
+            "straße/x",
+            "σοφια",
+            "οδος",
+            "οδοσ",
+            "dailyish",
+            "a",
+            "b",
+            "",
+            "projec",
+            "project/kb-mcp/deeper",
+        ] {
+            assert_eq!(carries(&record, tag), old(tag), "{tag}");
+        }
     }
 }
