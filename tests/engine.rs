@@ -1844,3 +1844,45 @@ fn issue_13_notes_in_the_query_language_rank_first_in_a_translated_vault() {
     let engine = open(single.path());
     assert_eq!(knowledge_paths(&engine, "how do I use the canvas"), ["de/Canvas.md", "en/Canvas.md"]);
 }
+
+/// Issue 17: a sync that finds nothing new used to swap in a fresh catalog, so
+/// the next graph tool built the whole link graph again (seconds at 100,000
+/// notes, on every call while the watcher kept syncing), and `list_tags`
+/// counted every note's tags on every call. Both are now computed once per
+/// snapshot: the `graph_build` and `tag_count` timing stages appear only when
+/// they really run.
+#[test]
+fn issue17_the_graph_and_tag_counts_are_built_once_per_snapshot() {
+    use kb_mcp::engine::timing;
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let related = || {
+        engine
+            .get_related_notes(&NoteRefArgs { path: Some("z/设计.md".into()), ..Default::default() })
+            .unwrap()
+    };
+    let stages = || timing::take().into_iter().map(|(stage, _)| stage).collect::<Vec<_>>();
+    let _ = timing::take();
+    let backlinks = related().backlinks.len();
+    engine.list_tags(&ListTagsArgs::default()).unwrap();
+    let first = stages();
+    assert!(first.contains(&"graph_build") && first.contains(&"tag_count"), "{first:?}");
+
+    let report = engine.sync(false, None).unwrap();
+    assert_eq!((report.added, report.changed, report.removed), (0, 0, 0));
+    related();
+    engine.list_tags(&ListTagsArgs::default()).unwrap();
+    engine.overview(Caller::Agent(Access::Read)).unwrap();
+    let again = stages();
+    assert!(!again.contains(&"graph_build") && !again.contains(&"tag_count"), "rebuilt: {again:?}");
+
+    // A real change makes a new snapshot, whose graph and tags see it.
+    std::fs::write(vault.join("z/新笔记.md"), "# 新笔记\n\n[[设计]] #新标签\n").unwrap();
+    assert_eq!(engine.sync(false, None).unwrap().added, 1);
+    assert_eq!(related().backlinks.len(), backlinks + 1);
+    let tags =
+        engine.list_tags(&ListTagsArgs { prefix: Some("新标签".into()), ..Default::default() }).unwrap();
+    assert_eq!(tags.tags.iter().map(|t| (t.tag.as_str(), t.count)).collect::<Vec<_>>(), [("新标签", 1)]);
+    let changed = stages();
+    assert!(changed.contains(&"graph_build") && changed.contains(&"tag_count"), "{changed:?}");
+}

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
-use super::Engine;
 use super::types::{Tree, TreeNote};
+use super::{Engine, timing};
 use crate::error::Result;
 use crate::vault::graph::Graph;
 use crate::vault::{NoteKind, NoteRecord};
@@ -75,33 +75,37 @@ impl Catalog {
         self.records.binary_search_by(|record| record.path.as_str().cmp(path)).ok()
     }
 
-    /// The link graph (computed once per snapshot).
+    /// The link graph (computed once per snapshot; the build is the `graph_build`
+    /// timing stage).
     pub(crate) fn graph(&self) -> &Graph {
-        self.graph.get_or_init(|| Graph::build(&self.records, &self.attachments))
+        self.graph
+            .get_or_init(|| timing::time("graph_build", || Graph::build(&self.records, &self.attachments)))
     }
 
     /// The notes' tags with their counts, sorted by lowercased tag (counted once
     /// per snapshot: `list_tags` and the overview read it on every call).
     pub(crate) fn tags(&self) -> &[TagTally] {
         self.tags.get_or_init(|| {
-            let mut tally: BTreeMap<String, TagTally> = BTreeMap::new();
-            for record in self.records.iter().filter(|r| r.kind == NoteKind::Note) {
-                let mut seen = BTreeSet::new();
-                for tag in &record.tags {
-                    let key = tag.to_lowercase();
-                    if seen.insert(key.clone()) {
-                        tally
-                            .entry(key)
-                            .or_insert_with_key(|key| TagTally {
-                                key: key.clone(),
-                                shown: tag.clone(),
-                                notes: 0,
-                            })
-                            .notes += 1;
+            timing::time("tag_count", || {
+                let mut tally: BTreeMap<String, TagTally> = BTreeMap::new();
+                for record in self.records.iter().filter(|r| r.kind == NoteKind::Note) {
+                    let mut seen = BTreeSet::new();
+                    for tag in &record.tags {
+                        let key = tag.to_lowercase();
+                        if seen.insert(key.clone()) {
+                            tally
+                                .entry(key)
+                                .or_insert_with_key(|key| TagTally {
+                                    key: key.clone(),
+                                    shown: tag.clone(),
+                                    notes: 0,
+                                })
+                                .notes += 1;
+                        }
                     }
                 }
-            }
-            tally.into_values().collect()
+                tally.into_values().collect()
+            })
         })
     }
 }

@@ -23,7 +23,7 @@ impl Engine {
         let crate::engine::sync::Staleness { added, changed, removed, skipped } =
             timing::time("staleness", || self.staleness())?;
         let catalog = self.catalog();
-        let graph = timing::time("graph", || catalog.graph());
+        let graph = catalog.graph();
         let records = catalog.records();
         let notes = records.iter().filter(|r| r.kind == NoteKind::Note).count() as u64;
         let standards = records.iter().filter(|r| r.kind == NoteKind::Standard).count() as u64;

@@ -48,7 +48,7 @@ impl Engine {
             Error::new(ErrorCode::NotFound, format!("{path} is not indexed yet"))
                 .with_hint("retry in a moment; the index is catching up")
         })?;
-        let graph = timing::time("graph", || catalog.graph());
+        let graph = catalog.graph();
         let records = catalog.records();
         let record = &records[index];
         let mut truncated = false;
