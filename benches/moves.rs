@@ -26,7 +26,6 @@
 )]
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -35,7 +34,6 @@ use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode};
 use kb_bench::VaultSpec;
 use kb_mcp::engine::types::{Actor, ApplyArgs, ApplyStatus, ProposeMoveArgs};
 use kb_mcp::engine::{Engine, EngineOptions};
-use kb_mcp::vault::NoteKind;
 
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
@@ -70,28 +68,6 @@ fn scratch(spec: &VaultSpec, vault: &Path) -> (Engine, PathBuf, PathBuf) {
     (engine, copy, copy_index)
 }
 
-/// The most linked-to note, and the folder whose note count is closest to 1,000.
-fn subjects(engine: &Engine) -> ((String, usize), (String, usize)) {
-    let records = engine.records();
-    let backlinks = |i: usize| engine.backlinks(&records[i].path).map_or(0, |b| b.len());
-    let hub = (0..records.len())
-        .filter(|&i| records[i].kind == NoteKind::Note)
-        .max_by_key(|&i| (backlinks(i), std::cmp::Reverse(records[i].path.clone())))
-        .expect("a vault with notes");
-    let mut folders: BTreeMap<&str, usize> = BTreeMap::new();
-    for record in records.iter().filter(|r| r.kind == NoteKind::Note) {
-        for (at, _) in record.path.match_indices('/') {
-            *folders.entry(&record.path[..at]).or_default() += 1;
-        }
-    }
-    let folder = folders
-        .iter()
-        .min_by_key(|(_, n)| n.abs_diff(1000))
-        .map(|(folder, n)| ((*folder).to_owned(), *n))
-        .expect("a vault with folders");
-    ((records[hub].path.clone(), backlinks(hub)), folder)
-}
-
 /// Removes a folder of the scratch copy's inbox (staged or archived
 /// proposals of earlier iterations), so the pending caps and the disk hold.
 fn clear(copy: &Path, folder: &str) {
@@ -112,7 +88,7 @@ fn move_args(from: &str, to: &str) -> ProposeMoveArgs {
 
 fn bench_moves(c: &mut Criterion, spec: &VaultSpec, vault: &Path) {
     let (engine, copy, copy_index) = scratch(spec, vault);
-    let ((hub, backlinks), (folder, notes)) = subjects(&engine);
+    let ((hub, backlinks), (folder, notes)) = kb_bench::move_subjects(&engine);
     eprintln!("kb-bench: hub {hub:?} ({backlinks} backlinks), folder {folder:?} ({notes} notes)");
     let hub_to = format!("{} moved.md", hub.trim_end_matches(".md"));
     let folder_to = format!("{folder} moved");

@@ -405,6 +405,28 @@ impl VaultSpec {
     }
 }
 
+/// The most linked-to note, and the folder whose note count is closest to 1,000.
+pub fn move_subjects(engine: &kb_mcp::engine::Engine) -> ((String, usize), (String, usize)) {
+    let records = engine.records();
+    let backlinks = |i: usize| engine.backlinks(&records[i].path).map_or(0, |b| b.len());
+    let hub = (0..records.len())
+        .filter(|&i| records[i].kind == kb_mcp::vault::NoteKind::Note)
+        .max_by_key(|&i| (backlinks(i), std::cmp::Reverse(records[i].path.clone())))
+        .expect("a vault with notes");
+    let mut folders: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for record in records.iter().filter(|r| r.kind == kb_mcp::vault::NoteKind::Note) {
+        for (at, _) in record.path.match_indices('/') {
+            *folders.entry(&record.path[..at]).or_default() += 1;
+        }
+    }
+    let folder = folders
+        .iter()
+        .min_by_key(|(_, n)| n.abs_diff(1000))
+        .map(|(folder, n)| ((*folder).to_owned(), *n))
+        .expect("a vault with folders");
+    ((records[hub].path.clone(), backlinks(hub)), folder)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
