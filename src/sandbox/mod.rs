@@ -45,7 +45,7 @@ pub use lock::InboxLock;
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};
-pub use swap::{Prepared, Replaced};
+pub use swap::{Discards, Prepared, Replaced};
 pub use vault_dir::current_folder_vault;
 
 use std::path::{Path, PathBuf};

@@ -17,7 +17,7 @@ use super::plan::{self, FileOp, Plan, PlanFile, archive_date, trash_path};
 use super::proposal::{self, Inbox, Located, intact, tampered};
 use super::{Actor, Applied, ProposalStatus, Step};
 use crate::error::{Error, Result};
-use crate::sandbox::{NotePath, Prepared, Sandbox};
+use crate::sandbox::{Discards, NotePath, Prepared, Sandbox};
 
 use super::apply::{after_write_multi, archive_dir, archive_files, journal_of};
 
@@ -91,35 +91,46 @@ pub(super) fn apply(
         return Err(crash);
     }
 
+    // The files the swaps replace (each holding its note's before-bytes) are
+    // removed together once all are swapped, not one at a time: see `Discards`.
+    let mut discards = Discards::default();
     for (number, op) in plan.files.iter().enumerate() {
         // An error of the failpoint is a crash: it stops on the spot, as one would.
         let mut crashed: Option<Error> = None;
         let mut hook = || failpoint(Step::Swapping).inspect_err(|err| crashed = Some(err.clone()));
         let ready = prepared[number].take();
-        let done = plan::forward(sandbox, op, &id, trash[number].as_ref(), &mut hook, ready);
+        let done = plan::forward(sandbox, op, &id, trash[number].as_ref(), &mut hook, ready, &mut discards);
         if let Some(crash) = crashed {
             std::mem::forget(prepared);
+            discards.forget();
             return Err(crash);
         }
         if let Err(err) = done {
             drop(prepared);
             roll_back(sandbox, &plan.files[..=number], &id, &trash);
+            discards.remove();
             remove_new_folders(sandbox, &plan, &trash, &journal.folders);
             let _ = journal::clear(sandbox, inbox);
             return Err(err);
         }
         if let Err(crash) = failpoint(Step::File(number)) {
             std::mem::forget(prepared);
+            discards.forget();
             return Err(crash);
         }
     }
     // The renames and swaps reach the disk before the commit point.
     if let Err(err) = sandbox.flush_files() {
         roll_back(sandbox, &plan.files, &id, &trash);
+        discards.remove();
         remove_new_folders(sandbox, &plan, &trash, &journal.folders);
         let _ = journal::clear(sandbox, inbox);
         return Err(err);
     }
+    // The replaced files go while the rest of the apply runs (their removal
+    // waits on the disk, the index update on the CPU); the apply returns only
+    // once they are gone.
+    let removing = Removing(Some(std::thread::spawn(move || discards.remove())));
     failpoint(Step::Written)?;
 
     archive_files(sandbox, &located, &archive, failpoint).map_err(after_write_multi)?;
@@ -131,8 +142,21 @@ pub(super) fn apply(
     let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };
     let applied = finish_apply(sandbox, log, &archived, index_result, actor, false)?;
     failpoint(Step::Audited)?;
+    drop(removing);
     let _ = journal::clear(sandbox, inbox);
     Ok(applied)
+}
+
+/// The removal of an apply's replaced files under way; dropping it waits for
+/// it (an apply, or a crash a failpoint stages, never leaves it running).
+struct Removing(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for Removing {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Where each operation leaves a file: a created note, a move's destination,
@@ -249,8 +273,10 @@ pub(super) fn recover_pending(
 pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<Vec<NotePath>> {
     let plan = proposal::read_plan(sandbox, located)?;
     let trash = trash_paths(inbox, &located.dir, located.id(), &plan)?;
+    // Unused: without prepared files, each swap removes what it replaced.
+    let mut discards = Discards::default();
     for (number, op) in plan.files.iter().enumerate() {
-        plan::forward(sandbox, op, located.id(), trash[number].as_ref(), &mut || Ok(()), None)?;
+        plan::forward(sandbox, op, located.id(), trash[number].as_ref(), &mut || Ok(()), None, &mut discards)?;
     }
     sweep_temps(sandbox, &plan, located.id());
     touched(&plan)

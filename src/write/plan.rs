@@ -24,7 +24,7 @@ use serde_json::json;
 use super::proposal::{FILE_MAX_BYTES, short_id, today};
 use super::propose::stale_base;
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{NotePath, Prepared, Replaced, Sandbox, WriteMode};
+use crate::sandbox::{Discards, NotePath, Prepared, Replaced, Sandbox, WriteMode};
 use crate::vault::content_hash;
 use imara_diff::{Algorithm, Diff, InternedInput};
 
@@ -100,7 +100,11 @@ impl Plan {
         let stored = StoredPlan {
             schema: self.schema,
             summary: self.summary.clone(),
-            files: self.files.iter().map(StoredOp::of).collect(),
+            // Diffed in parallel: a hub's move rewrites thousands of notes.
+            files: {
+                use rayon::prelude::*;
+                self.files.par_iter().map(StoredOp::of).collect()
+            },
         };
         let mut bytes = serde_json::to_vec_pretty(&stored)
             .map_err(|err| Error::internal(format!("cannot serialise a proposal plan: {err}")))?;
@@ -553,13 +557,18 @@ fn swap(
     from: &str,
     id: &str,
     hook: &mut dyn FnMut() -> Result<()>,
-    prepared: Option<Prepared>,
+    prepared: Option<(Prepared, &mut Discards)>,
 ) -> Result<()> {
     let conflict_name = format!("{}.conflict-{}-{}.md", path.stem(), today(), short_id(id));
     let replaced = match prepared {
-        Some(prepared) => {
-            sandbox.replace_prepared(prepared, to.as_bytes(), from.as_bytes(), &conflict_name, hook)?
-        }
+        Some((prepared, discards)) => sandbox.replace_prepared(
+            prepared,
+            to.as_bytes(),
+            from.as_bytes(),
+            &conflict_name,
+            hook,
+            discards,
+        )?,
         None => sandbox.replace_note(path, to.as_bytes(), from.as_bytes(), &conflict_name, hook)?,
     };
     match replaced {
@@ -577,7 +586,8 @@ fn swap(
 }
 
 /// Carries one operation forward from whatever state it is in; with its new
-/// bytes `prepared` (see [`prepare`]), the flush is left to the caller.
+/// bytes `prepared` (see [`prepare`]), the flush is left to the caller and the
+/// file it replaces to `discards`.
 pub(super) fn forward(
     sandbox: &Sandbox,
     op: &FileOp,
@@ -585,6 +595,7 @@ pub(super) fn forward(
     trash: Option<&NotePath>,
     hook: &mut dyn FnMut() -> Result<()>,
     prepared: Option<Prepared>,
+    discards: &mut Discards,
 ) -> Result<()> {
     let path = NotePath::parse(&op.path)?;
     let before = op.before.as_deref().unwrap_or_default();
@@ -600,7 +611,9 @@ pub(super) fn forward(
                 WriteMode::CreateNew,
             )
         }
-        (FileOpKind::Write, _) => swap(sandbox, &path, after, before, id, hook, prepared),
+        (FileOpKind::Write, _) => {
+            swap(sandbox, &path, after, before, id, hook, prepared.map(|prepared| (prepared, discards)))
+        }
         (FileOpKind::Move, state) => {
             let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
             if state == State::Before {
@@ -612,6 +625,7 @@ pub(super) fn forward(
                 }
             }
             if after != before {
+                let prepared = prepared.map(|prepared| (prepared, discards));
                 swap(sandbox, &to, after, before, id, &mut || Ok(()), prepared)
             } else {
                 Ok(())
