@@ -439,9 +439,9 @@ impl Engine {
             Ok(())
         };
         let before = |path: &str| catalog.get(path).map(|record| record.hash.clone());
-        self.index.update(full, removed, &before, produce)?;
+        self.index.update(full, work.len(), removed, &before, produce)?;
         if !written.vanished.is_empty() {
-            self.index.update(false, &written.vanished, &before, |_| Ok(()))?;
+            self.index.update(false, 0, &written.vanished, &before, |_| Ok(()))?;
         }
         Ok(written)
     }
@@ -564,11 +564,9 @@ impl Engine {
         let gone: HashSet<String> = paths.iter().map(|path| path.as_str().to_owned()).collect();
         let catalog = self.catalog();
         let before = |path: &str| catalog.get(path).map(|record| record.hash.clone());
-        self.index.update(false, &removed, &before, |sink| {
-            for document in &documents {
-                sink.replace(document)?;
-            }
-            Ok(())
+        // Made into index documents in parallel: a hub's move refreshes thousands.
+        self.index.update(false, documents.len(), &removed, &before, |sink| {
+            documents.par_iter().try_for_each(|document| sink.replace(document))
         })?;
         self.apply_delta(&gone, documents.into_iter().map(|document| document.record).collect(), None);
         self.catalog_matches_index();

@@ -29,24 +29,31 @@ const SMALL_SEGMENT_SHARE: f64 = 0.01;
 /// Memory for a small update's single-threaded writer (tantivy's minimum is 15 MB).
 const SMALL_MEMORY: usize = 24 * 1024 * 1024;
 
+/// Documents from which an update indexes on several threads, as a build does
+/// (a move of a note with 10,000 backlinks re-indexes 10,000 notes: on one
+/// thread, that was seconds).
+const MANY_DOCUMENTS: usize = 1_000;
+
 pub(super) fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
 impl SearchIndex {
-    /// Takes the writer, waiting while another process holds it.
-    fn writer(&self, bulk: bool) -> Result<IndexWriter> {
+    /// Takes the writer, waiting while another process holds it: a build's
+    /// (`reset`), or an update's, on several threads when it adds `documents`
+    /// by the thousand.
+    fn writer(&self, reset: bool, documents: usize) -> Result<IndexWriter> {
         let started = Instant::now();
         loop {
-            let attempt = if bulk {
+            let attempt = if reset || documents >= MANY_DOCUMENTS {
                 self.index.writer(BULK_MEMORY)
             } else {
                 self.index.writer_with_num_threads(1, SMALL_MEMORY)
             };
             match attempt {
                 Ok(writer) => {
-                    if !bulk {
-                        // A small update must release the writer (and tantivy's cross-process
+                    if !reset {
+                        // An update must release the writer (and tantivy's cross-process
                         // lock) as soon as it commits: no merges here, see `update`.
                         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
                     }
@@ -68,13 +75,21 @@ impl SearchIndex {
     }
 
     /// Applies a change: with `reset`, the index is emptied first (a full build);
-    /// `remove` paths are deleted; `produce` adds documents through the sink (it may
+    /// `remove` paths are deleted; `produce` adds about `documents` documents
+    /// (which picks one indexing thread or several) through the sink (it may
     /// call it from many threads). Commits, releases the writer and reloads.
     ///
     /// `before` gives the content hash a path had in the index before (`None`:
     /// not indexed): the commit's journal records each note added, changed (to
     /// other content) or removed, for `get_vault_overview {since}`.
-    pub fn update<F>(&self, reset: bool, remove: &[String], before: Journal<'_>, produce: F) -> Result<usize>
+    pub fn update<F>(
+        &self,
+        reset: bool,
+        documents: usize,
+        remove: &[String],
+        before: Journal<'_>,
+        produce: F,
+    ) -> Result<usize>
     where
         F: FnOnce(&DocumentSink<'_>) -> Result<()>,
     {
@@ -83,7 +98,7 @@ impl SearchIndex {
                 .with_hint("searches keep using the index as it is; make the folder writable, or pass --index-dir with a folder you can write"));
         }
         let _serial = self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut writer = self.writer(reset)?;
+        let mut writer = self.writer(reset, documents)?;
         if reset {
             writer.delete_all_documents().map_err(|e| folder_error(&self.dir, "emptying the index", e))?;
         }
