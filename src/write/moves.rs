@@ -12,6 +12,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use serde_json::json;
 
 use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
@@ -19,7 +21,7 @@ use super::relink::{LinkEdit, apply_link_edits, relink};
 use super::yaml;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox, strip_md};
-use crate::vault::graph::{Broken, Graph, Resolution};
+use crate::vault::graph::{Broken, Graph, Resolution, Resolver};
 use crate::vault::{
     LinkKind, LinkRef, Links, NoteKind, NoteRecord, decode_note, frontmatter_keys, note_spans, parse_note,
 };
@@ -222,10 +224,11 @@ pub fn plan_move(
     }
 
     // Each affected note's text, and moved notes' with the old name as an alias.
-    let mut texts: HashMap<usize, String> = HashMap::new();
-    for &index in &affected {
-        texts.insert(index, read_text(sandbox, view, &view.records[index].path)?);
-    }
+    // Read in parallel: a hub's move reads thousands of notes.
+    let texts: HashMap<usize, String> = affected
+        .par_iter()
+        .map(|&index| Ok((index, read_text(sandbox, view, &view.records[index].path)?)))
+        .collect::<Result<_>>()?;
     let with_alias = |index: usize, text: &str| -> Result<String> {
         let old = &view.records[index].path;
         match moved.get(old.as_str()) {
@@ -255,12 +258,14 @@ pub fn plan_move(
     // rewritten, not left to resolve through the alias.
     let mut staged: HashMap<usize, String> = texts.clone();
     let after = |staged: &HashMap<usize, String>| -> Result<(Vec<Arc<NoteRecord>>, Vec<usize>)> {
+        // The staged notes parsed in parallel, the others shared.
+        let mut parsed: HashMap<usize, Arc<NoteRecord>> = staged
+            .par_iter()
+            .map(|(&index, text)| Ok((index, record_of(index, text)?)))
+            .collect::<Result<_>>()?;
         let mut records: Vec<(Arc<NoteRecord>, usize)> = Vec::with_capacity(view.records.len());
         for (index, record) in view.records.iter().enumerate() {
-            let record = match staged.get(&index) {
-                Some(text) => record_of(index, text)?,
-                None => Arc::clone(record),
-            };
+            let record = parsed.remove(&index).unwrap_or_else(|| Arc::clone(record));
             records.push((record, index));
         }
         records.sort_by(|a, b| a.0.path.cmp(&b.0.path));
@@ -271,8 +276,9 @@ pub fn plan_move(
         Ok((records.into_iter().map(|(record, _)| record).collect(), position))
     };
     let (new_records, _) = after(&staged)?;
-    let new_graph = Graph::build(&new_records, view.attachments);
-    let resolver = &new_graph.resolver;
+    // Only where links lead is asked of the vault after the move: its resolver,
+    // not a whole graph of every link resolved.
+    let resolver = &Resolver::new(&new_records, view.attachments);
     let path_of = |resolution: Resolution, records: &[Arc<NoteRecord>]| -> Option<String> {
         match resolution {
             Resolution::Note(i) | Resolution::Broken(Broken::MissingHeading(i) | Broken::MissingBlock(i)) => {
@@ -283,13 +289,16 @@ pub fn plan_move(
         }
     };
 
-    let (mut notes, mut links) = (0u32, 0u32);
-    for &index in &affected {
+    // Each affected note's links judged on its own (in parallel): its new text
+    // and how many of its links changed.
+    let relink_note = |index: usize| -> Result<(usize, String, usize)> {
         let text = &texts[&index];
         let old_path = NotePath::parse(&view.records[index].path)?;
         let source = NotePath::parse(&new_path(old_path.as_str()))?;
         let old_spans = note_spans(&old_path, text);
-        let new_spans = note_spans(&source, text);
+        // Spans depend on the note's folder alone: parsed again only when it changes.
+        let moved_spans = (old_path.parent() != source.parent()).then(|| note_spans(&source, text));
+        let new_spans = moved_spans.as_ref().unwrap_or(&old_spans);
         let outlinks = view.graph.outlinks(index);
         let mut edits: Vec<LinkEdit> = Vec::new();
         for (number, (old, new)) in old_spans.links.iter().zip(&new_spans.links).enumerate() {
@@ -341,13 +350,20 @@ pub fn plan_move(
                 }
             }
         }
-        if !edits.is_empty() {
-            notes += 1;
-            links += u32::try_from(edits.len()).unwrap_or(u32::MAX);
-        }
         let rewritten = apply_link_edits(text, &edits);
-        staged.insert(index, with_alias(index, &rewritten)?);
+        Ok((index, with_alias(index, &rewritten)?, edits.len()))
+    };
+    let relinked: Vec<(usize, String, usize)> =
+        affected.par_iter().map(|&index| relink_note(index)).collect::<Result<_>>()?;
+    let (mut notes, mut links) = (0u32, 0u32);
+    for (index, text, edits) in relinked {
+        if edits > 0 {
+            notes += 1;
+            links = links.saturating_add(u32::try_from(edits).unwrap_or(u32::MAX));
+        }
+        staged.insert(index, text);
     }
+
 
     // The vault as it would be: no link may break.
     let (final_records, _) = after(&staged)?;

@@ -404,8 +404,12 @@ pub fn stage_plan(
     }
     let bytes = plan.to_bytes()?;
     let mut diff = format!("# {}\n", plan.summary);
-    for op in &plan.files {
-        diff.push_str(&super::review::op_change(op).diff);
+    let changes: Vec<String> = {
+        use rayon::prelude::*;
+        plan.files.par_iter().map(|op| super::review::op_change(op).diff).collect()
+    };
+    for change in changes {
+        diff.push_str(&change);
     }
     let id = proposal::new_id()?;
     let name =
