@@ -3,6 +3,12 @@
 //! linked-to note and of a folder of about 1,000 notes, over the generated
 //! vaults of `KB_BENCH_SIZES` (default `10000,100000`; the corpus is skipped).
 //!
+//! The folder is `kb_bench::folder_to_move`'s: at 10,000 notes a top folder
+//! of about 1,000 notes (`工作`, 984); at 100,000, where folders hold about
+//! 10,000 notes or at most about 150, one made before timing starts by moving
+//! the largest subfolders of the largest folder into `<it>/kb-bench-folder/`
+//! until it holds 750 to 1,250 notes. The run prints which, and its count.
+//!
 //! Everything runs on a scratch copy of the cached vault (hard links; an apply
 //! replaces files, never writes into them) and of its index. Staging is timed
 //! alone, its proposal removed again untimed. An apply needs a pending move of

@@ -405,7 +405,12 @@ impl VaultSpec {
     }
 }
 
-/// The most linked-to note, and the folder whose note count is closest to 1,000.
+/// The notes a folder move of the moves benchmarks should move: about this many.
+pub const FOLDER_NOTES: usize = 1_000;
+
+/// The subjects of the moves benchmarks: the most linked-to note with its
+/// backlink count, and a folder of about [`FOLDER_NOTES`] notes with its note
+/// count (see [`folder_to_move`]; it may move notes to make one).
 pub fn move_subjects(engine: &kb_mcp::engine::Engine) -> ((String, usize), (String, usize)) {
     let records = engine.records();
     let backlinks = |i: usize| engine.backlinks(&records[i].path).map_or(0, |b| b.len());
@@ -413,18 +418,88 @@ pub fn move_subjects(engine: &kb_mcp::engine::Engine) -> ((String, usize), (Stri
         .filter(|&i| records[i].kind == kb_mcp::vault::NoteKind::Note)
         .max_by_key(|&i| (backlinks(i), std::cmp::Reverse(records[i].path.clone())))
         .expect("a vault with notes");
-    let mut folders: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for record in records.iter().filter(|r| r.kind == kb_mcp::vault::NoteKind::Note) {
+    let hub = (records[hub].path.clone(), backlinks(hub));
+    drop(records);
+    (hub, folder_to_move(engine))
+}
+
+/// Notes under each folder (at any depth).
+fn folder_counts(engine: &kb_mcp::engine::Engine) -> std::collections::BTreeMap<String, usize> {
+    let mut folders = std::collections::BTreeMap::new();
+    for record in engine.records().iter().filter(|r| r.kind == kb_mcp::vault::NoteKind::Note) {
         for (at, _) in record.path.match_indices('/') {
-            *folders.entry(&record.path[..at]).or_default() += 1;
+            *folders.entry(record.path[..at].to_owned()).or_default() += 1;
         }
     }
-    let folder = folders
+    folders
+}
+
+/// A folder of about [`FOLDER_NOTES`] notes: the folder nearest that count
+/// when one holds within a quarter of it (the generated 10,000-note vault's
+/// top folders do). Otherwise one is made (the 100,000-note vault's folders
+/// hold about 10,000 notes or at most about 150): the largest subfolders of the
+/// largest folder are moved, with their links, into `<folder>/kb-bench-folder/`
+/// until it holds at least three quarters of the count; this is done through
+/// the engine's own moves, so the vault stays consistent, and is not timed.
+/// When even that cannot come near (small vaults), the nearest folder is taken
+/// as it is. Says on stderr what it picked.
+pub fn folder_to_move(engine: &kb_mcp::engine::Engine) -> (String, usize) {
+    use kb_mcp::engine::types::{Actor, ApplyArgs, ProposeMoveArgs};
+    let folders = folder_counts(engine);
+    let (nearest, count) = folders
         .iter()
-        .min_by_key(|(_, n)| n.abs_diff(1000))
-        .map(|(folder, n)| ((*folder).to_owned(), *n))
+        .min_by_key(|(_, n)| n.abs_diff(FOLDER_NOTES))
+        .map(|(folder, n)| (folder.clone(), *n))
         .expect("a vault with folders");
-    ((records[hub].path.clone(), backlinks(hub)), folder)
+    if count.abs_diff(FOLDER_NOTES) <= FOLDER_NOTES / 4 {
+        return (nearest, count);
+    }
+    let (parent, _) = folders.iter().max_by_key(|(_, n)| **n).expect("a vault with folders");
+    let mut children: Vec<(&String, usize)> = folders
+        .iter()
+        .filter(|(folder, _)| {
+            folder.strip_prefix(parent.as_str()).and_then(|rest| rest.strip_prefix('/')).is_some_and(|rest| !rest.contains('/'))
+        })
+        .map(|(folder, n)| (folder, *n))
+        .collect();
+    children.sort_by_key(|(folder, n)| (std::cmp::Reverse(*n), (*folder).clone()));
+    let mut taken = Vec::new();
+    let mut total = 0;
+    for (folder, n) in children {
+        if total >= FOLDER_NOTES * 3 / 4 {
+            break;
+        }
+        if total + n <= FOLDER_NOTES * 5 / 4 {
+            taken.push(folder.clone());
+            total += n;
+        }
+    }
+    if total < FOLDER_NOTES * 3 / 4 {
+        eprintln!(
+            "kb-bench: no folder holds about {FOLDER_NOTES} notes and none can be made; moving the nearest, {nearest} ({count} notes)"
+        );
+        return (nearest, count);
+    }
+    let made = format!("{parent}/kb-bench-folder");
+    for folder in &taken {
+        let name = folder.rsplit('/').next().unwrap_or(folder);
+        let args = ProposeMoveArgs {
+            from: folder.clone(),
+            to: format!("{made}/{name}"),
+            reason: "benchmark: gather a folder of about 1,000 notes".to_owned(),
+            keep_alias: Some(false),
+        };
+        let staged = engine.propose_move(&args).expect("stage a move into the benchmark folder");
+        engine
+            .apply_proposal(&ApplyArgs { proposal_id: staged.proposal_id }, Actor::Cli)
+            .expect("move a folder into the benchmark folder");
+    }
+    let count = folder_counts(engine).get(&made).copied().unwrap_or(0);
+    eprintln!(
+        "kb-bench: no folder holds about {FOLDER_NOTES} notes: made {made} ({count} notes) from {} subfolders of {parent}",
+        taken.len()
+    );
+    (made, count)
 }
 
 #[cfg(test)]
