@@ -64,7 +64,8 @@ fn run() -> Result<(), String> {
     let (hub, near) = kb_bench::move_subjects(&engine);
     eprintln!("move-probe: subjects {:.3} s", started.elapsed().as_secs_f64());
     let (from, count) = if folder { near } else { hub };
-    let to = if folder { format!("{from} moved") } else { format!("{} moved.md", from.trim_end_matches(".md")) };
+    let to =
+        if folder { format!("{from} moved") } else { format!("{} moved.md", from.trim_end_matches(".md")) };
     eprintln!("move-probe: moving {from:?} ({count} {})", if folder { "notes" } else { "backlinks" });
     let _ = std::fs::remove_dir_all(copy.join("inbox"));
     let one = |from: &str, to: &str, what: &str| -> Result<(), String> {

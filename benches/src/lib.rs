@@ -458,7 +458,10 @@ pub fn folder_to_move(engine: &kb_mcp::engine::Engine) -> (String, usize) {
     let mut children: Vec<(&String, usize)> = folders
         .iter()
         .filter(|(folder, _)| {
-            folder.strip_prefix(parent.as_str()).and_then(|rest| rest.strip_prefix('/')).is_some_and(|rest| !rest.contains('/'))
+            folder
+                .strip_prefix(parent.as_str())
+                .and_then(|rest| rest.strip_prefix('/'))
+                .is_some_and(|rest| !rest.contains('/'))
         })
         .map(|(folder, n)| (folder, *n))
         .collect();

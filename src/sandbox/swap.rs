@@ -408,7 +408,18 @@ impl Sandbox {
             return Err(Error::internal(format!("the prepared bytes of {path} are not beside it")));
         }
         let temp = TempFile::adopt(temp).map_err(|err| Error::io(&path, &err))?;
-        swap_in(self, &path, &target, temp, bytes, base, conflict_name, before_swap, !ONE_FLUSH, Some(discards))
+        swap_in(
+            self,
+            &path,
+            &target,
+            temp,
+            bytes,
+            base,
+            conflict_name,
+            before_swap,
+            !ONE_FLUSH,
+            Some(discards),
+        )
     }
 
     /// Removes the temporary files a killed write left in an inbox folder (only

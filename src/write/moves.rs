@@ -364,7 +364,6 @@ pub fn plan_move(
         staged.insert(index, text);
     }
 
-
     // The vault as it would be: no link may break.
     let (final_records, _) = after(&staged)?;
     let final_graph = Graph::build(&final_records, view.attachments);

@@ -276,7 +276,15 @@ pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Locat
     // Unused: without prepared files, each swap removes what it replaced.
     let mut discards = Discards::default();
     for (number, op) in plan.files.iter().enumerate() {
-        plan::forward(sandbox, op, located.id(), trash[number].as_ref(), &mut || Ok(()), None, &mut discards)?;
+        plan::forward(
+            sandbox,
+            op,
+            located.id(),
+            trash[number].as_ref(),
+            &mut || Ok(()),
+            None,
+            &mut discards,
+        )?;
     }
     sweep_temps(sandbox, &plan, located.id());
     touched(&plan)
