@@ -1886,3 +1886,38 @@ fn issue17_the_graph_and_tag_counts_are_built_once_per_snapshot() {
     let changed = stages();
     assert!(changed.contains(&"graph_build") && changed.contains(&"tag_count"), "{changed:?}");
 }
+
+/// Issue 13, questions in other words (and issue 19's "never below BM25"): in a
+/// question of four words or more, a title holding one common word of it
+/// ("edit" in *Editing shortcuts*) must not outrank the note whose text says the
+/// rest ("several lines at the same time"); a short query still ranks the title
+/// match first.
+#[test]
+fn issue_13_a_long_questions_text_evidence_outranks_a_title_holding_one_of_its_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    let notes = [
+        (
+            "Editing shortcuts.md",
+            "Shortcuts for the keyboard: move lines up or down, duplicate lines, toggle bold.\n",
+        ),
+        (
+            "Multiple cursors.md",
+            "Put a cursor on several lines to change several lines at the same time: what you type goes to \
+             all the lines at once, which saves time.\n",
+        ),
+        ("Daily notes.md", "Open a new note each day; the time goes in the first lines.\n"),
+        ("Templates.md", "Insert the same lines every time you create a note; edit the template once.\n"),
+        ("Sync.md", "Sync takes a little time; edit offline and it catches up.\n"),
+        ("Canvas.md", "Draw lines between cards to show how they connect.\n"),
+        ("Search.md", "Search finds notes by their words.\n"),
+    ];
+    for (name, text) in notes {
+        std::fs::write(vault.join(name), text).unwrap();
+    }
+    let engine = open(vault);
+    let question = knowledge_paths(&engine, "how do I edit several lines at the same time");
+    assert_eq!(&question[..2], ["Multiple cursors.md", "Editing shortcuts.md"], "{question:?}");
+    let keywords = knowledge_paths(&engine, "edit lines");
+    assert_eq!(keywords[0], "Editing shortcuts.md", "{keywords:?}");
+}

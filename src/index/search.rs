@@ -37,6 +37,22 @@ const CONTENT_MIN_SHARE: f32 = 0.6;
 /// text of every note instead (each costs a few skip-list seeks per text term).
 const TITLE_CANDIDATES_MAX: usize = 4_000;
 
+/// Fewest words (after question and stop words are dropped) that make a
+/// `search_knowledge` query a question or a sentence rather than a name: see
+/// [`QUESTION_TEXT_FACTOR`].
+const QUESTION_WORDS_MIN: usize = 4;
+
+/// How much more the note text counts in `search_knowledge` for a query of
+/// [`QUESTION_WORDS_MIN`] words or more. A title holds one or two of such a
+/// query's words at most, often a common one ("edit" of "how do I edit several
+/// lines at the same time" in *Editing shortcuts*), while the note that answers
+/// it says most of them in its text; at the text's usual weight the title
+/// match wins. Chosen with `kb-index eval` on every suite (BENCHMARKS.md,
+/// "Questions in other words"): 3 lifts the questions without moving a case of
+/// the keyword suites; from three words it loses `how do I publish my notes as
+/// a website` (whose answers say publish in their titles).
+const QUESTION_TEXT_FACTOR: f32 = 3.0;
+
 /// The best hits, best first, and how many notes matched.
 type Page = (Vec<(f32, DocAddress)>, usize);
 
@@ -195,6 +211,19 @@ impl SearchIndex {
     ) -> Result<SearchOutcome> {
         let fields = &self.schema.fields;
         let weights = &self.schema.weights[request.scope.weights_key()];
+        let question_weights: Vec<(Field, f32)>;
+        let weights: &[(Field, f32)] =
+            if request.scope == SearchScope::Knowledge && plan.words.len() >= QUESTION_WORDS_MIN {
+                question_weights = weights
+                    .iter()
+                    .map(|&(field, weight)| {
+                        (field, if field == fields.body { weight * QUESTION_TEXT_FACTOR } else { weight })
+                    })
+                    .collect();
+                &question_weights
+            } else {
+                weights
+            };
         let filters = query::Filters {
             tags: request.tags.iter().map(|t| t.trim().trim_start_matches('#').to_lowercase()).collect(),
             folder: request.folder.map(|folder| folder.as_str().to_owned()),
