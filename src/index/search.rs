@@ -38,8 +38,9 @@ const CONTENT_MIN_SHARE: f32 = 0.6;
 const TITLE_CANDIDATES_MAX: usize = 4_000;
 
 /// Fewest words (after question and stop words are dropped) that make a
-/// `search_knowledge` query a question or a sentence rather than a name: see
-/// [`QUESTION_TEXT_FACTOR`].
+/// `search_knowledge` query put as a sentence (some were dropped: `how do I`,
+/// `怎么`, `的`) a question rather than a name: see [`QUESTION_TEXT_FACTOR`]. A
+/// name or keywords (`同步不等于备份`, four words to jieba) rank as ever.
 const QUESTION_WORDS_MIN: usize = 4;
 
 /// How much more the note text counts in `search_knowledge` for a query of
@@ -212,18 +213,20 @@ impl SearchIndex {
         let fields = &self.schema.fields;
         let weights = &self.schema.weights[request.scope.weights_key()];
         let question_weights: Vec<(Field, f32)>;
-        let weights: &[(Field, f32)] =
-            if request.scope == SearchScope::Knowledge && plan.words.len() >= QUESTION_WORDS_MIN {
-                question_weights = weights
-                    .iter()
-                    .map(|&(field, weight)| {
-                        (field, if field == fields.body { weight * QUESTION_TEXT_FACTOR } else { weight })
-                    })
-                    .collect();
-                &question_weights
-            } else {
-                weights
-            };
+        let weights: &[(Field, f32)] = if request.scope == SearchScope::Knowledge
+            && plan.sentence
+            && plan.words.len() >= QUESTION_WORDS_MIN
+        {
+            question_weights = weights
+                .iter()
+                .map(|&(field, weight)| {
+                    (field, if field == fields.body { weight * QUESTION_TEXT_FACTOR } else { weight })
+                })
+                .collect();
+            &question_weights
+        } else {
+            weights
+        };
         let filters = query::Filters {
             tags: request.tags.iter().map(|t| t.trim().trim_start_matches('#').to_lowercase()).collect(),
             folder: request.folder.map(|folder| folder.as_str().to_owned()),

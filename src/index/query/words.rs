@@ -112,6 +112,9 @@ pub(crate) struct QueryPlan {
     pub(crate) name_key: String,
     /// Unspaced runs that segmentation split into several words: a phrase boost.
     pub(crate) runs: Vec<QueryWord>,
+    /// Whether question or stop words were dropped from the words (`how do I`,
+    /// `怎么`, `的`): the query is put as a sentence, not as a name or keywords.
+    pub(crate) sentence: bool,
 }
 
 impl QueryPlan {
@@ -322,8 +325,10 @@ pub(crate) fn parse(query: &str) -> QueryPlan {
     let mut words = Vec::new();
     let mut stop_only = Vec::new();
     let mut runs = Vec::new();
+    let mut sentence = false;
     for raw in &raw_words {
         let (parts, dropped) = content_words(raw);
+        sentence |= dropped;
         if parts.len() > 1 && !dropped {
             // The whole unspaced run, as written, earns a phrase boost.
             runs.push(analyse_word(&mut analyzer, raw));
@@ -333,6 +338,7 @@ pub(crate) fn parse(query: &str) -> QueryPlan {
             word.typed_chars = raw.chars().count();
             let before = word.terms.len();
             word.terms.retain(|t| !ENGLISH_STOP_WORDS.contains(&t.text.as_str()));
+            sentence |= word.terms.len() < before;
             if word.terms.is_empty() && before > 0 {
                 stop_only.push(analyse_word(&mut analyzer, &part));
             } else if !word.terms.is_empty() {
@@ -362,7 +368,7 @@ pub(crate) fn parse(query: &str) -> QueryPlan {
         .filter(|w| !w.terms.is_empty())
         .collect();
     let name_key = query.trim().trim_matches('"').trim().to_lowercase();
-    QueryPlan { words, phrases, excluded, name_key, runs }
+    QueryPlan { words, phrases, excluded, name_key, runs, sentence }
 }
 
 #[cfg(test)]
@@ -371,6 +377,14 @@ mod tests {
 
     fn terms(plan: &[QueryWord]) -> Vec<Vec<String>> {
         plan.iter().map(|w| w.terms.iter().map(|t| t.text.clone()).collect()).collect()
+    }
+
+    #[test]
+    fn a_query_put_as_a_sentence_is_told_from_keywords() {
+        assert!(parse("how do I edit several lines at the same time").sentence);
+        assert!(parse("怎么同时修改好几行").sentence);
+        assert!(!parse("同步不等于备份").sentence);
+        assert!(!parse("edit several lines time").sentence);
     }
 
     #[test]
