@@ -3,7 +3,7 @@
 //! engine; callers get records, the `kb://tree` listing and answers, never the
 //! snapshot itself.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
 use super::types::{Tree, TreeNote};
@@ -21,6 +21,7 @@ pub(crate) struct Catalog {
     pub(super) attachments: Vec<String>,
     graph: OnceLock<Graph>,
     tags: OnceLock<Vec<TagTally>>,
+    tagged: OnceLock<HashMap<String, Vec<u32>>>,
 }
 
 /// One tag of the notes (kind `Note`), case-insensitively: how many notes carry
@@ -52,7 +53,13 @@ impl Catalog {
         records.dedup_by(|a, b| a.path == b.path);
         attachments.sort();
         attachments.dedup();
-        Catalog { records, attachments, graph: OnceLock::new(), tags: OnceLock::new() }
+        Catalog {
+            records,
+            attachments,
+            graph: OnceLock::new(),
+            tags: OnceLock::new(),
+            tagged: OnceLock::new(),
+        }
     }
 
     /// Every record, sorted by path.
@@ -80,6 +87,33 @@ impl Catalog {
     pub(crate) fn graph(&self) -> &Graph {
         self.graph
             .get_or_init(|| timing::time("graph_build", || Graph::build(&self.records, &self.attachments)))
+    }
+
+    /// The records (any kind) carrying `tag` (lowercased, no `#`) or a tag below
+    /// it, as positions in [`Catalog::records`], ascending: `list_notes {tag}`
+    /// reads this list instead of every record's tags (the map of every tag and
+    /// its parents to its records is made once per snapshot).
+    pub(crate) fn tagged(&self, tag: &str) -> &[u32] {
+        let tagged = self.tagged.get_or_init(|| {
+            timing::time("tag_index", || {
+                let mut tagged: HashMap<String, Vec<u32>> = HashMap::new();
+                for (at, record) in self.records.iter().enumerate() {
+                    let mut keys: Vec<String> = Vec::new();
+                    for tag in &record.tags {
+                        let lower = tag.to_lowercase();
+                        keys.extend(lower.match_indices('/').map(|(cut, _)| lower[..cut].to_owned()));
+                        keys.push(lower);
+                    }
+                    keys.sort_unstable();
+                    keys.dedup();
+                    for key in keys {
+                        tagged.entry(key).or_default().push(u32::try_from(at).unwrap_or(u32::MAX));
+                    }
+                }
+                tagged
+            })
+        });
+        tagged.get(tag).map_or(&[], Vec::as_slice)
     }
 
     /// The notes' tags with their counts, sorted by lowercased tag (counted once

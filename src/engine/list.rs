@@ -62,22 +62,6 @@ fn cut(text: &str) -> String {
     text.chars().take(40).collect()
 }
 
-/// Whether a note carries `tag` (lowercase, no `#`) or a tag below it:
-/// an ASCII tag (most are) is compared without making a lowercase copy (the
-/// tag filter looks at every note of the vault).
-fn carries(record: &NoteRecord, tag: &str) -> bool {
-    record.tags.iter().any(|own| {
-        if own.is_ascii() {
-            let (own, tag) = (own.as_bytes(), tag.as_bytes());
-            return own.len() >= tag.len()
-                && own[..tag.len()].eq_ignore_ascii_case(tag)
-                && own.get(tag.len()).is_none_or(|&b| b == b'/');
-        }
-        let own = own.to_lowercase();
-        own == tag || own.strip_prefix(tag).is_some_and(|rest| rest.starts_with('/'))
-    })
-}
-
 impl Engine {
     /// A `folder` argument as a vault-relative folder that exists (`""`: the
     /// whole vault); a folder that is not there is `not_found` with `hint`.
@@ -113,28 +97,51 @@ impl Engine {
         let catalog = self.catalog();
         let records = catalog.records();
         let prefix = if folder.is_empty() { String::new() } else { format!("{folder}/") };
+        // The folder's records are one run of the path-sorted records.
         let start = records.partition_point(|r| r.path.as_str() < prefix.as_str());
-        let below = records[start..].iter().take_while(|r| r.path.starts_with(&prefix));
+        let end = start + records[start..].partition_point(|r| r.path.starts_with(&prefix));
         let mut folders: Vec<FolderCount> = Vec::new();
         let mut notes: Vec<(i128, &NoteRecord)> = Vec::new();
-        for record in below {
-            if tag.as_deref().is_some_and(|tag| !carries(record, tag)) {
-                continue;
+        let key = |record: &NoteRecord| match sort {
+            ListSort::Path => 0,
+            ListSort::Updated => i128::from(record.modified_ns),
+            ListSort::Created => created_nanos(record),
+        };
+        match tag.as_deref() {
+            // Only the tagged records of the folder's run are looked at.
+            Some(tag) => {
+                let tagged = catalog.tagged(tag);
+                let from = tagged.partition_point(|&at| (at as usize) < start);
+                for &at in tagged[from..].iter().take_while(|&&at| (at as usize) < end) {
+                    let record = &records[at as usize];
+                    match record.path[prefix.len()..].split_once('/') {
+                        // Records come by path, so one subfolder's notes are adjacent.
+                        Some((sub, _)) => match folders.last_mut() {
+                            Some(last) if last.path[prefix.len()..] == *sub => last.notes += 1,
+                            _ => folders.push(FolderCount { path: format!("{prefix}{sub}"), notes: 1 }),
+                        },
+                        None => notes.push((key(record), record)),
+                    }
+                }
             }
-            let rest = &record.path[prefix.len()..];
-            match rest.split_once('/') {
-                // Records come by path, so one subfolder's notes are adjacent.
-                Some((sub, _)) => match folders.last_mut() {
-                    Some(last) if last.path[prefix.len()..] == *sub => last.notes += 1,
-                    _ => folders.push(FolderCount { path: format!("{prefix}{sub}"), notes: 1 }),
-                },
-                None => {
-                    let key = match sort {
-                        ListSort::Path => 0,
-                        ListSort::Updated => i128::from(record.modified_ns),
-                        ListSort::Created => created_nanos(record),
-                    };
-                    notes.push((key, record));
+            // A subfolder's records are a run too: counted by two binary searches,
+            // not one by one (the vault's top level holds every note).
+            None => {
+                let mut at = start;
+                while at < end {
+                    let record = &records[at];
+                    match record.path[prefix.len()..].split_once('/') {
+                        Some((sub, _)) => {
+                            let below = format!("{prefix}{sub}/");
+                            let count = records[at..end].partition_point(|r| r.path.starts_with(&below));
+                            folders.push(FolderCount { path: format!("{prefix}{sub}"), notes: count as u64 });
+                            at += count;
+                        }
+                        None => {
+                            notes.push((key(record), record));
+                            at += 1;
+                        }
+                    }
                 }
             }
         }
@@ -177,19 +184,39 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::engine::catalog::Catalog;
     use crate::sandbox::NotePath;
     use crate::vault::{NoteKind, parse_note};
 
-    /// The tag filter answers as lowercasing each tag would, ASCII or not.
+    /// The catalog's tag lists answer as lowercasing each record's tags would,
+    /// ASCII or not, a tag or one below it (what the filter looked at, record by
+    /// record, before the lists).
     #[test]
-    fn carries_matches_a_lowercased_tag_or_one_below_it() {
-        let tags = ["Daily", "project/KB-mcp", "İstanbul", "STRAẞE/x", "ΣΟΦΙΑ", "ΟΔΟΣ", "dailyish", "a"];
-        let text = format!("---\ntags: [{}]\n---\n", tags.join(", "));
-        let note = parse_note(&NotePath::parse("n.md").unwrap(), &text);
-        let record = NoteRecord::from_note(note, NoteKind::Note, 0, 0, None, String::new());
-        assert_eq!(record.tags.len(), tags.len(), "{:?}", record.tags);
-        let old = |tag: &str| {
+    fn tagged_records_are_those_carrying_the_tag_or_one_below_it() {
+        let notes = [
+            vec!["Daily", "project/KB-mcp"],
+            vec!["İstanbul", "STRAẞE/x"],
+            vec!["ΣΟΦΙΑ", "ΟΔΟΣ", "dailyish"],
+            vec!["a", "a//b", "project"],
+            vec![],
+            vec!["DAILY", "daily/X"],
+        ];
+        let records: Vec<Arc<NoteRecord>> = notes
+            .iter()
+            .enumerate()
+            .map(|(at, tags)| {
+                let text = format!("---\ntags: [{}]\n---\n", tags.join(", "));
+                let note = parse_note(&NotePath::parse(&format!("n{at}.md")).unwrap(), &text);
+                let record = NoteRecord::from_note(note, NoteKind::Note, 0, 0, None, String::new());
+                assert_eq!(record.tags.len(), tags.len(), "{:?}", record.tags);
+                Arc::new(record)
+            })
+            .collect();
+        let catalog = Catalog::new(records, Vec::new());
+        let carries = |record: &NoteRecord, tag: &str| {
             record.tags.iter().any(|own| {
                 let own = own.to_lowercase();
                 own == tag || own.strip_prefix(tag).is_some_and(|rest| rest.starts_with('/'))
@@ -210,12 +237,18 @@ mod tests {
             "οδοσ",
             "dailyish",
             "a",
+            "a/",
+            "a//b",
             "b",
             "",
             "projec",
             "project/kb-mcp/deeper",
         ] {
-            assert_eq!(carries(&record, tag), old(tag), "{tag}");
+            let expected: Vec<u32> = (0..catalog.records().len())
+                .filter(|&at| carries(&catalog.records()[at], tag))
+                .map(|at| at as u32)
+                .collect();
+            assert_eq!(catalog.tagged(tag), expected.as_slice(), "{tag}");
         }
     }
 }
