@@ -47,10 +47,7 @@ use kb_mcp::vault::NoteKind;
 
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
-    let sizes = match std::env::var("KB_BENCH_SIZES") {
-        Ok(raw) => kb_bench::parse_sizes(&raw),
-        Err(_) => vec![VaultSpec::Generated(10_000), VaultSpec::Generated(100_000), VaultSpec::Corpus],
-    };
+    let sizes = kb_bench::sizes_from_env_or(&format!("10000,100000,{}", kb_bench::CORPUS_LABEL));
     for spec in sizes {
         match spec.vault() {
             Ok((vault, stats)) => {

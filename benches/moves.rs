@@ -43,10 +43,7 @@ use kb_mcp::engine::{Engine, EngineOptions};
 
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
-    let sizes = match std::env::var("KB_BENCH_SIZES") {
-        Ok(raw) => kb_bench::parse_sizes(&raw),
-        Err(_) => vec![VaultSpec::Generated(10_000), VaultSpec::Generated(100_000)],
-    };
+    let sizes = kb_bench::sizes_from_env_or("10000,100000");
     for spec in sizes {
         if !matches!(spec, VaultSpec::Generated(_)) {
             eprintln!("kb-bench: moves run on generated vaults only; skipping {}", spec.label());

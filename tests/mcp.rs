@@ -1433,13 +1433,7 @@ fn session(
     lines: &[Value],
     answers: u64,
 ) -> (Vec<Value>, std::collections::BTreeMap<u64, Value>) {
-    let mut command = Command::new(BIN);
-    command.arg("--vault").arg(vault).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin) = spawn_server(vault, env);
     for line in lines {
         writeln!(stdin, "{line}").unwrap();
     }
@@ -1454,11 +1448,30 @@ fn session(
             break;
         }
     }
+    let stderr = stop_server(child, stdin);
+    (stderr.lines().map(|line| serde_json::from_str(line).unwrap()).collect(), answered)
+}
+
+/// Starts `kb-mcp` on `vault` with `env`, its three streams piped; returns it
+/// and its stdin.
+fn spawn_server(vault: &Path, env: &[(&str, &str)]) -> (std::process::Child, std::process::ChildStdin) {
+    let mut command = Command::new(BIN);
+    command.arg("--vault").arg(vault).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin)
+}
+
+/// Closes the server's stdin, checks that it exits cleanly and returns its stderr.
+fn stop_server(mut child: std::process::Child, stdin: std::process::ChildStdin) -> String {
     drop(stdin);
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(child.wait().unwrap().success(), "{stderr}");
-    (stderr.lines().map(|line| serde_json::from_str(line).unwrap()).collect(), answered)
+    stderr
 }
 
 /// Issue 17: the server's own reads are not changes. The watcher used to take
@@ -1469,16 +1482,7 @@ fn session(
 #[test]
 fn issue17_the_servers_own_reads_start_no_sync() {
     let (_tmp, vault) = common::temp_vault();
-    let mut child = Command::new(BIN)
-        .arg("--vault")
-        .arg(&vault)
-        .env("KB_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin) = spawn_server(&vault, &[("KB_LOG", "debug")]);
     let mut lines = initialize_and_search("备份");
     lines.push(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_note","arguments":{"path":"z/设计.md"}}}));
     lines.push(json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_related_notes","arguments":{"path":"z/设计.md"}}}));
@@ -1499,25 +1503,13 @@ fn issue17_the_servers_own_reads_start_no_sync() {
     // Longer than the watcher's 300 ms debounce, so that any sync the reads
     // started has run (and logged) before the server stops.
     std::thread::sleep(Duration::from_millis(1500));
-    drop(stdin);
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(child.wait().unwrap().success(), "{stderr}");
+    let stderr = stop_server(child, stdin);
     let syncs: Vec<&str> = stderr.lines().filter(|line| line.contains("\"watch_sync\"")).collect();
     assert!(syncs.is_empty(), "reads started syncs: {syncs:?}");
 
     // A real edit still does (the same log line, so the check above can fail).
     let (_tmp2, vault2) = common::temp_vault();
-    let mut child = Command::new(BIN)
-        .arg("--vault")
-        .arg(&vault2)
-        .env("KB_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin) = spawn_server(&vault2, &[("KB_LOG", "debug")]);
     for line in initialize_and_search("备份") {
         writeln!(stdin, "{line}").unwrap();
     }
@@ -1538,10 +1530,7 @@ fn issue17_the_servers_own_reads_start_no_sync() {
         assert!(id < 10 + 600, "the edit never became searchable");
         std::thread::sleep(Duration::from_millis(100));
     }
-    drop(stdin);
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(child.wait().unwrap().success(), "{stderr}");
+    let stderr = stop_server(child, stdin);
     assert!(stderr.contains("\"watch_sync\""), "an edit started no sync: {stderr}");
 }
 

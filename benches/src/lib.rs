@@ -283,7 +283,12 @@ impl VaultSpec {
 /// `1000` or `10k`, and `obsidian-help`); by default 1k, 10k, 100k and the
 /// corpus. The corpus is left out, with a message, when it is not there.
 pub fn sizes_from_env() -> Vec<VaultSpec> {
-    let raw = std::env::var("KB_BENCH_SIZES").unwrap_or_else(|_| format!("1000,10000,100000,{CORPUS_LABEL}"));
+    sizes_from_env_or(&format!("1000,10000,100000,{CORPUS_LABEL}"))
+}
+
+/// [`sizes_from_env`] with a bench's own sizes when `KB_BENCH_SIZES` is not set.
+pub fn sizes_from_env_or(default: &str) -> Vec<VaultSpec> {
+    let raw = std::env::var("KB_BENCH_SIZES").unwrap_or_else(|_| default.to_owned());
     parse_sizes(&raw)
         .into_iter()
         .filter(|spec| {

@@ -279,16 +279,9 @@ impl NameIndex {
     /// edits, at least one), with their distance, best first.
     /// `counts` is scratch space, all zero, kept by the caller between calls.
     fn nearest(&self, target: &str, counts: &mut Vec<u32>) -> Vec<(usize, usize)> {
-        let target = target.trim().to_lowercase();
-        let target = strip_md(target.rsplit('/').next().unwrap_or(&target)).to_owned();
-        let length = target.chars().count();
-        if length < 2 {
+        let Some(Wanted { target, length, most, grams, needed }) = Wanted::of(target) else {
             return Vec::new();
-        }
-        let most = (length / 4).max(1);
-        let grams = bigrams(&target);
-        // A name within `most` edits shares all but `2 * most` of the target's bigrams.
-        let needed = grams.len().saturating_sub(2 * most).max(1);
+        };
         // Shared bigrams are counted in `counts` (one slot per name, zero
         // between calls) rather than a hash map: a bigram such as `e ` is in a
         // third of all names, so a target touches a large part of them.
@@ -315,11 +308,47 @@ impl NameIndex {
                 found.push((*note, distance));
             }
         }
-        found.sort_by_key(|&(note, distance)| (distance, note));
-        found.dedup_by_key(|pair| pair.0);
-        found.sort_by_key(|&(note, distance)| (distance, note));
-        found
+        best_first(found)
     }
+}
+
+/// A broken link's target as [`NameIndex::nearest`] looks for it: the file
+/// name lowercased, without `.md`, and how near a name must be.
+struct Wanted {
+    target: String,
+    /// Its length in characters.
+    length: usize,
+    /// The most edits a name may be away (a quarter of the length, at least one).
+    most: usize,
+    /// Its bigrams, sorted.
+    grams: Vec<(char, char)>,
+    /// How many of them a name within `most` edits shares at least.
+    needed: usize,
+}
+
+impl Wanted {
+    /// `None` for a target too short to guess from (under two characters).
+    fn of(target: &str) -> Option<Wanted> {
+        let target = target.trim().to_lowercase();
+        let target = strip_md(target.rsplit('/').next().unwrap_or(&target)).to_owned();
+        let length = target.chars().count();
+        if length < 2 {
+            return None;
+        }
+        let most = (length / 4).max(1);
+        let grams = bigrams(&target);
+        // A name within `most` edits shares all but `2 * most` of the target's bigrams.
+        let needed = grams.len().saturating_sub(2 * most).max(1);
+        Some(Wanted { target, length, most, grams, needed })
+    }
+}
+
+/// One entry per note, nearest first (then by note).
+fn best_first(mut found: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    found.sort_by_key(|&(note, distance)| (distance, note));
+    found.dedup_by_key(|pair| pair.0);
+    found.sort_by_key(|&(note, distance)| (distance, note));
+    found
 }
 
 #[cfg(test)]
@@ -329,22 +358,14 @@ mod tests {
     /// The nearest names as they were found before: shared bigrams counted in
     /// a hash map.
     fn nearest_by_counting_all(index: &NameIndex, target: &str) -> Vec<(usize, usize)> {
-        let target = target.trim().to_lowercase();
-        let target = strip_md(target.rsplit('/').next().unwrap_or(&target)).to_owned();
-        let length = target.chars().count();
-        if length < 2 {
-            return Vec::new();
-        }
-        let most = (length / 4).max(1);
-        let grams = bigrams(&target);
-        let needed = grams.len().saturating_sub(2 * most).max(1);
+        let Some(Wanted { target, most, grams, needed, .. }) = Wanted::of(target) else { return Vec::new() };
         let mut shared: HashMap<u32, usize> = HashMap::new();
         for gram in &grams {
             for &k in index.bigrams.get(gram).map_or(&[][..], Vec::as_slice) {
                 *shared.entry(k).or_default() += 1;
             }
         }
-        let mut found: Vec<(usize, usize)> = shared
+        let found: Vec<(usize, usize)> = shared
             .into_iter()
             .filter(|&(_, count)| count >= needed)
             .filter_map(|(k, _)| {
@@ -353,10 +374,7 @@ mod tests {
                 (distance <= most).then_some((*note, distance))
             })
             .collect();
-        found.sort_by_key(|&(note, distance)| (distance, note));
-        found.dedup_by_key(|pair| pair.0);
-        found.sort_by_key(|&(note, distance)| (distance, note));
-        found
+        best_first(found)
     }
 
     /// Counting in a slice kept between calls finds exactly the names a count
