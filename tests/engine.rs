@@ -1921,3 +1921,51 @@ fn issue_13_a_long_questions_text_evidence_outranks_a_title_holding_one_of_its_w
     let keywords = knowledge_paths(&engine, "edit lines");
     assert_eq!(keywords[0], "Editing shortcuts.md", "{keywords:?}");
 }
+
+/// Issue 13, questions in other words: when a question's first pass is unsure
+/// (its best notes score alike), the words its best notes share (`theme`,
+/// `fonts`, `light`) join it at a low weight, so the note about what those
+/// notes have in common (*Settings*) rises above a note that holds the
+/// question's words by chance (*Graph view*'s node colours). A short query
+/// gets no feedback.
+#[test]
+fn issue_13_an_unsure_questions_feedback_from_its_best_notes_reranks_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    let notes = [
+        (
+            "Appearance.md",
+            "Switch between the dark theme and the light theme. Each theme sets its fonts; pick the fonts of a theme here.\n",
+        ),
+        ("Themes.md", "Community themes change how the app looks: a theme may bring its own fonts.\n"),
+        ("Settings.md", "Settings hold the theme, the fonts and the app's dark or light colors.\n"),
+        (
+            "Canvas.md",
+            "Cards on a canvas have colors: switch a card's colors from its menu. Dark cards stand out.\n",
+        ),
+        (
+            "Graph view.md",
+            "Nodes get colors; switch the colors of the nodes on and off. Dark nodes are orphans.\n",
+        ),
+        ("Mobile.md", "The mobile app syncs your vault.\n"),
+        ("Search.md", "Search finds notes by their words.\n"),
+    ];
+    for (name, text) in notes {
+        std::fs::write(vault.join(name), text).unwrap();
+    }
+    // Notes on other topics, so that the vault's rare words are rare.
+    for i in 1..=20 {
+        let text =
+            format!("Filler note {i} about gardening, cooking, travel plans and reading lists number {i}.\n");
+        std::fs::write(vault.join(format!("Filler {i}.md")), text).unwrap();
+    }
+    let engine = open(vault);
+    let question = "how do I switch the app to dark colors";
+    let without = kb_mcp::index::without_feedback(|| knowledge_paths(&engine, question));
+    assert_eq!(&without[..2], ["Graph view.md", "Settings.md"], "{without:?}");
+    let with = knowledge_paths(&engine, question);
+    assert_eq!(&with[..2], ["Settings.md", "Graph view.md"], "{with:?}");
+    // Keywords are not a question: ranked as ever.
+    let keywords = knowledge_paths(&engine, "dark colors");
+    assert_eq!(keywords, kb_mcp::index::without_feedback(|| knowledge_paths(&engine, "dark colors")));
+}

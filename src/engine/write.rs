@@ -56,6 +56,7 @@ impl Engine {
             folder: None,
             limit: SIMILAR,
             explain: false,
+            texts: None,
         };
         match self.index().search(&request) {
             Ok(outcome) => outcome

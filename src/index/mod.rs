@@ -32,7 +32,9 @@ mod writer;
 pub use baseline::BaselineIndex;
 pub use open::OpenedIndex;
 pub use script::{is_cjk, is_han, is_hangul, is_kana};
-pub use search::{SearchHit, SearchOutcome, SearchRequest, SearchScope, full_query_only};
+pub use search::{
+    NoteTexts, SearchHit, SearchOutcome, SearchRequest, SearchScope, full_query_only, without_feedback,
+};
 pub use snippet::Snippet;
 pub use writer::{DocumentSink, Journal};
 

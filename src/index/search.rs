@@ -73,6 +73,22 @@ type Rivals = u64;
 thread_local! {
     /// Set by [`full_query_only`]: this thread's searches skip the title-side shortcut.
     static FULL_QUERY_ONLY: Cell<bool> = const { Cell::new(false) };
+    /// Set by [`without_feedback`]: this thread's questions get no feedback.
+    static WITHOUT_FEEDBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with a question's feedback off on this thread, so tests can show
+/// what the feedback changes.
+#[doc(hidden)]
+pub fn without_feedback<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WITHOUT_FEEDBACK.with(|off| off.set(self.0));
+        }
+    }
+    let _restore = Restore(WITHOUT_FEEDBACK.with(|off| off.replace(true)));
+    f()
 }
 
 /// Runs `f` with `search_knowledge`'s title-side shortcut off on this thread, so
@@ -134,6 +150,19 @@ pub struct SearchRequest<'a> {
     pub limit: usize,
     /// Whether to explain each hit's score.
     pub explain: bool,
+    /// Reads a hit's note text, for the feedback a question gets from its
+    /// first pass (see `query::feedback_terms`); `None`: no feedback.
+    pub texts: Option<NoteTexts<'a>>,
+}
+
+/// Reads a note's text (the index holds none): the caller's way to the files.
+#[derive(Clone, Copy)]
+pub struct NoteTexts<'a>(pub &'a (dyn Fn(&NoteRecord) -> Option<String> + Sync));
+
+impl std::fmt::Debug for NoteTexts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NoteTexts")
+    }
 }
 
 /// One search hit.
@@ -213,10 +242,8 @@ impl SearchIndex {
         let fields = &self.schema.fields;
         let weights = &self.schema.weights[request.scope.weights_key()];
         let question_weights: Vec<(Field, f32)>;
-        let weights: &[(Field, f32)] = if request.scope == SearchScope::Knowledge
-            && plan.sentence
-            && plan.words.len() >= QUESTION_WORDS_MIN
-        {
+        let question = plan.sentence && plan.words.len() >= QUESTION_WORDS_MIN;
+        let weights: &[(Field, f32)] = if request.scope == SearchScope::Knowledge && question {
             question_weights = weights
                 .iter()
                 .map(|&(field, weight)| {
@@ -251,17 +278,27 @@ impl SearchIndex {
         };
         let parts =
             query::QueryParts { plan, fields, weights, filters: &filters, min_share, boosts: &boosts };
+        // A question's feedback reads the first pass's best notes, however few
+        // the page holds.
+        let texts = request.texts.filter(|_| question && !WITHOUT_FEEDBACK.with(Cell::get));
+        let first_limit = if texts.is_some() { limit.max(query::FEEDBACK_NOTES) } else { limit };
         let shortcut = match request.scope {
-            SearchScope::Knowledge => self.titles_first(searcher, &parts, limit, rivals)?,
+            SearchScope::Knowledge => self.titles_first(searcher, &parts, first_limit, rivals)?,
             SearchScope::Content => None,
         };
         let (mut top, mut total) = match shortcut {
             Some(found) => found,
             None => {
                 let built = query::build(&parts, false);
-                self.run(searcher, built.as_ref(), limit, executor, rivals)?
+                self.run(searcher, built.as_ref(), first_limit, executor, rivals)?
             }
         };
+        if let Some(texts) = texts
+            && let Some(expanded) = self.with_feedback(searcher, &parts, &top, texts)
+        {
+            (top, total) = self.run(searcher, expanded.as_ref(), limit, executor, rivals)?;
+        }
+        top.truncate(limit);
         // Notes holding fewer of the words, ranked after those holding enough.
         let mut fill = Vec::new();
         if total < limit && !plan.words.is_empty() && min_share > 0.0 && plan.units().len() > 1 {
@@ -382,6 +419,41 @@ impl SearchIndex {
             Some(&(last, _)) if top.len() == limit && last > bound => Some((top, matched)),
             _ => None,
         })
+    }
+
+    /// A question's query with the feedback words of its first pass's best
+    /// notes (`top`; see `query::feedback_terms`), or `None` when the first
+    /// pass is sure of its best note (it outscores the second by
+    /// `query::FEEDBACK_GAP`) or the notes give no word.
+    fn with_feedback(
+        &self,
+        searcher: &Searcher,
+        parts: &query::QueryParts<'_>,
+        top: &[(f32, DocAddress)],
+        texts: NoteTexts<'_>,
+    ) -> Option<Box<dyn Query>> {
+        match top {
+            [] => return None,
+            [(best, _), (second, _), ..] if *best >= query::FEEDBACK_GAP * second => return None,
+            _ => {}
+        }
+        let notes: Vec<(f32, String)> = top
+            .iter()
+            .take(query::FEEDBACK_NOTES)
+            .filter_map(|&(score, address)| {
+                let doc: TantivyDocument = searcher.doc(address).ok()?;
+                Some((score, (texts.0)(&self.record_of(&doc)?)?))
+            })
+            .collect();
+        let fields = &self.schema.fields;
+        let doc_freq = |word: &str| searcher.doc_freq(&Term::from_field_text(fields.body, word)).unwrap_or(0);
+        let words = query::feedback_terms(parts.plan, &notes, &doc_freq, searcher.num_docs());
+        if words.is_empty() {
+            return None;
+        }
+        let searched: Vec<(Field, f32)> =
+            parts.weights.iter().copied().filter(|&(field, _)| field != fields.name_key).collect();
+        Some(query::with_feedback(query::build(parts, false), &words, &searched))
     }
 
     /// Each query term's boost from its informativeness in the note bodies.

@@ -17,14 +17,21 @@
 //! multi-word query by how informative it is in the note bodies of the whole
 //! vault ([`rarity_boosts`]): rarity among short titles says little, and a
 //! common word that sits in some title must not outrank a question's rare words.
+//!
+//! A question of four words or more (put as a sentence) whose first pass is
+//! unsure of its best note gets pseudo-relevance feedback ([`feedback_terms`]):
+//! the rare words its best notes share join it at a low weight, and the notes
+//! it matched are ranked again (issue 13, questions in other words).
 
 mod build;
 mod candidates;
 mod coordinated;
+mod feedback;
 mod words;
 
 pub(crate) use build::{
     Filters, QueryParts, Reach, Strength, bound_outside, build, build_fuzzy, build_reaching, required_clauses,
 };
 pub(crate) use candidates::Candidates;
+pub(crate) use feedback::{FEEDBACK_GAP, FEEDBACK_NOTES, feedback_terms, with_feedback};
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};

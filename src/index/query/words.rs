@@ -281,6 +281,11 @@ pub(crate) fn warm_up() {
     let _ = segmenter();
 }
 
+/// Whether a term is an English or Chinese stop word (no topic of its own).
+pub(crate) fn is_stop_word(term: &str) -> bool {
+    ENGLISH_STOP_WORDS.contains(&term) || is_chinese_stop(term)
+}
+
 fn is_chinese_stop(word: &str) -> bool {
     CHINESE_STOP_WORDS.contains(&word) || CHINESE_STOP_CHARS.contains(&word)
 }
@@ -294,7 +299,7 @@ fn has_kana_or_hangul(word: &str) -> bool {
 /// not the junk `入笔`), and question and function words are dropped. Latin words,
 /// Japanese and Korean pass through whole. Returns the words and whether any
 /// stop word was dropped from inside the word.
-fn content_words(word: &str) -> (Vec<String>, bool) {
+pub(super) fn content_words(word: &str) -> (Vec<String>, bool) {
     if !word.chars().any(is_cjk) || has_kana_or_hangul(word) {
         return (vec![word.to_owned()], false);
     }
