@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use rayon::prelude::*;
 
+use super::findings::Mention;
 use crate::index::is_cjk;
 use crate::sandbox::{IndexFolder, NotePath, Sandbox};
 use crate::vault::graph::{Broken, Graph, Resolution};
@@ -169,8 +170,8 @@ struct Hit {
     at: u32,
     /// 1-based line.
     line: u32,
-    /// The name as written there.
-    written: Box<str>,
+    /// The name as written there (shared with the findings that quote it).
+    written: Arc<str>,
 }
 
 /// What one note's prose mentions, for the content it was read for.
@@ -202,13 +203,10 @@ struct MentionIndex {
 #[derive(Debug, Default)]
 pub(crate) struct MentionCache(Mutex<MentionIndex>);
 
-/// The mentions of the notes of one audit: per note in scope, the line, the
-/// name as written and the note named, for names it does not link.
-pub(super) type Found = Vec<(usize, Vec<(u32, String, usize)>)>;
-
 impl MentionCache {
     /// Brings the cache up to date with `records` (reading only what it must)
-    /// and returns the unlinked mentions of the notes `in_scope`.
+    /// and returns the unlinked mentions of the notes `in_scope` (ascending
+    /// positions), in the order of findings.
     ///
     /// `folder` is the index folder its file is read from (once) and written
     /// to (`None`: no file).
@@ -219,7 +217,7 @@ impl MentionCache {
         records: &[Arc<NoteRecord>],
         graph: &Graph,
         in_scope: &[usize],
-    ) -> Found {
+    ) -> Vec<Mention> {
         use crate::engine::timing::time;
         let mut index = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if !index.loaded {
@@ -237,20 +235,28 @@ impl MentionCache {
             let _ = time("audit_mention_save", || folder.write_cache(&encode(&index)));
             (index.unsaved, index.missing) = (0, false);
         }
-        in_scope
-            .iter()
-            .filter_map(|&i| {
-                let note = index.notes.get(&records[i].path)?;
-                let found = unlinked(graph, i, note, &targets);
-                (!found.is_empty()).then_some((i, found))
-            })
-            .collect()
+        let index = &*index;
+        time("audit_mention_unlinked", || {
+            in_scope
+                .par_iter()
+                .flat_map_iter(|&i| match index.notes.get(&records[i].path) {
+                    Some(note) => unlinked(graph, records, i, note, &targets),
+                    None => Vec::new(),
+                })
+                .collect()
+        })
     }
 }
 
 /// The mentions of `note` (at position `i`) of other notes it does not link:
-/// the first place of each, by line.
-fn unlinked(graph: &Graph, i: usize, note: &NoteMentions, targets: &[usize]) -> Vec<(u32, String, usize)> {
+/// the first place of each, by line and message.
+fn unlinked(
+    graph: &Graph,
+    records: &[Arc<NoteRecord>],
+    i: usize,
+    note: &NoteMentions,
+    targets: &[usize],
+) -> Vec<Mention> {
     let linked: HashSet<u32> = graph
         .outlinks(i)
         .iter()
@@ -268,9 +274,16 @@ fn unlinked(graph: &Graph, i: usize, note: &NoteMentions, targets: &[usize]) -> 
         }
         first.entry(target).and_modify(|h| *h = if hit.at < h.at { hit } else { h }).or_insert(hit);
     }
-    let mut out: Vec<(u32, String, usize)> =
-        first.into_iter().map(|(target, hit)| (hit.line, hit.written.to_string(), target)).collect();
-    out.sort();
+    let mut out: Vec<Mention> = first
+        .into_iter()
+        .map(|(target, hit)| Mention {
+            note: i as u32,
+            line: hit.line,
+            target: target as u32,
+            written: Arc::clone(&hit.written),
+        })
+        .collect();
+    out.sort_by(|a, b| a.cmp_in_note(b, records));
     out
 }
 

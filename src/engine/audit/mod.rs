@@ -5,18 +5,21 @@
 //! sizes). Only three need a note's text: `frontmatter` (when `[lint]` has rules),
 //! `unlinked_mention` and `empty_note` (only for notes small and bare enough to
 //! be empty); those files are read once, in parallel. Findings are computed
-//! whole and sorted by path, line and check, so `total` and `counts` cover every
-//! page; a page's cursor names the last finding returned, not a position, so a
+//! whole and kept in order by path, line, check and message (`findings.rs`:
+//! millions of unlinked mentions kept small, written out a page at a time), so
+//! `total` and `counts` cover every page; a page's cursor names the last finding returned, not a position, so a
 //! finding that stays is never skipped or repeated while notes change.
 //!
 //! A file per family of checks: `links.rs` (broken links and anchors,
 //! ambiguous links, the note a broken link meant), `tags.rs` (unregistered tags,
 //! frontmatter diagnostics), `notes.rs` (orphans, duplicate titles, maps of
 //! content, sizes, skipped files), `text.rs` (the checks that read notes' text),
+//! `findings.rs` (the findings of one audit, their counts and pages),
 //! `mentions.rs` (unlinked mentions), `cursor.rs` (order and paging) and `fix.rs`
 //! (fixes staged as proposals).
 
 mod cursor;
+mod findings;
 mod fix;
 mod links;
 mod mentions;
@@ -29,7 +32,8 @@ pub(super) use mentions::MentionCache;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, Weak};
 
-use super::types::{AUDIT_LIMIT, Audit, AuditArgs, AuditCheck, Finding, Fix, Severity};
+use self::findings::{AuditFindings, Findings};
+use super::types::{AUDIT_LIMIT, Audit, AuditArgs, AuditCheck};
 use super::{Catalog, Engine};
 use crate::error::{Error, Result};
 use crate::vault::graph::Graph;
@@ -114,7 +118,7 @@ struct KeptAudit {
     checks: BTreeSet<AuditCheck>,
     folder: String,
     skipped: Option<Vec<(String, String)>>,
-    findings: Arc<Vec<Finding>>,
+    findings: Arc<AuditFindings>,
 }
 
 impl KeptAudit {
@@ -129,16 +133,6 @@ impl KeptAudit {
             && same(&self.config, config)
             && self.checks == *checks
             && self.folder == folder
-    }
-}
-
-/// Findings as the checks add them.
-#[derive(Default)]
-struct Findings(Vec<Finding>);
-
-impl Findings {
-    fn push(&mut self, check: AuditCheck, path: &str, line: Option<u32>, message: String, fix: Option<Fix>) {
-        self.0.push(Finding { check, severity: check.severity(), path: path.to_owned(), line, message, fix });
     }
 }
 
@@ -163,33 +157,25 @@ impl Engine {
         let scope = cursor::scope(&checks, &folder);
         let after = args.cursor.as_deref().map(|text| cursor::decode(text, &scope)).transpose()?;
 
-        let findings = self.audit_findings(&checks, &folder, after.is_some())?;
-        let mut by_check: BTreeMap<AuditCheck, u64> = checks.iter().map(|&c| (c, 0)).collect();
-        let mut errors = 0;
-        for finding in findings.iter() {
-            *by_check.entry(finding.check).or_default() += 1;
-            errors += u64::from(finding.severity == Severity::Error);
+        let (catalog, findings) = self.audit_findings(&checks, &folder, after.is_some())?;
+        let (by_check, errors) = findings.counts();
+        let mut counts: BTreeMap<String, u64> = checks.iter().map(|c| (c.name().to_owned(), 0)).collect();
+        for (check, n) in by_check {
+            *counts.entry(check.name().to_owned()).or_default() += n;
         }
-        let counts: BTreeMap<String, u64> =
-            by_check.into_iter().map(|(check, n)| (check.name().to_owned(), n)).collect();
         let proposals = if args.fix {
-            let mut all = findings.to_vec();
+            let mut all = findings.listed().to_vec();
             self.suggest_notes(&mut all);
             self.stage_fixes(&all)?
         } else {
             Vec::new()
         };
         let total = findings.len() as u64;
-        let from = match &after {
-            None => 0,
-            Some((path, line, check, message)) => findings.partition_point(|f| {
-                cursor::order_key(f) <= (path.as_str(), *line, *check, message.as_str())
-            }),
-        };
-        let mut page: Vec<Finding> = findings[from..].iter().take(limit).cloned().collect();
-        let next_cursor = (from + page.len() < findings.len())
-            .then(|| page.last().map(|last| cursor::encode(&scope, last)))
-            .flatten();
+        let key = after
+            .as_ref()
+            .map(|(path, line, check, message)| (path.as_str(), *line, *check, message.as_str()));
+        let (mut page, more) = findings.page(catalog.records(), key, limit);
+        let next_cursor = more.then(|| page.last().map(|last| cursor::encode(&scope, last))).flatten();
         super::timing::time("audit_suggest", || self.suggest_notes(&mut page));
         Ok(Audit {
             checks_run: checks.into_iter().collect(),
@@ -211,12 +197,12 @@ impl Engine {
         checks: &BTreeSet<AuditCheck>,
         folder: &str,
         later: bool,
-    ) -> Result<Arc<Vec<Finding>>> {
+    ) -> Result<(Arc<Catalog>, Arc<AuditFindings>)> {
         let catalog = self.catalog();
         let config = self.config();
         let mut last = self.last_audit.findings.lock().unwrap_or_else(|p| p.into_inner());
         if later && let Some(kept) = last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder)) {
-            return Ok(Arc::clone(&kept.findings));
+            return Ok((catalog, Arc::clone(&kept.findings)));
         }
         let skipped = if checks.contains(&AuditCheck::SkippedFile) {
             Some(super::timing::time("audit_skipped", || self.staleness())?.skipped)
@@ -226,7 +212,7 @@ impl Engine {
         if let Some(kept) =
             last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder) && k.skipped == skipped)
         {
-            return Ok(Arc::clone(&kept.findings));
+            return Ok((catalog, Arc::clone(&kept.findings)));
         }
         let findings = Arc::new(self.run_checks(&catalog, &config, checks, folder, skipped.clone()));
         *last = Some(KeptAudit {
@@ -237,10 +223,10 @@ impl Engine {
             skipped,
             findings: Arc::clone(&findings),
         });
-        Ok(findings)
+        Ok((catalog, findings))
     }
 
-    /// Runs `checks` over the notes under `folder`; the findings sorted.
+    /// Runs `checks` over the notes under `folder`; the findings in order.
     fn run_checks(
         &self,
         catalog: &Catalog,
@@ -248,7 +234,7 @@ impl Engine {
         checks: &BTreeSet<AuditCheck>,
         folder: &str,
         skipped: Option<Vec<(String, String)>>,
-    ) -> Vec<Finding> {
+    ) -> AuditFindings {
         use super::timing::time;
         let scope = Scope::new(catalog, config, folder);
         let run = |check: AuditCheck| checks.contains(&check);
@@ -279,12 +265,7 @@ impl Engine {
                 notes::skipped(&scope, skipped, &mut findings);
             }
         });
-        self.text_checks(&scope, &run, &mut findings);
-        time("audit_sort", || {
-            let mut findings = findings.0;
-            findings.sort_by(|a, b| cursor::order_key(a).cmp(&cursor::order_key(b)));
-            findings.dedup_by(|a, b| cursor::order_key(a) == cursor::order_key(b));
-            findings
-        })
+        let mentions = self.text_checks(&scope, &run, &mut findings);
+        time("audit_sort", || AuditFindings::new(findings, mentions))
     }
 }

@@ -5,7 +5,8 @@
 
 use rayon::prelude::*;
 
-use super::{Findings, Scope};
+use super::Scope;
+use super::findings::{Findings, Mention};
 use crate::engine::Engine;
 use crate::engine::types::{AuditCheck, Finding};
 use crate::sandbox::NotePath;
@@ -18,13 +19,14 @@ const TEXT_MAX: u64 = 16 << 20;
 const EMPTY_CANDIDATE_MAX: u64 = 4096;
 
 impl Engine {
-    /// The findings of the text checks `run` asks for, for the notes in scope.
+    /// The findings of the text checks `run` asks for, for the notes in scope:
+    /// unlinked mentions returned in order, the others added to `findings`.
     pub(super) fn text_checks(
         &self,
         scope: &Scope<'_>,
         run: &dyn Fn(AuditCheck) -> bool,
         findings: &mut Findings,
-    ) {
+    ) -> Vec<Mention> {
         let (records, config) = (scope.records, scope.config);
         let lint = run(AuditCheck::Frontmatter) && !config.lint.is_empty();
         let empty = run(AuditCheck::EmptyNote);
@@ -60,22 +62,12 @@ impl Engine {
                 .collect()
         });
         findings.0.extend(read);
-        if run(AuditCheck::UnlinkedMention) {
-            let found = crate::engine::timing::time("audit_mentions", || {
-                self.mentions.find(&sandbox, Some(self.index.folder()), records, scope.graph, &scope.in_scope)
-            });
-            for (i, found) in found {
-                for (line, name, target) in found {
-                    findings.push(
-                        AuditCheck::UnlinkedMention,
-                        &records[i].path,
-                        Some(line),
-                        format!("mentions `{name}` ({}) without linking it", records[target].path),
-                        None,
-                    );
-                }
-            }
+        if !run(AuditCheck::UnlinkedMention) {
+            return Vec::new();
         }
+        crate::engine::timing::time("audit_mentions", || {
+            self.mentions.find(&sandbox, Some(self.index.folder()), records, scope.graph, &scope.in_scope)
+        })
     }
 }
 
