@@ -49,11 +49,13 @@ const CHANGED_NAMES_MAX: usize = 20_000;
 /// were read since it was last written or read (a few changed notes cost a new
 /// process a few readings; writing a large vault's file costs more).
 const UNSAVED_MIN: usize = 256;
+/// In the cache file, a hit's spelling that is its name's own.
+const AS_NAMED: u32 = u32::MAX;
 /// Largest cache file read.
 const CACHE_MAX: u64 = 1 << 30;
 /// The first bytes of the cache file: its format, and the rules of this file
 /// that decide what a note mentions (change it when they change).
-const CACHE_MAGIC: &[u8] = b"kb-mcp mentions 1\n";
+const CACHE_MAGIC: &[u8] = b"kb-mcp mentions 2\n";
 
 /// A character of a word for the boundary rule: a letter or digit of a script
 /// written with spaces (Chinese, Japanese and Korean are not).
@@ -72,7 +74,7 @@ fn mentionable(name: &str) -> bool {
 
 /// The names to look for, as written in their note (sorted), and the note
 /// each names.
-fn unique_names(records: &[Arc<NoteRecord>]) -> (Vec<String>, Vec<usize>) {
+fn unique_names(records: &[Arc<NoteRecord>]) -> (Vec<Arc<str>>, Vec<usize>) {
     let mut by_name: BTreeMap<String, (String, BTreeSet<usize>)> = BTreeMap::new();
     for (i, record) in records.iter().enumerate().filter(|(_, r)| r.kind == NoteKind::Note) {
         for name in std::iter::once(&record.title).chain(record.aliases.iter()) {
@@ -86,10 +88,10 @@ fn unique_names(records: &[Arc<NoteRecord>]) -> (Vec<String>, Vec<usize>) {
             }
         }
     }
-    let mut unique: Vec<(String, usize)> = by_name
+    let mut unique: Vec<(Arc<str>, usize)> = by_name
         .into_values()
         .filter(|(_, notes)| notes.len() == 1)
-        .filter_map(|(name, notes)| notes.first().map(|&n| (name, n)))
+        .filter_map(|(name, notes)| notes.first().map(|&n| (Arc::from(name), n)))
         .collect();
     unique.sort();
     unique.into_iter().unzip()
@@ -170,7 +172,8 @@ struct Hit {
     at: u32,
     /// 1-based line.
     line: u32,
-    /// The name as written there (shared with the findings that quote it).
+    /// The name as written there (shared with the findings that quote it, and
+    /// with [`MentionIndex::names`] when written as named).
     written: Arc<str>,
 }
 
@@ -187,7 +190,7 @@ struct NoteMentions {
 /// The mentions of every note, for the names of one catalog.
 #[derive(Debug, Default)]
 struct MentionIndex {
-    names: Vec<String>,
+    names: Vec<Arc<str>>,
     /// The automaton of `names`, made when a note is to be read.
     automaton: Option<Option<AhoCorasick>>,
     notes: HashMap<String, NoteMentions>,
@@ -290,11 +293,10 @@ fn unlinked(
 impl MentionIndex {
     /// Reads again the notes whose record changed or that may hold a name
     /// gained or lost, drops the notes gone.
-    fn update(&mut self, sandbox: &Sandbox, records: &[Arc<NoteRecord>], names: Vec<String>) {
+    fn update(&mut self, sandbox: &Sandbox, records: &[Arc<NoteRecord>], names: Vec<Arc<str>>) {
         let mut reread: HashSet<&str> = HashSet::new();
         if names != self.names {
-            let gained_or_lost: Vec<String> =
-                changed(&self.names, &names).into_iter().map(str::to_owned).collect();
+            let gained_or_lost: Vec<Arc<str>> = changed(&self.names, &names).into_iter().cloned().collect();
             self.renumber(&names);
             if gained_or_lost.len() > CHANGED_NAMES_MAX {
                 self.notes.clear();
@@ -342,7 +344,7 @@ impl MentionIndex {
                 AhoCorasickBuilder::new()
                     .match_kind(MatchKind::Standard)
                     .ascii_case_insensitive(true)
-                    .build(names.iter().map(String::as_str))
+                    .build(names.iter().map(|name| &**name))
                     .ok()
             })
             .as_ref();
@@ -351,7 +353,7 @@ impl MentionIndex {
                 notes
                     .par_iter()
                     .filter(|r| reread.contains(r.path.as_str()))
-                    .map(|record| (record.path.clone(), read_note(sandbox, automaton, record)))
+                    .map(|record| (record.path.clone(), read_note(sandbox, automaton, names, record)))
                     .collect()
             });
         self.unsaved += read.len();
@@ -360,7 +362,7 @@ impl MentionIndex {
 
     /// Gives every hit the number of its name in `names`, dropping the hits of
     /// names no longer looked for.
-    fn renumber(&mut self, names: &[String]) {
+    fn renumber(&mut self, names: &[Arc<str>]) {
         let old = &self.names;
         for note in self.notes.values_mut() {
             note.hits.retain_mut(|hit| match names.binary_search(&old[hit.name as usize]) {
@@ -375,24 +377,38 @@ impl MentionIndex {
 }
 
 /// The names in one sorted list and not the other.
-fn changed<'a>(old: &'a [String], new: &'a [String]) -> Vec<&'a str> {
+fn changed<'a>(old: &'a [Arc<str>], new: &'a [Arc<str>]) -> Vec<&'a Arc<str>> {
     let (mut a, mut b) = (0, 0);
     let mut out = Vec::new();
     while a < old.len() || b < new.len() {
         match (old.get(a), new.get(b)) {
             (Some(x), Some(y)) if x == y => (a, b) = (a + 1, b + 1),
-            (Some(x), Some(y)) if x < y => (out.push(x.as_str()), a += 1).1,
-            (Some(x), None) => (out.push(x.as_str()), a += 1).1,
-            (_, Some(y)) => (out.push(y.as_str()), b += 1).1,
+            (Some(x), Some(y)) if x < y => (out.push(x), a += 1).1,
+            (Some(x), None) => (out.push(x), a += 1).1,
+            (_, Some(y)) => (out.push(y), b += 1).1,
             (None, None) => break,
         }
     }
     out
 }
 
+/// A name as written: the name's own string when written as named (most
+/// are), so millions of hits share a few hundred thousand strings.
+fn spelled(names: &[Arc<str>], name: u32, written: &str) -> Arc<str> {
+    match names.get(name as usize) {
+        Some(named) if **named == *written => Arc::clone(named),
+        _ => Arc::from(written),
+    }
+}
+
 /// Reads a note and finds the names its prose mentions (an unreadable note
 /// mentions nothing).
-fn read_note(sandbox: &Sandbox, automaton: Option<&AhoCorasick>, record: &Arc<NoteRecord>) -> NoteMentions {
+fn read_note(
+    sandbox: &Sandbox,
+    automaton: Option<&AhoCorasick>,
+    names: &[Arc<str>],
+    record: &Arc<NoteRecord>,
+) -> NoteMentions {
     let mut note = NoteMentions {
         hash: record.hash.as_str().into(),
         size: record.size,
@@ -411,7 +427,8 @@ fn read_note(sandbox: &Sandbox, automaton: Option<&AhoCorasick>, record: &Arc<No
         for (start, end, name) in occurrences(automaton, prose) {
             if seen.insert(name) {
                 let at = (span.start + start) as u32;
-                note.hits.push(Hit { name, at, line: 0, written: prose[start..end].into() });
+                let written = spelled(names, name, &prose[start..end]);
+                note.hits.push(Hit { name, at, line: 0, written });
             }
         }
     }
@@ -461,8 +478,8 @@ fn occurrences(automaton: &AhoCorasick, prose: &str) -> Vec<(usize, usize, u32)>
 }
 
 /// The cache file: [`CACHE_MAGIC`], the names, then per note its path, hash,
-/// size, filter and hits, every number little-endian, every string its length
-/// then its bytes.
+/// size, filter and hits (a hit's spelling is [`AS_NAMED`] when it is its
+/// name's), every number little-endian, every string its length then its bytes.
 fn encode(index: &MentionIndex) -> Vec<u8> {
     fn text(out: &mut Vec<u8>, text: &str) {
         out.extend_from_slice(&(text.len() as u32).to_le_bytes());
@@ -490,7 +507,11 @@ fn encode(index: &MentionIndex) -> Vec<u8> {
             for number in [hit.name, hit.at, hit.line] {
                 out.extend_from_slice(&number.to_le_bytes());
             }
-            text(&mut out, &hit.written);
+            if *hit.written == *index.names[hit.name as usize] {
+                out.extend_from_slice(&AS_NAMED.to_le_bytes());
+            } else {
+                text(&mut out, &hit.written);
+            }
         }
     }
     out
@@ -509,6 +530,9 @@ fn decode(bytes: &[u8]) -> Option<MentionIndex> {
         fn u32(&mut self) -> Option<u32> {
             Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
         }
+        fn peek_u32(&self) -> Option<u32> {
+            Some(u32::from_le_bytes(self.0.get(..4)?.try_into().ok()?))
+        }
         fn u64(&mut self) -> Option<u64> {
             Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
         }
@@ -524,9 +548,9 @@ fn decode(bytes: &[u8]) -> Option<MentionIndex> {
     }
     let mut reader = Reader(bytes.strip_prefix(CACHE_MAGIC)?);
     let names_len = reader.count(4)?;
-    let mut names = Vec::with_capacity(names_len);
+    let mut names: Vec<Arc<str>> = Vec::with_capacity(names_len);
     for _ in 0..names_len {
-        names.push(reader.text()?.to_owned());
+        names.push(reader.text()?.into());
     }
     if !names.is_sorted() {
         return None;
@@ -549,7 +573,14 @@ fn decode(bytes: &[u8]) -> Option<MentionIndex> {
             if name as usize >= names.len() {
                 return None;
             }
-            hits.push(Hit { name, at, line, written: reader.text()?.into() });
+            let written = match reader.peek_u32()? {
+                AS_NAMED => {
+                    reader.u32()?;
+                    Arc::clone(&names[name as usize])
+                }
+                _ => reader.text()?.into(),
+            };
+            hits.push(Hit { name, at, line, written });
         }
         notes.insert(path, NoteMentions { hash, size, words: Bloom { bits }, hits });
     }
