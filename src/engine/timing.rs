@@ -39,6 +39,21 @@ pub fn take() -> Vec<(&'static str, Duration)> {
     STAGES.with(|stages| std::mem::take(&mut *stages.borrow_mut()))
 }
 
+/// Runs `f` (on whichever thread a parallel join gives it) and returns its
+/// result with the stages recorded on that thread meanwhile, for [`restore`]
+/// on the thread whose list they belong to.
+pub fn carry<R>(f: impl FnOnce() -> R) -> (R, Vec<(&'static str, Duration)>) {
+    let result = f();
+    (result, take())
+}
+
+/// Adds stages [`carry`] brought back to this thread's list.
+pub fn restore(stages: Vec<(&'static str, Duration)>) {
+    for (stage, took) in stages {
+        record(stage, took);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +69,17 @@ mod tests {
         assert!(take().is_empty());
         assert_eq!(time("render", || 7), 7);
         assert_eq!(take().iter().map(|(name, _)| *name).collect::<Vec<_>>(), vec!["render"]);
+    }
+
+    #[test]
+    fn stages_carried_from_another_thread_add_to_this_ones() {
+        let _ = take();
+        record("query", Duration::from_millis(2));
+        let (value, stages) =
+            std::thread::scope(|s| s.spawn(|| carry(|| time("walk", || 3))).join().unwrap());
+        assert_eq!(value, 3);
+        restore(stages);
+        let names: Vec<&str> = take().iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, vec!["query", "walk"]);
     }
 }

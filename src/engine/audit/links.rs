@@ -5,7 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::{Findings, NAMED_MAX, Scope};
+use super::findings::Findings;
+use super::{NAMED_MAX, Scope};
 use crate::engine::Engine;
 use crate::engine::types::{AuditCheck, Finding, Fix};
 use crate::sandbox::strip_md;
@@ -14,8 +15,8 @@ use crate::vault::{AnchorRef, LinkKind, LinkRef, NoteKind, NoteRecord, edit_dist
 
 /// Broken links, broken anchors and ambiguous links of the notes in scope, as
 /// far as `run` asks for them.
-pub(super) fn check(scope: &Scope<'_>, run: &dyn Fn(AuditCheck) -> bool, findings: &mut Findings) {
-    let (records, graph) = (scope.records, scope.graph);
+pub(super) fn check(scope: &Scope<'_>, run: &(dyn Fn(AuditCheck) -> bool + Sync), findings: &mut Findings) {
+    let (records, graph) = (scope.records, scope.graph());
     let mut shared: HashMap<&str, Vec<usize>> = HashMap::new();
     for &i in &scope.in_scope {
         let record = &records[i];

@@ -212,13 +212,14 @@ impl MentionCache {
     /// positions), in the order of findings.
     ///
     /// `folder` is the index folder its file is read from (once) and written
-    /// to (`None`: no file).
-    pub(super) fn find(
+    /// to (`None`: no file); `graph` gives the link graph, asked for only at
+    /// the last step (it may be being built meanwhile).
+    pub(super) fn find<'g>(
         &self,
         sandbox: &Sandbox,
         folder: Option<&IndexFolder>,
         records: &[Arc<NoteRecord>],
-        graph: &Graph,
+        graph: impl FnOnce() -> &'g Graph,
         in_scope: &[usize],
     ) -> Vec<Mention> {
         use crate::engine::timing::time;
@@ -239,6 +240,7 @@ impl MentionCache {
             (index.unsaved, index.missing) = (0, false);
         }
         let index = &*index;
+        let graph = graph();
         time("audit_mention_unlinked", || {
             in_scope
                 .par_iter()

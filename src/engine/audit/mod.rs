@@ -48,7 +48,6 @@ struct Scope<'a> {
     catalog: &'a Catalog,
     records: &'a [Arc<NoteRecord>],
     attachments: &'a [String],
-    graph: &'a Graph,
     config: &'a VaultConfig,
     /// `folder/`, or empty for the whole vault.
     prefix: String,
@@ -57,6 +56,11 @@ struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
+    /// The link graph (built on first use, once per catalog snapshot).
+    fn graph(&self) -> &'a Graph {
+        self.catalog.graph()
+    }
+
     fn new(catalog: &'a Catalog, config: &'a VaultConfig, folder: &str) -> Scope<'a> {
         let records = catalog.records();
         let prefix = if folder.is_empty() { String::new() } else { format!("{folder}/") };
@@ -65,15 +69,7 @@ impl<'a> Scope<'a> {
             .take_while(|&i| records[i].path.starts_with(&prefix))
             .filter(|&i| records[i].kind == NoteKind::Note)
             .collect();
-        Scope {
-            catalog,
-            records,
-            attachments: catalog.attachments(),
-            graph: catalog.graph(),
-            config,
-            prefix,
-            in_scope,
-        }
+        Scope { catalog, records, attachments: catalog.attachments(), config, prefix, in_scope }
     }
 }
 
@@ -111,13 +107,16 @@ impl LastAudit {
     }
 }
 
+/// The files skipped as notes, path and reason (`None`: not asked for).
+type Skipped = Option<Vec<(String, String)>>;
+
 #[derive(Debug)]
 struct KeptAudit {
     catalog: Weak<Catalog>,
     config: Weak<VaultConfig>,
     checks: BTreeSet<AuditCheck>,
     folder: String,
-    skipped: Option<Vec<(String, String)>>,
+    skipped: Skipped,
     findings: Arc<AuditFindings>,
 }
 
@@ -201,20 +200,30 @@ impl Engine {
         let catalog = self.catalog();
         let config = self.config();
         let mut last = self.last_audit.findings.lock().unwrap_or_else(|p| p.into_inner());
-        if later && let Some(kept) = last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder)) {
+        let kept = last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder));
+        if later && let Some(kept) = kept {
             return Ok((catalog, Arc::clone(&kept.findings)));
         }
-        let skipped = if checks.contains(&AuditCheck::SkippedFile) {
-            Some(super::timing::time("audit_skipped", || self.staleness())?.skipped)
-        } else {
-            None
+        let walk = || -> Result<Skipped> {
+            if !checks.contains(&AuditCheck::SkippedFile) {
+                return Ok(None);
+            }
+            Ok(Some(super::timing::time("audit_skipped", || self.staleness())?.skipped))
         };
-        if let Some(kept) =
-            last.as_ref().filter(|k| k.answers(&catalog, &config, checks, folder) && k.skipped == skipped)
-        {
-            return Ok((catalog, Arc::clone(&kept.findings)));
-        }
-        let findings = Arc::new(self.run_checks(&catalog, &config, checks, folder, skipped.clone()));
+        let (findings, skipped) = match kept {
+            // The same catalog: only the skipped files can differ, and only a
+            // walk tells.
+            Some(kept) => {
+                let skipped = walk()?;
+                if kept.skipped == skipped {
+                    return Ok((catalog, Arc::clone(&kept.findings)));
+                }
+                self.run_checks(&catalog, &config, checks, folder, move || Ok(skipped))?
+            }
+            // The walk runs beside the checks.
+            None => self.run_checks(&catalog, &config, checks, folder, walk)?,
+        };
+        let findings = Arc::new(findings);
         *last = Some(KeptAudit {
             catalog: Arc::downgrade(&catalog),
             config: Arc::downgrade(&config),
@@ -226,46 +235,73 @@ impl Engine {
         Ok((catalog, findings))
     }
 
-    /// Runs `checks` over the notes under `folder`; the findings in order.
+    /// Runs `checks` over the notes under `folder`, with the skipped files
+    /// `skipped` finds; the findings in order, and those skipped files.
+    ///
+    /// Three strands run side by side: the skipped files (a walk of the
+    /// vault); the link graph and the checks that read it (the name index that
+    /// suggests what a broken link meant is made there too, when there are
+    /// broken links); the checks that read notes' text, unlinked mentions
+    /// among them (which wait for the graph only at their last step).
     fn run_checks(
         &self,
-        catalog: &Catalog,
+        catalog: &Arc<Catalog>,
         config: &VaultConfig,
         checks: &BTreeSet<AuditCheck>,
         folder: &str,
-        skipped: Option<Vec<(String, String)>>,
-    ) -> AuditFindings {
-        use super::timing::time;
+        skipped: impl FnOnce() -> Result<Skipped> + Send,
+    ) -> Result<(AuditFindings, Skipped)> {
+        use super::timing::{carry, restore, time};
         let scope = Scope::new(catalog, config, folder);
         let run = |check: AuditCheck| checks.contains(&check);
-        let mut findings = Findings::default();
-        if run(AuditCheck::BrokenLink) || run(AuditCheck::BrokenAnchor) || run(AuditCheck::AmbiguousLink) {
-            time("audit_links", || links::check(&scope, &run, &mut findings));
+        let graph_checks = || {
+            let mut findings = Findings::default();
+            if run(AuditCheck::BrokenLink) || run(AuditCheck::BrokenAnchor) || run(AuditCheck::AmbiguousLink)
+            {
+                time("audit_links", || links::check(&scope, &run, &mut findings));
+            }
+            time("audit_notes", || {
+                if run(AuditCheck::Orphan) {
+                    notes::orphans(&scope, &mut findings);
+                }
+                if run(AuditCheck::UnregisteredTag) {
+                    tags::unregistered(&scope, &mut findings);
+                }
+                if run(AuditCheck::Frontmatter) {
+                    tags::frontmatter_diagnostics(&scope, &mut findings);
+                }
+                if run(AuditCheck::DuplicateTitle) {
+                    notes::duplicate_titles(&scope, &mut findings);
+                }
+                if run(AuditCheck::MocMissing) {
+                    notes::moc_missing(&scope, &mut findings);
+                }
+                if run(AuditCheck::OversizeNote) {
+                    notes::oversize(&scope, &mut findings);
+                }
+            });
+            if findings.0.iter().any(|f| f.check == AuditCheck::BrokenLink) {
+                time("audit_names", || self.last_audit.names(catalog));
+            }
+            findings
+        };
+        let ((skipped, graph_findings), ((text_findings, mentions), text_stages)) = rayon::join(
+            || {
+                let ((skipped, walked), (findings, checked)) =
+                    rayon::join(|| carry(skipped), || carry(graph_checks));
+                restore(walked);
+                restore(checked);
+                (skipped, findings)
+            },
+            || carry(|| self.text_checks(&scope, &run)),
+        );
+        restore(text_stages);
+        let skipped = skipped?;
+        let mut findings = graph_findings;
+        findings.0.extend(text_findings.0);
+        if let Some(skipped) = &skipped {
+            notes::skipped(&scope, skipped.clone(), &mut findings);
         }
-        time("audit_notes", || {
-            if run(AuditCheck::Orphan) {
-                notes::orphans(&scope, &mut findings);
-            }
-            if run(AuditCheck::UnregisteredTag) {
-                tags::unregistered(&scope, &mut findings);
-            }
-            if run(AuditCheck::Frontmatter) {
-                tags::frontmatter_diagnostics(&scope, &mut findings);
-            }
-            if run(AuditCheck::DuplicateTitle) {
-                notes::duplicate_titles(&scope, &mut findings);
-            }
-            if run(AuditCheck::MocMissing) {
-                notes::moc_missing(&scope, &mut findings);
-            }
-            if run(AuditCheck::OversizeNote) {
-                notes::oversize(&scope, &mut findings);
-            }
-            if let Some(skipped) = skipped {
-                notes::skipped(&scope, skipped, &mut findings);
-            }
-        });
-        let mentions = self.text_checks(&scope, &run, &mut findings);
-        time("audit_sort", || AuditFindings::new(findings, mentions))
+        Ok((time("audit_sort", || AuditFindings::new(findings, mentions)), skipped))
     }
 }

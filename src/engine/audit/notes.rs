@@ -4,13 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use super::{Findings, NAMED_MAX, Scope};
+use super::findings::Findings;
+use super::{NAMED_MAX, Scope};
 use crate::engine::types::{AuditCheck, Fix};
 use crate::vault::NoteKind;
 
 /// Notes nothing links to that link to nothing.
 pub(super) fn orphans(scope: &Scope<'_>, findings: &mut Findings) {
-    for &i in scope.graph.orphans.iter().filter(|i| scope.records[**i].path.starts_with(&scope.prefix)) {
+    for &i in scope.graph().orphans.iter().filter(|i| scope.records[**i].path.starts_with(&scope.prefix)) {
         findings.push(
             AuditCheck::Orphan,
             &scope.records[i].path,
@@ -88,7 +89,7 @@ pub(super) fn moc_missing(scope: &Scope<'_>, findings: &mut Findings) {
     let registry = scope.config.tag_registry.as_deref();
     // A map of content is a note (the tag registry, listing #moc, is not one).
     let maps = scope
-        .graph
+        .graph()
         .mocs
         .iter()
         .copied()
@@ -98,11 +99,11 @@ pub(super) fn moc_missing(scope: &Scope<'_>, findings: &mut Findings) {
             if note == moc || !records[note].path.starts_with(&scope.prefix) || records[note].is_moc() {
                 continue;
             }
-            if scope.graph.backlinks(note).iter().any(|b| b.from as usize == moc) {
+            if scope.graph().backlinks(note).iter().any(|b| b.from as usize == moc) {
                 continue;
             }
             let map = &records[moc];
-            let name = super::links::link_name(scope.graph, records, scope.attachments, note);
+            let name = super::links::link_name(scope.graph(), records, scope.attachments, note);
             findings.push(
                 AuditCheck::MocMissing,
                 &records[note].path,

@@ -5,7 +5,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Findings, Scope};
+use super::Scope;
+use super::findings::Findings;
 use crate::engine::types::{AuditCheck, Fix};
 use crate::vault::edit_distance;
 

@@ -20,13 +20,12 @@ const EMPTY_CANDIDATE_MAX: u64 = 4096;
 
 impl Engine {
     /// The findings of the text checks `run` asks for, for the notes in scope:
-    /// unlinked mentions returned in order, the others added to `findings`.
+    /// unlinked mentions apart, in order.
     pub(super) fn text_checks(
         &self,
         scope: &Scope<'_>,
-        run: &dyn Fn(AuditCheck) -> bool,
-        findings: &mut Findings,
-    ) -> Vec<Mention> {
+        run: &(dyn Fn(AuditCheck) -> bool + Sync),
+    ) -> (Findings, Vec<Mention>) {
         let (records, config) = (scope.records, scope.config);
         let lint = run(AuditCheck::Frontmatter) && !config.lint.is_empty();
         let empty = run(AuditCheck::EmptyNote);
@@ -61,13 +60,19 @@ impl Engine {
                 })
                 .collect()
         });
-        findings.0.extend(read);
         if !run(AuditCheck::UnlinkedMention) {
-            return Vec::new();
+            return (Findings(read), Vec::new());
         }
-        crate::engine::timing::time("audit_mentions", || {
-            self.mentions.find(&sandbox, Some(self.index.folder()), records, scope.graph, &scope.in_scope)
-        })
+        let mentions = crate::engine::timing::time("audit_mentions", || {
+            self.mentions.find(
+                &sandbox,
+                Some(self.index.folder()),
+                records,
+                || scope.graph(),
+                &scope.in_scope,
+            )
+        });
+        (Findings(read), mentions)
     }
 }
 
