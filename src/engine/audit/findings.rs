@@ -69,9 +69,26 @@ impl Mention {
             .chain(MENTION_TAIL.bytes())
     }
 
-    /// The order of two mentions of one note: by line, then message.
+    /// The order of two mentions of one note: by line, then message. The
+    /// message's variable parts decide it directly where they differ inside
+    /// both; only where one is a prefix of the other are the messages'
+    /// bytes compared through.
     pub(super) fn cmp_in_note(&self, other: &Mention, records: &[Arc<NoteRecord>]) -> Ordering {
-        self.line.cmp(&other.line).then_with(|| self.message_bytes(records).cmp(other.message_bytes(records)))
+        /// The order of `x` and `y` when a byte inside both tells it.
+        fn inside(x: &[u8], y: &[u8]) -> Option<Ordering> {
+            let n = x.len().min(y.len());
+            Some(x[..n].cmp(&y[..n])).filter(|o| o.is_ne())
+        }
+        self.line.cmp(&other.line).then_with(|| {
+            let (a, b) = (self.written.as_bytes(), other.written.as_bytes());
+            let by_path = || {
+                let target = |m: &Mention| records[m.target as usize].path.as_bytes();
+                (a == b).then(|| inside(target(self), target(other))).flatten()
+            };
+            inside(a, b)
+                .or_else(by_path)
+                .unwrap_or_else(|| self.message_bytes(records).cmp(other.message_bytes(records)))
+        })
     }
 
     /// This mention's place against a finding's order key.
@@ -208,10 +225,14 @@ mod tests {
     /// page after any finding starts right after it.
     #[test]
     fn pages_follow_the_order_of_findings_written_out() {
-        // A catalog's records are sorted by path (`a b.md` before `a.md`).
+        // A catalog's records are sorted by path (`a b.md` before `a.md`); seven
+        // of them, so that no two mentions of a note are the same finding.
         let records: Vec<Arc<NoteRecord>> =
-            ["a b.md", "a.md", "a/b.md", "b.md", "z`.md"].into_iter().map(record).collect();
-        let names = ["A", "AB", "a`", "b", "x y", "a"];
+            ["a b.md", "a b.md x.md", "a.md", "a/b.md", "b.md", "c.md", "z`.md"]
+                .into_iter()
+                .map(record)
+                .collect();
+        let names = ["A", "AB", "a`", "b", "x y", "a", "A", "A (", "A`"];
         let mut mentions = Vec::new();
         for note in 0..records.len() as u32 {
             let mut own = Vec::new();

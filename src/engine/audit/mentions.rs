@@ -28,7 +28,7 @@
 //! findings are still the ones a reading of every note gives. It is written
 //! again once many notes were read since it was last written or read.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -75,25 +75,28 @@ fn mentionable(name: &str) -> bool {
 /// The names to look for, as written in their note (sorted), and the note
 /// each names.
 fn unique_names(records: &[Arc<NoteRecord>]) -> (Vec<Arc<str>>, Vec<usize>) {
-    let mut by_name: BTreeMap<String, (String, BTreeSet<usize>)> = BTreeMap::new();
-    for (i, record) in records.iter().enumerate().filter(|(_, r)| r.kind == NoteKind::Note) {
-        for name in std::iter::once(&record.title).chain(record.aliases.iter()) {
-            let name = name.trim();
-            if mentionable(name) {
-                by_name
-                    .entry(name.to_lowercase())
-                    .or_insert_with(|| (name.to_owned(), BTreeSet::new()))
-                    .1
-                    .insert(i);
-            }
-        }
-    }
-    let mut unique: Vec<(Arc<str>, usize)> = by_name
-        .into_values()
-        .filter(|(_, notes)| notes.len() == 1)
-        .filter_map(|(name, notes)| notes.first().map(|&n| (Arc::from(name), n)))
+    // Every name, lowercased, with its note and its place there (the title
+    // first), so that a name's first spelling is the one kept.
+    let mut all: Vec<(String, usize, usize, &str)> = records
+        .par_iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind == NoteKind::Note)
+        .flat_map_iter(|(i, record)| {
+            std::iter::once(&record.title)
+                .chain(record.aliases.iter())
+                .map(|name| name.trim())
+                .enumerate()
+                .filter(|(_, name)| mentionable(name))
+                .map(move |(k, name)| (name.to_lowercase(), i, k, name))
+        })
         .collect();
-    unique.sort();
+    all.par_sort_unstable();
+    let mut unique: Vec<(Arc<str>, usize)> = all
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|same| same.iter().all(|(_, i, _, _)| *i == same[0].1))
+        .map(|same| (Arc::from(same[0].3), same[0].1))
+        .collect();
+    unique.par_sort_unstable();
     unique.into_iter().unzip()
 }
 
@@ -262,7 +265,7 @@ fn unlinked(
     note: &NoteMentions,
     targets: &[usize],
 ) -> Vec<Mention> {
-    let linked: HashSet<u32> = graph
+    let mut linked: Vec<u32> = graph
         .outlinks(i)
         .iter()
         .filter_map(|r| match r {
@@ -271,14 +274,17 @@ fn unlinked(
             _ => None,
         })
         .collect();
-    let mut first: BTreeMap<usize, &Hit> = BTreeMap::new();
-    for hit in &note.hits {
-        let target = targets[hit.name as usize];
-        if target == i || linked.contains(&(target as u32)) {
-            continue;
-        }
-        first.entry(target).and_modify(|h| *h = if hit.at < h.at { hit } else { h }).or_insert(hit);
-    }
+    linked.sort_unstable();
+    // The first place of each note named (a note may be named by its title
+    // and its aliases), of the notes not linked.
+    let mut first: Vec<(usize, &Hit)> = note
+        .hits
+        .iter()
+        .map(|hit| (targets[hit.name as usize], hit))
+        .filter(|&(target, _)| target != i && linked.binary_search(&(target as u32)).is_err())
+        .collect();
+    first.sort_unstable_by_key(|&(target, hit)| (target, hit.at));
+    first.dedup_by_key(|&mut (target, _)| target);
     let mut out: Vec<Mention> = first
         .into_iter()
         .map(|(target, hit)| Mention {
@@ -325,17 +331,22 @@ impl MentionIndex {
             self.names = names;
         }
         let notes: Vec<&Arc<NoteRecord>> = records.iter().filter(|r| r.kind == NoteKind::Note).collect();
-        let present: HashSet<&str> = notes.iter().map(|r| r.path.as_str()).collect();
-        self.notes.retain(|path, _| present.contains(path.as_str()));
-        for record in &notes {
-            let current = self
-                .notes
-                .get(&record.path)
-                .is_some_and(|n| *n.hash == *record.hash && n.size == record.size);
-            if !current {
-                reread.insert(record.path.as_str());
-            }
+        // Per note: whether it is kept at all, and kept as it is now.
+        let kept: Vec<(bool, bool)> = notes
+            .par_iter()
+            .map(|record| match self.notes.get(&record.path) {
+                Some(n) => (true, *n.hash == *record.hash && n.size == record.size),
+                None => (false, false),
+            })
+            .collect();
+        // Notes gone are dropped (when every kept note is still a note, none is).
+        if kept.iter().filter(|(known, _)| *known).count() != self.notes.len() {
+            let present: HashSet<&str> = notes.iter().map(|r| r.path.as_str()).collect();
+            self.notes.retain(|path, _| present.contains(path.as_str()));
         }
+        reread.extend(
+            notes.iter().zip(&kept).filter(|(_, (_, current))| !current).map(|(r, _)| r.path.as_str()),
+        );
         if reread.is_empty() {
             return;
         }

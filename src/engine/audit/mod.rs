@@ -285,16 +285,22 @@ impl Engine {
             }
             findings
         };
-        let ((skipped, graph_findings), ((text_findings, mentions), text_stages)) = rayon::join(
-            || {
-                let ((skipped, walked), (findings, checked)) =
-                    rayon::join(|| carry(skipped), || carry(graph_checks));
-                restore(walked);
-                restore(checked);
-                (skipped, findings)
-            },
-            || carry(|| self.text_checks(&scope, &run)),
-        );
+        // Each strand's stages are carried back to this thread (the pool runs
+        // them on its own).
+        let (((skipped, graph_findings), graph_stages), ((text_findings, mentions), text_stages)) =
+            rayon::join(
+                || {
+                    carry(|| {
+                        let ((skipped, walked), (findings, checked)) =
+                            rayon::join(|| carry(skipped), || carry(graph_checks));
+                        restore(walked);
+                        restore(checked);
+                        (skipped, findings)
+                    })
+                },
+                || carry(|| self.text_checks(&scope, &run)),
+            );
+        restore(graph_stages);
         restore(text_stages);
         let skipped = skipped?;
         let mut findings = graph_findings;
