@@ -116,6 +116,29 @@ impl Mention {
     }
 }
 
+/// Findings per check of `listed` and `mentions` unlinked mentions, and how
+/// many are errors.
+fn count(listed: &[Finding], mentions: usize) -> (Vec<(AuditCheck, u64)>, u64) {
+    let mut by_check: Vec<(AuditCheck, u64)> = Vec::new();
+    let mut errors = 0;
+    let mut add = |check: AuditCheck, n: u64| {
+        match by_check.iter_mut().find(|(c, _)| *c == check) {
+            Some((_, count)) => *count += n,
+            None => by_check.push((check, n)),
+        }
+        if check.severity() == Severity::Error {
+            errors += n;
+        }
+    };
+    for finding in listed {
+        add(finding.check, 1);
+    }
+    if mentions > 0 {
+        add(AuditCheck::UnlinkedMention, mentions as u64);
+    }
+    (by_check, errors)
+}
+
 /// Every finding of one audit, in order: the listed ones and the mentions.
 #[derive(Debug, Default)]
 pub(super) struct AuditFindings {
@@ -123,6 +146,8 @@ pub(super) struct AuditFindings {
     listed: Vec<Finding>,
     /// Unlinked mentions, in order.
     mentions: Vec<Mention>,
+    /// Findings per check (those with any), and how many are errors.
+    counts: (Vec<(AuditCheck, u64)>, u64),
 }
 
 impl AuditFindings {
@@ -131,33 +156,18 @@ impl AuditFindings {
         let mut listed = listed.0;
         listed.sort_by(|a, b| cursor::order_key(a).cmp(&cursor::order_key(b)));
         listed.dedup_by(|a, b| cursor::order_key(a) == cursor::order_key(b));
-        AuditFindings { listed, mentions }
+        let counts = count(&listed, mentions.len());
+        AuditFindings { listed, mentions, counts }
     }
 
     pub(super) fn len(&self) -> usize {
         self.listed.len() + self.mentions.len()
     }
 
-    /// Findings per check, and how many are errors.
-    pub(super) fn counts(&self) -> (Vec<(AuditCheck, u64)>, u64) {
-        let mut by_check: Vec<(AuditCheck, u64)> = Vec::new();
-        let mut errors = 0;
-        let mut add = |check: AuditCheck, n: u64| {
-            match by_check.iter_mut().find(|(c, _)| *c == check) {
-                Some((_, count)) => *count += n,
-                None => by_check.push((check, n)),
-            }
-            if check.severity() == Severity::Error {
-                errors += n;
-            }
-        };
-        for finding in &self.listed {
-            add(finding.check, 1);
-        }
-        if !self.mentions.is_empty() {
-            add(AuditCheck::UnlinkedMention, self.mentions.len() as u64);
-        }
-        (by_check, errors)
+    /// Findings per check (those with any), and how many are errors: counted
+    /// once, every page reports them.
+    pub(super) fn counts(&self) -> &(Vec<(AuditCheck, u64)>, u64) {
+        &self.counts
     }
 
     /// Every finding but unlinked mentions (the only ones with fixes).
@@ -269,6 +279,6 @@ mod tests {
         let mentions_counted =
             counts.iter().find(|(c, _)| *c == AuditCheck::UnlinkedMention).map(|(_, n)| *n);
         assert_eq!(mentions_counted, Some(records.len() as u64 * names.len() as u64 + 5));
-        assert_eq!(errors, 5);
+        assert_eq!(*errors, 5);
     }
 }

@@ -162,6 +162,7 @@ impl Engine {
         for (check, n) in by_check {
             *counts.entry(check.name().to_owned()).or_default() += n;
         }
+        let errors = *errors;
         let proposals = if args.fix {
             let mut all = findings.listed().to_vec();
             self.suggest_notes(&mut all);
