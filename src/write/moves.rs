@@ -7,7 +7,9 @@
 //! still the shortest unique name of the moved note, and a link by alias is
 //! left alone. Links inside moved notes are judged from their new folder, so
 //! relative Markdown links are fixed. The plan is then checked against the
-//! whole vault rebuilt as it would be: the count of broken links must not grow.
+//! vault as it would be: the count of broken links must not grow. That count
+//! is exact but resolves again only the links whose resolution can change
+//! ([`Graph::broken_count_after`]); debug builds check it against a whole new graph.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -364,15 +366,45 @@ pub fn plan_move(
         staged.insert(index, text);
     }
 
-    // The vault as it would be: no link may break.
-    let (final_records, _) = after(&staged)?;
-    let final_graph = Graph::build(&final_records, view.attachments);
-    if final_graph.broken_count > view.graph.broken_count {
+    // The vault as it would be: no link may break. Counted over the links
+    // whose resolution can change, not by resolving the whole vault again.
+    let (final_records, position) = after(&staged)?;
+    let same_names = affected.iter().all(|&index| {
+        let (was, is) = (&new_records[position[index]], &final_records[position[index]]);
+        was.path == is.path && was.aliases == is.aliases
+    });
+    let final_resolver;
+    let final_resolver = if same_names {
+        resolver
+    } else {
+        final_resolver = Resolver::new(&final_records, view.attachments);
+        &final_resolver
+    };
+    // The notes whose record differs (one made from unchanged bytes is shared).
+    let changed: Vec<usize> = affected
+        .iter()
+        .copied()
+        .filter(|&index| !Arc::ptr_eq(&view.records[index], &final_records[position[index]]))
+        .collect();
+    let broken_after = view.graph.broken_count_after(
+        view.records,
+        &final_records,
+        final_resolver,
+        view.attachments,
+        &changed,
+        &position,
+    );
+    debug_assert_eq!(
+        broken_after,
+        Graph::build(&final_records, view.attachments).broken_count,
+        "the broken links counted over the changed links are the whole graph's"
+    );
+    if broken_after > view.graph.broken_count {
         return Err(Error::new(
             ErrorCode::Conflict,
             format!(
                 "this move would leave {} broken links where there are {} now; nothing was staged",
-                final_graph.broken_count, view.graph.broken_count
+                broken_after, view.graph.broken_count
             ),
         )
         .with_hint("move the notes one at a time, or rename them so their names stay unique"));

@@ -1,11 +1,14 @@
 //! The link graph: every note's resolved outlinks and its backlinks as slices
 //! of two flat arrays, broken links, orphans and maps of content.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::resolver::{Files, Resolution, Resolver, Target, anchored, id};
-use crate::vault::{LinkKind, NoteKind, NoteRecord};
+use rayon::prelude::*;
+
+use super::resolver::{Broken, Files, Resolution, Resolver, Target, anchored, id};
+use crate::sandbox::strip_md;
+use crate::vault::{LinkKind, LinkRef, NoteKind, NoteRecord};
 
 /// A backlink: another note linking to this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +149,118 @@ impl Graph {
         self.resolver.candidates(Files { records, attachments }, target)
     }
 
+    /// The count of broken links [`Graph::build`] would find in `after`: the
+    /// vault of `before` (the records this graph was built from) once the notes
+    /// `changed` (indexes into `before`) changed their text, their path or both,
+    /// every other note keeping its record; `position` maps each index of
+    /// `before` to that note's index in `after` (sorted by path), `resolver` is
+    /// `after`'s and the attachments are this graph's.
+    ///
+    /// Only the links whose resolution can change are resolved again: every
+    /// link of a changed note; a link of another note leading to a changed note
+    /// whose headings or block ids differ now; and one whose target names a
+    /// note whose path or aliases changed, by the name before or after (a lookup
+    /// only ever finds notes whose file name is the target's last segment or
+    /// whose alias is the target, and judges them by nothing else but their
+    /// path: with no such note changed, it finds what it found).
+    pub fn broken_count_after<'t>(
+        &self,
+        before: &'t [Arc<NoteRecord>],
+        after: &'t [Arc<NoteRecord>],
+        resolver: &Resolver,
+        attachments: &[String],
+        changed: &[usize],
+        position: &[usize],
+    ) -> usize {
+        let mut is_changed = vec![false; before.len()];
+        let mut anchors_changed = vec![false; before.len()];
+        // The names a lookup compares with a renamed note's: its file name and
+        // its path's last segment, lowercased as the tables lowercase them, and its aliases.
+        let mut names: HashSet<String> = HashSet::new();
+        for &note in changed {
+            let (old, new) = (&before[note], &after[position[note]]);
+            is_changed[note] = true;
+            anchors_changed[note] =
+                old.headings.iter().map(|h| h.text).ne(new.headings.iter().map(|h| h.text))
+                    || old.block_ids != new.block_ids;
+            if old.path != new.path || old.aliases != new.aliases {
+                for record in [old, new] {
+                    names.insert(record.stem().to_lowercase());
+                    names.insert(last_segment(&strip_md(&record.path).to_lowercase()).to_owned());
+                    names.extend(record.aliases.iter().map(|alias| alias.trim().to_lowercase()));
+                }
+            }
+        }
+        // Every key a lookup of the target may use: the target as written and
+        // trimmed, with and without `.md`, lowercased, by its last segment; and
+        // the whole trimmed target (an alias).
+        let names_a_renamed_note = |target: &str| {
+            let trimmed = target.trim();
+            names.contains(&trimmed.to_lowercase())
+                || [target, trimmed].into_iter().any(|target| {
+                    [target, strip_md(target)].into_iter().any(|form| {
+                        let lower = form.to_lowercase();
+                        names.contains(last_segment(&lower))
+                    })
+                })
+        };
+        let is_broken = |resolution: &Resolution| matches!(resolution, Resolution::Broken(_));
+        let leads_to_new_anchors = |resolution: &Resolution| match *resolution {
+            Resolution::Note(to)
+            | Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to)) => {
+                anchors_changed[to as usize]
+            }
+            _ => false,
+        };
+        let files = Files { records: after, attachments };
+        let tally = (0..before.len())
+            .into_par_iter()
+            .fold(Tally::default, |mut tally, from| {
+                let (old, new) = (&before[from], &after[position[from]]);
+                let (old_counted, new_counted) = (old.kind == NoteKind::Note, new.kind == NoteKind::Note);
+                let outlinks = self.outlinks(from);
+                let broken_after = |tally: &mut Tally<'t>, link: LinkRef<'t>| {
+                    let target = if link.target.trim().is_empty() {
+                        Ok(position[from])
+                    } else {
+                        *tally
+                            .targets
+                            .entry((link.kind == LinkKind::Markdown, link.target))
+                            .or_insert_with(|| resolver.target(files, link))
+                    };
+                    matches!(anchored(after, target, link), Resolution::Broken(_))
+                };
+                if is_changed[from] {
+                    if old_counted {
+                        tally.gone += outlinks.iter().filter(|r| is_broken(r)).count();
+                    }
+                    if new_counted {
+                        for link in new.links.iter() {
+                            tally.found += usize::from(broken_after(&mut tally, link));
+                        }
+                    }
+                    return tally;
+                }
+                for (link, resolution) in old.links.iter().zip(outlinks) {
+                    let again = leads_to_new_anchors(resolution)
+                        || (!names.is_empty()
+                            && *tally
+                                .renamed
+                                .entry(link.target)
+                                .or_insert_with(|| names_a_renamed_note(link.target)));
+                    if again {
+                        tally.gone += usize::from(old_counted && is_broken(resolution));
+                        let broken = broken_after(&mut tally, link);
+                        tally.found += usize::from(new_counted && broken);
+                    }
+                }
+                tally
+            })
+            .map(|tally| (tally.gone, tally.found))
+            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        self.broken_count - tally.0 + tally.1
+    }
+
     /// The maps of content that link to a note (backlinks are ordered by the
     /// linking note, so each map is one binary search).
     pub fn mocs_linking(&self, target: usize) -> Vec<usize> {
@@ -156,6 +271,22 @@ impl Graph {
             .filter(|&m| backlinks.binary_search_by_key(&id(m), |b| b.from).is_ok())
             .collect()
     }
+}
+
+/// What one thread of [`Graph::broken_count_after`] keeps: where each target
+/// leads after the change (the same for every link written alike), whether it
+/// names a renamed note, and the broken links it counted before and after.
+#[derive(Default)]
+struct Tally<'t> {
+    targets: HashMap<(bool, &'t str), Target>,
+    renamed: HashMap<&'t str, bool>,
+    gone: usize,
+    found: usize,
+}
+
+/// The part of a path after its last `/`.
+fn last_segment(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 #[cfg(test)]
@@ -193,6 +324,128 @@ mod tests {
         assert_eq!(resolver.resolve_ref(&records, &[], "Beta").unwrap().0, 1);
         assert!(resolver.resolve_ref(&records, &[], "gamma").is_err());
     }
+
+    /// Builds `before`, changes some notes (a new path, a new text or both),
+    /// and compares [`Graph::broken_count_after`] with a whole new graph.
+    fn check_count_after(before: &[(&str, &str)], changes: &[(&str, &str, &str)], attachments: &[&str]) {
+        let attachments: Vec<String> = attachments.iter().map(|a| (*a).to_owned()).collect();
+        let mut before: Vec<Arc<NoteRecord>> = before.iter().map(|(path, text)| record(path, text)).collect();
+        before.sort_by(|a, b| a.path.cmp(&b.path));
+        let graph = Graph::build(&before, &attachments);
+        let mut after: Vec<(Arc<NoteRecord>, usize)> = before.iter().cloned().zip(0..).collect();
+        let mut changed = Vec::new();
+        for (old, new, text) in changes {
+            let index = before.iter().position(|r| r.path == *old).unwrap();
+            after[index].0 = record(new, text);
+            changed.push(index);
+        }
+        after.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        let mut position = vec![0; before.len()];
+        for (at, (_, index)) in after.iter().enumerate() {
+            position[*index] = at;
+        }
+        let after: Vec<Arc<NoteRecord>> = after.into_iter().map(|(record, _)| record).collect();
+        let resolver = Resolver::new(&after, &attachments);
+        let counted = graph.broken_count_after(&before, &after, &resolver, &attachments, &changed, &position);
+        let whole = Graph::build(&after, &attachments).broken_count;
+        assert_eq!(counted, whole, "before {before:#?}\nchanges {changes:?}");
+    }
+
+    #[test]
+    fn the_broken_count_after_a_change_is_the_whole_graphs() {
+        let vault = [
+            ("a/x.md", "# H\n[[y]] [[b/x]] [[x#H]] [[x#Gone]] [[#H]] [[#Nope]] ^blk"),
+            ("b/x.md", "---\naliases: [Old Name]\n---\n[[a/x#^blk]] [[a/x#^nope]] [m](a/x.md) [m](A/X.md)"),
+            ("c/y.md", "[[missing]] [[new name]] [[Old Name]] ![[pic.png]] ![[x.png]] [[Z]]"),
+            ("d/z.md", "# Top\n[[y#Top]] [[c/y]] [p](c/y.md) [[ y ]] [[y.md]]"),
+        ];
+        let attachments = ["img/pic.png", "img/x.png"];
+        let cases: &[&[(&str, &str, &str)]] = &[
+            // A move onto a name broken links wanted.
+            &[("c/y.md", "c/missing.md", "[[missing]] [[new name]] [[Old Name]] ![[pic.png]]")],
+            // A move that makes a name ambiguous, the shortest path winning.
+            &[("d/z.md", "x.md", "# Top\n[[y#Top]]")],
+            // A heading others link to goes; a block id comes.
+            &[("a/x.md", "a/x.md", "# G\n[[y]] ^nope")],
+            // An alias moves from one note to another.
+            &[
+                ("b/x.md", "b/x.md", "[[a/x#^blk]]"),
+                ("d/z.md", "d/z.md", "---\naliases: [new name, old name]\n---\n# Top\n"),
+            ],
+            // A note takes an attachment's name; a case-only rename.
+            &[("c/y.md", "c/pic.png.md", "x"), ("a/x.md", "a/X.md", "# H\n")],
+            // Every note moves.
+            &[
+                ("a/x.md", "q/x.md", "# H\n[[y]]"),
+                ("b/x.md", "q/r/x.md", "[[x]]"),
+                ("c/y.md", "y.md", "[[Z]]"),
+                ("d/z.md", "c/z.md", "[[y#Top]]"),
+            ],
+        ];
+        for changes in cases {
+            check_count_after(&vault, changes, &attachments);
+        }
+    }
+
+    proptest::proptest! {
+        /// Any change of any notes of a small vault whose names collide on
+        /// purpose: the count over the links that may change is the whole graph's.
+        #[test]
+        fn the_broken_count_after_any_change_is_the_whole_graphs(
+            notes in proptest::collection::vec((0..PATHS.len(), proptest::collection::vec(0..PIECES.len(), 0..8)), 1..8),
+            changes in proptest::collection::vec((0..8usize, 0..PATHS.len(), proptest::collection::vec(0..PIECES.len(), 0..8)), 0..4),
+        ) {
+            let text = |pieces: &[usize]| pieces.iter().map(|&p| PIECES[p]).collect::<Vec<_>>().join(" ");
+            let mut before: Vec<(&str, String)> = Vec::new();
+            for (path, pieces) in &notes {
+                if before.iter().all(|(p, _)| *p != PATHS[*path]) {
+                    before.push((PATHS[*path], text(pieces)));
+                }
+            }
+            let mut taken: Vec<&str> = before.iter().map(|(p, _)| *p).collect();
+            let mut moved: Vec<(&str, &str, String)> = Vec::new();
+            for (note, to, pieces) in &changes {
+                let (from, _) = &before[note % before.len()];
+                if moved.iter().any(|(f, _, _)| f == from) {
+                    continue;
+                }
+                // A note keeps its path or takes a free one.
+                let to = if taken.contains(&PATHS[*to]) { *from } else { PATHS[*to] };
+                taken.push(to);
+                moved.push((from, to, text(pieces)));
+            }
+            let before: Vec<(&str, &str)> = before.iter().map(|(p, t)| (*p, t.as_str())).collect();
+            let moved: Vec<(&str, &str, &str)> = moved.iter().map(|(f, t, x)| (*f, *t, x.as_str())).collect();
+            check_count_after(&before, &moved, &["img/x.png", "a/pic.png"]);
+        }
+    }
+
+    const PATHS: &[&str] =
+        &["a/x.md", "b/x.md", "a/b/x.md", "X.md", "y.md", "a/Y.md", "pic.png.md", "a/b/z.md", "Σ/ΣΑΣ.md"];
+    const PIECES: &[&str] = &[
+        "[[x]]",
+        "[[X]]",
+        "[[b/x]]",
+        "[[a/b/x]]",
+        "[[x#H]]",
+        "[[y#H]]",
+        "[[x#^k]]",
+        "[[#H]]",
+        "# H",
+        "^k",
+        "[[alias]]",
+        "---\naliases: [alias, Y]\n---\n",
+        "[m](a/x.md)",
+        "[m](../X.md)",
+        "[m](x.md)",
+        "![[pic.png]]",
+        "[[z]]",
+        "[[ x ]]",
+        "[[x.md]]",
+        "[[ςας]]",
+        "[[σ/σας]]",
+        "\n",
+    ];
 
     #[test]
     fn per_note_lists_are_slices_of_the_flat_graph() {
