@@ -25,7 +25,8 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox, strip_md};
 use crate::vault::graph::{Broken, Graph, Resolution, Resolver};
 use crate::vault::{
-    LinkKind, LinkRef, Links, NoteKind, NoteRecord, decode_note, frontmatter_keys, note_spans, parse_note,
+    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, frontmatter_keys, note_spans,
+    parse_note,
 };
 
 /// Largest note a move reads.
@@ -245,6 +246,10 @@ pub fn plan_move(
     let new_path = |path: &str| moved.get(path).map_or_else(|| path.to_owned(), |new| (*new).to_owned());
     let record_of = |index: usize, text: &str| -> Result<Arc<NoteRecord>> {
         let old = &view.records[index];
+        if !moved.contains_key(old.path.as_str()) && content_hash(text.as_bytes()) == old.hash {
+            // The very bytes the record was made from, at the same path.
+            return Ok(Arc::clone(old));
+        }
         let path = NotePath::parse(&new_path(&old.path))?;
         let note = parse_note(&path, text);
         Ok(Arc::new(NoteRecord::from_note(
