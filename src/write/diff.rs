@@ -18,16 +18,40 @@ const CONTEXT: u32 = 3;
 /// A unified diff with `--- a/<path>` / `+++ b/<path>` headers, and the numbers of
 /// lines added and removed.
 pub(super) fn unified_diff(path: &str, before: &str, after: &str) -> (String, u32, u32) {
-    let input = InternedInput::new(before, after);
-    let mut diff = Diff::compute(Algorithm::Histogram, &input);
-    diff.postprocess_lines(&input);
-    let mut text = format!("--- a/{path}\n+++ b/{path}\n");
-    let hunks: Vec<Hunk> = diff.hunks().collect();
-    let lines = Lines { interner: &input.interner, before: &input.before, after: &input.after };
-    for group in groups(&hunks) {
-        lines.write_group(&mut text, group);
+    LineDiff::new(before, after).unified(path)
+}
+
+/// The changed lines between two texts, computed once for everything made of
+/// them: the unified diff a person reviews and the splices a plan stores.
+pub(super) struct LineDiff<'a> {
+    input: InternedInput<&'a str>,
+    diff: Diff,
+}
+
+impl<'a> LineDiff<'a> {
+    pub(super) fn new(before: &'a str, after: &'a str) -> Self {
+        let input = InternedInput::new(before, after);
+        let mut diff = Diff::compute(Algorithm::Histogram, &input);
+        diff.postprocess_lines(&input);
+        LineDiff { input, diff }
     }
-    (text, diff.count_additions(), diff.count_removals())
+
+    /// The changed runs of lines, in order.
+    pub(super) fn hunks(&self) -> impl Iterator<Item = Hunk> + '_ {
+        self.diff.hunks()
+    }
+
+    /// [`unified_diff`] of the two texts.
+    pub(super) fn unified(&self, path: &str) -> (String, u32, u32) {
+        let mut text = format!("--- a/{path}\n+++ b/{path}\n");
+        let hunks: Vec<Hunk> = self.diff.hunks().collect();
+        let input = &self.input;
+        let lines = Lines { interner: &input.interner, before: &input.before, after: &input.after };
+        for group in groups(&hunks) {
+            lines.write_group(&mut text, group);
+        }
+        (text, self.diff.count_additions(), self.diff.count_removals())
+    }
 }
 
 /// Splits the changes into runs whose gaps are at most twice the context: each

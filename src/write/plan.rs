@@ -21,12 +21,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::diff::LineDiff;
 use super::proposal::{FILE_MAX_BYTES, short_id, today};
 use super::propose::stale_base;
+use super::review::{FileChange, op_change};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{Discards, NotePath, Prepared, Replaced, Sandbox, WriteMode};
 use crate::vault::content_hash;
-use imara_diff::{Algorithm, Diff, InternedInput};
 
 /// The plan format version.
 pub(super) const PLAN_SCHEMA: u32 = 1;
@@ -95,21 +96,27 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan as staged: rewrites of notes as their spans (see the module docs).
-    pub(super) fn to_bytes(&self) -> Result<Vec<u8>> {
-        let stored = StoredPlan {
-            schema: self.schema,
-            summary: self.summary.clone(),
-            // Diffed in parallel: a hub's move rewrites thousands of notes.
-            files: {
-                use rayon::prelude::*;
-                self.files.par_iter().map(StoredOp::of).collect()
-            },
-        };
+    /// The plan as staged (rewrites of notes as their spans, see the module
+    /// docs) and the change of every file as a person reviews it. Each rewrite
+    /// is diffed once for both, in parallel: a hub's move rewrites thousands of notes.
+    pub(super) fn staged(&self) -> Result<(Vec<u8>, Vec<FileChange>)> {
+        use rayon::prelude::*;
+        let (files, changes): (Vec<StoredOp>, Vec<FileChange>) = self
+            .files
+            .par_iter()
+            .map(|op| match (op.op, &op.before, &op.after) {
+                (FileOpKind::Write, Some(before), Some(after)) => {
+                    let diff = LineDiff::new(before, after);
+                    (StoredOp::of(op, &diff), op_change(op, Some(&diff)))
+                }
+                _ => (StoredOp::verbatim(op), op_change(op, None)),
+            })
+            .unzip();
+        let stored = StoredPlan { schema: self.schema, summary: self.summary.clone(), files };
         let mut bytes = serde_json::to_vec_pretty(&stored)
             .map_err(|err| Error::internal(format!("cannot serialise a proposal plan: {err}")))?;
         bytes.push(b'\n');
-        Ok(bytes)
+        Ok((bytes, changes))
     }
 }
 
@@ -167,13 +174,13 @@ impl StoredOp {
         }
     }
 
-    /// A rewrite as its spans when they rebuild its text exactly and are
-    /// smaller; anything else verbatim.
-    fn of(op: &FileOp) -> StoredOp {
+    /// A rewrite (`diff`: between its texts) as its spans when they rebuild
+    /// its text exactly and are smaller; anything else verbatim.
+    fn of(op: &FileOp, diff: &LineDiff<'_>) -> StoredOp {
         let (FileOpKind::Write, Some(before), Some(after)) = (op.op, &op.before, &op.after) else {
             return StoredOp::verbatim(op);
         };
-        let splices = splices_between(before, after);
+        let splices = splices_between(diff, before, after);
         let size: usize = splices.iter().map(|splice| splice.old.len() + splice.new.len() + 32).sum();
         let exact = splice_forward(before, &splices).as_deref() == Some(after.as_str())
             && splice_backward(after, &splices).as_deref() == Some(before.as_str());
@@ -197,11 +204,9 @@ impl StoredOp {
     }
 }
 
-/// The changed lines of a rewrite, as splices in the order of the text.
-fn splices_between(before: &str, after: &str) -> Vec<Splice> {
-    let input = InternedInput::new(before, after);
-    let mut diff = Diff::compute(Algorithm::Histogram, &input);
-    diff.postprocess_lines(&input);
+/// The changed lines of a rewrite (`diff`: between `before` and `after`), as
+/// splices in the order of the text.
+fn splices_between(diff: &LineDiff<'_>, before: &str, after: &str) -> Vec<Splice> {
     let starts = |text: &str| -> Vec<usize> {
         let mut out = vec![0];
         out.extend(text.split_inclusive('\n').scan(0, |at, line| {
@@ -718,7 +723,7 @@ mod tests {
             ("removed\n", ""),
         ];
         for (before, after) in cases {
-            let splices = splices_between(before, after);
+            let splices = splices_between(&LineDiff::new(before, after), before, after);
             assert_eq!(splice_forward(before, &splices).as_deref(), Some(after), "{before:?}");
             assert_eq!(splice_backward(after, &splices).as_deref(), Some(before), "{before:?}");
             // Another text does not take splices that replace something (the

@@ -402,14 +402,10 @@ pub fn stage_plan(
     if plan.files.is_empty() {
         return Err(Error::invalid("the proposal would change no file"));
     }
-    let bytes = plan.to_bytes()?;
+    let (bytes, changes) = plan.staged()?;
     let mut diff = format!("# {}\n", plan.summary);
-    let changes: Vec<String> = {
-        use rayon::prelude::*;
-        plan.files.par_iter().map(|op| super::review::op_change(op).diff).collect()
-    };
     for change in changes {
-        diff.push_str(&change);
+        diff.push_str(&change.diff);
     }
     let id = proposal::new_id()?;
     let name =

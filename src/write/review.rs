@@ -9,7 +9,7 @@
 
 use super::ProposalKind;
 use super::ProposalView;
-use super::diff::unified_diff;
+use super::diff::{LineDiff, unified_diff};
 use super::plan::{FileOp, FileOpKind, is_unknown_text};
 use super::proposal::{FILE_MAX_BYTES, Inbox, NoteHashes, find, read_plan, view_of};
 use crate::error::Result;
@@ -53,7 +53,7 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
         let caveat = super::plan::check(sandbox, &plan)
             .err()
             .map(|err| format!("applying it now would be refused: {}", err.message));
-        let files = plan.files.iter().map(op_change).collect();
+        let files = plan.files.iter().map(|op| op_change(op, None)).collect();
         return Ok(Review {
             view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
             files,
@@ -116,7 +116,8 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
 
 /// One operation of a plan as a person reviews it: a move as a rename (with
 /// the diff of what changes inside the note), a trash as the note's removal.
-pub(super) fn op_change(op: &FileOp) -> FileChange {
+/// `diffed`: a rewrite's texts already diffed (else they are diffed here).
+pub(super) fn op_change(op: &FileOp, diffed: Option<&LineDiff<'_>>) -> FileChange {
     let before = op.before.as_deref().unwrap_or_default();
     let after = op.after.as_deref().unwrap_or_default();
     match op.op {
@@ -133,7 +134,10 @@ pub(super) fn op_change(op: &FileOp) -> FileChange {
             FileChange { path: op.path.clone(), op: "change", diff, added: 0, removed: 0 }
         }
         FileOpKind::Write => {
-            let (diff, added, removed) = unified_diff(&op.path, before, after);
+            let (diff, added, removed) = match diffed {
+                Some(diffed) => diffed.unified(&op.path),
+                None => unified_diff(&op.path, before, after),
+            };
             FileChange { path: op.path.clone(), op: "change", diff, added, removed }
         }
         FileOpKind::Move => {
