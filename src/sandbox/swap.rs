@@ -359,7 +359,8 @@ impl Sandbox {
             Ok(_) => return Err(Error::denied(format!("{like} exists and is not a regular file"))),
             Err(err) => return Err(Error::io(like, &err)),
         };
-        let target = walk_write_chain(self, path, true)?;
+        // A rewrite in place: the chain to the note was just walked (and exists).
+        let target = if path == like { like_disk } else { walk_write_chain(self, path, true)? };
         let parent = target.parent().unwrap_or(self.root());
         let io_err = |err: io::Error| Error::io(path, &err);
         let temp = TempFile::create(parent, path.file_name()).map_err(io_err)?;

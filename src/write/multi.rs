@@ -64,8 +64,10 @@ pub(super) fn apply(
 ) -> Result<Applied> {
     let id = located.id().to_owned();
     let bytes = intact(sandbox, inbox, &located).map_err(|err| tampered(&id, &err.message))?;
-    let plan = PlanFile::parse(&bytes).map_err(|err| tampered(&id, &err.message))?.hydrate(sandbox)?;
-    plan::check(sandbox, &plan)?;
+    let (plan, reads) =
+        PlanFile::parse(&bytes).map_err(|err| tampered(&id, &err.message))?.hydrate_reading(sandbox)?;
+    plan::check_read(sandbox, &plan, &reads)?;
+    drop(reads);
     let archive = archive_dir(inbox, ProposalStatus::Applied, &proposal::today())?;
     let trash = trash_paths(inbox, &archive, &id, &plan)?;
     // The folders this apply may create, named before any is, so that a roll-back
@@ -218,9 +220,11 @@ fn remove_new_folders(sandbox: &Sandbox, plan: &Plan, trash: &[Option<NotePath>]
     }
 }
 
-/// [`plan::prepare`] for every operation, then one flush.
+/// [`plan::prepare`] for every operation (in parallel: each waits on the
+/// disk's journal as much as on the CPU), then one flush.
 fn prepare_all(sandbox: &Sandbox, plan: &Plan) -> Result<Vec<Option<Prepared>>> {
-    let prepared = plan.files.iter().map(|op| plan::prepare(sandbox, op)).collect::<Result<Vec<_>>>()?;
+    use rayon::prelude::*;
+    let prepared = plan.files.par_iter().map(|op| plan::prepare(sandbox, op)).collect::<Result<Vec<_>>>()?;
     sandbox.flush_files()?;
     Ok(prepared)
 }

@@ -349,35 +349,45 @@ impl PlanFile {
     /// The plan with both texts of every rewrite, rebuilt from its note as it
     /// is now (read in parallel: a hub's move rewrites thousands).
     pub(super) fn hydrate(self, sandbox: &Sandbox) -> Result<Plan> {
+        self.hydrate_reading(sandbox).map(|(plan, _)| plan)
+    }
+
+    /// [`PlanFile::hydrate`], also returning what each rewrite's note held
+    /// when it was read, for [`check_read`] (an apply reads each note once).
+    pub(super) fn hydrate_reading(self, sandbox: &Sandbox) -> Result<(Plan, Vec<Read>)> {
         use rayon::prelude::*;
         let StoredPlan { schema, summary, files } = self.stored;
-        let files = files
+        let (files, reads): (Vec<FileOp>, Vec<Read>) = files
             .into_par_iter()
             .map(|op| {
                 if !op.is_compact() {
-                    return Ok(FileOp {
-                        op: op.op,
-                        path: op.path,
-                        to: op.to,
-                        before: op.before,
-                        after: op.after,
-                    });
+                    let op =
+                        FileOp { op: op.op, path: op.path, to: op.to, before: op.before, after: op.after };
+                    return Ok((op, None));
                 }
                 let now = current(sandbox, &NotePath::parse(&op.path)?)?;
-                let (before, after) = rebuilt(now, &op).unwrap_or_else(|| {
+                let (before, after) = rebuilt(now.as_deref(), &op).unwrap_or_else(|| {
                     let unknown = unknown_text(&op.path);
                     (unknown.clone(), unknown)
                 });
-                Ok(FileOp { op: op.op, path: op.path, to: None, before: Some(before), after: Some(after) })
+                let op =
+                    FileOp { op: op.op, path: op.path, to: None, before: Some(before), after: Some(after) };
+                Ok((op, Some(now)))
             })
-            .collect::<Result<Vec<FileOp>>>()?;
-        Ok(Plan { schema, summary, files })
+            .collect::<Result<Vec<(FileOp, Read)>>>()?
+            .into_iter()
+            .unzip();
+        Ok((Plan { schema, summary, files }, reads))
     }
 }
 
+/// What an operation's note held when the plan was loaded: `Some(None)` when
+/// it did not exist, `None` when it was not read.
+pub(super) type Read = Option<Option<Vec<u8>>>;
+
 /// A compact rewrite's texts from the note's bytes `now` (either text).
-fn rebuilt(now: Option<Vec<u8>>, op: &StoredOp) -> Option<(String, String)> {
-    let text = String::from_utf8(now?).ok()?;
+fn rebuilt(now: Option<&[u8]>, op: &StoredOp) -> Option<(String, String)> {
+    let text = std::str::from_utf8(now?).ok()?.to_owned();
     let (splices, before_hash, after_hash) =
         (op.splices.as_deref()?, op.before_sha256.as_deref()?, op.after_sha256.as_deref()?);
     let hash = content_hash(text.as_bytes());
@@ -427,27 +437,53 @@ fn target_exists(path: &NotePath) -> Error {
 /// path a writable note target, every source holding its before-bytes, every
 /// destination free. Stale files are all listed (`stale_base`, details `files`).
 pub(super) fn check(sandbox: &Sandbox, plan: &Plan) -> Result<()> {
+    check_read(sandbox, plan, &[])
+}
+
+/// [`check`], taking each note's bytes from `reads` (what loading the plan
+/// read of it, nothing having been written since) when they are there. The
+/// operations are checked in parallel, and judged in order.
+pub(super) fn check_read(sandbox: &Sandbox, plan: &Plan, reads: &[Read]) -> Result<()> {
+    use rayon::prelude::*;
+    let judged: Vec<Result<Option<(NotePath, Error)>>> = plan
+        .files
+        .par_iter()
+        .enumerate()
+        .map(|(number, op)| {
+            let path = sandbox.resolve_note_target(&op.path)?;
+            if let Some(to) = &op.to {
+                let to = sandbox.resolve_note_target(to)?;
+                let case_only = to.as_str() != path.as_str()
+                    && to.as_str().to_lowercase() == path.as_str().to_lowercase();
+                if !case_only && sandbox.stat(&to)?.is_some() {
+                    return Err(target_exists(&to));
+                }
+            }
+            let read;
+            let now = match reads.get(number) {
+                Some(Some(bytes)) => bytes.as_deref(),
+                _ => {
+                    read = current(sandbox, &path)?;
+                    read.as_deref()
+                }
+            };
+            match (&op.before, now) {
+                (None, None) => Ok(None),
+                (None, Some(_)) => Err(target_exists(&path)),
+                (Some(before), now) if now != Some(before.as_bytes()) => {
+                    let err = changed(&path, before, now);
+                    Ok(Some((path, err)))
+                }
+                _ => Ok(None),
+            }
+        })
+        .collect();
     let mut stale: Vec<String> = Vec::new();
     let mut first_stale = None;
-    for op in &plan.files {
-        let path = sandbox.resolve_note_target(&op.path)?;
-        if let Some(to) = &op.to {
-            let to = sandbox.resolve_note_target(to)?;
-            let case_only =
-                to.as_str() != path.as_str() && to.as_str().to_lowercase() == path.as_str().to_lowercase();
-            if !case_only && sandbox.stat(&to)?.is_some() {
-                return Err(target_exists(&to));
-            }
-        }
-        let now = current(sandbox, &path)?;
-        match (&op.before, now) {
-            (None, None) => {}
-            (None, Some(_)) => return Err(target_exists(&path)),
-            (Some(before), now) if now.as_deref() != Some(before.as_bytes()) => {
-                stale.push(path.as_str().to_owned());
-                first_stale.get_or_insert_with(|| changed(&path, before, now.as_deref()));
-            }
-            _ => {}
+    for outcome in judged {
+        if let Some((path, err)) = outcome? {
+            stale.push(path.as_str().to_owned());
+            first_stale.get_or_insert(err);
         }
     }
     match first_stale {
@@ -576,6 +612,11 @@ fn swap(
         )?,
         None => sandbox.replace_note(path, to.as_bytes(), from.as_bytes(), &conflict_name, hook)?,
     };
+    settled(path, from, replaced)
+}
+
+/// What a swap's outcome means for the apply: done, or the error saying why not.
+fn settled(path: &NotePath, from: &str, replaced: Replaced) -> Result<()> {
     match replaced {
         Replaced::Clean => Ok(()),
         Replaced::Changed(now) => Err(changed(path, from, now.as_deref())),
@@ -605,6 +646,12 @@ pub(super) fn forward(
     let path = NotePath::parse(&op.path)?;
     let before = op.before.as_deref().unwrap_or_default();
     let after = op.after.as_deref().unwrap_or_default();
+    let prepared = match (op.op, prepared) {
+        (FileOpKind::Write, Some(prepared)) => {
+            return forward_prepared_write(sandbox, op, &path, id, hook, prepared, discards);
+        }
+        (_, prepared) => prepared,
+    };
     match (op.op, state(sandbox, op, trash)?) {
         (_, State::After) => Ok(()),
         (_, State::Foreign) => Err(foreign(op)),
@@ -644,6 +691,37 @@ pub(super) fn forward(
             hook()?;
             sandbox.remove_note(&path, before.as_bytes()).map(|_| ())
         }
+    }
+}
+
+/// [`forward`] of a rewrite whose new bytes are prepared: the swap reads the
+/// note right before it (holding it open), and the operation's state is judged
+/// from those bytes rather than from a read of its own: the base is swapped,
+/// the text after is left as done, anything else is someone else's.
+fn forward_prepared_write(
+    sandbox: &Sandbox,
+    op: &FileOp,
+    path: &NotePath,
+    id: &str,
+    hook: &mut dyn FnMut() -> Result<()>,
+    prepared: Prepared,
+    discards: &mut Discards,
+) -> Result<()> {
+    let before = op.before.as_deref().unwrap_or_default();
+    let after = op.after.as_deref().unwrap_or_default();
+    let conflict_name = format!("{}.conflict-{}-{}.md", path.stem(), today(), short_id(id));
+    let replaced = sandbox.replace_prepared(
+        prepared,
+        after.as_bytes(),
+        before.as_bytes(),
+        &conflict_name,
+        hook,
+        discards,
+    )?;
+    match replaced {
+        Replaced::Changed(Some(now)) if now == after.as_bytes() => Ok(()),
+        Replaced::Changed(_) => Err(foreign(op)),
+        replaced => settled(path, before, replaced),
     }
 }
 
