@@ -1,7 +1,7 @@
 //! The link graph: every note's resolved outlinks and its backlinks as slices
 //! of two flat arrays, broken links, orphans and maps of content.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -174,9 +174,11 @@ impl Graph {
     ) -> usize {
         let mut is_changed = vec![false; before.len()];
         let mut anchors_changed = vec![false; before.len()];
-        // The names a lookup compares with a renamed note's: its file name and
-        // its path's last segment, lowercased as the tables lowercase them, and its aliases.
-        let mut names: HashSet<String> = HashSet::new();
+        // The names a lookup compares with a renamed note's (its file name, its
+        // path's last segment, its aliases), as folded hashes: a link whose
+        // target may name one has a key hashing alike (and a collision only
+        // costs resolving one more link again).
+        let mut names: Vec<u64> = Vec::new();
         for &note in changed {
             let (old, new) = (&before[note], &after[position[note]]);
             is_changed[note] = true;
@@ -185,24 +187,38 @@ impl Graph {
                     || old.block_ids != new.block_ids;
             if old.path != new.path || old.aliases != new.aliases {
                 for record in [old, new] {
-                    names.insert(record.stem().to_lowercase());
-                    names.insert(last_segment(&strip_md(&record.path).to_lowercase()).to_owned());
-                    names.extend(record.aliases.iter().map(|alias| alias.trim().to_lowercase()));
+                    names.push(folded_hash(record.stem()));
+                    names.push(folded_hash(last_segment(strip_md(&record.path))));
+                    names.extend(record.aliases.iter().map(|alias| folded_hash(alias.trim())));
                 }
             }
         }
+        names.sort_unstable();
+        names.dedup();
         // Every key a lookup of the target may use: the target as written and
-        // trimmed, with and without `.md`, lowercased, by its last segment; and
-        // the whole trimmed target (an alias).
-        let names_a_renamed_note = |target: &str| {
+        // trimmed, with and without `.md`, by its last segment; and the whole
+        // trimmed target (an alias). Each distinct form is hashed once.
+        let may_name_a_renamed_note = |target: &str| {
+            let named = |form: &str| names.binary_search(&folded_hash(form)).is_ok();
             let trimmed = target.trim();
-            names.contains(&trimmed.to_lowercase())
-                || [target, trimmed].into_iter().any(|target| {
-                    [target, strip_md(target)].into_iter().any(|form| {
-                        let lower = form.to_lowercase();
-                        names.contains(last_segment(&lower))
-                    })
-                })
+            if named(trimmed) {
+                return true;
+            }
+            let mut seen: [&str; 4] = [trimmed; 4];
+            let mut count = 1;
+            for whole in [target, trimmed] {
+                for form in [whole, strip_md(whole)] {
+                    let segment = last_segment(form);
+                    if !seen[..count].contains(&segment) {
+                        if named(segment) {
+                            return true;
+                        }
+                        seen[count] = segment;
+                        count += 1;
+                    }
+                }
+            }
+            false
         };
         let is_broken = |resolution: &Resolution| matches!(resolution, Resolution::Broken(_));
         let leads_to_new_anchors = |resolution: &Resolution| match *resolution {
@@ -215,6 +231,7 @@ impl Graph {
         let files = Files { records: after, attachments };
         let tally = (0..before.len())
             .into_par_iter()
+            .with_min_len(1024)
             .fold(Tally::default, |mut tally, from| {
                 let (old, new) = (&before[from], &after[position[from]]);
                 let (old_counted, new_counted) = (old.kind == NoteKind::Note, new.kind == NoteKind::Note);
@@ -243,11 +260,7 @@ impl Graph {
                 }
                 for (link, resolution) in old.links.iter().zip(outlinks) {
                     let again = leads_to_new_anchors(resolution)
-                        || (!names.is_empty()
-                            && *tally
-                                .renamed
-                                .entry(link.target)
-                                .or_insert_with(|| names_a_renamed_note(link.target)));
+                        || (!names.is_empty() && may_name_a_renamed_note(link.target));
                     if again {
                         tally.gone += usize::from(old_counted && is_broken(resolution));
                         let broken = broken_after(&mut tally, link);
@@ -274,14 +287,27 @@ impl Graph {
 }
 
 /// What one thread of [`Graph::broken_count_after`] keeps: where each target
-/// leads after the change (the same for every link written alike), whether it
-/// names a renamed note, and the broken links it counted before and after.
+/// leads after the change (the same for every link written alike), and the
+/// broken links it counted before and after.
 #[derive(Default)]
 struct Tally<'t> {
     targets: HashMap<(bool, &'t str), Target>,
-    renamed: HashMap<&'t str, bool>,
     gone: usize,
     found: usize,
+}
+
+/// A hash of `text` lowercased as the resolver's tables lowercase names, with
+/// `ς` taken for `σ` (the one letter whose lowercase depends on where it
+/// stands), so any text that lowercases to the same name hashes alike. Made
+/// without building the lowercase text: every link of the vault is hashed.
+fn folded_hash(text: &str) -> u64 {
+    // FNV-1a over the lowercased characters.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for c in text.chars().flat_map(char::to_lowercase) {
+        let c = if c == 'ς' { 'σ' } else { c };
+        hash = (hash ^ u64::from(u32::from(c))).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
 }
 
 /// The part of a path after its last `/`.
