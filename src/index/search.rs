@@ -279,7 +279,7 @@ impl SearchIndex {
         let parts =
             query::QueryParts { plan, fields, weights, filters: &filters, min_share, boosts: &boosts };
         // A question's feedback reads the first pass's best notes, however few
-        // the page holds.
+        // the page holds, and ranks them again.
         let texts = request.texts.filter(|_| question && !WITHOUT_FEEDBACK.with(Cell::get));
         let first_limit = if texts.is_some() { limit.max(query::FEEDBACK_NOTES) } else { limit };
         let shortcut = match request.scope {
@@ -296,7 +296,8 @@ impl SearchIndex {
         if let Some(texts) = texts
             && let Some(expanded) = self.with_feedback(searcher, &parts, &top, texts)
         {
-            (top, total) = self.run(searcher, expanded.as_ref(), limit, executor, rivals)?;
+            // The first pass counted the notes matching; the second scores some of them.
+            (top, _) = self.run(searcher, expanded.as_ref(), limit, executor, rivals)?;
         }
         top.truncate(limit);
         // Notes holding fewer of the words, ranked after those holding enough.
@@ -453,7 +454,8 @@ impl SearchIndex {
         }
         let searched: Vec<(Field, f32)> =
             parts.weights.iter().copied().filter(|&(field, _)| field != fields.name_key).collect();
-        Some(query::with_feedback(query::build(parts, false), &words, &searched))
+        let candidates = Arc::new(query::Candidates::new(searcher, top.iter().map(|&(_, address)| address)));
+        Some(query::with_feedback(parts, candidates, &words, &searched))
     }
 
     /// Each query term's boost from its informativeness in the note bodies.

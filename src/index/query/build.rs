@@ -37,7 +37,7 @@ pub(crate) enum Reach {
 
 impl Reach {
     /// The leaf as this reach sees it.
-    fn leaf(&self, query: Box<dyn Query>) -> Box<dyn Query> {
+    pub(super) fn leaf(&self, query: Box<dyn Query>) -> Box<dyn Query> {
         match self {
             Reach::Candidates(candidates) => only(candidates, query),
             _ => query,

@@ -20,8 +20,8 @@
 //!
 //! A question of four words or more (put as a sentence) whose first pass is
 //! unsure of its best note gets pseudo-relevance feedback ([`feedback_terms`]):
-//! the rare words its best notes share join it at a low weight, and the notes
-//! it matched are ranked again (issue 13, questions in other words).
+//! the rare words its best notes share join it at a low weight, and its first
+//! page is ranked again (issue 13, questions in other words).
 
 mod build;
 mod candidates;
