@@ -132,8 +132,8 @@ fn useful(word: &str) -> bool {
 /// each scored as among all notes) with the feedback words as optional clauses
 /// across `fields` (each field's weight × [`FEEDBACK_WEIGHT`] × the word's
 /// weight): they rank the page again. Scoring the page only keeps the second
-/// pass to a few notes (re-ranking the best 20, 50 or 200 instead measured no
-/// better on any suite, and the whole match set cost 3× at 10k notes).
+/// pass to a few notes (re-ranking the best 20, 50 or 200, or every matching
+/// note, measured no better on any suite).
 pub(crate) fn with_feedback(
     parts: &QueryParts<'_>,
     candidates: Arc<Candidates>,
