@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use tantivy::collector::{Count, DocSetCollector, TopDocs};
+use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::query::{Bm25Weight, EnableScoring, Query};
 use tantivy::schema::Field;
 use tantivy::{DocAddress, DocId, Executor, Score, Searcher, SegmentReader, TantivyDocument, Term};
@@ -365,8 +365,11 @@ impl SearchIndex {
     /// exact name) find candidates cheaply; the full query then scores only those,
     /// text evidence included, each exactly as it would score among all notes.
     /// A note matching only in its headings or text can score at most
-    /// [`query::bound_outside`]: when the page is full and its last note scores
-    /// above that, no such note belongs on it. Otherwise (few title matches, or
+    /// [`query::Outside::unreached`]: when the page is full and its last note
+    /// scores above that, no such note belongs on it. The title side is scored
+    /// first, and a candidate whose title-side score plus the most its text can
+    /// add ([`query::Outside::with_reached`]) cannot reach the page is left out
+    /// before the full query scores any. Otherwise (few title matches, or
     /// text evidence that could win) the full query runs, so a note found only by
     /// its text still comes back. `total` then counts the title-side matches: the
     /// notes matching only in their text were not counted (nor needed).
@@ -388,8 +391,14 @@ impl SearchIndex {
             .filter(|field| *field != fields.headings && *field != fields.body)
             .collect();
         let titles = query::build_reaching(parts, false, &query::Reach::Fields(title_side.clone()));
+        let scoring = EnableScoring::enabled_from_searcher(searcher);
         let found = searcher
-            .search(titles.as_ref(), &DocSetCollector)
+            .search_with_executor(
+                titles.as_ref(),
+                &self.every_match(rivals),
+                &Executor::SingleThread,
+                scoring,
+            )
             .map_err(|e| tantivy_error("searching titles", e))?;
         if found.len() < limit || found.len() > TITLE_CANDIDATES_MAX {
             return Ok(None);
@@ -410,9 +419,27 @@ impl SearchIndex {
                 Err(_) => f32::INFINITY,
             }
         };
-        let bound = query::bound_outside(parts, &title_side, &max_score);
+        let outside = query::bound_outside(parts, &title_side, &max_score);
+        let bound = outside.unreached();
+        // A candidate's full score is at least its title-side score (the text only
+        // adds), so the page's last note scores at least the limit-th best of
+        // these; and it must score above `bound`. A candidate whose title-side
+        // score plus the most its text can add reaches neither is never scored.
+        let mut title_scores: Vec<f32> = found.iter().map(|&(score, _)| score).collect();
+        let (_, &mut floor, _) = title_scores.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+        let kept: Vec<DocAddress> = found
+            .iter()
+            .filter(|&&(score, _)| {
+                let most = outside.with_reached(score);
+                most >= floor && most > bound
+            })
+            .map(|&(_, address)| address)
+            .collect();
+        if kept.len() < limit {
+            return Ok(None);
+        }
         let matched = found.len();
-        let candidates = Arc::new(query::Candidates::new(searcher, found));
+        let candidates = Arc::new(query::Candidates::new(searcher, kept));
         let scored = query::build_reaching(parts, false, &query::Reach::Candidates(candidates));
         // Rivals only lose score, so the bound on the other notes still holds.
         let (top, _) = self.run(searcher, scored.as_ref(), limit, &Executor::SingleThread, rivals)?;
@@ -543,22 +570,23 @@ impl SearchIndex {
                 .search_with_executor(query, &collector, executor, scoring)
                 .map_err(|e| tantivy_error("searching", e));
         };
-        // A note in a rival language keeps a share of its score (read from the
-        // language column, one lookup per matching note).
-        let rivals = *rivals;
-        let field = self.schema.schema.get_field_name(self.schema.fields.language).to_owned();
-        let tweaked = TopDocs::with_limit(limit).tweak_score(move |segment: &SegmentReader| {
-            let column = segment.fast_fields().u64(&field).ok().map(|c| c.first_or_default_col(0));
-            move |doc: DocId, score: Score| match &column {
-                Some(column) if (rivals >> column.get_val(doc).min(63)) & 1 == 1 => {
-                    score * RIVAL_LANGUAGE_SHARE
-                }
-                _ => score,
-            }
-        });
+        let share = self.rival_share(rivals);
+        let tweaked =
+            TopDocs::with_limit(limit).tweak_score(move |segment: &SegmentReader| share.of(segment));
         searcher
             .search_with_executor(query, &(tweaked, Count), executor, scoring)
             .map_err(|e| tantivy_error("searching", e))
+    }
+
+    /// What a note in a rival language keeps of its score.
+    fn rival_share(&self, rivals: &Rivals) -> RivalShare {
+        let field = self.schema.schema.get_field_name(self.schema.fields.language).to_owned();
+        RivalShare { rivals: *rivals, field }
+    }
+
+    /// Every note a query matches, with its score (a rival language's share of it).
+    fn every_match(&self, rivals: Option<&Rivals>) -> EveryMatch {
+        EveryMatch { share: rivals.map(|rivals| self.rival_share(rivals)) }
     }
 
     /// The languages that rank lower for `query` (see `language`): when the vault
@@ -612,6 +640,72 @@ impl SearchIndex {
             }
         }
         HERE
+    }
+}
+
+/// A note in a rival language keeps [`RIVAL_LANGUAGE_SHARE`] of its score (read
+/// from the language column, one lookup per matching note).
+#[derive(Debug, Clone)]
+struct RivalShare {
+    rivals: Rivals,
+    /// The language column's name.
+    field: String,
+}
+
+impl RivalShare {
+    /// The score a note of `segment` keeps.
+    fn of(&self, segment: &SegmentReader) -> impl Fn(DocId, Score) -> Score + use<> {
+        let rivals = self.rivals;
+        let column = segment.fast_fields().u64(&self.field).ok().map(|c| c.first_or_default_col(0));
+        move |doc: DocId, score: Score| match &column {
+            Some(column) if (rivals >> column.get_val(doc).min(63)) & 1 == 1 => score * RIVAL_LANGUAGE_SHARE,
+            _ => score,
+        }
+    }
+}
+
+/// Collects every note a query matches with its score (after a rival
+/// language's share), in document order segment by segment.
+struct EveryMatch {
+    share: Option<RivalShare>,
+}
+
+impl Collector for EveryMatch {
+    type Fruit = Vec<(Score, DocAddress)>;
+    type Child = EveryMatchInSegment;
+
+    fn for_segment(&self, segment_ord: u32, segment: &SegmentReader) -> tantivy::Result<Self::Child> {
+        let share: Box<dyn Fn(DocId, Score) -> Score> = match &self.share {
+            Some(share) => Box::new(share.of(segment)),
+            None => Box::new(|_, score| score),
+        };
+        Ok(EveryMatchInSegment { segment_ord, share, found: Vec::new() })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, found: Vec<Self::Fruit>) -> tantivy::Result<Self::Fruit> {
+        Ok(found.concat())
+    }
+}
+
+struct EveryMatchInSegment {
+    segment_ord: u32,
+    share: Box<dyn Fn(DocId, Score) -> Score>,
+    found: Vec<(Score, DocAddress)>,
+}
+
+impl SegmentCollector for EveryMatchInSegment {
+    type Fruit = Vec<(Score, DocAddress)>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        self.found.push(((self.share)(doc, score), DocAddress::new(self.segment_ord, doc)));
+    }
+
+    fn harvest(self) -> Self::Fruit {
+        self.found
     }
 }
 

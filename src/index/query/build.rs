@@ -204,16 +204,14 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
     Box::new(BooleanQuery::new(top))
 }
 
-/// The most [`build`]'s query can give a note that none of its clauses match
-/// outside `reached` fields (nor an exact name): a bound from each leaf's best
-/// possible BM25 score (`max_score` of a field and its terms), summed as the
-/// query sums them, coordination doubled. A page whose last note scores above it
-/// cannot miss such a note.
+/// What [`build`]'s query can give a note through fields outside `reached`
+/// (see [`Outside`]): a bound from each leaf's best possible BM25 score
+/// (`max_score` of a field and its terms), summed as the query sums them.
 pub(crate) fn bound_outside(
     parts: &QueryParts<'_>,
     reached: &[Field],
     max_score: &dyn Fn(Field, &[&str]) -> f32,
-) -> f32 {
+) -> Outside {
     let QueryParts { plan, fields, weights, filters, min_share, boosts } = *parts;
     let outside: Vec<(Field, f32)> =
         weights.iter().copied().filter(|(f, _)| *f != fields.name_key && !reached.contains(f)).collect();
@@ -230,28 +228,69 @@ pub(crate) fn bound_outside(
         words += exact.max(stemmed);
     }
     let n = units.len();
-    if n > 1 && required_clauses(n, min_share, false) < n {
-        words *= 2.0;
-    }
-    let mut bound = words;
+    let coordinated = n > 1 && required_clauses(n, min_share, false) < n;
+    let mut phrases = 0.0;
     for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
         let terms: Vec<&str> = word.terms.iter().map(|t| t.text.as_str()).collect();
-        bound += across(&terms, 1.5);
+        phrases += across(&terms, 1.5);
     }
     for phrase in &plan.phrases {
         let terms: Vec<&str> = phrase.terms.iter().map(|t| t.text.as_str()).collect();
-        bound += across(&terms, 1.0);
+        phrases += across(&terms, 1.0);
     }
+    let mut filtered = 0.0;
     for tag in &filters.tags {
-        bound += max_score(fields.tag_filter, &[tag.as_str()]);
+        filtered += max_score(fields.tag_filter, &[tag.as_str()]);
     }
     if let Some(folder) = &filters.folder {
-        bound += max_score(fields.folder, &[folder.as_str()]);
+        filtered += max_score(fields.folder, &[folder.as_str()]);
     }
     if units.is_empty() && plan.phrases.is_empty() {
-        bound += 1.0;
+        filtered += 1.0;
     }
-    // Sums taken in another order differ in their last bits.
+    Outside { words, coordinated, phrases, filtered }
+}
+
+/// The most the fields outside some reached ones (a note's headings and text,
+/// past its title side) can add to a note's score under [`build`]'s query.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outside {
+    /// The term clauses' share, each clause's better form, not yet doubled.
+    words: f32,
+    /// Whether a note matching every term clause scores them twice.
+    coordinated: bool,
+    /// The phrase boosts' and required phrases' share.
+    phrases: f32,
+    /// The tag and folder filters' share (and the match-all of a query without words).
+    filtered: f32,
+}
+
+impl Outside {
+    /// The most a note that none of the query's clauses match in the reached
+    /// fields (nor by its exact name) can score: a page whose last note scores
+    /// above it cannot miss such a note.
+    pub(crate) fn unreached(&self) -> f32 {
+        let words = if self.coordinated { self.words * 2.0 } else { self.words };
+        slack(words + self.phrases + self.filtered)
+    }
+
+    /// The most a note can score whose clauses in the reached fields scored
+    /// `reached` (filters and exact name included). Each term clause is the
+    /// better of its forms, which is at most the better reached form plus the
+    /// better outside one; coordination doubles the term clauses at most, and
+    /// the rest of `reached` is doubled with them, which only loosens the bound.
+    pub(crate) fn with_reached(&self, reached: f32) -> f32 {
+        let most = if self.coordinated {
+            2.0 * (reached + self.words) + self.phrases
+        } else {
+            reached + self.words + self.phrases
+        };
+        slack(most)
+    }
+}
+
+/// A bound widened past the last bits in which sums taken in another order differ.
+fn slack(bound: f32) -> f32 {
     bound * 1.001 + 1e-4
 }
 
