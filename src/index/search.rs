@@ -4,6 +4,7 @@
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::thread::LocalKey;
 
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
 use tantivy::query::{Bm25Weight, EnableScoring, Query};
@@ -77,32 +78,31 @@ thread_local! {
     static WITHOUT_FEEDBACK: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Runs `f` with this thread's `flag` set, and puts it back as it was after
+/// (a panic included).
+fn with_flag<T>(flag: &'static LocalKey<Cell<bool>>, f: impl FnOnce() -> T) -> T {
+    struct Restore(&'static LocalKey<Cell<bool>>, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            self.0.with(|set| set.set(self.1));
+        }
+    }
+    let _restore = Restore(flag, flag.with(|set| set.replace(true)));
+    f()
+}
+
 /// Runs `f` with a question's feedback off on this thread, so tests can show
 /// what the feedback changes.
 #[doc(hidden)]
 pub fn without_feedback<T>(f: impl FnOnce() -> T) -> T {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            WITHOUT_FEEDBACK.with(|off| off.set(self.0));
-        }
-    }
-    let _restore = Restore(WITHOUT_FEEDBACK.with(|off| off.replace(true)));
-    f()
+    with_flag(&WITHOUT_FEEDBACK, f)
 }
 
 /// Runs `f` with `search_knowledge`'s title-side shortcut off on this thread, so
 /// tests can hold the shortcut's answers to the full query's.
 #[doc(hidden)]
 pub fn full_query_only<T>(f: impl FnOnce() -> T) -> T {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            FULL_QUERY_ONLY.with(|only| only.set(self.0));
-        }
-    }
-    let _restore = Restore(FULL_QUERY_ONLY.with(|only| only.replace(true)));
-    f()
+    with_flag(&FULL_QUERY_ONLY, f)
 }
 
 /// Which tool's fields and weights a search uses.
