@@ -39,19 +39,22 @@ pub fn take() -> Vec<(&'static str, Duration)> {
     STAGES.with(|stages| std::mem::take(&mut *stages.borrow_mut()))
 }
 
-/// Runs `f` (on whichever thread a parallel join gives it) and returns its
-/// result with the stages recorded on that thread meanwhile, for [`restore`]
-/// on the thread whose list they belong to.
-pub fn carry<R>(f: impl FnOnce() -> R) -> (R, Vec<(&'static str, Duration)>) {
-    let result = f();
-    (result, take())
-}
-
-/// Adds stages [`carry`] brought back to this thread's list.
-pub fn restore(stages: Vec<(&'static str, Duration)>) {
-    for (stage, took) in stages {
+/// `rayon::join` of `a` and `b`, the stages each records (on whichever
+/// thread the pool runs it) added to this thread's list.
+pub fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    let ((a, a_stages), (b, b_stages)) = rayon::join(|| carry(a), || carry(b));
+    for (stage, took) in a_stages.into_iter().chain(b_stages) {
         record(stage, took);
     }
+    (a, b)
+}
+
+/// Runs `f` and returns its result with the stages recorded on this thread
+/// meanwhile (all of them, when it runs on the calling thread: `join` adds
+/// them back).
+fn carry<R>(f: impl FnOnce() -> R) -> (R, Vec<(&'static str, Duration)>) {
+    let result = f();
+    (result, take())
 }
 
 #[cfg(test)]
@@ -72,14 +75,18 @@ mod tests {
     }
 
     #[test]
-    fn stages_carried_from_another_thread_add_to_this_ones() {
-        let _ = take();
-        record("query", Duration::from_millis(2));
-        let (value, stages) =
-            std::thread::scope(|s| s.spawn(|| carry(|| time("walk", || 3))).join().unwrap());
-        assert_eq!(value, 3);
-        restore(stages);
-        let names: Vec<&str> = take().iter().map(|(name, _)| *name).collect();
-        assert_eq!(names, vec!["query", "walk"]);
+    fn stages_of_both_sides_of_a_join_come_back_to_the_calling_thread() {
+        // A thread outside the pool: both sides of each join run on the pool's.
+        let stages = std::thread::spawn(|| {
+            record("query", Duration::from_millis(2));
+            let joined = join(|| time("walk", || 3), || join(|| time("graph", || 4), || 5));
+            assert_eq!(joined, (3, (4, 5)));
+            take()
+        })
+        .join()
+        .unwrap();
+        let mut names: Vec<&str> = stages.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        assert_eq!(names, vec!["graph", "query", "walk"]);
     }
 }

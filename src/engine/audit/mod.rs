@@ -42,6 +42,19 @@ use crate::vault::{NoteKind, NoteRecord, VaultConfig};
 /// Most other notes a finding names.
 const NAMED_MAX: usize = 5;
 
+/// A check that reads only the catalog and its graph, adding its findings.
+type NoteCheck = fn(&Scope<'_>, &mut Findings);
+
+/// The checks of notes as a whole that read only the catalog and its graph.
+const NOTE_CHECKS: [(AuditCheck, NoteCheck); 6] = [
+    (AuditCheck::Orphan, notes::orphans),
+    (AuditCheck::UnregisteredTag, tags::unregistered),
+    (AuditCheck::Frontmatter, tags::frontmatter_diagnostics),
+    (AuditCheck::DuplicateTitle, notes::duplicate_titles),
+    (AuditCheck::MocMissing, notes::moc_missing),
+    (AuditCheck::OversizeNote, notes::oversize),
+];
+
 /// What every check reads: the catalog snapshot, the configuration and the
 /// notes under the folder asked for.
 struct Scope<'a> {
@@ -252,7 +265,7 @@ impl Engine {
         folder: &str,
         skipped: impl FnOnce() -> Result<Skipped> + Send,
     ) -> Result<(AuditFindings, Skipped)> {
-        use super::timing::{carry, restore, time};
+        use super::timing::{join, time};
         let scope = Scope::new(catalog, config, folder);
         let run = |check: AuditCheck| checks.contains(&check);
         let graph_checks = || {
@@ -262,23 +275,10 @@ impl Engine {
                 time("audit_links", || links::check(&scope, &run, &mut findings));
             }
             time("audit_notes", || {
-                if run(AuditCheck::Orphan) {
-                    notes::orphans(&scope, &mut findings);
-                }
-                if run(AuditCheck::UnregisteredTag) {
-                    tags::unregistered(&scope, &mut findings);
-                }
-                if run(AuditCheck::Frontmatter) {
-                    tags::frontmatter_diagnostics(&scope, &mut findings);
-                }
-                if run(AuditCheck::DuplicateTitle) {
-                    notes::duplicate_titles(&scope, &mut findings);
-                }
-                if run(AuditCheck::MocMissing) {
-                    notes::moc_missing(&scope, &mut findings);
-                }
-                if run(AuditCheck::OversizeNote) {
-                    notes::oversize(&scope, &mut findings);
+                for (check, find) in NOTE_CHECKS {
+                    if run(check) {
+                        find(&scope, &mut findings);
+                    }
                 }
             });
             if findings.0.iter().any(|f| f.check == AuditCheck::BrokenLink) {
@@ -286,28 +286,13 @@ impl Engine {
             }
             findings
         };
-        // Each strand's stages are carried back to this thread (the pool runs
-        // them on its own).
-        let (((skipped, graph_findings), graph_stages), ((text_findings, mentions), text_stages)) =
-            rayon::join(
-                || {
-                    carry(|| {
-                        let ((skipped, walked), (findings, checked)) =
-                            rayon::join(|| carry(skipped), || carry(graph_checks));
-                        restore(walked);
-                        restore(checked);
-                        (skipped, findings)
-                    })
-                },
-                || carry(|| self.text_checks(&scope, &run)),
-            );
-        restore(graph_stages);
-        restore(text_stages);
+        let ((skipped, graph_findings), (text_findings, mentions)) =
+            join(|| join(skipped, graph_checks), || self.text_checks(&scope, &run));
         let skipped = skipped?;
         let mut findings = graph_findings;
         findings.0.extend(text_findings.0);
         if let Some(skipped) = &skipped {
-            notes::skipped(&scope, skipped.clone(), &mut findings);
+            notes::skipped(&scope, skipped, &mut findings);
         }
         Ok((time("audit_sort", || AuditFindings::new(findings, mentions)), skipped))
     }

@@ -169,12 +169,12 @@ pub(super) fn oversize(scope: &Scope<'_>, findings: &mut Findings) {
 
 /// Files under the folder that sync could not serve as notes (templates are
 /// skipped on purpose and not reported).
-pub(super) fn skipped(scope: &Scope<'_>, skipped: Vec<(String, String)>, findings: &mut Findings) {
+pub(super) fn skipped(scope: &Scope<'_>, skipped: &[(String, String)], findings: &mut Findings) {
     for (path, reason) in skipped {
         if path.starts_with(&scope.prefix) && !reason.starts_with("a template") {
             findings.push(
                 AuditCheck::SkippedFile,
-                &path,
+                path,
                 None,
                 format!("not served as a note: {reason}"),
                 None,
