@@ -20,6 +20,13 @@ fn open(vault: &std::path::Path) -> Engine {
     engine
 }
 
+/// Writes each `(file name, text)` into `vault`.
+fn write_notes(vault: &std::path::Path, notes: &[(&str, &str)]) {
+    for (name, text) in notes {
+        std::fs::write(vault.join(name), text).unwrap();
+    }
+}
+
 fn search(query: &str) -> SearchArgs {
     SearchArgs { query: query.to_owned(), ..SearchArgs::default() }
 }
@@ -1726,9 +1733,7 @@ fn issue_13_a_match_on_a_lone_chinese_character_is_weak_and_ranked_last() {
         ("共享.md", "# 团队共享\n\n和同事共享笔记的办法。\n"),
         ("其他.md", "# 其他\n\n无关的内容。\n"),
     ];
-    for (name, text) in notes {
-        std::fs::write(vault.join(name), text).unwrap();
-    }
+    write_notes(vault, &notes);
     let engine = open(vault);
     let knowledge: Vec<(String, bool)> = engine
         .search_knowledge(&search("随手记"))
@@ -1912,9 +1917,7 @@ fn issue_13_a_long_questions_text_evidence_outranks_a_title_holding_one_of_its_w
         ("Canvas.md", "Draw lines between cards to show how they connect.\n"),
         ("Search.md", "Search finds notes by their words.\n"),
     ];
-    for (name, text) in notes {
-        std::fs::write(vault.join(name), text).unwrap();
-    }
+    write_notes(vault, &notes);
     let engine = open(vault);
     let question = knowledge_paths(&engine, "how do I edit several lines at the same time");
     assert_eq!(&question[..2], ["Multiple cursors.md", "Editing shortcuts.md"], "{question:?}");
@@ -1950,9 +1953,7 @@ fn issue_13_an_unsure_questions_feedback_from_its_best_notes_reranks_them() {
         ("Mobile.md", "The mobile app syncs your vault.\n"),
         ("Search.md", "Search finds notes by their words.\n"),
     ];
-    for (name, text) in notes {
-        std::fs::write(vault.join(name), text).unwrap();
-    }
+    write_notes(vault, &notes);
     // Notes on other topics, so that the vault's rare words are rare.
     for i in 1..=20 {
         let text =
