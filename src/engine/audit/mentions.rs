@@ -599,3 +599,56 @@ fn decode(bytes: &[u8]) -> Option<MentionIndex> {
     }
     reader.0.is_empty().then_some(MentionIndex { names, notes, ..MentionIndex::default() })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One note's mentions: a name written as named, the same name in other
+    /// case, and a Chinese name.
+    fn index() -> MentionIndex {
+        let names: Vec<Arc<str>> = vec!["Alpha".into(), "备份仓库".into()];
+        let hit = |name: u32, at: u32, written: &str| Hit {
+            name,
+            at,
+            line: at / 10 + 1,
+            written: spelled(&names, name, written),
+        };
+        let note = NoteMentions {
+            hash: "hash".into(),
+            size: 42,
+            words: Bloom::new(&[word_hash("alpha"), word_hash("备")]),
+            hits: vec![hit(0, 3, "Alpha"), hit(0, 17, "alpha"), hit(1, 25, "备份仓库")],
+        };
+        MentionIndex { names, notes: HashMap::from([("z/a.md".to_owned(), note)]), ..MentionIndex::default() }
+    }
+
+    /// The cache file gives back what was saved, a spelling as named shared
+    /// with its name again; a file cut anywhere (a crash mid-write of another
+    /// writer's temporary file renamed in, a full disk) or with a byte too many
+    /// is no cache at all, so the notes are read instead.
+    #[test]
+    fn the_cache_file_round_trips_and_a_cut_or_longer_file_is_refused() {
+        let saved = index();
+        let bytes = encode(&saved);
+        let back = decode(&bytes).expect("the file just written");
+        assert_eq!(back.names, saved.names);
+        let (note, kept) = (&back.notes["z/a.md"], &saved.notes["z/a.md"]);
+        assert_eq!((&note.hash, note.size, &note.words.bits), (&kept.hash, kept.size, &kept.words.bits));
+        let hits = |n: &NoteMentions| -> Vec<(u32, u32, u32, String)> {
+            n.hits.iter().map(|h| (h.name, h.at, h.line, h.written.to_string())).collect()
+        };
+        assert_eq!(hits(note), hits(kept));
+        assert!(Arc::ptr_eq(&note.hits[0].written, &back.names[0]), "a spelling as named is the name's");
+        assert!(!Arc::ptr_eq(&note.hits[1].written, &back.names[0]), "another spelling is its own");
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_none(), "a file cut at {cut} bytes decoded");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_none());
+        let mut older = bytes;
+        older[CACHE_MAGIC.len() - 2] = b'1';
+        assert!(decode(&older).is_none(), "a file of format 1 decoded as format 2");
+    }
+}
