@@ -217,6 +217,37 @@ fn a_folder_moves_with_its_links_and_the_broken_count_stays() {
     assert_eq!(mv(&engine, "z/外面.md", "z/外面.md").unwrap_err().code, ErrorCode::InvalidArgument);
 }
 
+/// Every resolved link of the vault as (linking note, linked note), once per
+/// link, sorted, each path passed through `follow`.
+fn link_edges(engine: &Engine, follow: &dyn Fn(&str) -> String) -> Vec<(String, String)> {
+    let mut edges: Vec<(String, String)> = engine
+        .records()
+        .iter()
+        .flat_map(|record| {
+            let to = follow(&record.path);
+            engine
+                .backlinks(&record.path)
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |from| (follow(&from), to.clone()))
+        })
+        .collect();
+    edges.sort();
+    edges
+}
+
+/// Moves `from` to `to` (a note) and checks that every link of the vault still
+/// leads where it led, the moved note followed to its new path, and that as
+/// many links are broken as before.
+fn move_keeping_every_link(engine: &Engine, from: &str, to: &str) {
+    let follow = |path: &str| if path == from { to.to_owned() } else { path.to_owned() };
+    let (edges, broken_before) = (link_edges(engine, &follow), broken(engine));
+    let staged = mv(engine, from, to).unwrap_or_else(|err| panic!("{from} → {to}: {err}"));
+    assert_eq!(apply(engine, &staged.proposal_id).status, ApplyStatus::Applied, "{from} → {to}");
+    assert_eq!(broken(engine), broken_before, "after moving {from} → {to}");
+    assert_eq!(link_edges(engine, &|path| path.to_owned()), edges, "a link changed its note: {from} → {to}");
+}
+
 /// The invariant on the fixture vault: every note moved in turn (to a new
 /// folder and name), the count of broken links never changes.
 #[test]
@@ -241,6 +272,59 @@ fn moving_any_fixture_note_keeps_the_broken_link_count() {
         let fresh = open(&vault);
         assert_eq!(broken(&fresh), before, "after moving {path}, rebuilt");
     }
+}
+
+/// A note moved onto a name another note has as an alias (`[[alias]]` then
+/// names the moved note's file, which wins over an alias) takes none of that
+/// note's links: on the fixture vault, for every alias, some other note is
+/// moved to that name and every link of the vault still leads where it led.
+#[test]
+fn a_note_moved_onto_an_alias_takes_no_link_of_the_aliased_note() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let mut aliases: Vec<(String, String)> = engine
+        .records()
+        .iter()
+        .filter(|r| r.kind == kb_mcp::vault::NoteKind::Note)
+        .flat_map(|r| r.aliases.iter().map(|alias| (alias.clone(), r.path.clone())).collect::<Vec<_>>())
+        .filter(|(alias, _)| NotePath::parse(&format!("z/{alias}.md")).is_ok())
+        .collect();
+    aliases.sort();
+    assert!(aliases.len() >= 3, "the fixture vault has aliases: {aliases:?}");
+    let linked_by_alias = aliases.iter().filter(|(alias, owner)| {
+        engine.backlinks(owner).unwrap_or_default().iter().any(|from| {
+            engine.record(from).is_some_and(|r| r.links.iter().any(|l| l.target.eq_ignore_ascii_case(alias)))
+        })
+    });
+    assert!(linked_by_alias.count() >= 1, "some fixture link names its note by an alias");
+    for (number, (alias, owner)) in aliases.iter().enumerate() {
+        let mover = engine
+            .records()
+            .iter()
+            .filter(|r| r.kind == kb_mcp::vault::NoteKind::Note && r.path != *owner)
+            .map(|r| r.path.clone())
+            .nth(number)
+            .unwrap();
+        move_keeping_every_link(&engine, &mover, &format!("z/aliased/{number}/{alias}.md"));
+    }
+}
+
+#[test]
+fn a_link_by_alias_keeps_its_note_and_its_shown_text() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/b.md", "---\naliases: [Ex, Wide Name]\n---\n# Head\n\nb ^blk\n");
+    put(&vault, "z/c.md", "c\n");
+    let linker = "[[Ex]] and [[ex#Head]] and [[Ex|shown]] and [[Ex#^blk]]\n\n| col | [[Ex]] |\n|---|---|\n| a | [[Wide Name]] |\n";
+    put(&vault, "z/a.md", linker);
+    let engine = open(&vault);
+    move_keeping_every_link(&engine, "z/c.md", "z/d/Ex.md");
+    assert_eq!(
+        read(&vault, "z/a.md"),
+        "[[b|Ex]] and [[b#Head|ex]] and [[b|shown]] and [[b#^blk|Ex]]\n\n| col | [[b\\|Ex]] |\n|---|---|\n| a | [[Wide Name]] |\n"
+    );
+    // A link the move did not reach is not touched.
+    move_keeping_every_link(&engine, "z/d/Ex.md", "z/d/Other.md");
+    assert!(read(&vault, "z/a.md").contains("[[Wide Name]]"));
 }
 
 #[test]
@@ -1418,8 +1502,9 @@ fn backlinks_of(engine: &Engine, path: &str) -> Vec<String> {
 
 /// Moves a note or folder (no alias kept: every link must be rewritten, none may
 /// lean on the old name) and checks the invariant: as many broken links as
-/// before, and every backlink of every moved note still resolving to it (from
-/// the same notes, moved ones followed to their new paths).
+/// before, every backlink of every moved note still resolving to it (from
+/// the same notes, moved ones followed to their new paths), and every other
+/// link of the vault leading where it led.
 fn move_and_check(
     engine: &Engine,
     from: &str,
@@ -1438,6 +1523,7 @@ fn move_and_check(
             (new.clone(), links)
         })
         .collect();
+    let edges = link_edges(engine, &|path| follow(path.to_owned()));
     let staged = engine
         .propose_move(&ProposeMoveArgs {
             from: from.to_owned(),
@@ -1452,6 +1538,11 @@ fn move_and_check(
     for (new, links) in before {
         assert_eq!(backlinks_of(engine, &new), links, "move {from} → {to}: the backlinks of {new}");
     }
+    assert_eq!(
+        link_edges(engine, &|path| path.to_owned()),
+        edges,
+        "move {from} → {to}: a link changed its note"
+    );
 }
 
 /// Issue 14's invariant on a copy of the real Obsidian Help vault: 30 notes of

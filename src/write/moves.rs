@@ -25,8 +25,8 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox, strip_md};
 use crate::vault::graph::{Broken, Graph, Resolution, Resolver};
 use crate::vault::{
-    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, frontmatter_keys, note_spans,
-    parse_note,
+    LinkKind, LinkRef, LinkSpan, Links, NoteKind, NoteRecord, Span, content_hash, decode_note,
+    frontmatter_keys, note_spans, parse_note,
 };
 
 /// Largest note a move reads.
@@ -195,7 +195,10 @@ pub fn plan_move(
         view.records.iter().enumerate().map(|(i, r)| (r.path.as_str(), i)).collect();
 
     // The notes whose links may need rewriting: the moved ones, the ones linking
-    // to them, and the ones linking by a bare name a moved note takes on.
+    // to them, and the ones linking by a bare name a moved note takes on: to a
+    // note of that name, or to a note that has it as an alias (a file name
+    // wins over an alias, so `[[x]]` meaning the note aliased `x` would lead
+    // to a note moved to `x.md`).
     let mut affected: BTreeSet<usize> = BTreeSet::new();
     let mut new_stems: BTreeSet<String> = BTreeSet::new();
     let mut watched: HashSet<u32> = HashSet::new();
@@ -206,7 +209,8 @@ pub fn plan_move(
         new_stems.insert(strip_md(new.rsplit('/').next().unwrap_or(new)).to_lowercase());
     }
     for (index, record) in view.records.iter().enumerate() {
-        if new_stems.contains(&record.stem().to_lowercase()) {
+        let named = |name: &str| new_stems.contains(&name.trim().to_lowercase());
+        if named(record.stem()) || record.aliases.iter().any(|alias| named(alias)) {
             watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
         }
     }
@@ -353,6 +357,12 @@ pub fn plan_move(
                     });
                 }
                 if edit.text != edit.span.of(text) {
+                    if old.link.kind == LinkKind::Wikilink
+                        && old.display.is_none()
+                        && by_another_name(old, text, &was)
+                    {
+                        keep_shown_text(text, old, &mut edit);
+                    }
                     edits.push(edit);
                 }
             }
@@ -453,6 +463,51 @@ pub fn plan_move(
         ),
     };
     Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
+}
+
+/// Whether a wikilink names its note (at `was`) by something else than the
+/// note's file name: by an alias. Rewritten to the note's name, it would show
+/// another text.
+fn by_another_name(link: &LinkSpan, text: &str, was: &str) -> bool {
+    let written = strip_md(link.target.of(text));
+    let written = written.rsplit('/').next().unwrap_or(written);
+    let name = strip_md(was.rsplit('/').next().unwrap_or(was));
+    written.to_lowercase() != name.to_lowercase()
+}
+
+/// Makes `edit` (of a wikilink without display text) keep the text the link
+/// showed: `[[x]]` rewritten to `[[b]]` becomes `[[b|x]]`, an anchor kept
+/// before the display (`[[b#h|x]]`). In a table row (a `|` outside every
+/// wikilink of its line), where a bare `|` would end the cell, it is `\|`.
+fn keep_shown_text(text: &str, link: &LinkSpan, edit: &mut LinkEdit) {
+    let whole = link.span.of(text);
+    if !whole.ends_with("]]") {
+        return;
+    }
+    let close = link.span.end - 2;
+    let line_start = text[..link.span.start].rfind('\n').map_or(0, |at| at + 1);
+    let line_end = text[link.span.end..].find('\n').map_or(text.len(), |at| link.span.end + at);
+    let bar = if bar_outside_wikilinks(&text[line_start..line_end]) { "\\|" } else { "|" };
+    let mut shown = std::mem::take(&mut edit.text);
+    shown.push_str(&text[link.target.end..close]);
+    shown.push_str(bar);
+    shown.push_str(link.target.of(text));
+    edit.text = shown;
+    edit.span = Span { start: link.target.start, end: close };
+}
+
+/// Whether `line` holds a `|` outside every `[[…]]`: a table row's cell
+/// border (a link's own `|` separates its display text).
+fn bar_outside_wikilinks(line: &str) -> bool {
+    let mut rest = line;
+    loop {
+        let open = rest.find("[[").unwrap_or(rest.len());
+        if rest[..open].contains('|') {
+            return true;
+        }
+        let Some(close) = rest[open..].find("]]") else { return false };
+        rest = &rest[open + close + 2..];
+    }
 }
 
 /// The shortest trailing part of a wikilink's path (`b/x/dup` of `z/b/x/dup`)
