@@ -415,6 +415,23 @@ fn issue_14_rm_stages_a_delete_listing_the_links_that_break() {
     assert!(!vault.join("z/alpha.md").exists());
     let trashed: Vec<String> = walk(&vault.join("inbox/trash"));
     assert!(trashed.iter().any(|p| p.ends_with("alpha.md")), "{trashed:?}");
+
+    // A link another note of the same name will answer is not said to break.
+    for (path, text) in [("z/one/dup.md", "one\n"), ("z/two/x/dup.md", "two\n"), ("z/dl.md", "see [[dup]]\n")]
+    {
+        std::fs::create_dir_all(vault.join(path).parent().unwrap()).unwrap();
+        std::fs::write(vault.join(path), text).unwrap();
+    }
+    let (code, out, err) = kb_index(&vault, &["rm", "z/one/dup.md"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(", 0 links will break, 1 link will lead to another note\nno link will break\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 link will lead to another note instead:\n    z/dl.md:1: [[dup]] → z/two/x/dup.md\n"),
+        "{out}"
+    );
 }
 
 /// Every file under `dir`, as paths.

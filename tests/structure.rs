@@ -382,6 +382,57 @@ fn a_delete_goes_to_the_trash_and_lists_what_breaks() {
     );
 }
 
+/// A link to a deleted note that another note of its name (or with it as an
+/// alias) will answer does not break: the delete says where it will lead, and
+/// `breaks` holds only the links that will stop resolving; the counts after
+/// the apply agree.
+#[test]
+fn a_delete_says_which_links_will_lead_to_another_note() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/a/dup.md", "# One\n");
+    put(&vault, "z/b/x/dup.md", "# Two\n\n## Deep\n");
+    put(&vault, "z/X.md", "x\n");
+    put(&vault, "z/B.md", "---\naliases: [X]\n---\nb\n");
+    put(&vault, "z/l.md", "[[dup]] and [[a/dup]]\n[[dup#Deep]] and [[X]]\n[[dup#Nowhere]]\n");
+    let engine = open(&vault);
+    let before = broken(&engine);
+    let staged = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/a/dup.md".into(), reason: "merged".into() })
+        .unwrap();
+    let breaks: Vec<(&str, u32, &str)> =
+        staged.breaks.iter().map(|b| (b.path.as_str(), b.line, b.link.as_str())).collect();
+    assert_eq!(breaks, vec![("z/l.md", 1, "[[a/dup]]")]);
+    let redirected: Vec<(&str, u32, &str, &str)> = staged
+        .redirected
+        .iter()
+        .map(|b| (b.path.as_str(), b.line, b.link.as_str(), b.to.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        redirected,
+        vec![("z/l.md", 1, "[[dup]]", "z/b/x/dup.md"), ("z/l.md", 2, "[[dup]]", "z/b/x/dup.md")],
+        "[[dup#Deep]] was broken (z/a/dup.md has no such heading) and will resolve; [[dup#Nowhere]] stays broken"
+    );
+    let summary = &engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals[0].summary;
+    assert_eq!(
+        summary,
+        "delete z/a/dup.md (to the inbox's trash), 1 link will break, 2 links will lead to another note"
+    );
+    apply(&engine, &staged.proposal_id);
+    // [[a/dup]] broke, [[dup#Deep]] was broken and resolves now.
+    assert_eq!(broken(&engine), before);
+    assert_eq!(backlinks_of(&engine, "z/b/x/dup.md"), vec!["z/l.md", "z/l.md"]);
+
+    // A note whose name another note has as an alias.
+    let staged =
+        engine.propose_delete(&ProposeDeleteArgs { path: "z/X.md".into(), reason: "gone".into() }).unwrap();
+    assert!(staged.breaks.is_empty(), "{:?}", staged.breaks);
+    assert_eq!(staged.redirected.len(), 1);
+    assert_eq!(
+        (staged.redirected[0].link.as_str(), staged.redirected[0].to.as_deref()),
+        ("[[X]]", Some("z/B.md"))
+    );
+}
+
 /// A crash after each step of a multi-file apply (a failpoint that stops the
 /// apply on the spot): the next start leaves every file as it was (before the
 /// commit point) or as proposed (after it), never some moved and others not;

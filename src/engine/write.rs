@@ -127,7 +127,8 @@ impl Engine {
         let catalog = self.catalog();
         let view = catalog.view();
         let sandbox = self.sandbox();
-        let (plan, breaks) = write::plan_delete(&sandbox, &view, &args.path)?;
+        let (plan, links) = write::plan_delete(&sandbox, &view, &args.path)?;
+        let (redirected, breaks): (Vec<_>, Vec<_>) = links.into_iter().partition(|b| b.leads_to.is_some());
         let target = plan.files[0].path.clone();
         let staged = write::stage_plan(
             &sandbox,
@@ -142,9 +143,13 @@ impl Engine {
             proposal_id: staged.proposal_id,
             kind: ProposalKind::Delete,
             target,
+            redirected: redirected
+                .into_iter()
+                .map(|b| BrokenBy { path: b.path, line: b.line, link: b.link, to: b.leads_to })
+                .collect(),
             breaks: breaks
                 .into_iter()
-                .map(|b| BrokenBy { path: b.path, line: b.line, link: b.link })
+                .map(|b| BrokenBy { path: b.path, line: b.line, link: b.link, to: None })
                 .collect(),
             files: staged.files,
             vault_changed: false,

@@ -208,6 +208,12 @@ pub(super) fn proposed_delete(r: &ProposeDeleteResult) -> String {
     for b in &r.breaks {
         let _ = write!(out, "\n- {}:{} {}", b.path, b.line, b.link);
     }
+    if !r.redirected.is_empty() {
+        let _ = write!(out, "\n{} link(s) will lead to another note instead:", r.redirected.len());
+        for b in &r.redirected {
+            let _ = write!(out, "\n- {}:{} {} → {}", b.path, b.line, b.link, b.to.as_deref().unwrap_or("?"));
+        }
+    }
     out
 }
 

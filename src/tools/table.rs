@@ -149,7 +149,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "audit_vault",
         title: "Audit the vault",
-        description: "Find what needs care: broken links and anchors, ambiguous links, orphans, unregistered tags, frontmatter against kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's MOC, skipped, empty, oversize notes. `checks` picks some (default all); paged by `next_cursor`. `fix: true` (access propose) stages the mechanical fixes.",
+        description: "Find what needs care: broken links, orphans, frontmatter against kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's MOC... (`checks`: default all); paged by `next_cursor`. `fix: true` (access propose) stages the mechanical fixes.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<AuditArgs>,
@@ -180,7 +180,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_note_patch",
         title: "Propose a patch",
-        description: "Stage a change to a note for the person to approve (the vault does not change). base_hash is read_note's `hash` (else stale_base). Keep edits small. Returns a proposal_id and diff. Then stop for review.",
+        description: "Stage a change to a note for the person to approve (the vault does not change). base_hash is read_note's `hash` (else stale_base). Keep edits small. Then stop for review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposePatchArgs>,

@@ -87,7 +87,8 @@ pub struct ItemPlanned {
 pub struct BatchPlan {
     /// Each item, in order.
     pub items: Vec<ItemPlanned>,
-    /// The links its deletes will break.
+    /// The links to the notes it deletes: those that will break, and those
+    /// that will lead to another note (`leads_to`).
     pub breaks: Vec<Break>,
     /// The file operations.
     pub plan: Plan,
@@ -345,12 +346,14 @@ pub fn plan_batch(
     if files.is_empty() {
         return Err(Error::invalid("the items change nothing: the vault would stay as it is"));
     }
-    let summary = summary(&planned, links, breaks.len());
+    let redirected = breaks.iter().filter(|b| b.leads_to.is_some()).count();
+    let summary = summary(&planned, links, breaks.len() - redirected, redirected);
     Ok(BatchPlan { items: planned, breaks, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
 }
 
-/// "batch: 3 new, 1 patch, 2 moves, 1 delete, rewrite 12 links, 2 links will break".
-fn summary(items: &[ItemPlanned], links: u32, breaks: usize) -> String {
+/// "batch: 3 new, 1 patch, 2 moves, 1 delete, rewrite 12 links, 2 links will
+/// break, 1 link will lead to another note".
+fn summary(items: &[ItemPlanned], links: u32, breaks: usize, redirected: usize) -> String {
     let mut parts = Vec::new();
     for (kind, one, many) in [
         ("new", "new", "new"),
@@ -368,6 +371,12 @@ fn summary(items: &[ItemPlanned], links: u32, breaks: usize) -> String {
     }
     if breaks > 0 {
         parts.push(format!("{breaks} link{} will break", if breaks == 1 { "" } else { "s" }));
+    }
+    if redirected > 0 {
+        parts.push(format!(
+            "{redirected} link{} will lead to another note",
+            if redirected == 1 { "" } else { "s" }
+        ));
     }
     format!("batch: {}", parts.join(", "))
 }

@@ -212,6 +212,23 @@ pub(crate) fn run_rm(
             )?;
         }
     }
+    if !staged.redirected.is_empty() {
+        writeln!(
+            out,
+            "{} will lead to another note instead:",
+            count(staged.redirected.len() as u64, "link")
+        )?;
+        for redirected in &staged.redirected {
+            writeln!(
+                out,
+                "    {}:{}: {} → {}",
+                paint.path(&redirected.path),
+                paint.line(&redirected.line.to_string()),
+                redirected.link,
+                paint.path(redirected.to.as_deref().unwrap_or("?"))
+            )?;
+        }
+    }
     finish(engine, &staged.proposal_id, args.yes, paint, out)
 }
 

@@ -192,7 +192,7 @@ pub struct ProposeDeleteArgs {
     pub reason: String,
 }
 
-/// A link a delete will break.
+/// A link to a note a delete takes away.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct BrokenBy {
     /// The note holding the link.
@@ -201,6 +201,11 @@ pub struct BrokenBy {
     pub line: u32,
     /// The link.
     pub link: String,
+    /// In `redirected`: the note the link will lead to instead (a note of the
+    /// same name, or one with it as an alias).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub to: Option<String>,
 }
 
 /// `propose_delete` result.
@@ -215,6 +220,9 @@ pub struct ProposeDeleteResult {
     pub target: String,
     /// Links that will stop resolving.
     pub breaks: Vec<BrokenBy>,
+    /// Links that will lead to another note instead, with `to` (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirected: Vec<BrokenBy>,
     /// The inbox files written.
     pub files: Vec<String>,
     /// Always false.

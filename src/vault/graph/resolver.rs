@@ -231,6 +231,17 @@ impl Resolver {
         target_index.ok_or_else(|| self.resolve_attachment(files, link.target))
     }
 
+    /// Where `link` leads in the vault of `records`, its anchor checked: a
+    /// note lacking the heading or block id leaves it broken.
+    pub fn resolve(
+        &self,
+        records: &[Arc<NoteRecord>],
+        attachments: &[String],
+        link: LinkRef<'_>,
+    ) -> Resolution {
+        anchored(records, self.target(Files { records, attachments }, link), link)
+    }
+
     /// Where a link leads, its anchor aside: a note or attachment (index into
     /// `records` or `attachments`, the ones the resolver was built with), or broken.
     pub fn lead(&self, records: &[Arc<NoteRecord>], attachments: &[String], link: LinkRef<'_>) -> Resolution {
