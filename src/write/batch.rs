@@ -23,7 +23,8 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use serde_json::json;
 
-use super::moves::{Break, VaultView, plan_delete, plan_move};
+use super::delete::{Break, plan_delete};
+use super::moves::{VaultView, plan_move};
 use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
 use super::propose::{build_new, build_patch};
 use super::{NewNote, PatchRequest};

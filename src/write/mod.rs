@@ -53,6 +53,7 @@
 mod apply;
 mod audit;
 mod batch;
+mod delete;
 mod diff;
 mod edit;
 mod journal;
@@ -71,8 +72,9 @@ mod yaml;
 pub use apply::{apply, apply_with_failpoint, reject};
 pub use audit::{AuditSince, audit_since};
 pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, plan_batch};
+pub use delete::{Break, plan_delete};
 pub use edit::{Edit, apply_edits};
-pub use moves::{Break, MovePlan, VaultView, plan_delete, plan_move};
+pub use moves::{MovePlan, VaultView, plan_move};
 pub use plan::{FileOp, FileOpKind, Plan};
 pub use proposal::{
     Description, describe, describe_pending, list, pending_count, resolve_applied_id, resolve_id,

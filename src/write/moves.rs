@@ -1,11 +1,13 @@
-//! Planning a move (`propose_move`) and a delete (`propose_delete`): which
-//! notes move where, which links must be rewritten so that they still lead
-//! where they led, and what the vault looks like afterwards.
+//! Planning a move (`propose_move`): which notes move where, which links must
+//! be rewritten so that they still lead where they led, and what the vault
+//! looks like afterwards (a delete's plan, `delete.rs`, shares the vault view).
 //!
 //! A link is rewritten only when, after the move, it would no longer lead to
 //! the same note or file it leads to now: `[[a]]` stays `[[a]]` when `a` is
 //! still the shortest unique name of the moved note, and a link by alias is
-//! left alone. Links inside moved notes are judged from their new folder, so
+//! left alone; a link by another note's alias that a moved note's new name
+//! would take is rewritten to that note, showing the same text (`[[x]]` →
+//! `[[b|x]]`). Links inside moved notes are judged from their new folder, so
 //! relative Markdown links are fixed. The plan is then checked against the
 //! vault as it would be: the count of broken links must not grow. That count
 //! is exact but resolves again only the links whose resolution can change
@@ -19,14 +21,14 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
-use super::relink::{LinkEdit, apply_link_edits, relink};
+use super::relink::{LinkEdit, apply_link_edits, by_another_name, keep_shown_text, relink, shortest_suffix};
 use super::yaml;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox, strip_md};
 use crate::vault::graph::{Broken, Graph, Resolution, Resolver};
 use crate::vault::{
-    LinkKind, LinkRef, LinkSpan, Links, NoteKind, NoteRecord, Span, content_hash, decode_note,
-    frontmatter_keys, note_spans, parse_note,
+    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, frontmatter_keys, note_spans,
+    parse_note,
 };
 
 /// Largest note a move reads.
@@ -59,21 +61,7 @@ pub struct MovePlan {
     pub plan: Plan,
 }
 
-/// A link to a deleted note: it will stop resolving, or lead to another note.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Break {
-    /// The note holding it.
-    pub path: String,
-    /// Its 1-based line.
-    pub line: u32,
-    /// The link as written.
-    pub link: String,
-    /// `None`: the link will stop resolving. `Some`: it will lead to this note
-    /// instead (another note of the same name, or one with it as an alias).
-    pub leads_to: Option<String>,
-}
-
-fn read_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<String> {
+pub(super) fn read_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<String> {
     if let Some(text) = view.texts.and_then(|texts| texts.get(path)) {
         return Ok(text.clone());
     }
@@ -468,64 +456,6 @@ pub fn plan_move(
     Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
 }
 
-/// Whether a wikilink names its note (at `was`) by something else than the
-/// note's file name: by an alias. Rewritten to the note's name, it would show
-/// another text.
-fn by_another_name(link: &LinkSpan, text: &str, was: &str) -> bool {
-    let written = strip_md(link.target.of(text));
-    let written = written.rsplit('/').next().unwrap_or(written);
-    let name = strip_md(was.rsplit('/').next().unwrap_or(was));
-    written.to_lowercase() != name.to_lowercase()
-}
-
-/// Makes `edit` (of a wikilink without display text) keep the text the link
-/// showed: `[[x]]` rewritten to `[[b]]` becomes `[[b|x]]`, an anchor kept
-/// before the display (`[[b#h|x]]`). In a table row (a `|` outside every
-/// wikilink of its line), where a bare `|` would end the cell, it is `\|`.
-fn keep_shown_text(text: &str, link: &LinkSpan, edit: &mut LinkEdit) {
-    let whole = link.span.of(text);
-    if !whole.ends_with("]]") {
-        return;
-    }
-    let close = link.span.end - 2;
-    let line_start = text[..link.span.start].rfind('\n').map_or(0, |at| at + 1);
-    let line_end = text[link.span.end..].find('\n').map_or(text.len(), |at| link.span.end + at);
-    let bar = if bar_outside_wikilinks(&text[line_start..line_end]) { "\\|" } else { "|" };
-    let mut shown = std::mem::take(&mut edit.text);
-    shown.push_str(&text[link.target.end..close]);
-    shown.push_str(bar);
-    shown.push_str(link.target.of(text));
-    edit.text = shown;
-    edit.span = Span { start: link.target.start, end: close };
-}
-
-/// Whether `line` holds a `|` outside every `[[…]]`: a table row's cell
-/// border (a link's own `|` separates its display text).
-fn bar_outside_wikilinks(line: &str) -> bool {
-    let mut rest = line;
-    loop {
-        let open = rest.find("[[").unwrap_or(rest.len());
-        if rest[..open].contains('|') {
-            return true;
-        }
-        let Some(close) = rest[open..].find("]]") else { return false };
-        rest = &rest[open + close + 2..];
-    }
-}
-
-/// The shortest trailing part of a wikilink's path (`b/x/dup` of `z/b/x/dup`)
-/// that still leads to the same note, keeping at least two segments (a bare
-/// name was judged already).
-fn shortest_suffix(path: &str, leads: impl Fn(&str) -> bool) -> String {
-    let starts: Vec<usize> = path.match_indices('/').map(|(at, _)| at + 1).collect();
-    for &start in starts.iter().rev().skip(1) {
-        if leads(&path[start..]) {
-            return path[start..].to_owned();
-        }
-    }
-    path.to_owned()
-}
-
 /// Adds `alias` to a note's `aliases` (when its file name changes), editing
 /// only that frontmatter entry, or adding one.
 fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result<String> {
@@ -564,75 +494,4 @@ fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result<String> {
         out.push_str(&text[bom..]);
     }
     Ok(out)
-}
-
-/// Plans trashing a note; returns the plan and the links that will break.
-pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<(Plan, Vec<Break>)> {
-    if path.is_empty() {
-        return Err(Error::invalid("`path` is empty; give the path of the note to delete"));
-    }
-    let note = sandbox.resolve_note_target(path)?;
-    let Some(index) = view.records.iter().position(|r| r.path == note.as_str()) else {
-        return Err(Error::not_found(format!("{note} is not a note of the vault"))
-            .with_hint("give the note's exact path (search_knowledge or list_notes shows it)"));
-    };
-    let text = read_text(sandbox, view, note.as_str())?;
-    // The links leading to the note (resolved, or broken only by an anchor it
-    // lacks): where each leads once the note is gone.
-    let mut links: Vec<(usize, u32, bool)> =
-        view.graph.backlinks(index).iter().map(|b| (b.from as usize, b.link, true)).collect();
-    for from in 0..view.records.len() {
-        for (number, resolution) in view.graph.outlinks(from).iter().enumerate() {
-            if matches!(resolution, Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to))
-                if *to as usize == index)
-            {
-                links.push((from, u32::try_from(number).unwrap_or(u32::MAX), false));
-            }
-        }
-    }
-    links.sort_unstable();
-    let rest: Vec<Arc<NoteRecord>> =
-        view.records.iter().enumerate().filter(|&(i, _)| i != index).map(|(_, r)| Arc::clone(r)).collect();
-    let resolver = (!links.is_empty()).then(|| Resolver::new(&rest, view.attachments));
-    let mut breaks = Vec::new();
-    for (from, number, was_resolved) in links {
-        if from == index {
-            // The note's links to itself go with it.
-            continue;
-        }
-        let from = &view.records[from];
-        let Some(link) = from.links.get(number as usize) else { continue };
-        // Where it leads with its anchor found (a note lacking the anchor
-        // leaves it broken).
-        let leads_to = match resolver.as_ref().map(|r| r.resolve(&rest, view.attachments, link)) {
-            Some(Resolution::Note(to)) => Some(rest[to as usize].path.clone()),
-            _ => None,
-        };
-        if !was_resolved && leads_to.is_none() {
-            // Broken before (by its anchor) and broken after: nothing changes.
-            continue;
-        }
-        let written = match (link.kind, link.display) {
-            (LinkKind::Markdown, display) => format!("[{}]({})", display.unwrap_or_default(), link.target),
-            (LinkKind::Embed, _) => format!("![[{}]]", link.target),
-            (LinkKind::Wikilink, _) => format!("[[{}]]", link.target),
-        };
-        breaks.push(Break { path: from.path.clone(), line: link.line, link: written, leads_to });
-    }
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
-    let elsewhere = breaks.iter().filter(|b| b.leads_to.is_some()).count();
-    let broken = breaks.len() - elsewhere;
-    let mut summary =
-        format!("delete {note} (to the inbox's trash), {broken} link{} will break", plural(broken));
-    if elsewhere > 0 {
-        summary.push_str(&format!(", {elsewhere} link{} will lead to another note", plural(elsewhere)));
-    }
-    let op = FileOp {
-        op: FileOpKind::Trash,
-        path: note.as_str().to_owned(),
-        to: None,
-        before: Some(text),
-        after: None,
-    };
-    Ok((Plan { schema: PLAN_SCHEMA, summary, files: vec![op] }, breaks))
 }

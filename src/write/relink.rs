@@ -2,7 +2,10 @@
 //! model) and the note it points at moving from one path to another, the new
 //! bytes of the link's target, written in the link's own form. Only the target's
 //! span changes: display text, anchors, `!`, brackets and angle brackets stay as
-//! they are, so a move's diff touches link targets and nothing else.
+//! they are, so a move's diff touches link targets and nothing else. The one
+//! exception is a wikilink by alias sent to its note's name: it gains display
+//! text so it shows what it showed (`[[x]]` → `[[b|x]]`). The shortest path
+//! form that still leads to a note is found here too.
 //!
 //! This is the core a `propose_move` builds on; which links to rewrite (those
 //! that resolve to a moved note) and whether a bare name is still unique after
@@ -127,6 +130,64 @@ fn percent_encode(path: &str) -> String {
         }
     }
     out
+}
+
+/// Whether a wikilink names its note (at `was`) by something else than the
+/// note's file name: by an alias. Rewritten to the note's name, it would show
+/// another text.
+pub(super) fn by_another_name(link: &LinkSpan, text: &str, was: &str) -> bool {
+    let written = strip_md(link.target.of(text));
+    let written = written.rsplit('/').next().unwrap_or(written);
+    let name = strip_md(was.rsplit('/').next().unwrap_or(was));
+    written.to_lowercase() != name.to_lowercase()
+}
+
+/// Makes `edit` (of a wikilink without display text) keep the text the link
+/// showed: `[[x]]` rewritten to `[[b]]` becomes `[[b|x]]`, an anchor kept
+/// before the display (`[[b#h|x]]`). In a table row (a `|` outside every
+/// wikilink of its line), where a bare `|` would end the cell, it is `\|`.
+pub(super) fn keep_shown_text(text: &str, link: &LinkSpan, edit: &mut LinkEdit) {
+    let whole = link.span.of(text);
+    if !whole.ends_with("]]") {
+        return;
+    }
+    let close = link.span.end - 2;
+    let line_start = text[..link.span.start].rfind('\n').map_or(0, |at| at + 1);
+    let line_end = text[link.span.end..].find('\n').map_or(text.len(), |at| link.span.end + at);
+    let bar = if bar_outside_wikilinks(&text[line_start..line_end]) { "\\|" } else { "|" };
+    let mut shown = std::mem::take(&mut edit.text);
+    shown.push_str(&text[link.target.end..close]);
+    shown.push_str(bar);
+    shown.push_str(link.target.of(text));
+    edit.text = shown;
+    edit.span = Span { start: link.target.start, end: close };
+}
+
+/// Whether `line` holds a `|` outside every `[[…]]`: a table row's cell
+/// border (a link's own `|` separates its display text).
+fn bar_outside_wikilinks(line: &str) -> bool {
+    let mut rest = line;
+    loop {
+        let open = rest.find("[[").unwrap_or(rest.len());
+        if rest[..open].contains('|') {
+            return true;
+        }
+        let Some(close) = rest[open..].find("]]") else { return false };
+        rest = &rest[open + close + 2..];
+    }
+}
+
+/// The shortest trailing part of a wikilink's path (`b/x/dup` of `z/b/x/dup`)
+/// that still leads to the same note, keeping at least two segments (a bare
+/// name was judged already).
+pub(super) fn shortest_suffix(path: &str, leads: impl Fn(&str) -> bool) -> String {
+    let starts: Vec<usize> = path.match_indices('/').map(|(at, _)| at + 1).collect();
+    for &start in starts.iter().rev().skip(1) {
+        if leads(&path[start..]) {
+            return path[start..].to_owned();
+        }
+    }
+    path.to_owned()
 }
 
 #[cfg(test)]
