@@ -558,6 +558,204 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     assert_eq!(audit_lines(&vault).len(), 1);
 }
 
+/// The index as committed, without a sync: each record's path and content hash.
+fn committed_index(vault: &Path) -> Vec<(String, String)> {
+    let engine = Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: None }).unwrap();
+    records_of(&engine)
+}
+
+/// What an index of the vault as it is holds: a full build into another folder.
+fn index_of_files(vault: &Path, scratch: &Path) -> Vec<(String, String)> {
+    let dir = scratch.join(format!("fresh-index-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let engine =
+        Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: Some(dir.clone()) }).unwrap();
+    engine.sync(true, None).unwrap();
+    let records = records_of(&engine);
+    drop(engine);
+    fs::remove_dir_all(&dir).unwrap();
+    records
+}
+
+fn records_of(engine: &Engine) -> Vec<(String, String)> {
+    engine.records().iter().map(|record| (record.path.clone(), record.hash.clone())).collect()
+}
+
+/// The engine's apply indexes a move's notes while their files are written
+/// (a thread fills an index update ahead) and commits only after the commit
+/// point. A crash at any step (a failpoint that stops the apply on the spot)
+/// leaves the committed index as it was before the commit point: nothing
+/// filled ahead shows, neither in this engine nor in a fresh one. Once the
+/// next start has recovered (and, when rolled back, the apply is run again),
+/// the index is exactly what a full build of the vault makes.
+#[test]
+fn a_crash_at_any_step_of_an_engine_apply_commits_nothing_ahead() {
+    let steps = [
+        Step::Claimed,
+        Step::Prepared,
+        Step::File(0),
+        Step::File(2),
+        Step::Written,
+        Step::Archiving,
+        Step::Archived,
+        Step::Indexed,
+        Step::Audited,
+    ];
+    for step in steps {
+        let (tmp, vault) = link_vault();
+        let engine = open(&vault);
+        let original = committed_index(&vault);
+        assert_eq!(original, index_of_files(&vault, tmp.path()));
+        let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+        let args = ApplyArgs { proposal_id: staged.proposal_id.clone() };
+        let err = engine
+            .apply_proposal_with_failpoint(&args, Actor::Cli, &mut |at| {
+                if at == step { Err(Error::internal("crash")) } else { Ok(()) }
+            })
+            .unwrap_err();
+        assert_eq!(err.message, "crash", "{step:?}");
+        if !matches!(step, Step::Indexed | Step::Audited) {
+            assert_eq!(committed_index(&vault), original, "{step:?}: nothing committed ahead");
+            assert_eq!(records_of(&engine), original, "{step:?}: the catalog too");
+        }
+        drop(engine);
+        let engine = open(&vault);
+        engine.recover_proposals(Actor::Mcp).unwrap();
+        if !committed(step) {
+            apply(&engine, &staged.proposal_id);
+        }
+        assert!(read(&vault, "z/m/linker.md").contains("[[t2]]"), "{step:?}");
+        assert_eq!(audit_lines(&vault).len(), 1, "{step:?}");
+        let files = index_of_files(&vault, tmp.path());
+        assert!(files.iter().any(|(path, _)| path == "z/n/t2.md"), "{step:?}: {files:?}");
+        assert_eq!(committed_index(&vault), files, "{step:?}");
+        assert_eq!(records_of(&engine), files, "{step:?}");
+    }
+}
+
+/// A person's save of a rewritten note after its swap, before the index
+/// commits, is what the index holds: a document filled ahead counts only
+/// while the note's file is still the one the apply wrote.
+#[test]
+fn a_save_after_its_swap_is_indexed_not_the_text_filled_ahead() {
+    let (tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+    let saved = "[[n/t2]], then a person saved this note again right after the apply wrote it\n";
+    let args = ApplyArgs { proposal_id: staged.proposal_id.clone() };
+    engine
+        .apply_proposal_with_failpoint(&args, Actor::Cli, &mut |at| {
+            if at == Step::Written {
+                fs::write(vault.join("z/other.md"), saved).unwrap();
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(read(&vault, "z/other.md"), saved);
+    let hash = kb_mcp::vault::content_hash(saved.as_bytes());
+    assert_eq!(engine.record("z/other.md").unwrap().hash, hash);
+    assert_eq!(committed_index(&vault), index_of_files(&vault, tmp.path()));
+    assert!(engine.record("z/m/target.md").is_none());
+}
+
+/// A save racing the engine's apply (it lands on a linking note right before
+/// its swap) ends it with `conflict`, the save kept, and the update filled
+/// ahead dropped: the index is as before and takes the next apply.
+#[test]
+fn a_conflicting_save_drops_the_update_filled_ahead() {
+    let (tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let original = committed_index(&vault);
+    let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+    let save = "a save\n";
+    let args = ApplyArgs { proposal_id: staged.proposal_id.clone() };
+    let err = engine
+        .apply_proposal_with_failpoint(&args, Actor::Cli, &mut |at| {
+            if at == Step::Swapping {
+                fs::write(vault.join("z/other.md"), save).unwrap();
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(matches!(err.code, ErrorCode::Conflict | ErrorCode::StaleBase), "{err}");
+    assert_eq!(read(&vault, "z/other.md"), save, "no save lost");
+    assert_eq!(committed_index(&vault), original);
+    assert_eq!(records_of(&engine), original);
+    engine.sync(false, None).unwrap();
+    put(&vault, "z/other.md", "[t](m/target.md) and [[m/target]]\n");
+    engine.sync(false, None).unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(committed_index(&vault), index_of_files(&vault, tmp.path()));
+}
+
+const ENGINE_KILL_CHILD_ENV: &str = "KB_STRUCTURE_ENGINE_KILL_CHILD";
+
+/// A real SIGKILL of the engine's apply while its index update is filled
+/// ahead and uncommitted (after every file is swapped, before the commit
+/// point; and after it, before the index update): the next start opens the
+/// index as last committed, recovers, and indexes exactly the vault.
+#[test]
+fn an_engine_apply_killed_with_its_index_filled_ahead_recovers() {
+    if let Ok(job) = std::env::var(ENGINE_KILL_CHILD_ENV) {
+        let parts: Vec<&str> = job.split('|').collect();
+        let (root, id, marker, step) = (Path::new(parts[0]), parts[1], Path::new(parts[2]), parts[3]);
+        let engine = Engine::open(&EngineOptions { vault: root.to_owned(), index_dir: None }).unwrap();
+        let args = ApplyArgs { proposal_id: id.to_owned() };
+        let _ = engine.apply_proposal_with_failpoint(&args, Actor::Cli, &mut |at| {
+            if format!("{at:?}") == step {
+                fs::write(marker, "here").unwrap();
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+            Ok(())
+        });
+        panic!("the apply went past {step} without stopping");
+    }
+    if !cfg!(unix) {
+        eprintln!("skipped: SIGKILL at a chosen step needs a Unix system");
+        return;
+    }
+    for step in [Step::Written, Step::Archived] {
+        let (tmp, vault) = link_vault();
+        let engine = open(&vault);
+        let original = committed_index(&vault);
+        let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+        drop(engine);
+        let marker = tmp.path().join("marker");
+        let job = format!("{}|{}|{}|{step:?}", vault.display(), staged.proposal_id, marker.display());
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "an_engine_apply_killed_with_its_index_filled_ahead_recovers",
+                "--test-threads=1",
+            ])
+            .env(ENGINE_KILL_CHILD_ENV, job)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        while !marker.exists() {
+            assert!(child.try_wait().unwrap().is_none(), "the child ended before {step:?}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(vault.join("z/n/t2.md").exists(), "{step:?}");
+        assert_eq!(committed_index(&vault), original, "{step:?}: nothing filled ahead was committed");
+        let engine = open(&vault);
+        engine.recover_proposals(Actor::Mcp).unwrap();
+        if !committed(step) {
+            apply(&engine, &staged.proposal_id);
+        }
+        assert!(read(&vault, "z/m/linker.md").contains("[[t2]]"), "{step:?}");
+        assert_eq!(audit_lines(&vault).len(), 1, "{step:?}");
+        let files = index_of_files(&vault, tmp.path());
+        assert_eq!(committed_index(&vault), files, "{step:?}");
+        assert_eq!(records_of(&engine), files, "{step:?}");
+    }
+}
+
 /// A move into new folders that fails while applying (a person's save lands
 /// on a linking note right before its swap) is rolled back whole: the notes as
 /// they were and none of the folders the apply created, while a folder that

@@ -8,6 +8,7 @@
 //! their checks cannot drift apart. Methods block (tantivy, rayon, disk I/O);
 //! async callers run them on a blocking thread.
 
+mod apply_index;
 mod audit;
 mod batch;
 mod bounded;

@@ -24,7 +24,7 @@ use crate::sandbox::{Area, NotePath, ScannedFile, ends_in_md};
 use crate::vault::{Diagnostic, NoteKind, NoteRecord, content_hash, decode_note, parse_note};
 
 /// Files above this size are recorded but not indexed as text.
-const INDEX_MAX_BYTES: u64 = 32 * 1024 * 1024;
+pub(super) const INDEX_MAX_BYTES: u64 = 32 * 1024 * 1024;
 
 /// What a sync did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -123,11 +123,34 @@ pub(crate) fn nanos(time: SystemTime) -> i64 {
     }
 }
 
-fn kind_of(area: Area) -> NoteKind {
+pub(super) fn kind_of(area: Area) -> NoteKind {
     match area {
         Area::Standard => NoteKind::Standard,
         Area::ReadAlso => NoteKind::ReadAlso,
         Area::Note | Area::Inbox => NoteKind::Note,
+    }
+}
+
+/// A note's index document from its bytes, as read from the file at `path`
+/// (of `kind`, with these times); why it cannot be served as a note when it
+/// cannot (not UTF-8).
+pub(super) fn document_of(
+    path: &NotePath,
+    kind: NoteKind,
+    bytes: &[u8],
+    modified_ns: i64,
+    born_ns: Option<i64>,
+) -> std::result::Result<IndexDocument, String> {
+    let hash = content_hash(bytes);
+    let size = bytes.len() as u64;
+    match decode_note(bytes) {
+        Ok(text) => {
+            let note = parse_note(path, text);
+            let body = note.index_body(text).into_owned();
+            let record = NoteRecord::from_note(note, kind, size, modified_ns, born_ns, hash);
+            Ok(IndexDocument { record, body })
+        }
+        Err(diagnostic) => Err(diagnostic.message),
     }
 }
 
@@ -465,17 +488,10 @@ impl Engine {
             }
             Err(err) => return Ok(Loaded::Unreadable(unreadable_reason(&err.message))),
         };
-        let hash = content_hash(&bytes);
-        let size = bytes.len() as u64;
-        match decode_note(&bytes) {
-            Ok(text) => {
-                let note = parse_note(&file.path, text);
-                let body = note.index_body(text).into_owned();
-                let record = NoteRecord::from_note(note, kind, size, modified_ns, born_ns, hash);
-                Ok(Loaded::Document(Box::new(IndexDocument { record, body })))
-            }
-            Err(diagnostic) => Ok(Loaded::Unreadable(diagnostic.message)),
-        }
+        Ok(match document_of(&file.path, kind, &bytes, modified_ns, born_ns) {
+            Ok(document) => Loaded::Document(Box::new(document)),
+            Err(reason) => Loaded::Unreadable(reason),
+        })
     }
 
     /// Why a new file cannot be served as a note, when it cannot (read without
@@ -575,7 +591,7 @@ impl Engine {
 
     /// One path of [`Engine::refresh_notes`]: its document, `None` when it is
     /// no note to index (gone, unreadable, outside the indexed areas).
-    fn load_fresh(&self, path: &crate::sandbox::NotePath) -> Result<Option<IndexDocument>> {
+    pub(super) fn load_fresh(&self, path: &crate::sandbox::NotePath) -> Result<Option<IndexDocument>> {
         let area = self.sandbox().area_of(path);
         let stat = self.sandbox().stat(path)?;
         Ok(match (area, stat) {
@@ -603,7 +619,7 @@ impl Engine {
     /// `fresh` records put in (replacing any with the same path), so concurrent
     /// updates compose. One merge pass over the sorted records: a one-note update
     /// of a 100k-note catalog costs about a millisecond. Returns the number of records.
-    fn apply_delta(
+    pub(super) fn apply_delta(
         &self,
         gone: &HashSet<String>,
         fresh: Vec<NoteRecord>,

@@ -171,10 +171,27 @@ impl Engine {
         write::resolve_id(&self.sandbox(), id_or_slug)
     }
 
-    /// `apply_proposal`: the write layer's checked apply, with this engine's index update.
+    /// `apply_proposal`: the write layer's checked apply, with this engine's index
+    /// update (a multi-file apply's notes are indexed while its files are
+    /// written, and committed after its commit point: see `apply_index.rs`).
     pub fn apply_proposal(&self, args: &ApplyArgs, actor: Actor) -> Result<ApplyResult> {
-        let mut index = |paths: &[crate::sandbox::NotePath]| self.refresh_notes(paths);
-        let applied = write::apply(&self.sandbox(), &args.proposal_id, actor, &mut index)?;
+        self.apply_proposal_with_failpoint(args, actor, &mut |_| Ok(()))
+    }
+
+    /// [`Engine::apply_proposal`], calling `failpoint` after each step of the
+    /// apply (see [`write::apply_with_failpoint`]): tests stop or kill the
+    /// apply there, with this engine's index update under way.
+    pub fn apply_proposal_with_failpoint(
+        &self,
+        args: &ApplyArgs,
+        actor: Actor,
+        failpoint: &mut dyn FnMut(write::Step) -> Result<()>,
+    ) -> Result<ApplyResult> {
+        let sandbox = self.sandbox();
+        let applied = std::thread::scope(|scope| {
+            let mut index = super::apply_index::ApplyIndexer::new(self, scope);
+            write::apply_with_index(&sandbox, &args.proposal_id, actor, &mut index, failpoint)
+        })?;
         Ok(ApplyResult {
             proposal_id: applied.proposal_id,
             status: applied.status,

@@ -36,7 +36,7 @@ pub use search::{
     NoteTexts, SearchHit, SearchOutcome, SearchRequest, SearchScope, full_query_only, without_feedback,
 };
 pub use snippet::Snippet;
-pub use writer::{DocumentSink, Journal};
+pub use writer::{DocumentSink, Journal, PendingUpdate};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

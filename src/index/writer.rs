@@ -3,6 +3,8 @@
 //! commit and its payload, and the merges that follow many small updates.
 
 use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tantivy::schema::Field;
@@ -39,10 +41,10 @@ pub(super) fn now() -> String {
 }
 
 impl SearchIndex {
-    /// Takes the writer, waiting while another process holds it: a build's
-    /// (`reset`), or an update's, on several threads when it adds `documents`
-    /// by the thousand.
-    fn writer(&self, reset: bool, documents: usize) -> Result<IndexWriter> {
+    /// Takes the writer, waiting up to `wait` while another process holds it: a
+    /// build's (`reset`), or an update's, on several threads when it adds
+    /// `documents` by the thousand.
+    fn writer(&self, reset: bool, documents: usize, wait: Duration) -> Result<IndexWriter> {
         let started = Instant::now();
         loop {
             let attempt = if reset || documents >= MANY_DOCUMENTS {
@@ -59,7 +61,7 @@ impl SearchIndex {
                     }
                     return Ok(writer);
                 }
-                Err(TantivyError::LockFailure(..)) if started.elapsed() < WRITER_WAIT => {
+                Err(TantivyError::LockFailure(..)) if started.elapsed() < wait => {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(TantivyError::LockFailure(..)) => {
@@ -93,31 +95,84 @@ impl SearchIndex {
     where
         F: FnOnce(&DocumentSink<'_>) -> Result<()>,
     {
+        let _serial = self.serialise();
+        let pending = self.begin(reset, documents, remove)?;
+        if let Err(err) = produce(&pending.sink()) {
+            pending.rollback();
+            return Err(err);
+        }
+        self.commit(pending, before)
+    }
+
+    /// Holds off this process's other updates (each holds it from
+    /// [`SearchIndex::begin`] to its commit or roll-back; other processes are
+    /// kept out by tantivy's lock on the writer).
+    pub fn serialise(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// [`SearchIndex::serialise`] when no other update of this process is under
+    /// way; `None` when one is.
+    pub fn try_serialise(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        match self.writing.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Starts an update (see [`SearchIndex::update`]), the caller holding
+    /// [`SearchIndex::serialise`]: takes the writer (waiting while another
+    /// process holds it), empties the index first with `reset`, deletes
+    /// `remove`. Documents added to the update are searchable only once it is
+    /// committed ([`SearchIndex::commit`]); dropped or rolled back, nothing of
+    /// it is kept. It may be filled on another thread than the one that
+    /// commits it.
+    pub fn begin(&self, reset: bool, documents: usize, remove: &[String]) -> Result<PendingUpdate> {
+        self.begin_waiting(reset, documents, remove, WRITER_WAIT)
+    }
+
+    /// [`SearchIndex::begin`] of an update of `documents` documents without
+    /// waiting for another process's writer (`conflict` while one holds it).
+    pub fn begin_at_once(&self, documents: usize) -> Result<PendingUpdate> {
+        self.begin_waiting(false, documents, &[], Duration::ZERO)
+    }
+
+    fn begin_waiting(
+        &self,
+        reset: bool,
+        documents: usize,
+        remove: &[String],
+        wait: Duration,
+    ) -> Result<PendingUpdate> {
         if let Some(why) = &self.read_only {
             return Err(Error::new(ErrorCode::IndexUnavailable, format!("cannot update the index: {why}"))
                 .with_hint("searches keep using the index as it is; make the folder writable, or pass --index-dir with a folder you can write"));
         }
-        let _serial = self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut writer = self.writer(reset, documents)?;
+        let writer = self.writer(reset, documents, wait)?;
         if reset {
             writer.delete_all_documents().map_err(|e| folder_error(&self.dir, "emptying the index", e))?;
         }
-        for path in remove {
-            writer.delete_term(Term::from_field_text(self.schema.fields.path, path));
-        }
-        let sink = DocumentSink {
-            writer: &writer,
-            fields: &self.schema.fields,
-            added: std::sync::atomic::AtomicUsize::new(0),
-            written: std::sync::Mutex::new(Vec::new()),
+        let pending = PendingUpdate {
+            writer,
+            fields: self.schema.fields.clone(),
+            reset,
+            added: AtomicUsize::new(0),
+            changes: Mutex::new(Vec::new()),
         };
-        let outcome = produce(&sink);
-        let added = sink.added.load(std::sync::atomic::Ordering::Relaxed);
-        let written = sink.written.into_inner().unwrap_or_else(|p| p.into_inner());
-        if let Err(err) = outcome {
-            let _ = writer.rollback();
-            return Err(err);
+        for path in remove {
+            pending.remove(path);
         }
+        Ok(pending)
+    }
+
+    /// Commits an update begun by [`SearchIndex::begin`] (see
+    /// [`SearchIndex::update`] for `before`), releases the writer and reloads;
+    /// returns the number of documents added.
+    pub fn commit(&self, pending: PendingUpdate, before: Journal<'_>) -> Result<usize> {
+        let PendingUpdate { mut writer, reset, added, changes, .. } = pending;
+        let added = added.into_inner();
+        let changes = changes.into_inner().unwrap_or_else(|p| p.into_inner());
         let mut payload = self.payload();
         payload.schema_version = self.schema.version;
         let stamp = now();
@@ -131,26 +186,7 @@ impl SearchIndex {
             payload.journal.clear();
             payload.journal_from = payload.seq;
         } else {
-            let seq = payload.seq;
-            let mut entries: Vec<super::JournalEntry> = Vec::new();
-            for (path, hash) in written {
-                let op = match before(&path) {
-                    None => super::ChangeOp::Added,
-                    Some(old) if old != hash => super::ChangeOp::Changed,
-                    Some(_) => continue,
-                };
-                entries.push(super::JournalEntry { seq, op, path });
-            }
-            for path in remove {
-                if before(path).is_some() {
-                    entries.push(super::JournalEntry {
-                        seq,
-                        op: super::ChangeOp::Removed,
-                        path: path.clone(),
-                    });
-                }
-            }
-            payload.journal.extend(entries);
+            payload.journal.extend(journal_entries(payload.seq, changes, before));
             if payload.journal.len() > super::JOURNAL_MAX {
                 let drop = payload.journal.len() - super::JOURNAL_MAX;
                 payload.journal_from = payload.journal_from.max(payload.journal[drop - 1].seq);
@@ -184,13 +220,69 @@ impl SearchIndex {
     }
 }
 
+/// The journal entries of one commit (`seq`) from its changes in the order
+/// made (a path's last change counts: a document added, then replaced or
+/// removed again within the update, is what came last).
+fn journal_entries(
+    seq: u64,
+    changes: Vec<(String, Option<String>)>,
+    before: Journal<'_>,
+) -> Vec<super::JournalEntry> {
+    let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (at, (path, _)) in changes.iter().enumerate() {
+        last.insert(path, at);
+    }
+    let mut entries = Vec::new();
+    for (at, (path, hash)) in changes.iter().enumerate() {
+        if last.get(path.as_str()) != Some(&at) {
+            continue;
+        }
+        let op = match (before(path), hash) {
+            (None, Some(_)) => super::ChangeOp::Added,
+            (Some(old), Some(hash)) if old != *hash => super::ChangeOp::Changed,
+            (Some(_), None) => super::ChangeOp::Removed,
+            _ => continue,
+        };
+        entries.push(super::JournalEntry { seq, op, path: path.clone() });
+    }
+    entries
+}
+
+/// An update begun and not committed (see [`SearchIndex::begin`]): the writer
+/// is held, documents go in from any thread, nothing shows until
+/// [`SearchIndex::commit`]. Dropped, or [`PendingUpdate::rollback`]ed, it
+/// leaves the index as it was.
+pub struct PendingUpdate {
+    writer: IndexWriter,
+    fields: schema::Fields,
+    reset: bool,
+    added: AtomicUsize,
+    /// Every document added (path and content hash) and path removed
+    /// (`None`), in order, for the commit's journal.
+    changes: Mutex<Vec<(String, Option<String>)>>,
+}
+
+impl PendingUpdate {
+    /// What adds documents to it.
+    pub fn sink(&self) -> DocumentSink<'_> {
+        DocumentSink { pending: self }
+    }
+
+    /// Deletes `path`'s document, and any added to this update before.
+    pub fn remove(&self, path: &str) {
+        self.writer.delete_term(Term::from_field_text(self.fields.path, path));
+        self.changes.lock().unwrap_or_else(|p| p.into_inner()).push((path.to_owned(), None));
+    }
+
+    /// Drops everything added; the writer is released.
+    pub fn rollback(mut self) {
+        let _ = self.writer.rollback();
+    }
+}
+
 /// Adds documents to an update in progress; usable from many threads.
 pub struct DocumentSink<'a> {
-    writer: &'a IndexWriter,
-    pub(super) fields: &'a schema::Fields,
-    added: std::sync::atomic::AtomicUsize,
-    /// The path and content hash of every document added, for the journal.
-    written: std::sync::Mutex<Vec<(String, String)>>,
+    pending: &'a PendingUpdate,
 }
 
 /// The content hash each path had in the index before an update (`None`: not
@@ -200,19 +292,22 @@ pub type Journal<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
 impl DocumentSink<'_> {
     /// Replaces the document of `document.record.path` (deleting any older version).
     pub fn replace(&self, document: &IndexDocument) -> Result<()> {
-        self.writer.delete_term(Term::from_field_text(self.fields.path, &document.record.path));
+        let pending = self.pending;
+        pending.writer.delete_term(Term::from_field_text(pending.fields.path, &document.record.path));
         self.add(document)
     }
 
     /// Adds a document (the caller knows the path is not indexed yet).
     pub fn add(&self, document: &IndexDocument) -> Result<()> {
-        let doc = to_document(self.fields, document)?;
-        self.writer.add_document(doc).map_err(|e| tantivy_error("adding a document", e))?;
-        self.added.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.written
+        let pending = self.pending;
+        let doc = to_document(&pending.fields, document)?;
+        pending.writer.add_document(doc).map_err(|e| tantivy_error("adding a document", e))?;
+        pending.added.fetch_add(1, Ordering::Relaxed);
+        pending
+            .changes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push((document.record.path.clone(), document.record.hash.clone()));
+            .push((document.record.path.clone(), Some(document.record.hash.clone())));
         Ok(())
     }
 }

@@ -19,7 +19,10 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek};
 use std::path::Path;
 
-use super::fs::{Access, TempFile, check_note_target, is_missing, same_file, sync_dir, walk_write_chain};
+use super::fs::{
+    Access, FileStat, TempFile, check_note_target, file_stat, is_missing, same_file, sync_dir,
+    walk_write_chain,
+};
 use super::{NotePath, Sandbox};
 use crate::error::{Error, Result};
 
@@ -143,6 +146,16 @@ const ONE_FLUSH: bool = cfg!(target_os = "linux");
 pub struct Prepared {
     path: NotePath,
     temp: Option<std::path::PathBuf>,
+    stat: FileStat,
+}
+
+impl Prepared {
+    /// The prepared file's size and times once written: the note's after its
+    /// swap (which moves this file to the note's name, times unchanged), until
+    /// anything writes to it again.
+    pub fn stat(&self) -> FileStat {
+        self.stat
+    }
 }
 
 impl Drop for Prepared {
@@ -369,7 +382,8 @@ impl Sandbox {
         } else {
             temp.fill(bytes, Access::Same(&meta)).map_err(io_err)?;
         }
-        Ok(Prepared { path: path.clone(), temp: Some(temp.keep()) })
+        let stat = file_stat(&fs::symlink_metadata(&temp.path).map_err(io_err)?);
+        Ok(Prepared { path: path.clone(), temp: Some(temp.keep()), stat })
     }
 
     /// Flushes what was written to the vault's file system to disk: the

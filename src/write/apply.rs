@@ -22,7 +22,7 @@ use super::propose::stale_base;
 use super::recover::{Recovered, recover_locked};
 use super::{Actor, Applied, ProposalKind, ProposalStatus, Rejected, Step};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{InboxLock, NotePath, Replaced, Sandbox, WriteMode};
+use crate::sandbox::{FileStat, InboxLock, NotePath, Replaced, Sandbox, WriteMode};
 use crate::vault::content_hash;
 
 /// How long an apply waits for another one to finish.
@@ -53,8 +53,68 @@ pub fn apply_with_failpoint(
     index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
     failpoint: &mut dyn FnMut(Step) -> Result<()>,
 ) -> Result<Applied> {
+    apply_with_index(sandbox, id, actor, &mut PathsOnly(index), failpoint)
+}
+
+/// The index side of an apply (the engine's index update), called with the
+/// paths the apply touched once the proposal is consumed ([`ApplyIndex::update`]).
+///
+/// A multi-file apply also says ahead what it will write, so that the
+/// index's work (parsing, tokenising) can run while the files are written:
+/// the new texts once the plan is loaded ([`ApplyIndex::ahead`]), then the
+/// files holding them once those are written beside their notes
+/// ([`ApplyIndex::prepared`]). Neither may change what searches see: the
+/// apply may still fail, be rolled back or crash, and only `update`, called
+/// after the commit point, may commit. What was prepared ahead is dropped
+/// unless `update` uses it.
+pub trait ApplyIndex {
+    /// The text each listed note will hold after the apply (at its path
+    /// after it), for the notes whose new text is written beside them ahead
+    /// of their swaps. The proposal's checks may still fail.
+    fn ahead(&mut self, notes: Vec<NewText>) {
+        let _ = notes;
+    }
+
+    /// The files holding the texts of [`ApplyIndex::ahead`], in its order:
+    /// each note's size and times once its swap puts the file at its name
+    /// (`None`: none was written for it).
+    fn prepared(&mut self, files: Vec<Option<FileStat>>) {
+        let _ = files;
+    }
+
+    /// Updates the index for `paths` (each as it is on disk now), in one commit.
+    fn update(&mut self, paths: &[NotePath]) -> Result<()>;
+}
+
+/// A note's text after an apply, told ahead ([`ApplyIndex::ahead`]).
+#[derive(Debug, Clone)]
+pub struct NewText {
+    /// Where the note is after the apply.
+    pub path: NotePath,
+    /// Its text then.
+    pub text: String,
+}
+
+/// An [`ApplyIndex`] that only updates, given the paths.
+struct PathsOnly<'a>(&'a mut dyn FnMut(&[NotePath]) -> Result<()>);
+
+impl ApplyIndex for PathsOnly<'_> {
+    fn update(&mut self, paths: &[NotePath]) -> Result<()> {
+        (self.0)(paths)
+    }
+}
+
+/// [`apply_with_failpoint`] with an index told ahead (see [`ApplyIndex`]).
+pub fn apply_with_index(
+    sandbox: &Sandbox,
+    id: &str,
+    actor: Actor,
+    index: &mut dyn ApplyIndex,
+    failpoint: &mut dyn FnMut(Step) -> Result<()>,
+) -> Result<Applied> {
     let id = id.trim();
-    let Settled { inbox, _lock, mut log, recovered } = settle(sandbox, id, actor, index)?;
+    let Settled { inbox, _lock, mut log, recovered } =
+        settle(sandbox, id, actor, &mut |paths: &[NotePath]| index.update(paths))?;
     if let Some(done) = recovered.applied.into_iter().find(|done| done.proposal_id == id) {
         // This very proposal had been half applied; it is complete now.
         return Ok(done);
@@ -87,7 +147,7 @@ pub fn apply_with_failpoint(
     archive_files(sandbox, &located, &archive, failpoint).map_err(|err| after_write(err, &target))?;
     failpoint(Step::Archived)?;
 
-    let index_result = index(std::slice::from_ref(&target));
+    let index_result = index.update(std::slice::from_ref(&target));
     failpoint(Step::Indexed)?;
 
     let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };

@@ -69,7 +69,7 @@ mod review;
 mod slug;
 mod yaml;
 
-pub use apply::{apply, apply_with_failpoint, reject};
+pub use apply::{ApplyIndex, NewText, apply, apply_with_failpoint, apply_with_index, reject};
 pub use audit::{AuditSince, audit_since};
 pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, plan_batch};
 pub use delete::{Break, plan_delete};

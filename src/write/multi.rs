@@ -11,13 +11,14 @@
 
 use std::collections::HashSet;
 
+use super::apply::{ApplyIndex, NewText};
 use super::audit::{AuditLog, finish_apply};
 use super::journal::{self, Action, Journal};
 use super::plan::{self, FileOp, Plan, PlanFile, archive_date, trash_path};
 use super::proposal::{self, Inbox, Located, intact, tampered};
 use super::{Actor, Applied, ProposalStatus, Step};
 use crate::error::{Error, Result};
-use crate::sandbox::{Discards, NotePath, Prepared, Sandbox};
+use crate::sandbox::{Discards, FileStat, NotePath, Prepared, Sandbox};
 
 use super::apply::{after_write_multi, archive_dir, archive_files, journal_of};
 
@@ -35,6 +36,35 @@ pub(super) fn trash_paths(
             plan::FileOpKind::Trash => trash_path(inbox.root(), &date, id, &op.path).map(Some),
             _ => Ok(None),
         })
+        .collect()
+}
+
+/// The operations whose new text is written beside their note ahead of
+/// the swap ([`plan::prepare`]): where the note is then, and that text.
+fn written_ahead(op: &FileOp) -> Option<(&str, &str)> {
+    match op.op {
+        plan::FileOpKind::Write => Some((op.path.as_str(), op.after.as_deref()?)),
+        plan::FileOpKind::Move if op.after != op.before => Some((op.to.as_deref()?, op.after.as_deref()?)),
+        _ => None,
+    }
+}
+
+/// The new texts of the notes written ahead, for [`ApplyIndex::ahead`].
+fn new_texts(plan: &Plan) -> Result<Vec<NewText>> {
+    plan.files
+        .iter()
+        .filter_map(written_ahead)
+        .map(|(path, text)| Ok(NewText { path: NotePath::parse(path)?, text: text.to_owned() }))
+        .collect()
+}
+
+/// The files holding [`new_texts`], in its order, for [`ApplyIndex::prepared`].
+fn prepared_files(plan: &Plan, prepared: &[Option<Prepared>]) -> Vec<Option<FileStat>> {
+    plan.files
+        .iter()
+        .zip(prepared)
+        .filter(|(op, _)| written_ahead(op).is_some())
+        .map(|(_, prepared)| prepared.as_ref().map(Prepared::stat))
         .collect()
 }
 
@@ -59,13 +89,16 @@ pub(super) fn apply(
     log: &mut AuditLog,
     located: Located,
     actor: Actor,
-    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
+    index: &mut dyn ApplyIndex,
     failpoint: &mut dyn FnMut(Step) -> Result<()>,
 ) -> Result<Applied> {
     let id = located.id().to_owned();
     let bytes = intact(sandbox, inbox, &located).map_err(|err| tampered(&id, &err.message))?;
     let (plan, reads) =
         PlanFile::parse(&bytes).map_err(|err| tampered(&id, &err.message))?.hydrate_reading(sandbox)?;
+    // The index may start on the new texts while the checks and writes run
+    // (it commits nothing until `update`, after the commit point).
+    index.ahead(new_texts(&plan)?);
     plan::check_read(sandbox, &plan, &reads)?;
     drop(reads);
     let archive = archive_dir(inbox, ProposalStatus::Applied, &proposal::today())?;
@@ -87,6 +120,7 @@ pub(super) fn apply(
             return Err(err);
         }
     };
+    index.prepared(prepared_files(&plan, &prepared));
     // A crash leaves the prepared files on disk, as a real one would (recovery sweeps them).
     if let Err(crash) = failpoint(Step::Prepared) {
         std::mem::forget(prepared);
@@ -138,7 +172,7 @@ pub(super) fn apply(
     archive_files(sandbox, &located, &archive, failpoint).map_err(after_write_multi)?;
     failpoint(Step::Archived)?;
 
-    let index_result = touched(&plan).and_then(|paths| index(&paths));
+    let index_result = touched(&plan).and_then(|paths| index.update(&paths));
     failpoint(Step::Indexed)?;
 
     let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };

@@ -115,7 +115,7 @@ pub(super) fn read_capped(file: &File, limit: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-pub(super) fn file_stat(meta: &Metadata) -> FileStat {
+pub(in crate::sandbox) fn file_stat(meta: &Metadata) -> FileStat {
     FileStat {
         size: meta.len(),
         modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
