@@ -82,6 +82,9 @@ pub(crate) fn term_probe(term: &str) -> &str {
 
 /// Letters and digits of scripts that put spaces between words (not CJK).
 pub(super) fn is_word_char(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric();
+    }
     c.is_alphanumeric() && !is_cjk(c)
 }
 
@@ -151,7 +154,18 @@ impl TokenStream for KbTokenStream<'_> {
             self.emit(from, to, position);
             return true;
         }
+        let bytes = self.text.as_bytes();
         loop {
+            // Most text is ASCII: a byte that is neither letter nor digit is
+            // skipped without decoding a character (it is no CJK character either).
+            match bytes.get(self.cursor) {
+                None => return false,
+                Some(byte) if byte.is_ascii() && !byte.is_ascii_alphanumeric() => {
+                    self.cursor += 1;
+                    continue;
+                }
+                Some(_) => {}
+            }
             let Some(c) = self.char_at(self.cursor) else { return false };
             let start = self.cursor;
             let end = start + c.len_utf8();
@@ -177,8 +191,16 @@ impl TokenStream for KbTokenStream<'_> {
             }
             if is_word_char(c) {
                 let mut to = end;
-                while let Some(n) = self.char_at(to).filter(|&n| is_word_char(n)) {
-                    to += n.len_utf8();
+                loop {
+                    match bytes.get(to) {
+                        Some(byte) if byte.is_ascii_alphanumeric() => to += 1,
+                        Some(byte) if !byte.is_ascii() => match self.char_at(to).filter(|&n| is_word_char(n))
+                        {
+                            Some(n) => to += n.len_utf8(),
+                            None => break,
+                        },
+                        _ => break,
+                    }
                 }
                 self.cursor = to;
                 let position = self.position;
@@ -367,6 +389,31 @@ mod tests {
 
     fn texts(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
         analyse(analyzer, text).into_iter().map(|t| t.text).collect()
+    }
+
+    proptest::proptest! {
+        /// Outside CJK, the words are the runs of letters and digits, however
+        /// ASCII and other scripts mix (the tokenizer reads ASCII bytewise).
+        #[test]
+        fn words_are_the_runs_of_letters_and_digits(text in "[a-zA-Z0-9 .,_'éßΩж٣\\-]{0,28}") {
+            let words: Vec<(usize, usize)> = analyse(&mut word_analyzer(), &text)
+                .into_iter()
+                .map(|t| (t.from, t.to))
+                .collect();
+            let mut runs = Vec::new();
+            let mut start = None;
+            for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+                match (start, c.is_alphanumeric()) {
+                    (None, true) => start = Some(at),
+                    (Some(from), false) => {
+                        runs.push((from, at));
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+            proptest::prop_assert_eq!(words, runs);
+        }
     }
 
     #[test]
