@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::LocalKey;
 
 use tantivy::collector::{Collector, Count, SegmentCollector, TopDocs};
-use tantivy::query::{Bm25Weight, EnableScoring, Query};
+use tantivy::query::{Bm25Weight, Query};
 use tantivy::schema::Field;
 use tantivy::{DocAddress, DocId, Executor, Score, Searcher, SegmentReader, TantivyDocument, Term};
 
@@ -205,10 +205,11 @@ impl SearchIndex {
                 .with_hint("give one or more words, a \"quoted phrase\", or -words to exclude"));
         }
         let searcher = self.reader.searcher();
+        let lookups = Arc::new(query::SearchTerms::new(&searcher));
         let limit = request.limit.max(1);
-        let rivals = self.rival_languages(&searcher, request.query);
+        let rivals = self.rival_languages(&lookups, request.query);
         let tier = |plan: &query::QueryPlan, strength: query::Strength| {
-            self.search_plan(&searcher, request, plan, strength, limit, rivals.as_ref())
+            self.search_plan(&lookups, request, plan, strength, limit, rivals.as_ref())
         };
         if !plan.has_weak_units() {
             return tier(&plan, query::Strength::Any);
@@ -232,13 +233,14 @@ impl SearchIndex {
     /// One tier of a search: the notes `strength` admits, ranked.
     fn search_plan(
         &self,
-        searcher: &Searcher,
+        lookups: &Arc<query::SearchTerms>,
         request: &SearchRequest<'_>,
         plan: &query::QueryPlan,
         strength: query::Strength,
         limit: usize,
         rivals: Option<&Rivals>,
     ) -> Result<SearchOutcome> {
+        let searcher = lookups.searcher();
         let fields = &self.schema.fields;
         let weights = &self.schema.weights[request.scope.weights_key()];
         let question_weights: Vec<(Field, f32)>;
@@ -264,47 +266,54 @@ impl SearchIndex {
         let boosts = match request.scope {
             // Title fields weigh a word by its rarity among titles, where any word is
             // rare; the whole vault's text says how much a word tells.
-            SearchScope::Knowledge => self.rarity_boosts(searcher, plan),
+            SearchScope::Knowledge => self.rarity_boosts(lookups, plan),
             // Body BM25 already weighs words by their rarity in the text.
             SearchScope::Content => std::collections::BTreeMap::new(),
         };
         let mut terms = plan.positive_terms();
         let executor = match request.scope {
-            SearchScope::Content => self.executor_for(searcher, &terms),
+            SearchScope::Content => self.executor_for(lookups, &terms),
             // Spreading a search over threads pays when its postings are long; a
             // `search_knowledge` search is slower spread (a third at 10k notes with
             // three words, measured on two busy cores), as it was before it read the text.
             SearchScope::Knowledge => &Executor::SingleThread,
         };
-        let parts =
-            query::QueryParts { plan, fields, weights, filters: &filters, min_share, boosts: &boosts };
+        let parts = query::QueryParts {
+            plan,
+            fields,
+            weights,
+            filters: &filters,
+            min_share,
+            boosts: &boosts,
+            terms: lookups,
+        };
         // A question's feedback reads the first pass's best notes, however few
         // the page holds, and ranks them again.
         let texts = request.texts.filter(|_| question && !WITHOUT_FEEDBACK.with(Cell::get));
         let first_limit = if texts.is_some() { limit.max(query::FEEDBACK_NOTES) } else { limit };
         let shortcut = match request.scope {
-            SearchScope::Knowledge => self.titles_first(searcher, &parts, first_limit, rivals)?,
+            SearchScope::Knowledge => self.titles_first(&parts, first_limit, rivals)?,
             SearchScope::Content => None,
         };
         let (mut top, mut total) = match shortcut {
             Some(found) => found,
             None => {
                 let built = query::build(&parts, false);
-                self.run(searcher, built.as_ref(), first_limit, executor, rivals)?
+                self.run(lookups, built.as_ref(), first_limit, executor, rivals)?
             }
         };
         if let Some(texts) = texts
             && let Some(expanded) = self.with_feedback(searcher, &parts, &top, texts)
         {
             // The first pass counted the notes matching; the second scores some of them.
-            (top, _) = self.run(searcher, expanded.as_ref(), limit, executor, rivals)?;
+            (top, _) = self.run(lookups, expanded.as_ref(), limit, executor, rivals)?;
         }
         top.truncate(limit);
         // Notes holding fewer of the words, ranked after those holding enough.
         let mut fill = Vec::new();
         if total < limit && !plan.words.is_empty() && min_share > 0.0 && plan.units().len() > 1 {
             let any = query::build(&parts, true);
-            let (more, any_total) = self.run(searcher, any.as_ref(), limit, executor, rivals)?;
+            let (more, any_total) = self.run(lookups, any.as_ref(), limit, executor, rivals)?;
             if total == 0 {
                 relaxed = true;
                 (top, total) = (more, any_total);
@@ -319,7 +328,7 @@ impl SearchIndex {
             // Needing any one term is the query just run when it needed one already.
             if query::required_clauses(plan.units().len(), min_share, false) > 1 {
                 let any = query::build(&parts, true);
-                (top, total) = self.run(searcher, any.as_ref(), limit, executor, rivals)?;
+                (top, total) = self.run(lookups, any.as_ref(), limit, executor, rivals)?;
             }
         }
         let mut fuzzy = false;
@@ -327,7 +336,7 @@ impl SearchIndex {
             && let Some(typo_tolerant) = query::build_fuzzy(&parts)
         {
             fuzzy = true;
-            (top, total) = self.run(searcher, typo_tolerant.as_ref(), limit, executor, rivals)?;
+            (top, total) = self.run(lookups, typo_tolerant.as_ref(), limit, executor, rivals)?;
             // What the mistyped words matched, so hits show where and snippets highlight it.
             let searched: Vec<Field> =
                 weights.iter().map(|&(field, _)| field).filter(|&field| field != fields.name_key).collect();
@@ -375,11 +384,12 @@ impl SearchIndex {
     /// notes matching only in their text were not counted (nor needed).
     fn titles_first(
         &self,
-        searcher: &Searcher,
         parts: &query::QueryParts<'_>,
         limit: usize,
         rivals: Option<&Rivals>,
     ) -> Result<Option<Page>> {
+        let lookups = parts.terms;
+        let searcher = lookups.searcher();
         let (plan, weights) = (parts.plan, parts.weights);
         if FULL_QUERY_ONLY.with(Cell::get) || (plan.units().is_empty() && plan.phrases.is_empty()) {
             return Ok(None);
@@ -391,13 +401,12 @@ impl SearchIndex {
             .filter(|field| *field != fields.headings && *field != fields.body)
             .collect();
         let titles = query::build_reaching(parts, false, &query::Reach::Fields(title_side.clone()));
-        let scoring = EnableScoring::enabled_from_searcher(searcher);
         let found = searcher
             .search_with_executor(
                 titles.as_ref(),
                 &self.every_match(rivals),
                 &Executor::SingleThread,
-                scoring,
+                lookups.scoring(),
             )
             .map_err(|e| tantivy_error("searching titles", e))?;
         if found.len() < limit || found.len() > TITLE_CANDIDATES_MAX {
@@ -408,14 +417,13 @@ impl SearchIndex {
             // A statistic that cannot be read leaves no bound: the full query runs.
             let absent = terms
                 .iter()
-                .map(|term| searcher.doc_freq(term))
+                .map(|term| lookups.doc_freq(term))
                 .try_fold(false, |absent, df| df.map(|df| absent || df == 0));
             match absent {
                 // No note holds the term (a stem that is no word, say): it scores nothing.
                 Ok(true) => 0.0,
-                Ok(false) => {
-                    Bm25Weight::for_terms(searcher, &terms).map_or(f32::INFINITY, |weight| weight.max_score())
-                }
+                Ok(false) => Bm25Weight::for_terms(&**lookups, &terms)
+                    .map_or(f32::INFINITY, |weight| weight.max_score()),
                 Err(_) => f32::INFINITY,
             }
         };
@@ -442,7 +450,7 @@ impl SearchIndex {
         let candidates = Arc::new(query::Candidates::new(searcher, kept));
         let scored = query::build_reaching(parts, false, &query::Reach::Candidates(candidates));
         // Rivals only lose score, so the bound on the other notes still holds.
-        let (top, _) = self.run(searcher, scored.as_ref(), limit, &Executor::SingleThread, rivals)?;
+        let (top, _) = self.run(lookups, scored.as_ref(), limit, &Executor::SingleThread, rivals)?;
         Ok(match top.last() {
             Some(&(last, _)) if top.len() == limit && last > bound => Some((top, matched)),
             _ => None,
@@ -488,19 +496,19 @@ impl SearchIndex {
     /// Each query term's boost from its informativeness in the note bodies.
     fn rarity_boosts(
         &self,
-        searcher: &Searcher,
+        lookups: &query::SearchTerms,
         plan: &query::QueryPlan,
     ) -> std::collections::BTreeMap<String, f32> {
         let units = plan.units();
         if units.len() < 2 {
             return std::collections::BTreeMap::new();
         }
-        let documents = searcher.num_docs();
+        let documents = lookups.searcher().num_docs();
         let body = self.schema.fields.body;
         let informativeness = units
             .into_iter()
             .map(|unit| {
-                let frequency = searcher.doc_freq(&Term::from_field_text(body, &unit)).unwrap_or(0);
+                let frequency = lookups.doc_freq(&Term::from_field_text(body, &unit)).unwrap_or(0);
                 let info = query::informativeness(frequency, documents);
                 (unit, info)
             })
@@ -557,13 +565,13 @@ impl SearchIndex {
 
     fn run(
         &self,
-        searcher: &Searcher,
+        lookups: &query::SearchTerms,
         query: &dyn Query,
         limit: usize,
         executor: &Executor,
         rivals: Option<&Rivals>,
     ) -> Result<Page> {
-        let scoring = EnableScoring::enabled_from_searcher(searcher);
+        let (searcher, scoring) = (lookups.searcher(), lookups.scoring());
         let Some(rivals) = rivals else {
             let collector = (TopDocs::with_limit(limit).order_by_score(), Count);
             return searcher
@@ -594,13 +602,13 @@ impl SearchIndex {
     /// translated vault), every other language. The query's language is told by
     /// its words, else it is the vault's commonest of its script. `None` (rank as
     /// ever) in a vault of one language per script.
-    fn rival_languages(&self, searcher: &Searcher, query: &str) -> Option<Rivals> {
+    fn rival_languages(&self, lookups: &query::SearchTerms, query: &str) -> Option<Rivals> {
         use super::language;
         let script = language::script_of_query(query)?;
         let field = self.schema.fields.language;
-        let notes = searcher.num_docs();
+        let notes = lookups.searcher().num_docs();
         let counts: Vec<(language::LanguageCode, u64)> = language::languages_of(script)
-            .map(|code| (code, searcher.doc_freq(&Term::from_field_u64(field, code)).unwrap_or(0)))
+            .map(|code| (code, lookups.doc_freq(&Term::from_field_u64(field, code)).unwrap_or(0)))
             .collect();
         let strong =
             |count: u64| count >= LANGUAGE_MIN_NOTES && count as f64 >= notes as f64 * LANGUAGE_MIN_SHARE;
@@ -625,16 +633,16 @@ impl SearchIndex {
     /// Where a content search runs: on several threads when its terms' postings
     /// in the note bodies (what it mostly walks) reach [`PARALLEL_POSTINGS`] and
     /// the index has several segments; on the calling thread otherwise.
-    fn executor_for(&self, searcher: &Searcher, terms: &BTreeSet<String>) -> &Executor {
+    fn executor_for(&self, lookups: &query::SearchTerms, terms: &BTreeSet<String>) -> &Executor {
         const HERE: &Executor = &Executor::SingleThread;
         let Some(parallel) = &self.parallel else { return HERE };
-        if searcher.segment_readers().len() < 2 {
+        if lookups.searcher().segment_readers().len() < 2 {
             return HERE;
         }
         let body = self.schema.fields.body;
         let mut postings = 0;
         for term in terms {
-            postings += searcher.doc_freq(&Term::from_field_text(body, term)).unwrap_or(0);
+            postings += lookups.doc_freq(&Term::from_field_text(body, term)).unwrap_or(0);
             if postings >= PARALLEL_POSTINGS {
                 return parallel;
             }

@@ -14,6 +14,8 @@ use tantivy::schema::{Field, IndexRecordOption};
 
 use super::candidates::{Candidates, only};
 use super::coordinated::CoordinatedQuery;
+use super::terms::{SearchTerms, SharedTermQuery};
+use super::union::{Combine, UnionQuery};
 use super::words::{QueryPlan, word_forms};
 use crate::index::fuzzy::{PrefixedFuzzyQuery, typo_distance};
 use crate::index::schema::Fields;
@@ -45,37 +47,69 @@ impl Reach {
     }
 }
 
+/// How one query's leaves and unions are made: which notes and fields it
+/// reaches, the search's term lookups, and which union its clauses use.
+struct Leaves<'a> {
+    reach: &'a Reach,
+    terms: &'a Arc<SearchTerms>,
+    /// Whether unions are [`UnionQuery`] (no window to allocate) rather than
+    /// tantivy's. An intersection of three or more scoring parts adds their
+    /// scores in the order of the parts' cost estimates, and this union cannot
+    /// know the estimate tantivy's would give at every step (tantivy's drops a
+    /// clause once its window passes the clause's last match), so such a query
+    /// keeps tantivy's unions and its scores to the last bit; with two parts the
+    /// order cannot change a sum.
+    windowless: bool,
+}
+
+impl Leaves<'_> {
+    /// The should-clauses' sum.
+    fn sum(&self, clauses: Vec<Box<dyn Query>>) -> Box<dyn Query> {
+        if self.windowless {
+            Box::new(UnionQuery { clauses, combine: Combine::Sum })
+        } else {
+            Box::new(BooleanQuery::new(clauses.into_iter().map(|clause| (Occur::Should, clause)).collect()))
+        }
+    }
+
+    /// The best of the clauses.
+    fn best(&self, clauses: Vec<Box<dyn Query>>) -> Box<dyn Query> {
+        if self.windowless {
+            Box::new(UnionQuery { clauses, combine: Combine::Best { tie_breaker: 0.0 } })
+        } else {
+            Box::new(DisjunctionMaxQuery::with_tie_breaker(clauses, 0.0))
+        }
+    }
+}
+
 /// A term or phrase across weighted fields, as one should-clause.
 fn across_fields(
     word_terms: &[Analysed],
     fields: &[(Field, f32)],
-    phrase_only: bool,
-    reach: &Reach,
+    leaves: &Leaves<'_>,
 ) -> Option<Box<dyn Query>> {
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    let Leaves { reach, terms, .. } = *leaves;
+    let mut clauses: Vec<Box<dyn Query>> = Vec::new();
     for &(field, weight) in fields {
         let query: Box<dyn Query> = match word_terms {
             [] => continue,
-            [one] if !phrase_only => Box::new(TermQuery::new(
+            [one] => Box::new(SharedTermQuery::new(
                 Term::from_field_text(field, &one.text),
                 IndexRecordOption::WithFreqs,
-            )),
-            [one] => Box::new(TermQuery::new(
-                Term::from_field_text(field, &one.text),
-                IndexRecordOption::WithFreqs,
+                terms,
             )),
             many => {
                 let first = many[0].position;
-                let terms = many
+                let positioned = many
                     .iter()
                     .map(|t| (t.position - first, Term::from_field_text(field, &t.text)))
                     .collect::<Vec<_>>();
-                Box::new(PhraseQuery::new_with_offset(terms))
+                Box::new(PhraseQuery::new_with_offset(positioned))
             }
         };
-        clauses.push((Occur::Should, Box::new(BoostQuery::new(reach.leaf(query), weight))));
+        clauses.push(Box::new(BoostQuery::new(reach.leaf(query), weight)));
     }
-    if clauses.is_empty() { None } else { Some(Box::new(BooleanQuery::new(clauses))) }
+    if clauses.is_empty() { None } else { Some(leaves.sum(clauses)) }
 }
 
 /// Filters shared by both search tools.
@@ -114,6 +148,8 @@ pub(crate) struct QueryParts<'a> {
     pub(crate) filters: &'a Filters,
     pub(crate) min_share: f32,
     pub(crate) boosts: &'a BTreeMap<String, f32>,
+    /// The search's term lookups, shared by every query built from these parts.
+    pub(crate) terms: &'a Arc<SearchTerms>,
 }
 
 /// Builds the tantivy query: `min_share` of the term clauses must match, or
@@ -124,7 +160,7 @@ pub(crate) fn build(parts: &QueryParts<'_>, relaxed: bool) -> Box<dyn Query> {
 
 /// [`build`], reaching only some fields or some notes (see [`Reach`]).
 pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reach) -> Box<dyn Query> {
-    let QueryParts { plan, fields, weights, filters, min_share, boosts } = *parts;
+    let QueryParts { plan, fields, weights, filters, min_share, boosts, terms } = *parts;
     let excluding: Vec<(Field, f32)> =
         weights.iter().copied().filter(|(f, _)| *f != fields.name_key).collect();
     let text_weights: Vec<(Field, f32)> = match reach {
@@ -135,6 +171,11 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
     let mut top: Vec<(Occur, Box<dyn Query>)> = Vec::new();
 
     let units = plan.units();
+    let scoring_parts = usize::from(!units.is_empty())
+        + plan.phrases.len()
+        + filters.tags.len()
+        + usize::from(filters.folder.is_some());
+    let leaves = Leaves { reach, terms, windowless: scoring_parts <= 2 };
     if !units.is_empty() {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for unit in &units {
@@ -143,16 +184,15 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
                 text_weights.iter().map(|&(f, w)| (f, w * boost * factor)).collect()
             };
             let term = Analysed { text: unit.clone(), from: 0, to: 0, position: 0 };
-            let Some(exact) = across_fields(std::slice::from_ref(&term), &scaled(1.0), false, reach) else {
+            let Some(exact) = across_fields(std::slice::from_ref(&term), &scaled(1.0), &leaves) else {
                 continue;
             };
             let stemmed = scaled(STEM_WEIGHT);
-            let other_forms: Vec<(Occur, Box<dyn Query>)> = word_forms(unit)
+            let other_forms: Vec<Box<dyn Query>> = word_forms(unit)
                 .into_iter()
                 .filter_map(|form| {
                     let term = Analysed { text: form, from: 0, to: 0, position: 0 };
-                    across_fields(std::slice::from_ref(&term), &stemmed, false, reach)
-                        .map(|q| (Occur::Should, q))
+                    across_fields(std::slice::from_ref(&term), &stemmed, &leaves)
                 })
                 .collect();
             if other_forms.is_empty() {
@@ -160,9 +200,8 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
             } else {
                 // The better of the exact and the stemmed match, not both: a note
                 // holding the word as typed scores as it did without stemming.
-                let stemmed: Box<dyn Query> = Box::new(BooleanQuery::new(other_forms));
-                let either = DisjunctionMaxQuery::with_tie_breaker(vec![exact, stemmed], 0.0);
-                clauses.push((Occur::Should, Box::new(either)));
+                let stemmed = leaves.sum(other_forms);
+                clauses.push((Occur::Should, leaves.best(vec![exact, stemmed])));
             }
         }
         let n = clauses.len();
@@ -177,23 +216,26 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
         }
         for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
             let boosted: Vec<(Field, f32)> = text_weights.iter().map(|&(f, w)| (f, w * 1.5)).collect();
-            if let Some(q) = across_fields(&word.terms, &boosted, true, reach) {
+            if let Some(q) = across_fields(&word.terms, &boosted, &leaves) {
                 top.push((Occur::Should, q));
             }
         }
     }
     for phrase in &plan.phrases {
-        if let Some(q) = across_fields(&phrase.terms, &text_weights, true, reach) {
+        if let Some(q) = across_fields(&phrase.terms, &text_weights, &leaves) {
             top.push((Occur::Must, q));
         }
     }
     if let (Some(weight), false) = (name_weight, plan.name_key.is_empty()) {
-        let exact =
-            TermQuery::new(Term::from_field_text(fields.name_key, &plan.name_key), IndexRecordOption::Basic);
+        let exact = SharedTermQuery::new(
+            Term::from_field_text(fields.name_key, &plan.name_key),
+            IndexRecordOption::Basic,
+            terms,
+        );
         top.push((Occur::Should, Box::new(BoostQuery::new(reach.leaf(Box::new(exact)), weight))));
     }
     for word in &plan.excluded {
-        if let Some(q) = across_fields(&word.terms, &excluding, true, reach) {
+        if let Some(q) = across_fields(&word.terms, &excluding, &leaves) {
             top.push((Occur::MustNot, q));
         }
     }
@@ -212,7 +254,7 @@ pub(crate) fn bound_outside(
     reached: &[Field],
     max_score: &dyn Fn(Field, &[&str]) -> f32,
 ) -> Outside {
-    let QueryParts { plan, fields, weights, filters, min_share, boosts } = *parts;
+    let QueryParts { plan, fields, weights, filters, min_share, boosts, .. } = *parts;
     let outside: Vec<(Field, f32)> =
         weights.iter().copied().filter(|(f, _)| *f != fields.name_key && !reached.contains(f)).collect();
     let across = |terms: &[&str], factor: f32| -> f32 {
@@ -342,7 +384,7 @@ fn push_filters(
 /// matched within one edit (two from eight letters), transpositions included, so
 /// `zettlekasten` still finds `Zettelkasten`. `None` when the query has no such word.
 pub(crate) fn build_fuzzy(parts: &QueryParts<'_>) -> Option<Box<dyn Query>> {
-    let QueryParts { plan, fields, weights, filters, .. } = *parts;
+    let QueryParts { plan, fields, weights, filters, terms, .. } = *parts;
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for unit in plan.units() {
         let Some(distance) = typo_distance(&unit) else { continue };
@@ -358,8 +400,10 @@ pub(crate) fn build_fuzzy(parts: &QueryParts<'_>) -> Option<Box<dyn Query>> {
     // Typo tolerance is the last resort of the real matches: its words are not as typed.
     let any_strength = Filters { strength: Strength::Any, ..filters.clone() };
     push_filters(&mut top, fields, weights, &any_strength, &Reach::Everything);
+    // Exclusions only: how their clauses are summed changes nothing.
+    let leaves = Leaves { reach: &Reach::Everything, terms, windowless: true };
     for word in &plan.excluded {
-        if let Some(q) = across_fields(&word.terms, weights, true, &Reach::Everything) {
+        if let Some(q) = across_fields(&word.terms, weights, &leaves) {
             top.push((Occur::MustNot, q));
         }
     }

@@ -27,6 +27,8 @@ mod build;
 mod candidates;
 mod coordinated;
 mod feedback;
+mod terms;
+mod union;
 mod words;
 
 pub(crate) use build::{
@@ -34,4 +36,5 @@ pub(crate) use build::{
 };
 pub(crate) use candidates::Candidates;
 pub(crate) use feedback::{FEEDBACK_GAP, FEEDBACK_NOTES, feedback_terms, with_feedback};
+pub(crate) use terms::SearchTerms;
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};

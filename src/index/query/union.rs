@@ -1,0 +1,293 @@
+//! A term's or phrase's clauses across fields (and its exact and stemmed
+//! forms) as one scorer that walks its clauses side by side.
+//!
+//! tantivy's boolean union buffers a 4,096-document window: each union a
+//! search builds allocates and clears a score for every document of the window
+//! (16 to 32 KB) and scores every match in it, even when the query above it
+//! then skips to a few candidates. A search builds one union per term and form,
+//! per segment and per query (the title side, the candidates, the full query),
+//! which made building them the largest cost of a short search. This union
+//! holds no window: it moves its clauses one match at a time.
+//!
+//! It gives each note the score tantivy's union gives it (the same clauses
+//! summed, or their best taken, in the same order from the same start), and
+//! reports the same size and cost estimates, which decide the order in which an
+//! intersection above it adds its parts' scores. For that it keeps the
+//! clauses tantivy's union would keep: the ones not exhausted when it was
+//! built, less those exhausted by a jump past the window tantivy would have
+//! buffered.
+
+use tantivy::query::{EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight};
+use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, TantivyError, Term};
+
+/// The window tantivy's buffered union looks ahead (documents).
+const WINDOW: DocId = 4_096;
+
+/// How a union's matching clauses make its score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Combine {
+    /// Their sum (a boolean query's should-clauses).
+    Sum,
+    /// The best of them, the rest counted at `tie_breaker` (a disjunction max).
+    Best { tie_breaker: Score },
+}
+
+/// Clauses of which a note must match one, scored by [`Combine`].
+#[derive(Debug)]
+pub(super) struct UnionQuery {
+    pub(super) clauses: Vec<Box<dyn Query>>,
+    pub(super) combine: Combine,
+}
+
+impl Clone for UnionQuery {
+    fn clone(&self) -> Self {
+        UnionQuery {
+            clauses: self.clauses.iter().map(|clause| clause.box_clone()).collect(),
+            combine: self.combine,
+        }
+    }
+}
+
+impl Query for UnionQuery {
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let clauses =
+            self.clauses.iter().map(|clause| clause.weight(scoring)).collect::<tantivy::Result<_>>()?;
+        Ok(Box::new(UnionWeight { clauses, combine: self.combine }))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        for clause in &self.clauses {
+            clause.query_terms(visitor);
+        }
+    }
+}
+
+struct UnionWeight {
+    clauses: Vec<Box<dyn Weight>>,
+    combine: Combine,
+}
+
+impl Weight for UnionWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        // As tantivy's boolean query: one clause is its own scorer; clauses with no
+        // postings here are left out, and a lone clause left is its own scorer too.
+        if let [one] = &self.clauses[..] {
+            return one.scorer(reader, boost);
+        }
+        let mut clauses = Vec::with_capacity(self.clauses.len());
+        for weight in &self.clauses {
+            let scorer = weight.scorer(reader, boost)?;
+            if !scorer.is::<EmptyScorer>() {
+                clauses.push(scorer);
+            }
+        }
+        if clauses.len() <= 1 {
+            return Ok(clauses.pop().unwrap_or_else(|| Box::new(EmptyScorer)));
+        }
+        // Exhausted clauses are dropped when the union is built, as tantivy's are.
+        clauses.retain(|clause| clause.doc() != TERMINATED);
+        let mut union = UnionScorer {
+            clauses,
+            combine: self.combine,
+            notes: reader.num_docs(),
+            doc: 0,
+            window: 0,
+            score: 0.0,
+        };
+        union.settle(true);
+        Ok(Box::new(union))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let mut scorer = self.scorer(reader, 1.0)?;
+        if scorer.seek(doc) != doc {
+            return Err(TantivyError::InvalidArgument(format!("document {doc} does not match")));
+        }
+        Ok(Explanation::new("union of the clauses that match", scorer.score()))
+    }
+}
+
+struct UnionScorer {
+    /// The clauses tantivy's union would hold, each on its current document.
+    clauses: Vec<Box<dyn Scorer>>,
+    combine: Combine,
+    /// Notes in the segment (for the size estimate).
+    notes: u32,
+    doc: DocId,
+    /// Where tantivy's union would have started its current window.
+    window: DocId,
+    score: Score,
+}
+
+impl UnionScorer {
+    /// Stands on the clauses' first document and scores it; `fresh`: a new
+    /// window starts there (as after tantivy's union refills).
+    fn settle(&mut self, fresh: bool) -> DocId {
+        let doc = self.clauses.iter().map(|clause| clause.doc()).min().unwrap_or(TERMINATED);
+        self.doc = doc;
+        if doc == TERMINATED {
+            return TERMINATED;
+        }
+        if fresh || doc - self.window >= WINDOW {
+            self.window = doc;
+        }
+        self.score = match self.combine {
+            Combine::Sum => {
+                let mut sum: Score = 0.0;
+                for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
+                    sum += clause.score();
+                }
+                sum
+            }
+            Combine::Best { tie_breaker } => {
+                let (mut best, mut sum): (Score, Score) = (0.0, 0.0);
+                for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
+                    let score = clause.score();
+                    best = Score::max(score, best);
+                    sum += score;
+                }
+                best + (sum - best) * tie_breaker
+            }
+        };
+        doc
+    }
+}
+
+impl DocSet for UnionScorer {
+    fn advance(&mut self) -> DocId {
+        if self.doc == TERMINATED {
+            return TERMINATED;
+        }
+        let doc = self.doc;
+        for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
+            clause.advance();
+        }
+        self.settle(false)
+    }
+
+    fn seek(&mut self, target: DocId) -> DocId {
+        if self.doc >= target {
+            return self.doc;
+        }
+        for clause in self.clauses.iter_mut().filter(|clause| clause.doc() < target) {
+            clause.seek(target);
+        }
+        // A jump past the window: tantivy's union drops its exhausted clauses
+        // and starts a new window.
+        let past = target - self.window >= WINDOW;
+        if past {
+            self.clauses.retain(|clause| clause.doc() != TERMINATED);
+        }
+        self.settle(past)
+    }
+
+    fn doc(&self) -> DocId {
+        self.doc
+    }
+
+    /// tantivy's estimate for a union: the notes in none of the clauses, if
+    /// they held notes at random (somewhat clustered: 0.8 of their share).
+    fn size_hint(&self) -> u32 {
+        let notes = f64::from(self.notes);
+        let missed: f64 =
+            self.clauses.iter().map(|clause| 1.0 - (f64::from(clause.size_hint()) / notes) * 0.8).product();
+        (notes * (1.0 - missed)).round().min(notes) as u32
+    }
+
+    fn cost(&self) -> u64 {
+        self.clauses.iter().map(|clause| clause.cost()).sum()
+    }
+}
+
+impl Scorer for UnionScorer {
+    fn score(&mut self) -> Score {
+        self.score
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use tantivy::collector::TopDocs;
+    use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur};
+    use tantivy::schema::{IndexRecordOption, Schema, TEXT};
+    use tantivy::{DocAddress, Index, TantivyDocument};
+
+    use super::*;
+    use crate::index::query::terms::{SearchTerms, SharedTermQuery};
+
+    /// Every matching note and its score's bits.
+    fn scores(index: &Index, query: &dyn Query) -> BTreeMap<DocAddress, u32> {
+        let searcher = index.reader().unwrap().searcher();
+        let top = searcher.search(query, &TopDocs::with_limit(100).order_by_score()).unwrap();
+        top.into_iter().map(|(score, address)| (address, score.to_bits())).collect()
+    }
+
+    #[test]
+    fn scores_every_note_as_tantivys_unions_to_the_last_bit() {
+        let mut builder = Schema::builder();
+        let title = builder.add_text_field("title", TEXT);
+        let body = builder.add_text_field("body", TEXT);
+        let index = Index::create_in_ram(builder.build());
+        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        let notes = [
+            ("sync", "sync conflict"),
+            ("conflicts", "sync sync resolution conflict"),
+            ("other", "resolution"),
+            ("sync conflict", "nothing here"),
+            ("", "conflict conflict conflict sync"),
+        ];
+        // Two segments, so clauses without postings in one of them are covered.
+        for (at, (t, b)) in notes.iter().chain(&[("resolution", "sync"), ("x", "y")]).enumerate() {
+            let mut doc = TantivyDocument::default();
+            doc.add_text(title, t);
+            doc.add_text(body, b);
+            writer.add_document(doc).unwrap();
+            if at == 4 {
+                writer.commit().unwrap();
+            }
+        }
+        writer.commit().unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        let terms = Arc::new(SearchTerms::new(&searcher));
+        let leaf = |field, word: &str, weight: f32, shared: bool| -> Box<dyn Query> {
+            let term = Term::from_field_text(field, word);
+            let leaf: Box<dyn Query> = if shared {
+                Box::new(SharedTermQuery::new(term, IndexRecordOption::WithFreqs, &terms))
+            } else {
+                Box::new(tantivy::query::TermQuery::new(term, IndexRecordOption::WithFreqs))
+            };
+            Box::new(BoostQuery::new(leaf, weight))
+        };
+        for words in [&["sync"][..], &["sync", "conflict"], &["resolution", "absent", "conflict"]] {
+            let across = |word: &str, shared: bool| {
+                vec![leaf(title, word, 2.0, shared), leaf(body, word, 0.3, shared)]
+            };
+            let tantivy_sum = |word: &str| -> Box<dyn Query> {
+                Box::new(BooleanQuery::new(
+                    across(word, false).into_iter().map(|q| (Occur::Should, q)).collect(),
+                ))
+            };
+            let ours_sum = |word: &str| -> Box<dyn Query> {
+                Box::new(UnionQuery { clauses: across(word, true), combine: Combine::Sum })
+            };
+            let expected: Vec<Box<dyn Query>> = words.iter().map(|w| tantivy_sum(w)).collect();
+            let got: Vec<Box<dyn Query>> = words.iter().map(|w| ours_sum(w)).collect();
+            let best_expected = DisjunctionMaxQuery::with_tie_breaker(expected, 0.0);
+            let best_got = UnionQuery { clauses: got, combine: Combine::Best { tie_breaker: 0.0 } };
+            let sum_expected =
+                BooleanQuery::new(words.iter().map(|w| (Occur::Should, tantivy_sum(w))).collect());
+            let sum_got =
+                UnionQuery { clauses: words.iter().map(|w| ours_sum(w)).collect(), combine: Combine::Sum };
+            for (got, expected) in [
+                (scores(&index, &best_got), scores(&index, &best_expected)),
+                (scores(&index, &sum_got), scores(&index, &sum_expected)),
+            ] {
+                assert_eq!(got, expected, "{words:?}");
+                assert!(!got.is_empty());
+            }
+        }
+    }
+}
