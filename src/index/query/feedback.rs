@@ -47,6 +47,16 @@ const FEEDBACK_WEIGHT: f32 = 0.2;
 /// informativeness): common words (`note`, `use`, `open`) say nothing of a topic.
 const RARITY_POWER: f32 = 3.0;
 
+/// The question's own words and their forms, as the index groups terms:
+/// never feedback words.
+fn asked_words(plan: &QueryPlan) -> BTreeSet<String> {
+    plan.units()
+        .iter()
+        .flat_map(|unit| std::iter::once(unit.clone()).chain(word_forms(unit)))
+        .map(|term| term_group(&term).into_owned())
+        .collect()
+}
+
 /// The feedback words of a question from `notes` (each note's first-pass score
 /// and text): the [`FEEDBACK_WORDS`] words with the highest
 /// Σ (score share × frequency in the note) × informativeness³ in the vault,
@@ -103,12 +113,7 @@ pub(crate) fn feedback_terms(
         }
     }
     let min_notes = FEEDBACK_MIN_NOTES.min(notes.len());
-    let asked: BTreeSet<String> = plan
-        .units()
-        .iter()
-        .flat_map(|unit| std::iter::once(unit.clone()).chain(word_forms(unit)))
-        .map(|term| term_group(&term).into_owned())
-        .collect();
+    let asked = asked_words(plan);
     let mut candidates: Vec<(&str, f32)> = slots
         .iter()
         .map(|(word, &slot)| (word.as_str(), &tallies[slot]))
@@ -284,12 +289,7 @@ mod tests {
         doc_freq: &dyn Fn(&str) -> u64,
         documents: u64,
     ) -> Vec<(String, f32)> {
-        let asked: BTreeSet<String> = plan
-            .units()
-            .iter()
-            .flat_map(|unit| std::iter::once(unit.clone()).chain(word_forms(unit)))
-            .map(|term| term_group(&term).into_owned())
-            .collect();
+        let asked = asked_words(plan);
         let total: f32 = notes.iter().map(|(score, _)| score.max(0.0)).sum();
         let mut analyzer = query_analyzer();
         let mut weight: std::collections::BTreeMap<String, (f32, usize)> = Default::default();
