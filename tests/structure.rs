@@ -409,7 +409,7 @@ fn a_delete_says_which_links_will_lead_to_another_note() {
         .collect();
     assert_eq!(
         redirected,
-        vec![("z/l.md", 1, "[[dup]]", "z/b/x/dup.md"), ("z/l.md", 2, "[[dup]]", "z/b/x/dup.md")],
+        vec![("z/l.md", 1, "[[dup]]", "z/b/x/dup.md"), ("z/l.md", 2, "[[dup#Deep]]", "z/b/x/dup.md")],
         "[[dup#Deep]] was broken (z/a/dup.md has no such heading) and will resolve; [[dup#Nowhere]] stays broken"
     );
     let summary = &engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals[0].summary;
@@ -431,6 +431,92 @@ fn a_delete_says_which_links_will_lead_to_another_note() {
         (staged.redirected[0].link.as_str(), staged.redirected[0].to.as_deref()),
         ("[[X]]", Some("z/B.md"))
     );
+}
+
+/// A new note or a patch changes no other note, yet can make links written
+/// in other notes lead elsewhere (a new note named like another's alias takes
+/// its links) or nowhere (a renamed heading): the proposal lists them, and the
+/// review and the confirmation before `apply_proposal` show them to the person.
+#[test]
+fn a_new_note_or_a_patch_says_which_links_in_other_notes_it_moves_or_breaks() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/B.md", "---\naliases: [Ex]\n---\n# B\n\n## Old\n\ntext\n");
+    put(&vault, "z/l.md", "# L\n[[Ex]] and [[B#Old]]\n[[Missing]]\n");
+    let engine = open(&vault);
+    let link = |b: &BrokenBy| (b.path.clone(), b.line, b.link.clone(), b.to.clone());
+
+    let staged = engine
+        .propose_new_note(&ProposeNewArgs {
+            title: "Ex".into(),
+            body: "a note of its own".into(),
+            reason: "split".into(),
+            folder: Some("z".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(staged.breaks.is_empty(), "{:?}", staged.breaks);
+    assert_eq!(
+        staged.redirected.iter().map(link).collect::<Vec<_>>(),
+        vec![("z/l.md".into(), 2, "[[Ex]]".into(), Some("z/Ex.md".into()))]
+    );
+    let review = engine.review_proposal(&staged.proposal_id).unwrap();
+    assert_eq!(review.redirected, staged.redirected);
+    let confirmation = engine.proposal_confirmation(&staged.proposal_id).unwrap();
+    assert!(
+        confirmation
+            .contains("Links in other notes that will lead to another note: 1\n- z/l.md:2 [[Ex]] → z/Ex.md"),
+        "{confirmation}"
+    );
+    engine.reject_proposal(&staged.proposal_id, "kept as an alias", Actor::Cli).unwrap();
+
+    // A note answering a broken link, or named like nothing, is said to change nothing.
+    for title in ["Missing", "Fresh"] {
+        let staged = engine
+            .propose_new_note(&ProposeNewArgs {
+                title: title.into(),
+                body: "b".into(),
+                reason: "r".into(),
+                folder: Some("z".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(staged.breaks.is_empty() && staged.redirected.is_empty(), "{title}: {staged:?}");
+        let json = serde_json::to_value(&staged).unwrap();
+        assert!(json.get("breaks").is_none() && json.get("redirected").is_none(), "{json}");
+    }
+
+    // A patch renaming the heading and dropping the alias breaks both links.
+    let staged = engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: "z/B.md".into(),
+            base_hash: hash_of(&vault, "z/B.md"),
+            reason: "rename".into(),
+            edits: vec![
+                serde_json::from_value(serde_json::json!(
+                    {"op": "replace_all", "content": "# B\n\n## New\n\ntext\n"}
+                ))
+                .unwrap(),
+            ],
+        })
+        .unwrap();
+    assert_eq!(
+        staged.breaks.iter().map(link).collect::<Vec<_>>(),
+        vec![("z/l.md".into(), 2, "[[Ex]]".into(), None), ("z/l.md".into(), 2, "[[B#Old]]".into(), None)]
+    );
+    assert!(staged.redirected.is_empty());
+    assert_eq!(engine.review_proposal(&staged.proposal_id).unwrap().breaks, staged.breaks);
+    let before = broken(&engine);
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(broken(&engine), before + staged.breaks.len(), "what it said would break did");
+
+    // In a batch, the summary counts them.
+    put(&vault, "z/C.md", "---\naliases: [Cee]\n---\n# C\n");
+    put(&vault, "z/m.md", "[[Cee]] [[Cee]]\n");
+    engine.sync(false, None).unwrap();
+    let staged =
+        batch(&engine, serde_json::json!([{"kind": "new", "title": "Cee", "body": "b", "folder": "z"}]))
+            .unwrap();
+    assert_eq!(staged.diff.lines().next().unwrap(), "# batch: 1 new, 2 links will lead to another note");
 }
 
 /// A crash after each step of a multi-file apply (a failpoint that stops the

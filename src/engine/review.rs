@@ -6,12 +6,15 @@
 use serde::Serialize;
 
 use super::Engine;
-use super::types::{ProposalChecks, ProposalEntry};
+use super::types::{BrokenBy, ProposalChecks, ProposalEntry, ProposalKind};
 use crate::error::Result;
-use crate::write::{self, ProposalView};
+use crate::write::{self, FileOpKind, ProposalView};
 
 /// Lines of diff the confirmation before `apply_proposal` carries.
 pub const CONFIRMATION_DIFF_LINES: usize = 40;
+
+/// Links elsewhere (of each kind) the confirmation names one by one.
+const CONFIRMATION_LINKS: usize = 10;
 
 /// One file a proposal would write, with its diff.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -38,6 +41,13 @@ pub struct ProposalReview {
     /// Why the diff shown is not what an apply would write now, if so.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub caveat: Option<String>,
+    /// Links in other notes that a new note or a patch will break, judged on
+    /// the vault as it is now (no diff shows them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breaks: Vec<BrokenBy>,
+    /// Links in other notes that it will make lead to another note (`to`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redirected: Vec<BrokenBy>,
 }
 
 /// A proposal as the tools list it.
@@ -64,6 +74,14 @@ impl Engine {
     /// touches. Errors as `apply_proposal`'s lookup (not found, not pending, tampered).
     pub fn review_proposal(&self, id: &str) -> Result<ProposalReview> {
         let review = write::review(&self.sandbox(), id)?;
+        let op = match review.view.kind {
+            ProposalKind::New => FileOpKind::Create,
+            _ => FileOpKind::Write,
+        };
+        let (breaks, redirected) = match (&review.staged_note, review.files.first()) {
+            (Some(text), Some(file)) => self.link_effects(op, &file.path, text).unwrap_or_default(),
+            _ => Default::default(),
+        };
         Ok(ProposalReview {
             proposal: entry(review.view),
             files: review
@@ -78,6 +96,8 @@ impl Engine {
                 })
                 .collect(),
             caveat: review.caveat,
+            breaks,
+            redirected,
         })
     }
 
@@ -93,6 +113,7 @@ impl Engine {
         if let Some(caveat) = &review.caveat {
             text.push_str(&format!("Note: {caveat}.\n"));
         }
+        text.push_str(&links_elsewhere(&review));
         text.push('\n');
         for line in lines.iter().take(CONFIRMATION_DIFF_LINES) {
             text.push_str(line);
@@ -106,4 +127,25 @@ impl Engine {
         }
         Some(text.trim_end().to_owned())
     }
+}
+
+/// Links in other notes that will lead elsewhere or nowhere (at most
+/// [`CONFIRMATION_LINKS`] of each, then how many more), one per line; empty
+/// when there are none.
+fn links_elsewhere(review: &ProposalReview) -> String {
+    let mut text = String::new();
+    for (links, what) in [(&review.breaks, "will break"), (&review.redirected, "will lead to another note")] {
+        if links.is_empty() {
+            continue;
+        }
+        text.push_str(&format!("Links in other notes that {what}: {}\n", links.len()));
+        for link in links.iter().take(CONFIRMATION_LINKS) {
+            let to = link.to.as_deref().map(|to| format!(" → {to}")).unwrap_or_default();
+            text.push_str(&format!("- {}:{} {}{to}\n", link.path, link.line, link.link));
+        }
+        if links.len() > CONFIRMATION_LINKS {
+            text.push_str(&format!("- … and {} more\n", links.len() - CONFIRMATION_LINKS));
+        }
+    }
+    text
 }

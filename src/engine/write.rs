@@ -11,7 +11,7 @@ use super::Engine;
 use super::types::*;
 use crate::error::Result;
 use crate::index::SearchScope;
-use crate::write::{self, NewNote, PatchRequest};
+use crate::write::{self, Break, FileOp, FileOpKind, NewNote, PatchRequest};
 
 /// How many similar notes a new proposal reports.
 const SIMILAR: usize = 5;
@@ -31,6 +31,7 @@ impl Engine {
         let staged =
             write::propose_new(&self.sandbox(), &self.config().limits, &note, jiff::Timestamp::now())?;
         let similar = self.similar_notes(&args.title, &args.aliases.clone().unwrap_or_default());
+        let (breaks, redirected) = self.link_effects(FileOpKind::Create, &staged.target, &staged.text)?;
         Ok(ProposeNewResult {
             proposal_id: staged.proposal_id,
             kind: staged.kind,
@@ -39,6 +40,8 @@ impl Engine {
             content_hash: staged.content_hash,
             preview: staged.preview,
             similar,
+            breaks,
+            redirected,
             vault_changed: false,
         })
     }
@@ -68,6 +71,21 @@ impl Engine {
         }
     }
 
+    /// The links in other notes that a new note or a patched one (`text` at
+    /// `path`) will break or lead elsewhere, judged on the current catalog.
+    pub(super) fn link_effects(
+        &self,
+        op: FileOpKind,
+        path: &str,
+        text: &str,
+    ) -> Result<(Vec<BrokenBy>, Vec<BrokenBy>)> {
+        let catalog = self.catalog();
+        let change =
+            FileOp { op, path: path.to_owned(), to: None, before: None, after: Some(text.to_owned()) };
+        let effects = write::link_effects(&catalog.view(), &[change])?;
+        Ok(split_breaks(effects))
+    }
+
     /// `propose_note_patch`.
     pub fn propose_note_patch(&self, args: &ProposePatchArgs) -> Result<ProposePatchResult> {
         let request = PatchRequest {
@@ -78,6 +96,7 @@ impl Engine {
         };
         let staged =
             write::propose_patch(&self.sandbox(), &self.config().limits, &request, jiff::Timestamp::now())?;
+        let (breaks, redirected) = self.link_effects(FileOpKind::Write, &staged.target, &staged.text)?;
         Ok(ProposePatchResult {
             proposal_id: staged.proposal_id,
             kind: staged.kind,
@@ -87,6 +106,8 @@ impl Engine {
             diff: staged.diff.unwrap_or_default(),
             added: staged.added,
             removed: staged.removed,
+            breaks,
+            redirected,
             files: staged.files,
             vault_changed: false,
         })
@@ -128,7 +149,7 @@ impl Engine {
         let view = catalog.view();
         let sandbox = self.sandbox();
         let (plan, links) = write::plan_delete(&sandbox, &view, &args.path)?;
-        let (redirected, breaks): (Vec<_>, Vec<_>) = links.into_iter().partition(|b| b.leads_to.is_some());
+        let (breaks, redirected) = split_breaks(links);
         let target = plan.files[0].path.clone();
         let staged = write::stage_plan(
             &sandbox,
@@ -143,14 +164,8 @@ impl Engine {
             proposal_id: staged.proposal_id,
             kind: ProposalKind::Delete,
             target,
-            redirected: redirected
-                .into_iter()
-                .map(|b| BrokenBy { path: b.path, line: b.line, link: b.link, to: b.leads_to })
-                .collect(),
-            breaks: breaks
-                .into_iter()
-                .map(|b| BrokenBy { path: b.path, line: b.line, link: b.link, to: None })
-                .collect(),
+            redirected,
+            breaks,
             files: staged.files,
             vault_changed: false,
         })
@@ -306,4 +321,11 @@ fn summary(view: write::Description) -> String {
         (_, None) => format!("change {}", view.target),
     };
     format!("{change}.\nReason given: {}", view.reason)
+}
+
+/// Links that will stop resolving, and links that will lead to another note.
+fn split_breaks(links: Vec<Break>) -> (Vec<BrokenBy>, Vec<BrokenBy>) {
+    let (redirected, breaks): (Vec<_>, Vec<_>) = links.into_iter().partition(|b| b.leads_to.is_some());
+    let published = |b: Break| BrokenBy { path: b.path, line: b.line, link: b.link, to: b.leads_to };
+    (breaks.into_iter().map(published).collect(), redirected.into_iter().map(published).collect())
 }

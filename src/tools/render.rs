@@ -176,15 +176,40 @@ pub(super) fn proposed_new(r: &ProposeNewResult) -> String {
             let _ = write!(out, "\n- {} — {}", note.path, note.title);
         }
     }
+    out.push_str(&links_elsewhere(&r.breaks, &r.redirected));
     let _ = write!(out, "\n\n{}", r.preview);
     out
 }
 
 pub(super) fn proposed_patch(r: &ProposePatchResult) -> String {
     format!(
-        "staged proposal {} (patch of {}: +{} -{}); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
-        r.proposal_id, r.target, r.added, r.removed, r.diff
+        "staged proposal {} (patch of {}: +{} -{}); nothing in the vault changed. Ask the person to review and approve it.{}\n\n{}",
+        r.proposal_id,
+        r.target,
+        r.added,
+        r.removed,
+        links_elsewhere(&r.breaks, &r.redirected),
+        r.diff
     )
+}
+
+/// The links in other notes a new note or a patch will break or lead
+/// elsewhere (no line when there are none): no diff shows them.
+fn links_elsewhere(breaks: &[BrokenBy], redirected: &[BrokenBy]) -> String {
+    let mut out = String::new();
+    if !breaks.is_empty() {
+        let _ = write!(out, "\n{} link(s) in other notes will break:", breaks.len());
+        for b in breaks {
+            let _ = write!(out, "\n- {}:{} {}", b.path, b.line, b.link);
+        }
+    }
+    if !redirected.is_empty() {
+        let _ = write!(out, "\n{} link(s) in other notes will lead elsewhere:", redirected.len());
+        for b in redirected {
+            let _ = write!(out, "\n- {}:{} {} → {}", b.path, b.line, b.link, b.to.as_deref().unwrap_or("?"));
+        }
+    }
+    out
 }
 
 pub(super) fn proposed_move(r: &ProposeMoveResult) -> String {

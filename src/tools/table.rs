@@ -42,7 +42,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts (notes, tags, links, broken links, orphans, pending proposals), index state (`fresh`: all indexed), skipped files, access level, and `changes` (pass its `cursor` as `since` later: what changed since).",
+        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, access level, and `changes` (its `cursor` as a later `since`: what changed since).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -56,7 +56,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_knowledge",
         title: "Search notes by topic",
-        description: "Find notes by what they are about: ranked search of titles, aliases, descriptions, tags; also to check none exists before proposing one. Query: words, \"exact phrase\", -excluded; CJK needs no spaces; questions work.",
+        description: "Find notes by what they are about: ranked search of titles, aliases, descriptions, tags; also to check none exists before proposing one. CJK needs no spaces; questions work.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -66,7 +66,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_note_content",
         title: "Search note text",
-        description: "Full-text search in note bodies (headings weigh more): facts, phrases, commands, names. Query as in search_knowledge. Up to 3 snippets per hit (terms in **bold**, heading, 1-based line).",
+        description: "Full-text search in note bodies (headings weigh more): facts, phrases, commands, names. Query as in search_knowledge. Up to 3 snippets per hit (terms in **bold**, heading, line).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -76,7 +76,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "read_note",
         title: "Read a note",
-        description: "Read a note or standard by `path` (z/备份仓库.md) or `ref`, a wikilink target (备份仓库#Heading): text as on disk, frontmatter, outline, size, time, `hash` (a patch's base_hash). `section`: one heading's part. Pages of 64 KiB unless `max_bytes`; while `truncated`, call again with `offset` = `next_offset`.",
+        description: "Read a note or standard by `path` (z/备份仓库.md) or `ref`, a wikilink target (备份仓库#Heading): text, frontmatter, outline, `hash` (a patch's base_hash). Pages of 64 KiB; while `truncated`, call again with `offset` = `next_offset`.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ReadNoteArgs>,
@@ -99,7 +99,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_tags",
         title: "List tags",
-        description: "Tags (frontmatter and inline, nested in full: type/synthesis) with note counts and whether the registry lists them, most used first. Prefer registered tags.",
+        description: "Tags (frontmatter and inline, nested in full: type/synthesis) with note counts and whether registered, most used first. Prefer registered tags.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListTagsArgs>,
@@ -109,7 +109,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_related_notes",
         title: "Related notes",
-        description: "A note's links, by `path` or `ref`: outlinks (as written, resolved path or null, kind, line), backlinks (note, line, its text), broken links, and MOCs linking to it.",
+        description: "A note's links: outlinks, backlinks (with the linking line), broken links, and MOCs linking to it.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<NoteRefArgs>,
@@ -119,7 +119,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_recent_notes",
         title: "Recent notes",
-        description: "Notes changed in the last `days` days (default 7), newest first; sort=created for notes created then (frontmatter created/date, else the file's birth time).",
+        description: "Notes changed in the last `days` days, newest first; sort=created for notes created then (frontmatter created/date, else the file's birth time).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecentArgs>,
@@ -129,7 +129,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "recall_context",
         title: "Recall context",
-        description: "One call instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): each top note's best section, then openings of linked notes, with path, heading, text and why.",
+        description: "One call instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): each top note's best section, then openings of linked notes, each with why.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecallArgs>,
@@ -139,7 +139,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "The vault's ls: notes directly in a folder (default: top level) and, on the first page, its subfolders with note counts. `tag` filters; `sort`: path, updated, created. Pass `next_cursor` as `cursor` (same folder, tag, sort) for more.",
+        description: "The vault's ls: notes directly in a folder (default: top level) and, on the first page, its subfolders with note counts. Pass `next_cursor` as `cursor` (same folder, tag, sort) for more.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,
@@ -149,7 +149,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "audit_vault",
         title: "Audit the vault",
-        description: "Find what needs care: broken links, orphans, frontmatter against kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's MOC... (`checks`: default all); paged by `next_cursor`. `fix: true` (access propose) stages the mechanical fixes.",
+        description: "Find what needs care: broken links, orphans, frontmatter against kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's MOC...; paged by `next_cursor`; `fix` stages the mechanical fixes.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<AuditArgs>,
@@ -180,7 +180,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_note_patch",
         title: "Propose a patch",
-        description: "Stage a change to a note for the person to approve (the vault does not change). base_hash is read_note's `hash` (else stale_base). Keep edits small. Then stop for review.",
+        description: "Stage a change to a note for the person to approve (the vault does not change). A changed note fails (stale_base). Keep edits small. Then stop for review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposePatchArgs>,
@@ -193,7 +193,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_move",
         title: "Propose a move",
-        description: "Stage moving a note (.md) or folder; every link to it is rewritten in its own form; keep_alias keeps the old name as an alias.",
+        description: "Stage moving a note (.md) or folder; every link to it is rewritten in its own form.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeMoveArgs>,
@@ -236,7 +236,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_proposals",
         title: "List proposals",
-        description: "Staged proposals, newest first (pending by default): a one-line summary and live checks (a failing one means apply refuses).",
+        description: "Staged proposals, newest first: a one-line summary and live checks (a failing one means apply refuses).",
         level: Access::Propose,
         effect: Effect::Reads,
         input: input::<ListProposalsArgs>,

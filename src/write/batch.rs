@@ -17,13 +17,14 @@
 //! The plan has one operation per note: a note's bytes on disk before, its
 //! bytes after all items, and where it ends up (moved, trashed, created).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use serde_json::json;
 
 use super::delete::{Break, plan_delete};
+use super::effects::link_effects;
 use super::moves::{VaultView, plan_move};
 use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
 use super::propose::{build_new, build_patch};
@@ -347,6 +348,16 @@ pub fn plan_batch(
     if files.is_empty() {
         return Err(Error::invalid("the items change nothing: the vault would stay as it is"));
     }
+    // What the whole batch does to the links of the notes it leaves alone (a
+    // new note named like an alias, a renamed heading), beside what each
+    // delete said of the links to its note.
+    let said: HashSet<(String, u32, String)> =
+        breaks.iter().map(|b| (b.path.clone(), b.line, b.link.clone())).collect();
+    breaks.extend(
+        link_effects(view, &files)?
+            .into_iter()
+            .filter(|b| !said.contains(&(b.path.clone(), b.line, b.link.clone()))),
+    );
     let redirected = breaks.iter().filter(|b| b.leads_to.is_some()).count();
     let summary = summary(&planned, links, breaks.len() - redirected, redirected);
     Ok(BatchPlan { items: planned, breaks, plan: Plan { schema: PLAN_SCHEMA, summary, files } })

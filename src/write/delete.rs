@@ -11,7 +11,7 @@ use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
 use crate::error::{Error, Result};
 use crate::sandbox::Sandbox;
 use crate::vault::graph::{Broken, Resolution, Resolver};
-use crate::vault::{LinkKind, NoteRecord};
+use crate::vault::{AnchorRef, LinkKind, LinkRef, NoteRecord};
 
 /// A link to a deleted note: it will stop resolving, or lead to another note.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +25,22 @@ pub struct Break {
     /// `None`: the link will stop resolving. `Some`: it will lead to this note
     /// instead (another note of the same name, or one with it as an alias).
     pub leads_to: Option<String>,
+}
+
+/// A link as a person finds it in the note: `[[target#anchor]]`,
+/// `![[target]]`, `[text](target#anchor)` (the display text of a wikilink left
+/// out: the link is named by where it leads).
+pub(super) fn written(link: LinkRef<'_>) -> String {
+    let anchor = match link.anchor {
+        Some(AnchorRef::Heading(heading)) => format!("#{heading}"),
+        Some(AnchorRef::Block(id)) => format!("#^{id}"),
+        None => String::new(),
+    };
+    match link.kind {
+        LinkKind::Markdown => format!("[{}]({}{anchor})", link.display.unwrap_or_default(), link.target),
+        LinkKind::Embed => format!("![[{}{anchor}]]", link.target),
+        LinkKind::Wikilink => format!("[[{}{anchor}]]", link.target),
+    }
 }
 
 /// Plans trashing a note; returns the plan and the links that will break.
@@ -73,12 +89,7 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
             // Broken before (by its anchor) and broken after: nothing changes.
             continue;
         }
-        let written = match (link.kind, link.display) {
-            (LinkKind::Markdown, display) => format!("[{}]({})", display.unwrap_or_default(), link.target),
-            (LinkKind::Embed, _) => format!("![[{}]]", link.target),
-            (LinkKind::Wikilink, _) => format!("[[{}]]", link.target),
-        };
-        breaks.push(Break { path: from.path.clone(), line: link.line, link: written, leads_to });
+        breaks.push(Break { path: from.path.clone(), line: link.line, link: written(link), leads_to });
     }
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let elsewhere = breaks.iter().filter(|b| b.leads_to.is_some()).count();

@@ -56,6 +56,7 @@ mod batch;
 mod delete;
 mod diff;
 mod edit;
+mod effects;
 mod journal;
 mod moves;
 mod multi;
@@ -74,6 +75,7 @@ pub use audit::{AuditSince, audit_since};
 pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, plan_batch};
 pub use delete::{Break, plan_delete};
 pub use edit::{Edit, apply_edits};
+pub use effects::link_effects;
 pub use moves::{MovePlan, VaultView, plan_move};
 pub use plan::{FileOp, FileOpKind, Plan};
 pub use proposal::{
@@ -198,6 +200,9 @@ pub struct Staged {
     pub added: u32,
     /// Lines removed.
     pub removed: u32,
+    /// The whole staged note (what the apply writes).
+    #[serde(skip)]
+    pub text: String,
 }
 
 /// Which proposals [`list`] returns (`list_proposals`' `status`, published as

@@ -60,6 +60,7 @@ pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Time
         diff: None,
         added: count_lines(&text),
         removed: 0,
+        text,
     })
 }
 
@@ -183,6 +184,7 @@ pub fn propose_patch(
         diff: Some(diff),
         added,
         removed,
+        text: patched,
     })
 }
 

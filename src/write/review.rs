@@ -41,6 +41,9 @@ pub struct Review {
     /// Why the diff shown is not what an apply would write now (the note changed
     /// since), or `None`.
     pub caveat: Option<String>,
+    /// A new note or a patch: the note it would write, whole (`None` for a
+    /// multi-file proposal).
+    pub staged_note: Option<String>,
 }
 
 /// The review of the pending proposal with exactly this id (errors as [`super::apply`]'s
@@ -58,6 +61,7 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
             view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
             files,
             caveat,
+            staged_note: None,
         });
     }
     let staged_bytes = sandbox.read(&located.content_path()?, FILE_MAX_BYTES)?;
@@ -111,6 +115,7 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
         view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
         files: vec![change],
         caveat,
+        staged_note: Some(staged.into_owned()),
     })
 }
 

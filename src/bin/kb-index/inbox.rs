@@ -9,8 +9,8 @@
 use std::io::Write;
 
 use clap::Subcommand;
-use kb_mcp::engine::Engine;
 use kb_mcp::engine::types::{ApplyArgs, ListProposalsArgs, ProposalEntry};
+use kb_mcp::engine::{Engine, ProposalReview};
 
 use crate::Failure;
 use crate::output::{Paint, count, local_time};
@@ -86,8 +86,44 @@ fn write_diff(engine: &Engine, id: &str, paint: &Paint, out: &mut dyn Write) -> 
     if let Some(caveat) = &review.caveat {
         writeln!(out, "note: {caveat}")?;
     }
+    write_links_elsewhere(&review, paint, out)?;
     for file in &review.files {
         write!(out, "{}", paint.diff(&file.diff))?;
+    }
+    Ok(())
+}
+
+/// The links in other notes a new note or a patch will break or lead to
+/// another note: no diff shows them, since those notes do not change.
+fn write_links_elsewhere(review: &ProposalReview, paint: &Paint, out: &mut dyn Write) -> Result<(), Failure> {
+    if !review.breaks.is_empty() {
+        writeln!(out, "{} in other notes will break:", count(review.breaks.len() as u64, "link"))?;
+        for link in &review.breaks {
+            writeln!(
+                out,
+                "    {}:{}: {}",
+                paint.path(&link.path),
+                paint.line(&link.line.to_string()),
+                link.link
+            )?;
+        }
+    }
+    if !review.redirected.is_empty() {
+        writeln!(
+            out,
+            "{} in other notes will lead to another note:",
+            count(review.redirected.len() as u64, "link")
+        )?;
+        for link in &review.redirected {
+            writeln!(
+                out,
+                "    {}:{}: {} → {}",
+                paint.path(&link.path),
+                paint.line(&link.line.to_string()),
+                link.link,
+                paint.path(link.to.as_deref().unwrap_or("?"))
+            )?;
+        }
     }
     Ok(())
 }
@@ -160,6 +196,7 @@ pub(crate) fn run(
             if let Some(caveat) = &review.caveat {
                 writeln!(out, "note      {caveat}")?;
             }
+            write_links_elsewhere(&review, paint, out)?;
             writeln!(out)?;
             for file in &review.files {
                 write!(out, "{}", paint.diff(&file.diff))?;

@@ -60,6 +60,12 @@ pub struct ProposeNewResult {
     pub preview: String,
     /// Existing notes this one may duplicate, best first.
     pub similar: Vec<SimilarNote>,
+    /// Links in other notes that will break.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaks: Vec<BrokenBy>,
+    /// Links in other notes that will lead elsewhere (`to`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirected: Vec<BrokenBy>,
     /// Always false: proposing never changes a note.
     pub vault_changed: bool,
 }
@@ -123,6 +129,12 @@ pub struct ProposePatchResult {
     pub added: u32,
     /// Lines removed.
     pub removed: u32,
+    /// Links in other notes that will break.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaks: Vec<BrokenBy>,
+    /// Links in other notes that will lead elsewhere (`to`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirected: Vec<BrokenBy>,
     /// The inbox files written.
     pub files: Vec<String>,
     /// Always false: proposing never changes a note.
@@ -139,7 +151,7 @@ pub struct ProposeMoveArgs {
     pub to: String,
     /// Why.
     pub reason: String,
-    /// Default true.
+    /// Keep the old name as an alias (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_alias: Option<bool>,
 }
@@ -192,8 +204,9 @@ pub struct ProposeDeleteArgs {
     pub reason: String,
 }
 
-/// A link to a note a delete takes away.
+/// A link written in a note that a proposal will break, or make lead to another note.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[schemars(rename = "Link")]
 pub struct BrokenBy {
     /// The note holding the link.
     pub path: String,

@@ -156,13 +156,8 @@ impl Graph {
     /// `before` to that note's index in `after` (sorted by path), `resolver` is
     /// `after`'s and the attachments are this graph's.
     ///
-    /// Only the links whose resolution can change are resolved again: every
-    /// link of a changed note; a link of another note leading to a changed note
-    /// whose headings or block ids differ now; and one whose target names a
-    /// note whose path or aliases changed, by the name before or after (a lookup
-    /// only ever finds notes whose file name is the target's last segment or
-    /// whose alias is the target, and judges them by nothing else but their
-    /// path: with no such note changed, it finds what it found).
+    /// Only the links whose resolution can change are resolved again (see
+    /// [`Recheck`]).
     pub fn broken_count_after<'t>(
         &self,
         before: &'t [Arc<NoteRecord>],
@@ -172,62 +167,8 @@ impl Graph {
         changed: &[usize],
         position: &[usize],
     ) -> usize {
-        let mut is_changed = vec![false; before.len()];
-        let mut anchors_changed = vec![false; before.len()];
-        // The names a lookup compares with a renamed note's (its file name, its
-        // path's last segment, its aliases), as folded hashes: a link whose
-        // target may name one has a key hashing alike (and a collision only
-        // costs resolving one more link again).
-        let mut names: Vec<u64> = Vec::new();
-        for &note in changed {
-            let (old, new) = (&before[note], &after[position[note]]);
-            is_changed[note] = true;
-            anchors_changed[note] =
-                old.headings.iter().map(|h| h.text).ne(new.headings.iter().map(|h| h.text))
-                    || old.block_ids != new.block_ids;
-            if old.path != new.path || old.aliases != new.aliases {
-                for record in [old, new] {
-                    names.push(folded_hash(record.stem()));
-                    names.push(folded_hash(last_segment(strip_md(&record.path))));
-                    names.extend(record.aliases.iter().map(|alias| folded_hash(alias.trim())));
-                }
-            }
-        }
-        names.sort_unstable();
-        names.dedup();
-        // Every key a lookup of the target may use: the target as written and
-        // trimmed, with and without `.md`, by its last segment; and the whole
-        // trimmed target (an alias). Each distinct form is hashed once.
-        let may_name_a_renamed_note = |target: &str| {
-            let named = |form: &str| names.binary_search(&folded_hash(form)).is_ok();
-            let trimmed = target.trim();
-            if named(trimmed) {
-                return true;
-            }
-            let mut seen: [&str; 4] = [trimmed; 4];
-            let mut count = 1;
-            for whole in [target, trimmed] {
-                for form in [whole, strip_md(whole)] {
-                    let segment = last_segment(form);
-                    if !seen[..count].contains(&segment) {
-                        if named(segment) {
-                            return true;
-                        }
-                        seen[count] = segment;
-                        count += 1;
-                    }
-                }
-            }
-            false
-        };
+        let recheck = Recheck::new(before, after, changed, &[], position);
         let is_broken = |resolution: &Resolution| matches!(resolution, Resolution::Broken(_));
-        let leads_to_new_anchors = |resolution: &Resolution| match *resolution {
-            Resolution::Note(to)
-            | Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to)) => {
-                anchors_changed[to as usize]
-            }
-            _ => false,
-        };
         let files = Files { records: after, attachments };
         let tally = (0..before.len())
             .into_par_iter()
@@ -236,35 +177,23 @@ impl Graph {
                 let (old, new) = (&before[from], &after[position[from]]);
                 let (old_counted, new_counted) = (old.kind == NoteKind::Note, new.kind == NoteKind::Note);
                 let outlinks = self.outlinks(from);
-                let broken_after = |tally: &mut Tally<'t>, link: LinkRef<'t>| {
-                    let target = if link.target.trim().is_empty() {
-                        Ok(position[from])
-                    } else {
-                        *tally
-                            .targets
-                            .entry((link.kind == LinkKind::Markdown, link.target))
-                            .or_insert_with(|| resolver.target(files, link))
-                    };
-                    matches!(anchored(after, target, link), Resolution::Broken(_))
-                };
-                if is_changed[from] {
+                if recheck.is_changed[from] {
                     if old_counted {
                         tally.gone += outlinks.iter().filter(|r| is_broken(r)).count();
                     }
                     if new_counted {
                         for link in new.links.iter() {
-                            tally.found += usize::from(broken_after(&mut tally, link));
+                            let lead = tally.lead(resolver, files, position[from], link);
+                            tally.found += usize::from(is_broken(&lead));
                         }
                     }
                     return tally;
                 }
                 for (link, resolution) in old.links.iter().zip(outlinks) {
-                    let again = leads_to_new_anchors(resolution)
-                        || (!names.is_empty() && may_name_a_renamed_note(link.target));
-                    if again {
+                    if recheck.again(link, resolution) {
                         tally.gone += usize::from(old_counted && is_broken(resolution));
-                        let broken = broken_after(&mut tally, link);
-                        tally.found += usize::from(new_counted && broken);
+                        let lead = tally.lead(resolver, files, position[from], link);
+                        tally.found += usize::from(new_counted && is_broken(&lead));
                     }
                 }
                 tally
@@ -272,6 +201,73 @@ impl Graph {
             .map(|tally| (tally.gone, tally.found))
             .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         self.broken_count - tally.0 + tally.1
+    }
+
+    /// The links of the notes a change leaves alone that will lead somewhere
+    /// else once it is made: `(note, link)` (indexes into `before` and the
+    /// note's links) with where the link leads in `after`. The change: the
+    /// notes `changed` (indexes into `before`) have new text or a new path, or
+    /// are gone (`position` of `usize::MAX`), and the notes `added` (indexes
+    /// into `after`) are new; `position` maps every other index of `before` to
+    /// its index in `after`. A link that leads nowhere now and somewhere after
+    /// (a new note answering a broken link) is not a change a person has to
+    /// be told about and is left out; so is every link of a changed note (its
+    /// own diff shows it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn relinked_after<'t>(
+        &self,
+        before: &'t [Arc<NoteRecord>],
+        after: &'t [Arc<NoteRecord>],
+        resolver: &Resolver,
+        attachments: &[String],
+        changed: &[usize],
+        added: &[usize],
+        position: &[usize],
+    ) -> Vec<(usize, usize, Resolution)> {
+        let recheck = Recheck::new(before, after, changed, added, position);
+        let files = Files { records: after, attachments };
+        let moved = |index: u32| position.get(index as usize).map_or(u32::MAX, |&p| id(p));
+        // Where a link led before, in `after`'s indexes.
+        let mapped = |resolution: Resolution| match resolution {
+            Resolution::Note(to) => Resolution::Note(moved(to)),
+            Resolution::Broken(Broken::MissingHeading(to)) => {
+                Resolution::Broken(Broken::MissingHeading(moved(to)))
+            }
+            Resolution::Broken(Broken::MissingBlock(to)) => {
+                Resolution::Broken(Broken::MissingBlock(moved(to)))
+            }
+            other => other,
+        };
+        (0..before.len())
+            .into_par_iter()
+            .with_min_len(1024)
+            .fold(
+                || (Tally::default(), Vec::new()),
+                |(mut tally, mut found), from| {
+                    if recheck.is_changed[from] {
+                        return (tally, found);
+                    }
+                    for (number, (link, &resolution)) in
+                        before[from].links.iter().zip(self.outlinks(from)).enumerate()
+                    {
+                        if !recheck.again(link, &resolution) {
+                            continue;
+                        }
+                        let lead = tally.lead(resolver, files, position[from], link);
+                        let was = mapped(resolution);
+                        let answered = matches!(resolution, Resolution::Broken(Broken::MissingNote));
+                        if lead != was && !answered {
+                            found.push((from, number, lead));
+                        }
+                    }
+                    (tally, found)
+                },
+            )
+            .map(|(_, found)| found)
+            .reduce(Vec::new, |mut a, b| {
+                a.extend(b);
+                a
+            })
     }
 
     /// The maps of content that link to a note (backlinks are ordered by the
@@ -286,7 +282,7 @@ impl Graph {
     }
 }
 
-/// What one thread of [`Graph::broken_count_after`] keeps: where each target
+/// What one thread of [`Graph::broken_count_after`] (or [`Graph::relinked_after`]) keeps: where each target
 /// leads after the change (the same for every link written alike), and the
 /// broken links it counted before and after.
 #[derive(Default)]
@@ -294,6 +290,122 @@ struct Tally<'t> {
     targets: HashMap<(bool, &'t str), Target>,
     gone: usize,
     found: usize,
+}
+
+impl<'t> Tally<'t> {
+    /// Where `link` (of the note at `from` in `after`) leads after the change;
+    /// each target written alike is looked up once.
+    fn lead(&mut self, resolver: &Resolver, files: Files<'t>, from: usize, link: LinkRef<'t>) -> Resolution {
+        let target = if link.target.trim().is_empty() {
+            Ok(from)
+        } else {
+            *self
+                .targets
+                .entry((link.kind == LinkKind::Markdown, link.target))
+                .or_insert_with(|| resolver.target(files, link))
+        };
+        anchored(files.records, target, link)
+    }
+}
+
+/// Which links a change may make lead elsewhere: every link of a changed note;
+/// a link of another note leading to a changed note whose headings or block
+/// ids differ now (or that is gone); and one whose target names a note whose
+/// path or aliases changed, or a new note, by the name before or after (a
+/// lookup only ever finds notes whose file name is the target's last segment
+/// or whose alias is the target, and judges them by nothing else but their
+/// path: with no such note changed, it finds what it found).
+struct Recheck {
+    is_changed: Vec<bool>,
+    anchors_changed: Vec<bool>,
+    /// The names a lookup compares with a changed note's (its file name, its
+    /// path's last segment, its aliases), as folded hashes, sorted: a link
+    /// whose target may name one has a key hashing alike (and a collision
+    /// only costs resolving one more link again).
+    names: Vec<u64>,
+}
+
+impl Recheck {
+    fn new(
+        before: &[Arc<NoteRecord>],
+        after: &[Arc<NoteRecord>],
+        changed: &[usize],
+        added: &[usize],
+        position: &[usize],
+    ) -> Recheck {
+        let mut is_changed = vec![false; before.len()];
+        let mut anchors_changed = vec![false; before.len()];
+        let mut names: Vec<u64> = Vec::new();
+        let mut name = |record: &NoteRecord| {
+            names.push(folded_hash(record.stem()));
+            names.push(folded_hash(last_segment(strip_md(&record.path))));
+            names.extend(record.aliases.iter().map(|alias| folded_hash(alias.trim())));
+        };
+        for &note in changed {
+            let old = &before[note];
+            is_changed[note] = true;
+            match after.get(position[note]) {
+                Some(new) => {
+                    anchors_changed[note] =
+                        old.headings.iter().map(|h| h.text).ne(new.headings.iter().map(|h| h.text))
+                            || old.block_ids != new.block_ids;
+                    if old.path != new.path || old.aliases != new.aliases {
+                        name(old);
+                        name(new);
+                    }
+                }
+                None => {
+                    anchors_changed[note] = true;
+                    name(old);
+                }
+            }
+        }
+        for &note in added {
+            name(&after[note]);
+        }
+        names.sort_unstable();
+        names.dedup();
+        Recheck { is_changed, anchors_changed, names }
+    }
+
+    /// Whether `link` of an unchanged note, which led to `resolution`, must be
+    /// resolved again.
+    fn again(&self, link: LinkRef<'_>, resolution: &Resolution) -> bool {
+        let leads_to_new_anchors = match *resolution {
+            Resolution::Note(to)
+            | Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to)) => {
+                self.anchors_changed[to as usize]
+            }
+            _ => false,
+        };
+        leads_to_new_anchors || (!self.names.is_empty() && self.may_name_a_changed_note(link.target))
+    }
+
+    /// Every key a lookup of the target may use: the target as written and
+    /// trimmed, with and without `.md`, by its last segment; and the whole
+    /// trimmed target (an alias). Each distinct form is hashed once.
+    fn may_name_a_changed_note(&self, target: &str) -> bool {
+        let named = |form: &str| self.names.binary_search(&folded_hash(form)).is_ok();
+        let trimmed = target.trim();
+        if named(trimmed) {
+            return true;
+        }
+        let mut seen: [&str; 4] = [trimmed; 4];
+        let mut count = 1;
+        for whole in [target, trimmed] {
+            for form in [whole, strip_md(whole)] {
+                let segment = last_segment(form);
+                if !seen[..count].contains(&segment) {
+                    if named(segment) {
+                        return true;
+                    }
+                    seen[count] = segment;
+                    count += 1;
+                }
+            }
+        }
+        false
+    }
 }
 
 /// A hash of `text` lowercased as the resolver's tables lowercase names, with
