@@ -132,6 +132,26 @@ fn issue_13_inbox_show_prints_the_whole_diff_plain_when_piped_and_coloured_when_
     assert!(diff[3..].iter().all(|l| l.starts_with('+')), "{out}");
 }
 
+/// A new note named like another note's alias takes that alias's links: the
+/// linking notes do not change, so no diff shows it; `inbox show` says it
+/// before the diff, and `inbox list --diff` too.
+#[test]
+fn inbox_show_lists_the_links_in_other_notes_a_new_note_takes() {
+    let (_tmp, vault) = vault();
+    std::fs::write(vault.join("z/keeper.md"), "---\naliases: [Warden]\n---\n# Keeper\n").unwrap();
+    std::fs::write(vault.join("z/tower.md"), "# Tower\n\nThe [[Warden]] lives here.\n").unwrap();
+    let id = propose_new(&vault, "Warden");
+    let (code, out, err) = kb_index(&vault, &["inbox", "show", &id]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[5], "1 link in other notes will lead to another note:", "{out}");
+    assert_eq!(lines[6], "    z/tower.md:3: [[Warden]] → z/Warden.md", "{out}");
+    assert_eq!(lines[7], "", "{out}");
+    assert_eq!(lines[8], "--- /dev/null", "{out}");
+    let (_, out, _) = kb_index(&vault, &["inbox", "list", "--diff"]);
+    assert!(out.contains("\n    z/tower.md:3: [[Warden]] → z/Warden.md\n--- /dev/null"), "{out}");
+}
+
 #[test]
 fn issue_13_inbox_list_diff_and_the_dry_run_show_the_changes() {
     let (_tmp, vault) = vault();

@@ -13,7 +13,7 @@ use kb_mcp::engine::types::{ApplyArgs, ListProposalsArgs, ProposalEntry};
 use kb_mcp::engine::{Engine, ProposalReview};
 
 use crate::Failure;
-use crate::output::{Paint, count, local_time};
+use crate::output::{Paint, count, local_time, write_links};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -96,35 +96,8 @@ fn write_diff(engine: &Engine, id: &str, paint: &Paint, out: &mut dyn Write) -> 
 /// The links in other notes a new note or a patch will break or lead to
 /// another note: no diff shows them, since those notes do not change.
 fn write_links_elsewhere(review: &ProposalReview, paint: &Paint, out: &mut dyn Write) -> Result<(), Failure> {
-    if !review.breaks.is_empty() {
-        writeln!(out, "{} in other notes will break:", count(review.breaks.len() as u64, "link"))?;
-        for link in &review.breaks {
-            writeln!(
-                out,
-                "    {}:{}: {}",
-                paint.path(&link.path),
-                paint.line(&link.line.to_string()),
-                link.link
-            )?;
-        }
-    }
-    if !review.redirected.is_empty() {
-        writeln!(
-            out,
-            "{} in other notes will lead to another note:",
-            count(review.redirected.len() as u64, "link")
-        )?;
-        for link in &review.redirected {
-            writeln!(
-                out,
-                "    {}:{}: {} → {}",
-                paint.path(&link.path),
-                paint.line(&link.line.to_string()),
-                link.link,
-                paint.path(link.to.as_deref().unwrap_or("?"))
-            )?;
-        }
-    }
+    write_links(out, paint, "in other notes will break", &review.breaks)?;
+    write_links(out, paint, "in other notes will lead to another note", &review.redirected)?;
     Ok(())
 }
 
@@ -135,6 +108,16 @@ pub(crate) fn run(
     out: &mut dyn Write,
 ) -> Result<u8, Failure> {
     let pending = || engine.list_proposals(&ListProposalsArgs { status: None, limit: Some(500) });
+    if matches!(
+        command,
+        InboxCommand::Show { .. }
+            | InboxCommand::List { diff: true, .. }
+            | InboxCommand::Apply { yes: false, .. }
+    ) {
+        // A review names the links in other notes a new note or a patch will
+        // change, judged on the vault as it is now: the index is brought up to it first.
+        engine.sync(false, None)?;
+    }
     match command {
         InboxCommand::List { diff, json } => {
             let proposals = pending()?;

@@ -105,6 +105,32 @@ pub(crate) fn count(n: impl Into<u64>, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// `3 links will break:` (`{count} {what}:`) then one link a line, its note
+/// and line painted, and for a link that will lead elsewhere, where to.
+/// Nothing when `links` is empty.
+pub(crate) fn write_links(
+    out: &mut dyn std::io::Write,
+    paint: &Paint,
+    what: &str,
+    links: &[kb_mcp::engine::types::BrokenBy],
+) -> std::io::Result<()> {
+    if links.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{} {what}:", count(links.len() as u64, "link"))?;
+    for link in links {
+        let to = link.to.as_deref().map(|to| format!(" → {}", paint.path(to))).unwrap_or_default();
+        writeln!(
+            out,
+            "    {}:{}: {}{to}",
+            paint.path(&link.path),
+            paint.line(&link.line.to_string()),
+            link.link
+        )?;
+    }
+    Ok(())
+}
+
 pub(crate) fn human_bytes(bytes: u64) -> String {
     if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))

@@ -13,7 +13,7 @@ use kb_mcp::engine::types::{ProposeDeleteArgs, ProposeMoveArgs, RevertArgs};
 use kb_mcp::error::{Error, ErrorCode};
 
 use crate::Failure;
-use crate::output::{Paint, count};
+use crate::output::{Paint, count, write_links};
 
 pub(crate) const MV_EXAMPLES: &str = "\
 Examples:
@@ -200,35 +200,9 @@ pub(crate) fn run_rm(
     )?;
     if staged.breaks.is_empty() {
         writeln!(out, "no link will break")?;
-    } else {
-        writeln!(out, "{} will break:", count(staged.breaks.len() as u64, "link"))?;
-        for broken in &staged.breaks {
-            writeln!(
-                out,
-                "    {}:{}: {}",
-                paint.path(&broken.path),
-                paint.line(&broken.line.to_string()),
-                broken.link
-            )?;
-        }
     }
-    if !staged.redirected.is_empty() {
-        writeln!(
-            out,
-            "{} will lead to another note instead:",
-            count(staged.redirected.len() as u64, "link")
-        )?;
-        for redirected in &staged.redirected {
-            writeln!(
-                out,
-                "    {}:{}: {} → {}",
-                paint.path(&redirected.path),
-                paint.line(&redirected.line.to_string()),
-                redirected.link,
-                paint.path(redirected.to.as_deref().unwrap_or("?"))
-            )?;
-        }
-    }
+    write_links(out, paint, "will break", &staged.breaks)?;
+    write_links(out, paint, "will lead to another note instead", &staged.redirected)?;
     finish(engine, &staged.proposal_id, args.yes, paint, out)
 }
 
