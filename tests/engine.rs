@@ -1970,3 +1970,42 @@ fn issue_13_an_unsure_questions_feedback_from_its_best_notes_reranks_them() {
     let keywords = knowledge_paths(&engine, "dark colors");
     assert_eq!(keywords, kb_mcp::index::without_feedback(|| knowledge_paths(&engine, "dark colors")));
 }
+
+/// A question's page is ordered by its tool's ranking and the other tool's
+/// together: a note the text search ranks first rises above a title match the
+/// text search does not rank at all.
+#[test]
+fn issue_13_a_questions_page_is_ordered_by_both_tools_rankings() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    let notes = [
+        ("Crash reports.md", "Send reports to the developers when the app stops.\n"),
+        (
+            "File recovery.md",
+            "After a crash, recover lost paragraphs from snapshots: lost paragraphs come back.\n",
+        ),
+    ];
+    write_notes(vault, &notes);
+    // Notes holding most of the question's words in their text, so the text
+    // search has a full page without the title match.
+    for i in 1..=10 {
+        let text = format!("Topic {i}: how to recover lost paragraphs, number {i}.\n");
+        std::fs::write(vault.join(format!("Topic {i}.md")), text).unwrap();
+    }
+    let engine = open(vault);
+    let question = "how can I recover lost paragraphs after a crash";
+    let text_side = kb_mcp::index::without_fusion(|| content_paths(&engine, question));
+    assert_eq!(text_side[0], "File recovery.md", "{text_side:?}");
+    assert!(!text_side.contains(&"Crash reports.md".to_owned()), "{text_side:?}");
+    let without = kb_mcp::index::without_fusion(|| knowledge_paths(&engine, question));
+    assert_eq!(&without[..2], ["Crash reports.md", "File recovery.md"], "{without:?}");
+    let with = knowledge_paths(&engine, question);
+    assert_eq!(with[0], "File recovery.md", "{with:?}");
+    assert!(with.contains(&"Crash reports.md".to_owned()), "reordered, not left out: {with:?}");
+    // Keywords are not a question: ranked by the tool alone.
+    let keywords = "crash recover lost paragraphs";
+    assert_eq!(
+        knowledge_paths(&engine, keywords),
+        kb_mcp::index::without_fusion(|| knowledge_paths(&engine, keywords))
+    );
+}

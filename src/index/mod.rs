@@ -11,12 +11,13 @@
 //! The files: [`open`] (opening and repairing a folder), [`writer`] (updates
 //! and commits), [`search`] (requests, hits, running a query), [`query`] (the
 //! query built from a question), [`tokenizer`] and [`script`] (how text becomes
-//! terms), [`snippet`], [`fuzzy`], [`schema`] (from `index-schema/`),
+//! terms), [`snippet`], [`fuzzy`], [`fusion`] (a question's two rankings as one), [`schema`] (from `index-schema/`),
 //! [`baseline`] (the plain BM25 index evaluations compare against),
 //! [`language`] (which language a note and a query are in), [`read_only`], [`errors`].
 
 mod baseline;
 mod errors;
+mod fusion;
 mod fuzzy;
 mod language;
 mod open;
@@ -34,6 +35,7 @@ pub use open::OpenedIndex;
 pub use script::{is_cjk, is_han, is_hangul, is_kana};
 pub use search::{
     NoteTexts, SearchHit, SearchOutcome, SearchRequest, SearchScope, full_query_only, without_feedback,
+    without_fusion,
 };
 pub use snippet::Snippet;
 pub use writer::{DocumentSink, Journal, PendingUpdate};

@@ -13,6 +13,7 @@ use tantivy::{DocAddress, DocId, Executor, Score, Searcher, SegmentReader, Tanti
 
 use super::SearchIndex;
 use super::errors::tantivy_error;
+use super::fusion;
 use super::query;
 use super::tokenizer;
 use crate::error::{Error, Result};
@@ -76,6 +77,8 @@ thread_local! {
     static FULL_QUERY_ONLY: Cell<bool> = const { Cell::new(false) };
     /// Set by [`without_feedback`]: this thread's questions get no feedback.
     static WITHOUT_FEEDBACK: Cell<bool> = const { Cell::new(false) };
+    /// Set by [`without_fusion`]: this thread's questions are ranked by their tool alone.
+    static WITHOUT_FUSION: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `f` with this thread's `flag` set, and puts it back as it was after
@@ -96,6 +99,13 @@ fn with_flag<T>(flag: &'static LocalKey<Cell<bool>>, f: impl FnOnce() -> T) -> T
 #[doc(hidden)]
 pub fn without_feedback<T>(f: impl FnOnce() -> T) -> T {
     with_flag(&WITHOUT_FEEDBACK, f)
+}
+
+/// Runs `f` with a question's two rankings unfused on this thread (see
+/// `fusion`), so tests can show what the fusion changes.
+#[doc(hidden)]
+pub fn without_fusion<T>(f: impl FnOnce() -> T) -> T {
+    with_flag(&WITHOUT_FUSION, f)
 }
 
 /// Runs `f` with `search_knowledge`'s title-side shortcut off on this thread, so
@@ -194,16 +204,39 @@ pub struct SearchOutcome {
     pub relaxed: bool,
     /// Whether only typo-tolerant matching found anything (snippets may then be empty).
     pub fuzzy: bool,
+    /// How many of the hits (the first) hold the share of the query's words
+    /// the tool asks for; those after hold fewer, or lone characters only.
+    strict: usize,
 }
 
 impl SearchIndex {
-    /// Runs a search.
+    /// Runs a search. A question put as a sentence (see [`QUESTION_WORDS_MIN`])
+    /// asked through a tool (with `texts`) is also ranked by the other tool, and
+    /// its page ordered by both rankings (`fusion`).
     pub fn search(&self, request: &SearchRequest<'_>) -> Result<SearchOutcome> {
         let plan = query::parse(request.query);
         if plan.is_empty() {
             return Err(Error::invalid("the query has no words to search for")
                 .with_hint("give one or more words, a \"quoted phrase\", or -words to exclude"));
         }
+        let mut outcome = self.search_scope(request, &plan)?;
+        let question = plan.sentence && plan.words.len() >= QUESTION_WORDS_MIN;
+        if question && request.texts.is_some() && outcome.strict > 1 && !WITHOUT_FUSION.with(Cell::get) {
+            let scope = match request.scope {
+                SearchScope::Knowledge => SearchScope::Content,
+                SearchScope::Content => SearchScope::Knowledge,
+            };
+            let other =
+                SearchRequest { scope, limit: fusion::OTHER_DEPTH, explain: false, ..request.clone() };
+            let other = self.search_scope(&other, &plan)?;
+            let ranked: Vec<&str> = other.hits.iter().map(|hit| hit.record.path.as_str()).collect();
+            fusion::fuse(&mut outcome.hits, outcome.strict, &ranked, |hit| hit.record.path.as_str());
+        }
+        Ok(outcome)
+    }
+
+    /// A search in its own tool's fields alone.
+    fn search_scope(&self, request: &SearchRequest<'_>, plan: &query::QueryPlan) -> Result<SearchOutcome> {
         let searcher = self.reader.searcher();
         let lookups = Arc::new(query::SearchTerms::new(&searcher));
         let limit = request.limit.max(1);
@@ -212,12 +245,12 @@ impl SearchIndex {
             self.search_plan(&lookups, request, plan, strength, limit, rivals.as_ref())
         };
         if !plan.has_weak_units() {
-            return tier(&plan, query::Strength::Any);
+            return tier(plan, query::Strength::Any);
         }
         // Real matches first (a note holding a word or bigram of the query), then,
         // when they do not fill the page, the notes holding lone characters only.
         let strong = plan.strong_units();
-        let mut outcome = tier(&plan, query::Strength::Real(strong.clone()))?;
+        let mut outcome = tier(plan, query::Strength::Real(strong.clone()))?;
         if outcome.hits.len() < limit {
             let weak = tier(&plan.lone_characters(), query::Strength::WeakOnly(strong))?;
             let seen: BTreeSet<String> = outcome.hits.iter().map(|hit| hit.record.path.clone()).collect();
@@ -364,7 +397,7 @@ impl SearchIndex {
         let strict_hits = strict_hits.min(hits.len());
         hits[..strict_hits].sort_by(order);
         hits[strict_hits..].sort_by(order);
-        Ok(SearchOutcome { total, hits, terms, relaxed, fuzzy })
+        Ok(SearchOutcome { total, hits, terms, relaxed, fuzzy, strict: strict_hits })
     }
 
     /// `search_knowledge`'s page from its title-side matches alone, when that is
