@@ -65,9 +65,10 @@ pub fn link_effects(view: &VaultView<'_>, ops: &[FileOp]) -> Result<Vec<Break>> 
     }
     let after: Vec<Arc<NoteRecord>> = notes.into_iter().map(|(record, _)| record).collect();
     let resolver = Resolver::new(&after, view.attachments);
-    let mut relinked =
-        view.graph.relinked_after(before, &after, &resolver, view.attachments, &changed, &added, &position);
-    relinked.sort_unstable_by_key(|&(from, link, _)| (from, link));
+    let relinked = view
+        .graph
+        .after_change(before, &after, &resolver, view.attachments, &changed, &added, &position)
+        .relinked;
     let mut effects = Vec::with_capacity(relinked.len());
     for (from, number, lead) in relinked {
         let note = &before[from];

@@ -11,7 +11,8 @@
 //! relative Markdown links are fixed. The plan is then checked against the
 //! vault as it would be: the count of broken links must not grow. That count
 //! is exact but resolves again only the links whose resolution can change
-//! ([`Graph::broken_count_after`]); debug builds check it against a whole new graph.
+//! ([`Graph::after_change`]), and no link of a note it does not rewrite may come to
+//! lead elsewhere; debug builds check the count against a whole new graph.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -392,14 +393,16 @@ pub fn plan_move(
         .copied()
         .filter(|&index| !Arc::ptr_eq(&view.records[index], &final_records[position[index]]))
         .collect();
-    let broken_after = view.graph.broken_count_after(
+    let after_move = view.graph.after_change(
         view.records,
         &final_records,
         final_resolver,
         view.attachments,
         &changed,
+        &[],
         &position,
     );
+    let broken_after = after_move.broken_count;
     debug_assert_eq!(
         broken_after,
         Graph::build(&final_records, view.attachments).broken_count,
@@ -414,6 +417,23 @@ pub fn plan_move(
             ),
         )
         .with_hint("move the notes one at a time, or rename them so their names stay unique"));
+    }
+    // Every link that led to a moved note is rewritten; no other link may
+    // come to lead elsewhere (a name taken from another note, an alias).
+    if let Some(&(from, number, _)) = after_move.relinked.first() {
+        let note = &view.records[from];
+        let link = note.links.get(number);
+        return Err(Error::new(
+            ErrorCode::Conflict,
+            format!(
+                "this move would make {} link(s) in notes it does not rewrite lead to another note (the first: {} in {}, line {}); nothing was staged",
+                after_move.relinked.len(),
+                link.map(super::delete::written).unwrap_or_default(),
+                note.path,
+                link.map_or(0, |l| l.line)
+            ),
+        )
+        .with_hint("move the note to another name, or move the notes one at a time"));
     }
 
     let mut files = Vec::new();

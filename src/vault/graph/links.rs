@@ -149,72 +149,20 @@ impl Graph {
         self.resolver.candidates(Files { records, attachments }, target)
     }
 
-    /// The count of broken links [`Graph::build`] would find in `after`: the
-    /// vault of `before` (the records this graph was built from) once the notes
-    /// `changed` (indexes into `before`) changed their text, their path or both,
-    /// every other note keeping its record; `position` maps each index of
-    /// `before` to that note's index in `after` (sorted by path), `resolver` is
-    /// `after`'s and the attachments are this graph's.
+    /// What a change does to the vault's links, without a new graph: the
+    /// count of broken links [`Graph::build`] would find in `after`, and the
+    /// links of the notes the change leaves alone that will lead somewhere
+    /// else. `before` holds the records this graph was built from; the notes
+    /// `changed` (indexes into `before`) have new text, a new path or both, or
+    /// are gone (`position` of `usize::MAX`); the notes `added` (indexes into
+    /// `after`) are new; `position` maps every other index of `before` to that
+    /// note's index in `after` (sorted by path); `resolver` is `after`'s and
+    /// the attachments are this graph's.
     ///
     /// Only the links whose resolution can change are resolved again (see
     /// [`Recheck`]).
-    pub fn broken_count_after<'t>(
-        &self,
-        before: &'t [Arc<NoteRecord>],
-        after: &'t [Arc<NoteRecord>],
-        resolver: &Resolver,
-        attachments: &[String],
-        changed: &[usize],
-        position: &[usize],
-    ) -> usize {
-        let recheck = Recheck::new(before, after, changed, &[], position);
-        let is_broken = |resolution: &Resolution| matches!(resolution, Resolution::Broken(_));
-        let files = Files { records: after, attachments };
-        let tally = (0..before.len())
-            .into_par_iter()
-            .with_min_len(1024)
-            .fold(Tally::default, |mut tally, from| {
-                let (old, new) = (&before[from], &after[position[from]]);
-                let (old_counted, new_counted) = (old.kind == NoteKind::Note, new.kind == NoteKind::Note);
-                let outlinks = self.outlinks(from);
-                if recheck.is_changed[from] {
-                    if old_counted {
-                        tally.gone += outlinks.iter().filter(|r| is_broken(r)).count();
-                    }
-                    if new_counted {
-                        for link in new.links.iter() {
-                            let lead = tally.lead(resolver, files, position[from], link);
-                            tally.found += usize::from(is_broken(&lead));
-                        }
-                    }
-                    return tally;
-                }
-                for (link, resolution) in old.links.iter().zip(outlinks) {
-                    if recheck.again(link, resolution) {
-                        tally.gone += usize::from(old_counted && is_broken(resolution));
-                        let lead = tally.lead(resolver, files, position[from], link);
-                        tally.found += usize::from(new_counted && is_broken(&lead));
-                    }
-                }
-                tally
-            })
-            .map(|tally| (tally.gone, tally.found))
-            .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-        self.broken_count - tally.0 + tally.1
-    }
-
-    /// The links of the notes a change leaves alone that will lead somewhere
-    /// else once it is made: `(note, link)` (indexes into `before` and the
-    /// note's links) with where the link leads in `after`. The change: the
-    /// notes `changed` (indexes into `before`) have new text or a new path, or
-    /// are gone (`position` of `usize::MAX`), and the notes `added` (indexes
-    /// into `after`) are new; `position` maps every other index of `before` to
-    /// its index in `after`. A link that leads nowhere now and somewhere after
-    /// (a new note answering a broken link) is not a change a person has to
-    /// be told about and is left out; so is every link of a changed note (its
-    /// own diff shows it).
     #[allow(clippy::too_many_arguments)]
-    pub fn relinked_after<'t>(
+    pub fn after_change<'t>(
         &self,
         before: &'t [Arc<NoteRecord>],
         after: &'t [Arc<NoteRecord>],
@@ -223,8 +171,9 @@ impl Graph {
         changed: &[usize],
         added: &[usize],
         position: &[usize],
-    ) -> Vec<(usize, usize, Resolution)> {
+    ) -> AfterChange {
         let recheck = Recheck::new(before, after, changed, added, position);
+        let is_broken = |resolution: &Resolution| matches!(resolution, Resolution::Broken(_));
         let files = Files { records: after, attachments };
         let moved = |index: u32| position.get(index as usize).map_or(u32::MAX, |&p| id(p));
         // Where a link led before, in `after`'s indexes.
@@ -238,36 +187,53 @@ impl Graph {
             }
             other => other,
         };
-        (0..before.len())
+        let tally = (0..before.len())
             .into_par_iter()
             .with_min_len(1024)
-            .fold(
-                || (Tally::default(), Vec::new()),
-                |(mut tally, mut found), from| {
-                    if recheck.is_changed[from] {
-                        return (tally, found);
+            .fold(Tally::default, |mut tally, from| {
+                let old = &before[from];
+                let new = after.get(position[from]);
+                let old_counted = old.kind == NoteKind::Note;
+                let outlinks = self.outlinks(from);
+                if recheck.is_changed[from] {
+                    if old_counted {
+                        tally.gone += outlinks.iter().filter(|r| is_broken(r)).count();
                     }
-                    for (number, (link, &resolution)) in
-                        before[from].links.iter().zip(self.outlinks(from)).enumerate()
-                    {
-                        if !recheck.again(link, &resolution) {
-                            continue;
-                        }
-                        let lead = tally.lead(resolver, files, position[from], link);
-                        let was = mapped(resolution);
-                        let answered = matches!(resolution, Resolution::Broken(Broken::MissingNote));
-                        if lead != was && !answered {
-                            found.push((from, number, lead));
+                    if let Some(new) = new.filter(|new| new.kind == NoteKind::Note) {
+                        for link in new.links.iter() {
+                            let lead = tally.lead(resolver, files, position[from], link);
+                            tally.found += usize::from(is_broken(&lead));
                         }
                     }
-                    (tally, found)
-                },
-            )
-            .map(|(_, found)| found)
-            .reduce(Vec::new, |mut a, b| {
-                a.extend(b);
-                a
+                    return tally;
+                }
+                let new_counted = new.is_some_and(|new| new.kind == NoteKind::Note);
+                for (number, (link, &resolution)) in old.links.iter().zip(outlinks).enumerate() {
+                    if !recheck.again(link, &resolution) {
+                        continue;
+                    }
+                    tally.gone += usize::from(old_counted && is_broken(&resolution));
+                    let lead = tally.lead(resolver, files, position[from], link);
+                    tally.found += usize::from(new_counted && is_broken(&lead));
+                    // A broken link some note now answers is not a change to tell.
+                    let answered = resolution == Resolution::Broken(Broken::MissingNote);
+                    if lead != mapped(resolution) && !answered {
+                        tally.relinked.push((from, number, lead));
+                    }
+                }
+                tally
             })
+            .map(|tally| (tally.gone, tally.found, tally.relinked))
+            .reduce(
+                || (0, 0, Vec::new()),
+                |mut a, b| {
+                    a.2.extend(b.2);
+                    (a.0 + b.0, a.1 + b.1, a.2)
+                },
+            );
+        let (gone, found, mut relinked) = tally;
+        relinked.sort_unstable_by_key(|&(from, link, _)| (from, link));
+        AfterChange { broken_count: self.broken_count - gone + found, relinked }
     }
 
     /// The maps of content that link to a note (backlinks are ordered by the
@@ -282,14 +248,27 @@ impl Graph {
     }
 }
 
-/// What one thread of [`Graph::broken_count_after`] (or [`Graph::relinked_after`]) keeps: where each target
-/// leads after the change (the same for every link written alike), and the
-/// broken links it counted before and after.
+/// What [`Graph::after_change`] finds.
+#[derive(Debug, Default)]
+pub struct AfterChange {
+    /// The broken links the vault will have.
+    pub broken_count: usize,
+    /// The links of notes the change leaves alone that will lead elsewhere or
+    /// nowhere: `(note, link, where it will lead)`, the note an index into
+    /// `before`, the link one into its links, the resolution in `after`'s
+    /// indexes; by note, then link.
+    pub relinked: Vec<(usize, usize, Resolution)>,
+}
+
+/// What one thread of [`Graph::after_change`] keeps: where each target leads
+/// after the change (the same for every link written alike), the broken links
+/// it counted before and after, and the links it found leading elsewhere.
 #[derive(Default)]
 struct Tally<'t> {
     targets: HashMap<(bool, &'t str), Target>,
     gone: usize,
     found: usize,
+    relinked: Vec<(usize, usize, Resolution)>,
 }
 
 impl<'t> Tally<'t> {
@@ -464,7 +443,7 @@ mod tests {
     }
 
     /// Builds `before`, changes some notes (a new path, a new text or both),
-    /// and compares [`Graph::broken_count_after`] with a whole new graph.
+    /// and compares [`Graph::after_change`]'s broken count with a whole new graph.
     fn check_count_after(before: &[(&str, &str)], changes: &[(&str, &str, &str)], attachments: &[&str]) {
         let attachments: Vec<String> = attachments.iter().map(|a| (*a).to_owned()).collect();
         let mut before: Vec<Arc<NoteRecord>> = before.iter().map(|(path, text)| record(path, text)).collect();
@@ -484,7 +463,9 @@ mod tests {
         }
         let after: Vec<Arc<NoteRecord>> = after.into_iter().map(|(record, _)| record).collect();
         let resolver = Resolver::new(&after, &attachments);
-        let counted = graph.broken_count_after(&before, &after, &resolver, &attachments, &changed, &position);
+        let counted = graph
+            .after_change(&before, &after, &resolver, &attachments, &changed, &[], &position)
+            .broken_count;
         let whole = Graph::build(&after, &attachments).broken_count;
         assert_eq!(counted, whole, "before {before:#?}\nchanges {changes:?}");
     }
