@@ -25,8 +25,8 @@ pub fn link_effects(view: &VaultView<'_>, ops: &[FileOp]) -> Result<Vec<Break>> 
     let before = view.records;
     let index_of = |path: &str| before.binary_search_by(|r| r.path.as_str().cmp(path)).ok();
     let mut changed = Vec::new();
-    // Every note after the change, with its index before it (none for a new one).
-    let mut notes: Vec<(Arc<NoteRecord>, Option<usize>)> = Vec::with_capacity(before.len() + ops.len());
+    // The notes the change writes, with their index before it (none for a new one).
+    let mut writes: Vec<(Arc<NoteRecord>, Option<usize>)> = Vec::with_capacity(ops.len());
     for op in ops {
         let old = index_of(&op.path);
         changed.extend(old);
@@ -43,18 +43,27 @@ pub fn link_effects(view: &VaultView<'_>, ops: &[FileOp]) -> Result<Vec<Break>> 
             born,
             content_hash(text.as_bytes()),
         );
-        notes.push((Arc::new(record), old));
+        writes.push((Arc::new(record), old));
     }
     changed.sort_unstable();
     changed.dedup();
-    notes.extend(
-        before
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| changed.binary_search(i).is_err())
-            .map(|(i, record)| (Arc::clone(record), Some(i))),
-    );
-    notes.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+    // The same names at the same places (patches keeping their note's path and
+    // aliases): the graph's own resolver answers for the vault after them.
+    let same_names = writes.iter().all(|(record, old)| {
+        old.is_some_and(|i| before[i].path == record.path && before[i].aliases == record.aliases)
+    }) && writes.len() == changed.len();
+    // Every note after the change, sorted by path (the notes kept are, the
+    // few written go in where they sort), with its index before it.
+    let mut notes: Vec<(Arc<NoteRecord>, Option<usize>)> = before
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| changed.binary_search(i).is_err())
+        .map(|(i, record)| (Arc::clone(record), Some(i)))
+        .collect();
+    for note in writes {
+        let at = notes.partition_point(|(record, _)| record.path < note.0.path);
+        notes.insert(at, note);
+    }
     let mut position = vec![usize::MAX; before.len()];
     let mut added = Vec::new();
     for (at, (_, old)) in notes.iter().enumerate() {
@@ -64,10 +73,16 @@ pub fn link_effects(view: &VaultView<'_>, ops: &[FileOp]) -> Result<Vec<Break>> 
         }
     }
     let after: Vec<Arc<NoteRecord>> = notes.into_iter().map(|(record, _)| record).collect();
-    let resolver = Resolver::new(&after, view.attachments);
+    let built;
+    let resolver = if same_names {
+        &view.graph.resolver
+    } else {
+        built = Resolver::new(&after, view.attachments);
+        &built
+    };
     let relinked = view
         .graph
-        .after_change(before, &after, &resolver, view.attachments, &changed, &added, &position)
+        .after_change(before, &after, resolver, view.attachments, &changed, &added, &position)
         .relinked;
     let mut effects = Vec::with_capacity(relinked.len());
     for (from, number, lead) in relinked {
