@@ -421,6 +421,17 @@ fn a_delete_says_which_links_will_lead_to_another_note() {
     // [[a/dup]] broke, [[dup#Deep]] was broken and resolves now.
     assert_eq!(broken(&engine), before);
     assert_eq!(backlinks_of(&engine, "z/b/x/dup.md"), vec!["z/l.md", "z/l.md"]);
+    // Undoing it takes [[dup]] back to the note it brings back, and [[dup#Deep]]
+    // breaks again (that note has no such heading), and it says so.
+    let undo = revert(&engine, &staged.proposal_id).unwrap();
+    assert_eq!(
+        undo.diff.lines().next().unwrap(),
+        format!(
+            "# revert {} (delete z/a/dup.md (to the inbox's trash), 1 link will break, 2 links will lead to another note); once reverted, 1 link will break, 1 link will lead to another note",
+            staged.proposal_id
+        )
+    );
+    engine.reject_proposal(&undo.proposal_id, "keep it deleted", Actor::Cli).unwrap();
 
     // A note whose name another note has as an alias.
     let staged =

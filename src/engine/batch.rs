@@ -39,7 +39,15 @@ impl Engine {
     pub fn revert_proposal(&self, args: &RevertArgs) -> Result<RevertResult> {
         let reason = write::required_reason(&args.reason)?;
         let sandbox = self.sandbox();
-        let planned = write::plan_revert(&sandbox, &args.proposal_id)?;
+        let mut planned = write::plan_revert(&sandbox, &args.proposal_id)?;
+        // Undoing can change links in other notes too (a note deleted since
+        // taken back, a name given back): the summary says how many.
+        let effects = write::link_effects(&self.catalog().view(), &planned.plan.files)?;
+        let redirected = effects.iter().filter(|b| b.leads_to.is_some()).count();
+        let parts = write::links_changed(effects.len() - redirected, redirected);
+        if !parts.is_empty() {
+            planned.plan.summary.push_str(&format!("; once reverted, {}", parts.join(", ")));
+        }
         let staged = write::stage_plan(
             &sandbox,
             &self.config().limits,

@@ -363,6 +363,20 @@ pub fn plan_batch(
     Ok(BatchPlan { items: planned, breaks, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
 }
 
+/// "2 links will break", "1 link will lead to another note": what a summary
+/// says of the links in other notes a proposal changes (nothing when none).
+pub fn links_changed(breaks: usize, redirected: usize) -> Vec<String> {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut parts = Vec::new();
+    if breaks > 0 {
+        parts.push(format!("{breaks} link{} will break", plural(breaks)));
+    }
+    if redirected > 0 {
+        parts.push(format!("{redirected} link{} will lead to another note", plural(redirected)));
+    }
+    parts
+}
+
 /// "batch: 3 new, 1 patch, 2 moves, 1 delete, rewrite 12 links, 2 links will
 /// break, 1 link will lead to another note".
 fn summary(items: &[ItemPlanned], links: u32, breaks: usize, redirected: usize) -> String {
@@ -381,14 +395,6 @@ fn summary(items: &[ItemPlanned], links: u32, breaks: usize, redirected: usize) 
     if links > 0 {
         parts.push(format!("rewrite {links} link{}", if links == 1 { "" } else { "s" }));
     }
-    if breaks > 0 {
-        parts.push(format!("{breaks} link{} will break", if breaks == 1 { "" } else { "s" }));
-    }
-    if redirected > 0 {
-        parts.push(format!(
-            "{redirected} link{} will lead to another note",
-            if redirected == 1 { "" } else { "s" }
-        ));
-    }
+    parts.extend(links_changed(breaks, redirected));
     format!("batch: {}", parts.join(", "))
 }

@@ -72,7 +72,7 @@ mod yaml;
 
 pub use apply::{ApplyIndex, NewText, apply, apply_with_failpoint, apply_with_index, reject};
 pub use audit::{AuditSince, audit_since};
-pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, plan_batch};
+pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, links_changed, plan_batch};
 pub use delete::{Break, plan_delete};
 pub use edit::{Edit, apply_edits};
 pub use effects::link_effects;
