@@ -1,12 +1,14 @@
 //! A question's two rankings fused (issue 13): a question put in other words
 //! is ranked by its own tool and, beside it, by the other tool (the text side
-//! for `search_knowledge`, the title side for `search_note_content`); the
-//! notes of its page are ordered again by reciprocal rank fusion, the other
-//! ranking counting [`OTHER_WEIGHT`] of the tool's own. A note both rankings
-//! hold near their top is more likely the answer than one only the tool's own
-//! fields favour (a common word of the question in a title, a heading), and
-//! the fusion cannot bring in a note the tool did not find: it reorders the
-//! page, never fills it. Keyword and name queries never get here.
+//! for `search_knowledge`, the title side for `search_note_content`; that one
+//! without its own feedback, which measured the same and is a question
+//! search's slowest part); the notes of its page are ordered again by
+//! reciprocal rank fusion, the other ranking counting [`OTHER_WEIGHT`] of the
+//! tool's own. A note both rankings hold near their top is more likely the
+//! answer than one only the tool's own fields favour (a common word of the
+//! question in a title, a heading), and the fusion cannot bring in a note the
+//! tool did not find: it reorders the page, never fills it. Keyword and name
+//! queries never get here.
 
 use std::collections::HashMap;
 

@@ -226,8 +226,13 @@ impl SearchIndex {
                 SearchScope::Knowledge => SearchScope::Content,
                 SearchScope::Content => SearchScope::Knowledge,
             };
-            let other =
-                SearchRequest { scope, limit: fusion::OTHER_DEPTH, explain: false, ..request.clone() };
+            let other = SearchRequest {
+                scope,
+                limit: fusion::OTHER_DEPTH,
+                explain: false,
+                texts: None,
+                ..request.clone()
+            };
             let other = self.search_scope(&other, &plan)?;
             let ranked: Vec<&str> = other.hits.iter().map(|hit| hit.record.path.as_str()).collect();
             fusion::fuse(&mut outcome.hits, outcome.strict, &ranked, |hit| hit.record.path.as_str());
