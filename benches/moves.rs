@@ -1,7 +1,10 @@
 //! Criterion benchmarks of structural proposals (issue 14's scale targets):
 //! staging (`propose_move`) and applying (`apply_proposal`) a move of the most
 //! linked-to note and of a folder of about 1,000 notes, over the generated
-//! vaults of `KB_BENCH_SIZES` (default `10000,100000`; the corpus is skipped).
+//! vaults of `KB_BENCH_SIZES` (default `10000,100000`; the corpus is skipped);
+//! and staging a new note named like the hub and a patch of the hub
+//! (`propose_stage`), each of which judges every link of the vault its name or
+//! headings could change before it answers.
 //!
 //! The folder is `kb_bench::folder_to_move`'s: at 10,000 notes a top folder
 //! of about 1,000 notes (`工作`, 984); at 100,000, where folders hold about
@@ -38,7 +41,9 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode};
 use kb_bench::VaultSpec;
-use kb_mcp::engine::types::{Actor, ApplyArgs, ApplyStatus, ProposeMoveArgs};
+use kb_mcp::engine::types::{
+    Actor, ApplyArgs, ApplyStatus, ProposeMoveArgs, ProposeNewArgs, ProposePatchArgs,
+};
 use kb_mcp::engine::{Engine, EngineOptions};
 
 fn main() {
@@ -97,6 +102,49 @@ fn bench_moves(c: &mut Criterion, spec: &VaultSpec, vault: &Path) {
     let folder_to = format!("{folder} moved");
     let cases = [("note", hub.as_str(), hub_to.as_str()), ("folder", folder.as_str(), folder_to.as_str())];
     let label = spec.label();
+
+    // A new note named like the hub, in another folder (its name's links are
+    // judged again), and a patch renaming the hub's headings.
+    let mut group = c.benchmark_group("propose_stage");
+    group.sampling_mode(SamplingMode::Flat).sample_size(10);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(5));
+    let hub_name = Path::new(&hub).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    group.bench_function(BenchmarkId::new("new_note", &label), |b| {
+        b.iter_batched(
+            || clear(&copy, "new"),
+            |()| {
+                let args = ProposeNewArgs {
+                    title: hub_name.clone(),
+                    body: "A note of the same name.\n".to_owned(),
+                    reason: "benchmark".to_owned(),
+                    folder: Some("kb-bench-new".to_owned()),
+                    ..ProposeNewArgs::default()
+                };
+                engine.propose_new_note(&args).expect("stage the new note")
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    let hub_text = fs::read_to_string(copy.join(&hub)).expect("read the hub");
+    let patch = ProposePatchArgs {
+        path: hub.clone(),
+        base_hash: kb_mcp::vault::content_hash(hub_text.as_bytes()),
+        reason: "benchmark".to_owned(),
+        edits: vec![kb_mcp::write::Edit::ReplaceAll {
+            content: format!("{}\nOne more line.\n", hub_text.replace("\n## ", "\n## Renamed ")),
+        }],
+    };
+    group.bench_function(BenchmarkId::new("patch", &label), |b| {
+        b.iter_batched(
+            || clear(&copy, "patch"),
+            |()| engine.propose_note_patch(&patch).expect("stage the patch"),
+            BatchSize::PerIteration,
+        )
+    });
+    clear(&copy, "new");
+    clear(&copy, "patch");
+    group.finish();
 
     let mut group = c.benchmark_group("move_stage");
     group.sampling_mode(SamplingMode::Flat).sample_size(10);

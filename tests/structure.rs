@@ -493,7 +493,7 @@ fn a_new_note_or_a_patch_says_which_links_in_other_notes_it_moves_or_breaks() {
             .unwrap();
         assert!(staged.breaks.is_empty() && staged.redirected.is_empty(), "{title}: {staged:?}");
         let json = serde_json::to_value(&staged).unwrap();
-        assert!(json.get("breaks").is_none() && json.get("redirected").is_none(), "{json}");
+        assert!(["breaks", "redirected", "unlisted"].iter().all(|key| json.get(key).is_none()), "{json}");
     }
 
     // A patch renaming the heading and dropping the alias breaks both links.
@@ -528,6 +528,33 @@ fn a_new_note_or_a_patch_says_which_links_in_other_notes_it_moves_or_breaks() {
         batch(&engine, serde_json::json!([{"kind": "new", "title": "Cee", "body": "b", "folder": "z"}]))
             .unwrap();
     assert_eq!(staged.diff.lines().next().unwrap(), "# batch: 1 new, 2 links will lead to another note");
+}
+
+/// A new note named like a much-linked note's alias can take thousands of
+/// links: the answer names the first 100 of each list and counts the rest;
+/// the person's review names every one.
+#[test]
+fn a_new_note_taking_many_links_names_the_first_hundred_and_counts_the_rest() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/C.md", "---\naliases: [Cee]\n---\n# C\n");
+    for n in 0..120 {
+        put(&vault, &format!("z/many/n{n:03}.md"), "[[Cee]]\n");
+    }
+    let engine = open(&vault);
+    let staged = engine
+        .propose_new_note(&ProposeNewArgs {
+            title: "Cee".into(),
+            body: "b".into(),
+            reason: "r".into(),
+            folder: Some("z".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((staged.redirected.len(), staged.unlisted), (100, 20));
+    assert_eq!(staged.redirected[0].path, "z/many/n000.md");
+    assert_eq!(engine.review_proposal(&staged.proposal_id).unwrap().redirected.len(), 120);
+    let json = serde_json::to_value(&staged).unwrap();
+    assert_eq!(json["unlisted"], 20);
 }
 
 /// A crash after each step of a multi-file apply (a failpoint that stops the

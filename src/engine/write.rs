@@ -32,6 +32,7 @@ impl Engine {
             write::propose_new(&self.sandbox(), &self.config().limits, &note, jiff::Timestamp::now())?;
         let similar = self.similar_notes(&args.title, &args.aliases.clone().unwrap_or_default());
         let (breaks, redirected) = self.link_effects(FileOpKind::Create, &staged.target, &staged.text)?;
+        let (breaks, redirected, unlisted) = listed(breaks, redirected);
         Ok(ProposeNewResult {
             proposal_id: staged.proposal_id,
             kind: staged.kind,
@@ -42,6 +43,7 @@ impl Engine {
             similar,
             breaks,
             redirected,
+            unlisted,
             vault_changed: false,
         })
     }
@@ -97,6 +99,7 @@ impl Engine {
         let staged =
             write::propose_patch(&self.sandbox(), &self.config().limits, &request, jiff::Timestamp::now())?;
         let (breaks, redirected) = self.link_effects(FileOpKind::Write, &staged.target, &staged.text)?;
+        let (breaks, redirected, unlisted) = listed(breaks, redirected);
         Ok(ProposePatchResult {
             proposal_id: staged.proposal_id,
             kind: staged.kind,
@@ -108,6 +111,7 @@ impl Engine {
             removed: staged.removed,
             breaks,
             redirected,
+            unlisted,
             files: staged.files,
             vault_changed: false,
         })
@@ -321,6 +325,19 @@ fn summary(view: write::Description) -> String {
         (_, None) => format!("change {}", view.target),
     };
     format!("{change}.\nReason given: {}", view.reason)
+}
+
+/// How many links of each list a new note's or a patch's answer names: a
+/// new note named like a much-linked note can take thousands of links, and
+/// the answer stays small (`kb-index inbox show` names every one).
+const LINKS_LISTED: usize = 100;
+
+/// The first [`LINKS_LISTED`] of each list, and how many were left out.
+fn listed(mut breaks: Vec<BrokenBy>, mut redirected: Vec<BrokenBy>) -> (Vec<BrokenBy>, Vec<BrokenBy>, u32) {
+    let left_out = breaks.len().saturating_sub(LINKS_LISTED) + redirected.len().saturating_sub(LINKS_LISTED);
+    breaks.truncate(LINKS_LISTED);
+    redirected.truncate(LINKS_LISTED);
+    (breaks, redirected, u32::try_from(left_out).unwrap_or(u32::MAX))
 }
 
 /// Links that will stop resolving, and links that will lead to another note.

@@ -176,7 +176,7 @@ pub(super) fn proposed_new(r: &ProposeNewResult) -> String {
             let _ = write!(out, "\n- {} — {}", note.path, note.title);
         }
     }
-    out.push_str(&links_elsewhere(&r.breaks, &r.redirected));
+    out.push_str(&links_elsewhere(&r.breaks, &r.redirected, r.unlisted, &r.proposal_id));
     let _ = write!(out, "\n\n{}", r.preview);
     out
 }
@@ -188,14 +188,14 @@ pub(super) fn proposed_patch(r: &ProposePatchResult) -> String {
         r.target,
         r.added,
         r.removed,
-        links_elsewhere(&r.breaks, &r.redirected),
+        links_elsewhere(&r.breaks, &r.redirected, r.unlisted, &r.proposal_id),
         r.diff
     )
 }
 
 /// The links in other notes a new note or a patch will break or lead
 /// elsewhere (no line when there are none): no diff shows them.
-fn links_elsewhere(breaks: &[BrokenBy], redirected: &[BrokenBy]) -> String {
+fn links_elsewhere(breaks: &[BrokenBy], redirected: &[BrokenBy], unlisted: u32, id: &str) -> String {
     let mut out = String::new();
     if !breaks.is_empty() {
         let _ = write!(out, "\n{} link(s) in other notes will break:", breaks.len());
@@ -208,6 +208,9 @@ fn links_elsewhere(breaks: &[BrokenBy], redirected: &[BrokenBy]) -> String {
         for b in redirected {
             let _ = write!(out, "\n- {}:{} {} → {}", b.path, b.line, b.link, b.to.as_deref().unwrap_or("?"));
         }
+    }
+    if unlisted > 0 {
+        let _ = write!(out, "\n… and {unlisted} more (`kb-index inbox show {id}` names every one)");
     }
     out
 }

@@ -66,7 +66,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_note_content",
         title: "Search note text",
-        description: "Full-text search in note bodies (headings weigh more): facts, phrases, commands, names. Query as in search_knowledge. Up to 3 snippets per hit (terms in **bold**, heading, line).",
+        description: "Full-text search in note bodies: facts, phrases, commands, names. Query as in search_knowledge. Up to 3 snippets per hit (terms in **bold**, heading, line).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -139,7 +139,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "The vault's ls: notes directly in a folder (default: top level) and, on the first page, its subfolders with note counts. Pass `next_cursor` as `cursor` (same folder, tag, sort) for more.",
+        description: "The vault's ls: notes directly in a folder and, on the first page, its subfolders with note counts. Pass `next_cursor` as `cursor` (same folder, tag, sort) for more.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,
@@ -170,7 +170,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
-        description: "Stage a new note for the person to approve (the vault does not change). First search_knowledge (no duplicates) and read the standards. Returns `similar` notes. Then stop for review.",
+        description: "Stage a new note for the person to approve (the vault does not change). First search_knowledge (no duplicates) and read the standards. Then stop for review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeNewArgs>,

@@ -66,6 +66,9 @@ pub struct ProposeNewResult {
     /// Links in other notes that will lead elsewhere (`to`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirected: Vec<BrokenBy>,
+    /// Links of the two lists not named (each names 100 at most).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unlisted: u32,
     /// Always false: proposing never changes a note.
     pub vault_changed: bool,
 }
@@ -135,6 +138,9 @@ pub struct ProposePatchResult {
     /// Links in other notes that will lead elsewhere (`to`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirected: Vec<BrokenBy>,
+    /// Links of the two lists not named (each names 100 at most).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unlisted: u32,
     /// The inbox files written.
     pub files: Vec<String>,
     /// Always false: proposing never changes a note.
@@ -192,6 +198,10 @@ pub struct ProposeMoveResult {
     pub diff: String,
     /// Always false.
     pub vault_changed: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// `propose_delete` arguments.
