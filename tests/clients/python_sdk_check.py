@@ -4,7 +4,9 @@
 Starts the server binary over stdio on a copy of the fixture vault, once with the
 initialize handshake (mode "legacy") and once with server/discover (mode "auto",
 which negotiates 2026-07-28 with kb-mcp), lists the tools and calls every read
-tool, reads a resource and gets a prompt. Prints one line per check and a final
+tool, reads a resource and gets a prompt; then, at access `propose`, stages a patch
+renaming a heading other notes link to and checks the answer lists those links
+as `breaks`. Prints one line per check and a final
 "N passed, N failed" line; exits 1 if anything failed.
 
     python3 tests/clients/python_sdk_check.py --binary target/debug/kb-mcp --vault fixtures/vault
@@ -72,6 +74,29 @@ async def session(binary, vault, mode):
         check(f"[{mode}] prompt new_knowledge_note", "冷备份" in prompt.messages[0].content.text)
 
 
+async def proposals(binary, vault):
+    params = StdioServerParameters(command=binary, args=["--vault", str(vault), "--access", "propose"])
+    async with Client(params, mode="legacy") as client:
+        read = await client.call_tool("read_note", {"path": "z/备份仓库.md"})
+        base = (read.structured_content or {}).get("hash")
+        patch = await client.call_tool(
+            "propose_note_patch",
+            {
+                "path": "z/备份仓库.md",
+                "base_hash": base,
+                "reason": "shorter heading",
+                "edits": [{"op": "find_replace", "find": "## 同步不等于备份", "replace": "## 同步与备份"}],
+            },
+        )
+        staged = patch.structured_content or {}
+        breaks = sorted((b["path"], b["link"]) for b in staged.get("breaks", []))
+        # z/链接与反向链接.md writes the same link inside a code span: not a link.
+        expected = [("z/3-2-1 备份原则.md", "[[备份仓库#同步不等于备份]]")]
+        check("[propose] a patch renaming a linked heading lists the links it breaks", breaks == expected, str(staged)[:400])
+        text = patch.content[0].text if patch.content else ""
+        check("[propose] its text says so too", "1 link(s) in other notes will break" in text, text[:300])
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -85,6 +110,10 @@ async def main():
                 await session(str(Path(args.binary).resolve()), vault, mode)
             except Exception as error:  # a crash of the session is a failed check, not a traceback
                 check(f"[{mode}] session", False, repr(error))
+        try:
+            await proposals(str(Path(args.binary).resolve()), vault)
+        except Exception as error:
+            check("[propose] session", False, repr(error))
     failed = results.count(False)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
