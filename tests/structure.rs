@@ -557,6 +557,54 @@ fn a_new_note_taking_many_links_names_the_first_hundred_and_counts_the_rest() {
     assert_eq!(json["unlisted"], 20);
 }
 
+/// A standard is read-only, so a move never rewrites it: a move that would
+/// change where one of its links leads is refused before anything is staged,
+/// naming the link; one it leaves leading where it led (a link by the moved
+/// note's old name, kept as an alias) goes ahead without touching it.
+#[test]
+fn a_move_never_rewrites_a_standard_and_never_changes_where_its_links_lead() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/B.md", "---\naliases: [Ex]\n---\n# B\n");
+    put(&vault, "z/C.md", "# C\n");
+    put(&vault, "docs/links.md", "# Links\nSee [[Ex]] and [[C]].\n");
+    let engine = open(&vault);
+    let before = notes_snapshot(&vault);
+
+    let err = mv(&engine, "z/C.md", "z/Ex.md").unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict, "{err:?}");
+    assert!(
+        err.message
+            .contains("[[Ex]] in docs/links.md (read-only: it is not rewritten), line 2, lead to z/Ex.md"),
+        "{}",
+        err.message
+    );
+    let refused = engine.propose_move(&ProposeMoveArgs {
+        from: "z/C.md".into(),
+        to: "z/D.md".into(),
+        reason: "r".into(),
+        keep_alias: Some(false),
+    });
+    let err = refused.unwrap_err();
+    assert!(
+        err.message.contains("[[C]] in docs/links.md (read-only: it is not rewritten), line 2, break"),
+        "{}",
+        err.message
+    );
+    assert!(engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals.is_empty());
+    assert_eq!(notes_snapshot(&vault), before, "nothing staged, nothing written");
+
+    // Keeping the old name as an alias, [[C]] still leads to the moved note.
+    let staged = mv(&engine, "z/C.md", "z/D.md").unwrap();
+    assert!(
+        staged.files.iter().all(|f| !f.contains("docs/")) && !staged.diff.contains("docs/links.md"),
+        "{}",
+        staged.diff
+    );
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(read(&vault, "docs/links.md"), "# Links\nSee [[Ex]] and [[C]].\n");
+    assert_eq!(backlinks_of(&engine, "z/D.md"), vec!["docs/links.md"]);
+}
+
 /// A crash after each step of a multi-file apply (a failpoint that stops the
 /// apply on the spot): the next start leaves every file as it was (before the
 /// commit point) or as proposed (after it), never some moved and others not;

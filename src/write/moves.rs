@@ -206,8 +206,13 @@ pub fn plan_move(
             watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
         }
     }
+    // Only notes are rewritten: a standard or a `read_also` file is read-only,
+    // so a link of one that the move would change refuses the move (below).
+    let writable = |index: usize| view.records[index].kind == NoteKind::Note;
     for &index in &watched {
-        affected.extend(view.graph.backlinks(index as usize).iter().map(|b| b.from as usize));
+        affected.extend(
+            view.graph.backlinks(index as usize).iter().map(|b| b.from as usize).filter(|&i| writable(i)),
+        );
     }
     // A link to a watched note naming a heading or block it lacks is broken, so
     // not among its backlinks, yet leads to it: it must follow it all the same
@@ -217,7 +222,7 @@ pub fn plan_move(
             matches!(resolution, Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to))
                 if watched.contains(to))
         });
-        if leads_to_watched {
+        if leads_to_watched && writable(from) {
             affected.insert(from);
         }
     }
@@ -408,6 +413,40 @@ pub fn plan_move(
         Graph::build(&final_records, view.attachments).broken_count,
         "the broken links counted over the changed links are the whole graph's"
     );
+    // Every link of a note that led to a moved note is rewritten; no other
+    // link may come to lead elsewhere (a name taken from another note, an
+    // alias; a link in a read-only standard, which is not rewritten).
+    if let Some(&(from, number, lead)) = after_move.relinked.first() {
+        let holder = &view.records[from];
+        let link = holder.links.get(number);
+        let written = link.map(super::delete::written).unwrap_or_default();
+        let line = link.map_or(0, |l| l.line);
+        let now = match lead {
+            Resolution::Note(to) => format!("lead to {}", final_records[to as usize].path),
+            _ => "break".to_owned(),
+        };
+        let (what, hint) = if holder.kind == NoteKind::Note {
+            ("", "move the note to another name, or move the notes one at a time")
+        } else {
+            (
+                " (read-only: it is not rewritten)",
+                "change that link yourself, or move the note to another name (with keep_alias, links by its old name still lead to it)",
+            )
+        };
+        return Err(Error::new(
+            ErrorCode::Conflict,
+            format!(
+                "this move would make {written} in {}{what}, line {line}, {now}{}; nothing was staged",
+                holder.path,
+                match after_move.relinked.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more link(s) like it)", n - 1),
+                }
+            ),
+        )
+        .with_hint(hint)
+        .with_details(json!({ "path": holder.path, "line": line, "link": written })));
+    }
     if broken_after > view.graph.broken_count {
         return Err(Error::new(
             ErrorCode::Conflict,
@@ -418,24 +457,6 @@ pub fn plan_move(
         )
         .with_hint("move the notes one at a time, or rename them so their names stay unique"));
     }
-    // Every link that led to a moved note is rewritten; no other link may
-    // come to lead elsewhere (a name taken from another note, an alias).
-    if let Some(&(from, number, _)) = after_move.relinked.first() {
-        let note = &view.records[from];
-        let link = note.links.get(number);
-        return Err(Error::new(
-            ErrorCode::Conflict,
-            format!(
-                "this move would make {} link(s) in notes it does not rewrite lead to another note (the first: {} in {}, line {}); nothing was staged",
-                after_move.relinked.len(),
-                link.map(super::delete::written).unwrap_or_default(),
-                note.path,
-                link.map_or(0, |l| l.line)
-            ),
-        )
-        .with_hint("move the note to another name, or move the notes one at a time"));
-    }
-
     let mut files = Vec::new();
     for (old, new) in &moves {
         let index = index_of[old.as_str()];
