@@ -605,6 +605,28 @@ fn a_move_never_rewrites_a_standard_and_never_changes_where_its_links_lead() {
     assert_eq!(backlinks_of(&engine, "z/D.md"), vec!["docs/links.md"]);
 }
 
+/// A multi-file proposal's live checks name what stops its apply: a file
+/// changed since (`base_current`), a destination taken (`target_free`).
+#[test]
+fn a_moves_checks_say_which_check_fails() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/C.md", "# C\n");
+    put(&vault, "z/linker.md", "[[C]]\n");
+    let engine = open(&vault);
+    let staged = mv(&engine, "z/C.md", "z/D.md").unwrap();
+    let checks = |engine: &Engine| {
+        let listed = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
+        let entry = listed.proposals.iter().find(|p| p.proposal_id == staged.proposal_id).unwrap().clone();
+        (entry.checks.intact, entry.checks.base_current, entry.checks.target_free)
+    };
+    assert_eq!(checks(&engine), (true, true, true));
+    put(&vault, "z/linker.md", "[[C]] edited\n");
+    assert_eq!(checks(&engine), (true, false, true), "a note it rewrites changed");
+    put(&vault, "z/linker.md", "[[C]]\n");
+    put(&vault, "z/D.md", "# D\n");
+    assert_eq!(checks(&engine), (true, true, false), "its destination is taken");
+}
+
 /// A crash after each step of a multi-file apply (a failpoint that stops the
 /// apply on the spot): the next start leaves every file as it was (before the
 /// commit point) or as proposed (after it), never some moved and others not;

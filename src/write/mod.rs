@@ -255,7 +255,9 @@ impl std::fmt::Display for ProposalStatus {
 /// The live checks of a proposal, as `apply` would see them now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Checks {
-    /// Its files are in place and the staged note matches its recorded hash.
+    /// Its files are in place, the staged note matches its recorded hash, and
+    /// (for a multi-file proposal) nothing but a changed file or a taken
+    /// destination stops its apply (a path now refused does).
     pub intact: bool,
     /// For a patch, the note still has the hash the patch was made against
     /// (always true for a new note).

@@ -521,10 +521,24 @@ pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located, hashes
             target_free: true,
         },
         _ => {
-            let fine = intact
-                && super::proposal::read_plan(sandbox, located)
-                    .is_ok_and(|plan| super::plan::check(sandbox, &plan).is_ok());
-            Checks { intact, base_current: fine, target_free: fine }
+            // A plan's check names what fails: a file changed since (its base),
+            // a destination taken (its target), or anything else (a path now
+            // denied, a plan that cannot be read), counted as not intact.
+            let failure = if intact {
+                match super::proposal::read_plan(sandbox, located) {
+                    Ok(plan) => super::plan::check(sandbox, &plan).err().map(|err| err.code),
+                    Err(err) => Some(err.code),
+                }
+            } else {
+                None
+            };
+            Checks {
+                intact: intact
+                    && !failure
+                        .is_some_and(|code| !matches!(code, ErrorCode::StaleBase | ErrorCode::TargetExists)),
+                base_current: failure != Some(ErrorCode::StaleBase),
+                target_free: failure != Some(ErrorCode::TargetExists),
+            }
         }
     }
 }

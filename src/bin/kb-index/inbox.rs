@@ -68,7 +68,7 @@ pub(crate) enum InboxCommand {
 fn failing_checks(p: &ProposalEntry) -> Vec<&'static str> {
     let mut failing = Vec::new();
     if !p.checks.intact {
-        failing.push("its staged files were changed or are missing");
+        failing.push("it cannot be applied as staged (its files changed or went missing, or a path it writes is refused)");
     }
     if !p.checks.base_current {
         failing.push("the note changed after the proposal was made");
