@@ -472,6 +472,10 @@ fn a_new_note_or_a_patch_says_which_links_in_other_notes_it_moves_or_breaks() {
     );
     let review = engine.review_proposal(&staged.proposal_id).unwrap();
     assert_eq!(review.redirected, staged.redirected);
+    // Once its target is taken the apply would refuse it: it changes no link.
+    put(&vault, "z/Ex.md", "someone else's\n");
+    assert!(engine.review_proposal(&staged.proposal_id).unwrap().redirected.is_empty());
+    fs::remove_file(vault.join("z/Ex.md")).unwrap();
     let confirmation = engine.proposal_confirmation(&staged.proposal_id).unwrap();
     assert!(
         confirmation

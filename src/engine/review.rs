@@ -78,8 +78,15 @@ impl Engine {
             ProposalKind::New => FileOpKind::Create,
             _ => FileOpKind::Write,
         };
+        // Judged only for a proposal its apply would take: one whose note
+        // changed or went away, or whose target is taken, changes no link.
+        let checks = &review.view.checks;
+        let applicable =
+            review.caveat.is_none() && checks.intact && checks.base_current && checks.target_free;
         let (breaks, redirected) = match (&review.staged_note, review.files.first()) {
-            (Some(text), Some(file)) => self.link_effects(op, &file.path, text).unwrap_or_default(),
+            (Some(text), Some(file)) if applicable => {
+                self.link_effects(op, &file.path, text).unwrap_or_default()
+            }
             _ => Default::default(),
         };
         Ok(ProposalReview {
