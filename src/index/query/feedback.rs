@@ -13,12 +13,13 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use tantivy::Term;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TextAnalyzer;
 
 use super::build::{QueryParts, Reach, build_reaching};
 use super::candidates::Candidates;
+use super::terms::SharedTermQuery;
 use super::words::{QueryPlan, content_words, informativeness, is_stop_word, word_forms};
 use crate::index::script::{is_cjk, is_hangul, is_kana};
 use crate::index::tokenizer::{query_analyzer, term_group};
@@ -239,7 +240,14 @@ pub(crate) fn with_feedback(
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, build_reaching(parts, false, &reach))];
     for (word, share) in words {
         for &(field, field_weight) in fields {
-            let leaf = TermQuery::new(Term::from_field_text(field, word), IndexRecordOption::WithFreqs);
+            let term = Term::from_field_text(field, word);
+            // A field no note holds the word in scores nothing: no leaf (most
+            // words are in no title, alias or tag). Each leaf reads the
+            // search's shared lookups, as the question's own do.
+            if parts.terms.doc_freq(&term).is_ok_and(|notes| notes == 0) {
+                continue;
+            }
+            let leaf = SharedTermQuery::new(term, IndexRecordOption::WithFreqs, parts.terms);
             let weight = field_weight * FEEDBACK_WEIGHT * share;
             clauses.push((Occur::Should, Box::new(BoostQuery::new(reach.leaf(Box::new(leaf)), weight))));
         }
