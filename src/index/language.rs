@@ -269,6 +269,14 @@ pub(crate) fn languages_of(script: Script) -> impl Iterator<Item = LanguageCode>
 }
 
 fn script_of(c: char) -> Option<Script> {
+    if c.is_ascii() {
+        // Most characters of most notes: of the ranges below, only Latin letters.
+        return c.is_ascii_alphabetic().then_some(Script::Latin);
+    }
+    script_by_range(c)
+}
+
+fn script_by_range(c: char) -> Option<Script> {
     Some(match c {
         _ if is_han(c) || is_kana(c) => Script::Han,
         _ if is_hangul(c) => Script::Hangul,
@@ -329,6 +337,12 @@ fn common_words() -> &'static std::collections::HashMap<&'static str, Vec<usize>
     })
 }
 
+/// The length in bytes of the longest common word of any language.
+fn longest_common_word() -> usize {
+    static LONGEST: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LONGEST.get_or_init(|| common_words().keys().map(|word| word.len()).max().unwrap_or(0))
+}
+
 /// The language of `script` whose common words `text` uses most (ties to the
 /// first listed): one look-up per word of the sample.
 fn by_common_words(text: &str, script: Script) -> LanguageCode {
@@ -338,7 +352,16 @@ fn by_common_words(text: &str, script: Script) -> LanguageCode {
     let mut lower = String::new();
     for word in text[..end].split(|c: char| !c.is_alphabetic() && c != '\'').filter(|w| !w.is_empty()) {
         lower.clear();
-        lower.extend(word.chars().flat_map(char::to_lowercase));
+        if word.is_ascii() {
+            // Lowercasing keeps an ASCII word's length: a longer one is no common word.
+            if word.len() > longest_common_word() {
+                continue;
+            }
+            lower.push_str(word);
+            lower.make_ascii_lowercase();
+        } else {
+            lower.extend(word.chars().flat_map(char::to_lowercase));
+        }
         for &i in table.get(lower.as_str()).into_iter().flatten() {
             uses[i] += 1;
         }
@@ -406,6 +429,48 @@ mod tests {
         ];
         for (text, expected) in cases {
             assert_eq!(name(detect(text)), expected, "{text}");
+        }
+    }
+
+    /// `by_common_words` as it was before its ASCII shortcuts.
+    fn by_common_words_plain(text: &str, script: Script) -> LanguageCode {
+        let mut uses = [0usize; LANGUAGES.len()];
+        let end = text.char_indices().nth(SAMPLE_CHARS).map_or(text.len(), |(i, _)| i);
+        for word in text[..end].split(|c: char| !c.is_alphabetic() && c != '\'').filter(|w| !w.is_empty()) {
+            let lower: String = word.chars().flat_map(char::to_lowercase).collect();
+            for &i in common_words().get(lower.as_str()).into_iter().flatten() {
+                uses[i] += 1;
+            }
+        }
+        let mut best = (0, 0);
+        for (i, (_, s, _)) in LANGUAGES.iter().enumerate() {
+            if *s == script && uses[i] > best.1 {
+                best = (i as LanguageCode + 1, uses[i]);
+            }
+        }
+        if best.1 >= MIN_COMMON_WORDS { best.0 } else { 0 }
+    }
+
+    #[test]
+    fn ascii_characters_have_the_script_of_their_range() {
+        for c in '\0'..='\x7f' {
+            assert_eq!(script_of(c), script_by_range(c), "{c:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The shortcuts for ASCII words count the same common words.
+        #[test]
+        fn common_words_are_counted_as_lowercased(
+            words in proptest::collection::vec(
+                "(the|The|THE|und|Und|de|het|yang|и|ЧТО|İst|ist|to|To|of|qu'il|l'on|Straße|[a-zA-Zé']{1,14})",
+                0..40,
+            )
+        ) {
+            let text = words.join(" ");
+            for script in [Script::Latin, Script::Cyrillic] {
+                proptest::prop_assert_eq!(by_common_words(&text, script), by_common_words_plain(&text, script));
+            }
         }
     }
 

@@ -21,10 +21,13 @@
 //! match exact forms only. Only words of ASCII letters are stemmed (after
 //! folding), so CJK n-grams, numbers and codes are left as they are.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use super::script::is_cjk;
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenFilter, TokenStream,
-    Tokenizer,
+    AsciiFoldingFilter, LowerCaser, RawTokenizer, RemoveLongFilter, TextAnalyzer, Token, TokenFilter,
+    TokenStream, Tokenizer,
 };
 
 /// The name under which the index analyzer is registered with tantivy.
@@ -57,6 +60,43 @@ pub(crate) fn stem_term(stem: &str) -> String {
     term.push(STEM_MARK);
     term.push_str(stem);
     term
+}
+
+/// Most words a thread remembers the marked stem of (about 100 bytes each);
+/// when full, it starts again empty.
+const STEM_MEMORY_WORDS: usize = 16_384;
+
+thread_local! {
+    /// Each word's marked stem as indexed beside it (`None`: the word is its own
+    /// stem, or is not stemmed). Snowball costs more than the rest of a word's
+    /// analysis, and a vault's words repeat: re-indexing the 9,000 notes a
+    /// hub's move rewrites stems mostly words stemmed before.
+    static MARKED_STEMS: RefCell<HashMap<Box<str>, Option<Box<str>>>> = RefCell::new(HashMap::new());
+}
+
+/// Puts in `out` the marked stem indexed beside `word` (see the module
+/// comment), returning whether there is one: `stem_term(stem_of(word))` when
+/// that stem differs from the word, remembered per thread.
+fn marked_stem_into(word: &str, out: &mut String) -> bool {
+    if word.len() < MIN_STEMMED_LETTERS || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return false;
+    }
+    MARKED_STEMS.with(|memory| {
+        let mut memory = memory.borrow_mut();
+        let marked = match memory.get(word) {
+            Some(marked) => marked.as_deref(),
+            None => {
+                if memory.len() >= STEM_MEMORY_WORDS {
+                    memory.clear();
+                }
+                let marked = stem_of(word).filter(|stem| stem != word).map(|stem| stem_term(&stem).into());
+                memory.entry(word.into()).or_insert(marked).as_deref()
+            }
+        };
+        out.clear();
+        out.push_str(marked.unwrap_or_default());
+        marked.is_some()
+    })
 }
 
 /// The word a term stands for: a marked stem and every form with that stem
@@ -243,30 +283,104 @@ impl<T: Tokenizer> Tokenizer for StemAlongsideFilter<T> {
     type TokenStream<'a> = StemAlongsideStream<T::TokenStream<'a>>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        StemAlongsideStream { tail: self.inner.token_stream(text), stem: None }
+        StemAlongsideStream { tail: self.inner.token_stream(text), stem: String::new(), pending: false }
     }
 }
 
 /// The token stream of [`StemAlongsideFilter`].
 pub(crate) struct StemAlongsideStream<S> {
     tail: S,
-    /// The marked stem of the token just emitted, to emit next.
-    stem: Option<String>,
+    /// The marked stem of the token just emitted, to emit next when `pending`.
+    stem: String,
+    pending: bool,
 }
 
 impl<S: TokenStream> TokenStream for StemAlongsideStream<S> {
     fn advance(&mut self) -> bool {
-        if let Some(stem) = self.stem.take() {
+        if self.pending {
+            self.pending = false;
             let token = self.tail.token_mut();
             token.text.clear();
-            token.text.push_str(&stem);
+            token.text.push_str(&self.stem);
             return true;
         }
         if !self.tail.advance() {
             return false;
         }
-        let word = &self.tail.token().text;
-        self.stem = stem_of(word).filter(|stem| stem != word).map(|stem| stem_term(&stem));
+        self.pending = marked_stem_into(&self.tail.token().text, &mut self.stem);
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.tail.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.tail.token_mut()
+    }
+}
+
+/// Lowercases and ASCII-folds each token exactly as tantivy's `LowerCaser`
+/// followed by its `AsciiFoldingFilter` do, without their work where it
+/// changes nothing: an ASCII token is only lowercased, and a Han, kana or
+/// Hangul token (most of a Chinese note's tokens: each character gives two)
+/// is left as it is, since none of those characters has a lower case or a
+/// folding (a test goes through every one). Any other token goes through the
+/// two filters themselves.
+#[derive(Clone)]
+pub(crate) struct Normalise;
+
+impl TokenFilter for Normalise {
+    type Tokenizer<T: Tokenizer> = NormaliseFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> NormaliseFilter<T> {
+        NormaliseFilter { inner: tokenizer, other: lowercase_and_fold() }
+    }
+}
+
+/// Tantivy's lowercasing and folding of a whole text as one token.
+fn lowercase_and_fold() -> TextAnalyzer {
+    TextAnalyzer::builder(RawTokenizer::default()).filter(LowerCaser).filter(AsciiFoldingFilter).build()
+}
+
+/// The tokenizer [`Normalise`] wraps around another.
+#[derive(Clone)]
+pub(crate) struct NormaliseFilter<T> {
+    inner: T,
+    /// What a token of other scripts goes through.
+    other: TextAnalyzer,
+}
+
+impl<T: Tokenizer> Tokenizer for NormaliseFilter<T> {
+    type TokenStream<'a> = NormaliseStream<'a, T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        NormaliseStream { tail: self.inner.token_stream(text), other: &mut self.other }
+    }
+}
+
+/// The token stream of [`NormaliseFilter`].
+pub(crate) struct NormaliseStream<'a, S> {
+    tail: S,
+    other: &'a mut TextAnalyzer,
+}
+
+impl<S: TokenStream> TokenStream for NormaliseStream<'_, S> {
+    fn advance(&mut self) -> bool {
+        if !self.tail.advance() {
+            return false;
+        }
+        let text = &mut self.tail.token_mut().text;
+        if text.is_ascii() {
+            text.make_ascii_lowercase();
+        } else if !text.chars().all(is_cjk) {
+            let mut other = self.other.token_stream(text);
+            if other.advance() {
+                let normal = std::mem::take(&mut other.token_mut().text);
+                drop(other);
+                *text = normal;
+            }
+        }
         true
     }
 
@@ -283,8 +397,7 @@ impl<S: TokenStream> TokenStream for StemAlongsideStream<S> {
 pub(crate) fn index_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(KbTokenizer::index())
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-        .filter(LowerCaser)
-        .filter(AsciiFoldingFilter)
+        .filter(Normalise)
         .filter(StemAlongside)
         .build()
 }
@@ -293,8 +406,7 @@ pub(crate) fn index_analyzer() -> TextAnalyzer {
 fn word_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(KbTokenizer::index())
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-        .filter(LowerCaser)
-        .filter(AsciiFoldingFilter)
+        .filter(Normalise)
         .build()
 }
 
@@ -354,8 +466,7 @@ impl<'t> TermFinder<'t> {
 pub(crate) fn query_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(KbTokenizer::query())
         .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-        .filter(LowerCaser)
-        .filter(AsciiFoldingFilter)
+        .filter(Normalise)
         .build()
 }
 
@@ -414,6 +525,55 @@ mod tests {
             }
             proptest::prop_assert_eq!(words, runs);
         }
+
+        /// The analyzers make exactly the tokens they made with tantivy's
+        /// `LowerCaser` and `AsciiFoldingFilter` in place of [`Normalise`], and
+        /// the remembered stems are the stems, in every script.
+        #[test]
+        fn normalising_and_remembered_stems_change_no_token(
+            text in "[a-zA-Z0-9 .,_'éÉßΣσςΩωЖж٣ÆæŒœĳﬁ²ｶﾞＡａ①Ⅻİ远程仓库ひらがなカタカナ한국어\\-]{0,40}"
+        ) {
+            for unigrams in [true, false] {
+                let plain = |analyzer: TextAnalyzer| analyse(&mut { analyzer }, &text);
+                let before = TextAnalyzer::builder(KbTokenizer { unigrams })
+                    .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+                    .filter(LowerCaser)
+                    .filter(AsciiFoldingFilter);
+                let now = TextAnalyzer::builder(KbTokenizer { unigrams })
+                    .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+                    .filter(Normalise);
+                let unstemmed = plain(before.build());
+                proptest::prop_assert_eq!(&plain(now.build()), &unstemmed);
+                if unigrams {
+                    let stemmed: Vec<Analysed> = unstemmed
+                        .into_iter()
+                        .flat_map(|word| {
+                            let stem = stem_of(&word.text).filter(|stem| *stem != word.text);
+                            let marked = stem.map(|stem| Analysed { text: stem_term(&stem), ..word.clone() });
+                            std::iter::once(word).chain(marked)
+                        })
+                        .collect();
+                    // Twice: the second time the stems are remembered ones.
+                    proptest::prop_assert_eq!(&plain(index_analyzer()), &stemmed);
+                    proptest::prop_assert_eq!(&plain(index_analyzer()), &stemmed);
+                }
+            }
+        }
+    }
+
+    /// What lets [`Normalise`] leave Han, kana and Hangul tokens alone: no
+    /// such character is changed by lowercasing or folding.
+    #[test]
+    fn no_cjk_character_is_lowercased_or_folded() {
+        let mut tantivy = lowercase_and_fold();
+        let changed: Vec<char> = (char::MIN..=char::MAX)
+            .filter(|&c| is_cjk(c))
+            .filter(|&c| {
+                let text = c.to_string();
+                texts(&mut tantivy, &text) != [text]
+            })
+            .collect();
+        assert_eq!(changed, Vec::<char>::new(), "characters Normalise would have to lowercase or fold");
     }
 
     #[test]
