@@ -151,7 +151,7 @@ pub fn apply_with_index(
     failpoint(Step::Indexed)?;
 
     let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };
-    let applied = finish_apply(sandbox, &mut log, &archived, index_result, actor, false)
+    let applied = finish_apply(sandbox, &mut log, &archived, index_result, actor, false, None)
         .map_err(|err| audit_failed(err, id, &target, &archive, &log.path))?;
     failpoint(Step::Audited)?;
     // Should this fail, the next recovery finds the line and only removes it.

@@ -157,7 +157,9 @@ impl AuditLog {
     }
 }
 
-/// The audit line of an archived apply, and the result to return.
+/// The audit line of an archived apply, and the result to return. A
+/// multi-file proposal's line lists every file of its plan: `files`, when the
+/// caller has them from the plan it applied, else read from the archive.
 pub(super) fn finish_apply(
     sandbox: &Sandbox,
     log: &mut AuditLog,
@@ -165,11 +167,13 @@ pub(super) fn finish_apply(
     index_result: Result<()>,
     actor: Actor,
     recovered: bool,
+    files: Option<Vec<Value>>,
 ) -> Result<Applied> {
     let meta = &archived.meta;
-    let files = match meta.kind.is_multi() {
-        true => Some(proposal::read_plan_file(sandbox, archived)?.audit_entries()),
-        false => None,
+    let files = match (meta.kind.is_multi(), files) {
+        (true, Some(files)) => Some(files),
+        (true, None) => Some(proposal::read_plan_file(sandbox, archived)?.audit_entries()),
+        (false, _) => None,
     };
     let line = AuditLine {
         index: Some(if index_result.is_ok() { "ok" } else { "failed" }),

@@ -94,8 +94,11 @@ pub(super) fn apply(
 ) -> Result<Applied> {
     let id = located.id().to_owned();
     let bytes = intact(sandbox, inbox, &located).map_err(|err| tampered(&id, &err.message))?;
-    let (plan, reads) =
-        PlanFile::parse(&bytes).map_err(|err| tampered(&id, &err.message))?.hydrate_reading(sandbox)?;
+    let plan_file = PlanFile::parse(&bytes).map_err(|err| tampered(&id, &err.message))?;
+    // The audit line's files, from the plan checked intact here (the archive
+    // gets these very bytes): not read and parsed again at the end.
+    let audit_entries = plan_file.audit_entries();
+    let (plan, reads) = plan_file.hydrate_reading(sandbox)?;
     // The index may start on the new texts while the checks and writes run
     // (it commits nothing until `update`, after the commit point).
     index.ahead(new_texts(&plan)?);
@@ -112,7 +115,13 @@ pub(super) fn apply(
 
     // Every new text beside its note first, all flushed to disk at once: one
     // flush, not one per note, and no name ever leads to bytes not on disk.
-    let mut prepared = match prepare_all(sandbox, &plan) {
+    // The index starts on the written files while the flush waits on the disk
+    // (their sizes and times are known once written; it commits nothing yet).
+    let prepared = prepare_all(sandbox, &plan).and_then(|prepared| {
+        index.prepared(prepared_files(&plan, &prepared));
+        sandbox.flush_files().map(|()| prepared)
+    });
+    let mut prepared = match prepared {
         Ok(prepared) => prepared,
         Err(err) => {
             remove_new_folders(sandbox, &plan, &trash, &journal.folders);
@@ -120,7 +129,6 @@ pub(super) fn apply(
             return Err(err);
         }
     };
-    index.prepared(prepared_files(&plan, &prepared));
     // A crash leaves the prepared files on disk, as a real one would (recovery sweeps them).
     if let Err(crash) = failpoint(Step::Prepared) {
         std::mem::forget(prepared);
@@ -176,7 +184,7 @@ pub(super) fn apply(
     failpoint(Step::Indexed)?;
 
     let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };
-    let applied = finish_apply(sandbox, log, &archived, index_result, actor, false)?;
+    let applied = finish_apply(sandbox, log, &archived, index_result, actor, false, Some(audit_entries))?;
     failpoint(Step::Audited)?;
     drop(removing);
     let _ = journal::clear(sandbox, inbox);
@@ -255,12 +263,10 @@ fn remove_new_folders(sandbox: &Sandbox, plan: &Plan, trash: &[Option<NotePath>]
 }
 
 /// [`plan::prepare`] for every operation (in parallel: each waits on the
-/// disk's journal as much as on the CPU), then one flush.
+/// disk's journal as much as on the CPU), not flushed yet.
 fn prepare_all(sandbox: &Sandbox, plan: &Plan) -> Result<Vec<Option<Prepared>>> {
     use rayon::prelude::*;
-    let prepared = plan.files.par_iter().map(|op| plan::prepare(sandbox, op)).collect::<Result<Vec<_>>>()?;
-    sandbox.flush_files()?;
-    Ok(prepared)
+    plan.files.par_iter().map(|op| plan::prepare(sandbox, op)).collect()
 }
 
 /// Removes the temporary files an interrupted apply of `plan` left beside its

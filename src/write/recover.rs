@@ -288,12 +288,12 @@ fn complete_archived(
             }
             _ if located.meta.kind.is_multi() => {
                 let paths = super::multi::recover_archived(sandbox, inbox, located)?;
-                finish_apply(sandbox, log, located, index(&paths), actor, true).map(Some)
+                finish_apply(sandbox, log, located, index(&paths), actor, true, None).map(Some)
             }
             _ => {
                 let index_result = NotePath::parse(&located.meta.target)
                     .and_then(|target| index(std::slice::from_ref(&target)));
-                finish_apply(sandbox, log, located, index_result, actor, true).map(Some)
+                finish_apply(sandbox, log, located, index_result, actor, true, None).map(Some)
             }
         }
     })()?;
