@@ -50,7 +50,7 @@ use tantivy::{Executor, Index, IndexReader, TantivyDocument};
 
 use crate::error::{Error, Result};
 use crate::sandbox;
-use crate::vault::{Heading, NoteRecord};
+use crate::vault::{Diagnostic, Heading, Headings, Links, NoteKind, NoteRecord};
 use errors::tantivy_error;
 use schema::IndexSchema;
 
@@ -149,6 +149,8 @@ pub struct SearchIndex {
     writing: Mutex<()>,
     /// Threads a costly search spreads its segments over (`None` on one core).
     parallel: Option<Executor>,
+    /// Each field's BM25 statistics, kept while the segments stay the same.
+    field_stats: query::FieldStatsCache,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -249,9 +251,62 @@ impl SearchIndex {
         read_records(&self.reader, &self.schema.fields)
     }
 
-    fn record_of(&self, doc: &TantivyDocument) -> Option<NoteRecord> {
-        record_of(&self.schema.fields, doc)
+    /// A hit's record: what a hit needs, read up to the links, which no hit
+    /// needs and which were most of the decoding (a search decodes a record per
+    /// hit). A record is stored in its fields' order (see [`NoteRecord`]), so
+    /// everything before its links is read and its links, block ids, body line
+    /// and diagnostics are left at their defaults. `,"links":` is found where the
+    /// key is: inside a string every `"` is escaped, so it cannot follow a comma.
+    fn hit_record_of(&self, doc: &TantivyDocument) -> Option<NoteRecord> {
+        hit_record(doc.get_first(self.schema.fields.record)?.as_str()?)
     }
+}
+
+/// A hit's record from its stored JSON (see `SearchIndex::hit_record_of`).
+fn hit_record(json: &str) -> Option<NoteRecord> {
+    let head = json.find(",\"links\":").map(|at| format!("{}}}", &json[..at]));
+    let hit: HitRecord = serde_json::from_str(head.as_deref().unwrap_or(json)).ok()?;
+    Some(NoteRecord {
+        path: hit.path,
+        kind: hit.kind,
+        size: hit.size,
+        modified_ns: hit.modified_ns,
+        born_ns: hit.born_ns,
+        hash: hit.hash,
+        title: hit.title,
+        aliases: hit.aliases,
+        tags: hit.tags,
+        description: hit.description,
+        created: hit.created,
+        headings: hit.headings,
+        links: Links::default(),
+        block_ids: hit.block_ids,
+        body_line: hit.body_line,
+        diagnostics: hit.diagnostics,
+    })
+}
+
+/// A stored [`NoteRecord`] read for a search hit (see `hit_record_of`).
+#[derive(Deserialize)]
+struct HitRecord {
+    path: String,
+    kind: NoteKind,
+    size: u64,
+    modified_ns: i64,
+    born_ns: Option<i64>,
+    hash: String,
+    title: String,
+    aliases: Vec<String>,
+    tags: Vec<String>,
+    description: String,
+    created: Option<String>,
+    headings: Headings,
+    #[serde(default)]
+    block_ids: Vec<String>,
+    #[serde(default)]
+    body_line: u32,
+    #[serde(default)]
+    diagnostics: Vec<Diagnostic>,
 }
 
 /// Every stored record a reader sees, sorted by path.
@@ -307,4 +362,36 @@ pub fn check_schema() -> Result<()> {
 /// Bytes used by the files of a folder (the index size on disk).
 pub fn folder_size(dir: &Path) -> u64 {
     sandbox::folder_size(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::NotePath;
+    use crate::vault::parse_note;
+
+    #[test]
+    fn a_hit_record_is_the_record_up_to_its_links() {
+        let text = "---\ntitle: 'a ,\"links\":[ title'\naliases: [x]\ntags: [t]\n---\n\
+                    # Heading ,\"links\":[] here\n\nSee [[other]] and [[more#part|shown]]. ^block\n";
+        let path = NotePath::parse("folder/note.md").unwrap();
+        let note = parse_note(&path, text);
+        let record = NoteRecord::from_note(note, NoteKind::Note, 7, 8, Some(9), "sha256:00".to_owned());
+        assert!(!record.links.is_empty() && !record.block_ids.is_empty() && record.body_line > 1);
+        let json = serde_json::to_string(&record).unwrap();
+        let hit = hit_record(&json).unwrap();
+        let expected = NoteRecord {
+            links: Links::default(),
+            block_ids: Vec::new(),
+            body_line: 0,
+            diagnostics: Vec::new(),
+            ..record.clone()
+        };
+        assert_eq!(hit, expected);
+        assert_eq!(hit.title, "a ,\"links\":[ title");
+        // A record stored without links (none written that way) is read whole.
+        let whole = json.replacen(",\"links\":", ",\"lanks\":", 1);
+        let read = hit_record(&whole).unwrap();
+        assert_eq!((read.block_ids, read.body_line), (record.block_ids, record.body_line));
+    }
 }

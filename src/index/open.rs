@@ -234,6 +234,7 @@ impl SearchIndex {
             read_only: None,
             writing: Mutex::new(()),
             parallel,
+            field_stats: super::query::FieldStatsCache::default(),
         })
     }
 

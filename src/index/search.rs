@@ -178,7 +178,8 @@ impl std::fmt::Debug for NoteTexts<'_> {
 /// One search hit.
 #[derive(Debug, Clone)]
 pub struct SearchHit {
-    /// The note's record.
+    /// The note's record as far as a hit needs it: its links, block ids, body
+    /// line and diagnostics are not read (they are empty).
     pub record: NoteRecord,
     /// Its BM25-based score.
     pub score: f32,
@@ -243,7 +244,7 @@ impl SearchIndex {
     /// A search in its own tool's fields alone.
     fn search_scope(&self, request: &SearchRequest<'_>, plan: &query::QueryPlan) -> Result<SearchOutcome> {
         let searcher = self.reader.searcher();
-        let lookups = Arc::new(query::SearchTerms::new(&searcher));
+        let lookups = Arc::new(query::SearchTerms::new(&searcher, &self.field_stats));
         let limit = request.limit.max(1);
         let rivals = self.rival_languages(&lookups, request.query);
         let tier = |plan: &query::QueryPlan, strength: query::Strength| {
@@ -386,11 +387,12 @@ impl SearchIndex {
         }
         let strict_hits = top.len();
         let mut hits = Vec::with_capacity(top.len() + fill.len());
+        let mut finder = tokenizer::TermFinder::new(&terms);
         for (score, address) in top.into_iter().chain(fill) {
             let doc: TantivyDocument =
                 searcher.doc(address).map_err(|e| tantivy_error("reading a hit's stored record", e))?;
-            let Some(record) = self.record_of(&doc) else { continue };
-            let matched = matched_fields(&record, &terms);
+            let Some(record) = self.hit_record_of(&doc) else { continue };
+            let matched = matched_fields(&record, &mut finder);
             let explanation =
                 request.explain.then(|| self.explain(searcher, address, plan, weights, relaxed));
             hits.push(SearchHit { record, score, matched, explanation, weak: false });
@@ -457,12 +459,13 @@ impl SearchIndex {
                 .iter()
                 .map(|term| lookups.doc_freq(term))
                 .try_fold(false, |absent, df| df.map(|df| absent || df == 0));
-            match absent {
+            match (absent, &terms[..]) {
                 // No note holds the term (a stem that is no word, say): it scores nothing.
-                Ok(true) => 0.0,
-                Ok(false) => Bm25Weight::for_terms(&**lookups, &terms)
+                (Ok(true), _) => 0.0,
+                (Ok(false), [term]) => lookups.max_score(term).unwrap_or(f32::INFINITY),
+                (Ok(false), _) => Bm25Weight::for_terms(&**lookups, &terms)
                     .map_or(f32::INFINITY, |weight| weight.max_score()),
-                Err(_) => f32::INFINITY,
+                (Err(_), _) => f32::INFINITY,
             }
         };
         let outside = query::bound_outside(parts, &title_side, &max_score);
@@ -516,7 +519,7 @@ impl SearchIndex {
             .take(query::FEEDBACK_NOTES)
             .filter_map(|&(score, address)| {
                 let doc: TantivyDocument = searcher.doc(address).ok()?;
-                Some((score, (texts.0)(&self.record_of(&doc)?)?))
+                Some((score, (texts.0)(&self.hit_record_of(&doc)?)?))
             })
             .collect();
         let fields = &self.schema.fields;
@@ -756,8 +759,7 @@ impl SegmentCollector for EveryMatchInSegment {
 }
 
 /// Which of a record's searchable fields contain any of the terms.
-fn matched_fields(record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<String> {
-    let mut finder = tokenizer::TermFinder::new(terms);
+fn matched_fields(record: &NoteRecord, finder: &mut tokenizer::TermFinder<'_>) -> Vec<String> {
     let mut hits = |text: &str| finder.any(text);
     let mut matched = Vec::new();
     if hits(&record.title) || hits(record.stem()) {

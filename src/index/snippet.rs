@@ -48,13 +48,16 @@ pub(crate) fn snippets(
     // Where each body line starts, to place a match on its line by binary search.
     let line_starts: Vec<usize> =
         std::iter::once(0).chain(body.match_indices('\n').map(|(at, _)| at + 1)).collect();
-    let tokens = candidate_tokens(body, &line_starts, terms, max);
+    // Each term's word, made once (a term's word may need its stem).
+    let groups: BTreeMap<&str, String> =
+        terms.iter().map(|term| (term.as_str(), term_group(term).into_owned())).collect();
+    let tokens = candidate_tokens(body, &line_starts, terms, &groups, max);
     let line_of = |offset: usize| line_starts.partition_point(|&start| start <= offset) - 1;
     let mut lines: BTreeMap<usize, LineMatches> = BTreeMap::new();
     for token in &tokens {
-        let Some(term) = terms.get(&token.text) else { continue };
+        let Some(group) = groups.get(token.text.as_str()) else { continue };
         let line = lines.entry(line_of(token.from)).or_default();
-        line.terms.insert(term_group(term).into_owned());
+        line.terms.insert(group.clone());
         // Overlapping matches (CJK bigrams) merge into one highlighted span.
         match line.spans.last_mut() {
             Some(last) if token.from <= last.1 => last.1 = last.1.max(token.to),
@@ -89,12 +92,13 @@ fn candidate_tokens(
     body: &str,
     line_starts: &[usize],
     terms: &BTreeSet<String>,
+    groups: &BTreeMap<&str, String>,
     stop_after: usize,
 ) -> Vec<Analysed> {
     let mut finder = TermFinder::new(terms);
     let mut tokens = Vec::new();
     let mut complete = 0;
-    let words: BTreeSet<String> = terms.iter().map(|term| term_group(term).into_owned()).collect();
+    let words: BTreeSet<&str> = groups.values().map(String::as_str).collect();
     for (index, &start) in line_starts.iter().enumerate() {
         let end = line_starts.get(index + 1).copied().unwrap_or(body.len());
         let line = &body[start..end];
@@ -106,9 +110,11 @@ fn candidate_tokens(
         if !candidate {
             continue;
         }
-        let mut found: BTreeSet<String> = BTreeSet::new();
+        let mut found: BTreeSet<&str> = BTreeSet::new();
         finder.each(line, |term, from, to| {
-            found.insert(term_group(term).into_owned());
+            if let Some(group) = groups.get(term.as_str()) {
+                found.insert(group);
+            }
             tokens.push(Analysed { text: term.clone(), from: from + start, to: to + start, position: 0 });
         });
         // Lines rank by distinct terms, then by file order: once `stop_after`
@@ -336,8 +342,9 @@ mod tests {
             };
             let everything = matched(analyse(&mut index_analyzer(), body));
             assert_eq!(everything.is_empty(), list == ["absent"], "{list:?}: {everything:?}");
+            let groups = terms.iter().map(|term| (term.as_str(), term_group(term).into_owned())).collect();
             assert_eq!(
-                matched(candidate_tokens(body, &line_starts, &terms, usize::MAX)),
+                matched(candidate_tokens(body, &line_starts, &terms, &groups, usize::MAX)),
                 everything,
                 "{list:?}"
             );

@@ -421,6 +421,9 @@ pub(crate) struct TermFinder<'t> {
     terms: &'t std::collections::BTreeSet<String>,
     /// What a word with a wanted stem starts with (see above).
     probes: Vec<&'t str>,
+    /// The wanted stem term of each word stemmed so far, if any: a text says
+    /// its words many times, and stemming one costs a few thousand instructions.
+    stemmed: std::collections::HashMap<String, Option<&'t String>, rustc_hash::FxBuildHasher>,
     analyzer: TextAnalyzer,
 }
 
@@ -434,31 +437,53 @@ impl<'t> TermFinder<'t> {
                 stem.get(..keep).unwrap_or(stem)
             })
             .collect();
-        TermFinder { terms, probes, analyzer: word_analyzer() }
+        TermFinder { terms, probes, stemmed: Default::default(), analyzer: word_analyzer() }
     }
 
     /// Calls `found(term, from, to)` for each token the index analyzer makes of
     /// `text` that is one of the terms, in the analyzer's order.
     pub(crate) fn each(&mut self, text: &str, mut found: impl FnMut(&'t String, usize, usize)) {
-        let mut stream = self.analyzer.token_stream(text);
-        while let Some(token) = stream.next() {
-            if let Some(term) = self.terms.get(&token.text) {
-                found(term, token.offset_from, token.offset_to);
-            }
-            if self.probes.iter().any(|probe| token.text.starts_with(probe))
-                && let Some(stem) = stem_of(&token.text).filter(|stem| *stem != token.text)
-                && let Some(term) = self.terms.get(&stem_term(&stem))
-            {
-                found(term, token.offset_from, token.offset_to);
-            }
-        }
+        self.until(text, |term, from, to| {
+            found(term, from, to);
+            false
+        });
     }
 
-    /// Whether any token of `text` is one of the terms.
+    /// Whether any token of `text` is one of the terms (it stops at the first).
     pub(crate) fn any(&mut self, text: &str) -> bool {
-        let mut hit = false;
-        self.each(text, |_, _, _| hit = true);
-        hit
+        self.until(text, |_, _, _| true)
+    }
+
+    /// [`TermFinder::each`] until `found` returns true; whether it did.
+    fn until(&mut self, text: &str, mut found: impl FnMut(&'t String, usize, usize) -> bool) -> bool {
+        let mut stream = self.analyzer.token_stream(text);
+        while let Some(token) = stream.next() {
+            if let Some(term) = self.terms.get(&token.text)
+                && found(term, token.offset_from, token.offset_to)
+            {
+                return true;
+            }
+            if !self.probes.iter().any(|probe| token.text.starts_with(probe)) {
+                continue;
+            }
+            let stem = match self.stemmed.get(token.text.as_str()) {
+                Some(&stem) => stem,
+                None => {
+                    let terms = self.terms;
+                    let stem = stem_of(&token.text)
+                        .filter(|stem| *stem != token.text)
+                        .and_then(|stem| terms.get(&stem_term(&stem)));
+                    self.stemmed.insert(token.text.clone(), stem);
+                    stem
+                }
+            };
+            if let Some(term) = stem
+                && found(term, token.offset_from, token.offset_to)
+            {
+                return true;
+            }
+        }
+        false
     }
 }
 

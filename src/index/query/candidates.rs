@@ -11,7 +11,6 @@
 //! the leaves is unchanged, so a candidate scores exactly what the full query
 //! gives it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use tantivy::index::SegmentId;
@@ -21,31 +20,36 @@ use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentReader, TERMINA
 /// Candidate notes, as sorted document ids per segment.
 #[derive(Debug, Default)]
 pub(crate) struct Candidates {
-    by_segment: HashMap<SegmentId, Arc<[DocId]>>,
+    /// A segment and its candidates (an index has a few segments: a list will do).
+    by_segment: Vec<(SegmentId, Arc<[DocId]>)>,
 }
 
 impl Candidates {
     /// Groups found documents by the segment they belong to.
     pub(crate) fn new(searcher: &Searcher, found: impl IntoIterator<Item = DocAddress>) -> Self {
-        let mut grouped: HashMap<u32, Vec<DocId>> = HashMap::new();
-        for address in found {
-            grouped.entry(address.segment_ord).or_default().push(address.doc_id);
-        }
         let readers = searcher.segment_readers();
+        let mut grouped: Vec<Vec<DocId>> = vec![Vec::new(); readers.len()];
+        for address in found {
+            if let Some(docs) = grouped.get_mut(address.segment_ord as usize) {
+                docs.push(address.doc_id);
+            }
+        }
         let by_segment = grouped
             .into_iter()
-            .filter_map(|(ord, mut docs)| {
-                let reader = readers.get(ord as usize)?;
+            .zip(readers)
+            .filter(|(docs, _)| !docs.is_empty())
+            .map(|(mut docs, reader)| {
                 docs.sort_unstable();
                 docs.dedup();
-                Some((reader.segment_id(), Arc::from(docs)))
+                (reader.segment_id(), Arc::from(docs))
             })
             .collect();
         Candidates { by_segment }
     }
 
     fn of(&self, reader: &SegmentReader) -> Option<Arc<[DocId]>> {
-        self.by_segment.get(&reader.segment_id()).filter(|docs| !docs.is_empty()).cloned()
+        let id = reader.segment_id();
+        self.by_segment.iter().find(|(segment, _)| *segment == id).map(|(_, docs)| Arc::clone(docs))
     }
 }
 

@@ -59,7 +59,9 @@ impl Weight for CoordinatedWeight {
             }
         }
         let all = if self.coordinate { self.clauses.len() } else { usize::MAX };
-        let mut scorer = CoordinatedScorer { clauses, required: self.required, all, doc: 0, score: 0.0 };
+        let docs = clauses.iter().map(|clause| clause.doc()).collect();
+        let mut scorer =
+            CoordinatedScorer { clauses, docs, required: self.required, all, doc: 0, score: 0.0 };
         scorer.settle();
         Ok(Box::new(scorer))
     }
@@ -76,6 +78,8 @@ impl Weight for CoordinatedWeight {
 struct CoordinatedScorer {
     /// The clauses with postings, each on its current document.
     clauses: Vec<Box<dyn Scorer>>,
+    /// Each clause's current document (read once per move, not once per look).
+    docs: Vec<DocId>,
     required: usize,
     /// How many clauses match when all do (`usize::MAX` without coordination).
     all: usize,
@@ -87,23 +91,30 @@ impl CoordinatedScorer {
     /// From the clauses' current documents, the first one enough clauses match.
     fn settle(&mut self) -> DocId {
         loop {
-            let doc = self.clauses.iter().map(|clause| clause.doc()).min().unwrap_or(TERMINATED);
+            let doc = self.docs.iter().copied().min().unwrap_or(TERMINATED);
             if doc == TERMINATED {
                 self.doc = TERMINATED;
                 return TERMINATED;
             }
-            let matched = self.clauses.iter().filter(|clause| clause.doc() == doc).count();
+            let matched = self.docs.iter().filter(|&&at| at == doc).count();
             if matched >= self.required {
                 let mut sum: Score = 0.0;
-                for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
+                for (clause, _) in self.clauses.iter_mut().zip(&self.docs).filter(|(_, at)| **at == doc) {
                     sum += clause.score();
                 }
                 self.doc = doc;
                 self.score = if matched == self.all { sum + sum } else { sum };
                 return doc;
             }
-            for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
-                clause.advance();
+            self.advance_on(doc);
+        }
+    }
+
+    /// Moves the clauses standing on `doc` past it.
+    fn advance_on(&mut self, doc: DocId) {
+        for (clause, at) in self.clauses.iter_mut().zip(&mut self.docs) {
+            if *at == doc {
+                *at = clause.advance();
             }
         }
     }
@@ -114,10 +125,7 @@ impl DocSet for CoordinatedScorer {
         if self.doc == TERMINATED {
             return TERMINATED;
         }
-        let doc = self.doc;
-        for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
-            clause.advance();
-        }
+        self.advance_on(self.doc);
         self.settle()
     }
 
@@ -125,8 +133,10 @@ impl DocSet for CoordinatedScorer {
         if self.doc >= target {
             return self.doc;
         }
-        for clause in self.clauses.iter_mut().filter(|clause| clause.doc() < target) {
-            clause.seek(target);
+        for (clause, at) in self.clauses.iter_mut().zip(&mut self.docs) {
+            if *at < target {
+                *at = clause.seek(target);
+            }
         }
         self.settle()
     }

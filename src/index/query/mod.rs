@@ -36,5 +36,5 @@ pub(crate) use build::{
 };
 pub(crate) use candidates::Candidates;
 pub(crate) use feedback::{FEEDBACK_GAP, FEEDBACK_NOTES, feedback_terms, with_feedback};
-pub(crate) use terms::SearchTerms;
+pub(crate) use terms::{FieldStatsCache, SearchTerms};
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};

@@ -4,16 +4,20 @@
 //! side, the candidates, the full query) and bounds the text from the same
 //! terms; each tantivy `TermQuery` looks its term up in every segment's
 //! dictionary twice (its statistics, then its postings) and computes its BM25
-//! weight anew each time it is built. [`SearchTerms`] looks each term up once
-//! per search: its dictionary entry in every segment, its document frequency
-//! and its BM25 weight; [`SharedTermQuery`] is the term leaf that reads them.
-//! The numbers are the ones tantivy computes (the same statistics, the same
-//! `Bm25Weight`, a scorer computing what tantivy's `TermScorer` computes, which
-//! tantivy does not export), so every score is unchanged.
+//! weight anew each time it is built, a 256-entry table of length norms with
+//! it. [`SearchTerms`] looks each term up once per search: its dictionary entry
+//! in every segment, its document frequency and its BM25 weight, and makes each
+//! field's table of length norms once (it depends on the field, not the term);
+//! [`SharedTermQuery`] is the term leaf that reads them. The numbers are the
+//! ones tantivy computes (the same statistics and the same arithmetic as its
+//! `Bm25Weight`, which keeps the table private, in a scorer computing what
+//! tantivy's `TermScorer` computes, which tantivy does not export), so every
+//! score is unchanged to the last bit.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use rustc_hash::FxBuildHasher;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::index::SegmentId;
 use tantivy::postings::{Postings, SegmentPostings, TermInfo};
@@ -24,6 +28,13 @@ use tantivy::query::{
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, TantivyError, Term};
 
+/// BM25's term-frequency saturation and length normalisation, as tantivy sets them.
+const K1: Score = 1.2;
+const B: Score = 0.75;
+
+/// A field's length norms by fieldnorm id: `K1 * (1 - B + B * length / average)`.
+type Norms = Arc<[Score; 256]>;
+
 /// A term as every segment's dictionary holds it, with its statistics.
 #[derive(Clone)]
 struct TermEntry {
@@ -31,8 +42,46 @@ struct TermEntry {
     infos: Arc<[Option<TermInfo>]>,
     /// Notes holding it, over all segments (deleted ones included, as tantivy counts).
     doc_freq: u64,
-    /// Its BM25 weight, made on first use.
-    weight: Option<Bm25Weight>,
+    /// Its BM25 weight (`idf * (1 + K1)`), made on first use.
+    weight: Option<Score>,
+}
+
+/// A field's statistics: its tokens over all notes and its length norms.
+struct FieldStats {
+    field: Field,
+    tokens: u64,
+    norms: Option<Norms>,
+}
+
+/// Each field's statistics, shared by the searches over one set of segments.
+type SharedFieldStats = Arc<Mutex<Vec<FieldStats>>>;
+
+/// The field statistics of the last set of segments searched, kept from one
+/// search to the next: they depend on the segments alone (a delete changes
+/// neither a segment's tokens nor its documents as BM25 counts them), so a
+/// search over the same segments reads them instead of making them again.
+#[derive(Default)]
+pub(crate) struct FieldStatsCache(Mutex<Option<(Vec<SegmentId>, SharedFieldStats)>>);
+
+impl std::fmt::Debug for FieldStatsCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FieldStatsCache")
+    }
+}
+
+impl FieldStatsCache {
+    /// The statistics kept for `segments`, or a fresh set kept from now on.
+    fn for_segments(&self, segments: &[SegmentId]) -> SharedFieldStats {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*kept {
+            Some((ids, stats)) if ids == segments => Arc::clone(stats),
+            _ => {
+                let stats = SharedFieldStats::default();
+                *kept = Some((segments.to_vec(), Arc::clone(&stats)));
+                stats
+            }
+        }
+    }
 }
 
 /// The term lookups of one search over one searcher (see the module's doc).
@@ -40,8 +89,8 @@ pub(crate) struct SearchTerms {
     searcher: Searcher,
     segments: Vec<SegmentId>,
     total_docs: u64,
-    entries: Mutex<HashMap<Term, TermEntry>>,
-    tokens: Mutex<HashMap<Field, u64>>,
+    entries: Mutex<HashMap<Term, TermEntry, FxBuildHasher>>,
+    fields: SharedFieldStats,
 }
 
 impl std::fmt::Debug for SearchTerms {
@@ -51,15 +100,18 @@ impl std::fmt::Debug for SearchTerms {
 }
 
 impl SearchTerms {
-    /// An empty set of lookups over `searcher`.
-    pub(crate) fn new(searcher: &Searcher) -> Self {
+    /// An empty set of lookups over `searcher`, with the field statistics
+    /// `fields` keeps for its segments.
+    pub(crate) fn new(searcher: &Searcher, fields: &FieldStatsCache) -> Self {
         let readers = searcher.segment_readers();
+        let segments: Vec<SegmentId> = readers.iter().map(SegmentReader::segment_id).collect();
         SearchTerms {
             searcher: searcher.clone(),
-            segments: readers.iter().map(SegmentReader::segment_id).collect(),
+            fields: fields.for_segments(&segments),
+            segments,
             total_docs: readers.iter().map(|reader| u64::from(reader.max_doc())).sum(),
-            entries: Mutex::new(HashMap::new()),
-            tokens: Mutex::new(HashMap::new()),
+            // A search looks up a few dozen terms: room for them from the start.
+            entries: Mutex::new(HashMap::with_capacity_and_hasher(64, FxBuildHasher)),
         }
     }
 
@@ -80,21 +132,49 @@ impl SearchTerms {
         Ok(entry)
     }
 
-    /// `term`'s BM25 weight as tantivy's `TermQuery` makes it (without its
-    /// explanation, which no score reads), made once.
-    fn weight(&self, term: &Term) -> tantivy::Result<(Bm25Weight, Arc<[Option<TermInfo>]>)> {
+    /// `term`'s BM25 weight as tantivy's `TermQuery` makes it, made once.
+    fn weight(&self, term: &Term) -> tantivy::Result<(Score, Arc<[Option<TermInfo>]>)> {
         let entry = self.entry(term)?;
         if let Some(weight) = entry.weight {
             return Ok((weight, entry.infos));
         }
-        let tokens = self.total_num_tokens(term.field())?;
-        let average_fieldnorm = tokens as Score / self.total_docs as Score;
-        let weight =
-            Bm25Weight::for_one_term_without_explain(entry.doc_freq, self.total_docs, average_fieldnorm);
+        let weight = idf(entry.doc_freq, self.total_docs) * (1.0 + K1);
         if let Some(stored) = self.entries.lock().unwrap_or_else(PoisonError::into_inner).get_mut(term) {
-            stored.weight = Some(weight.clone());
+            stored.weight = Some(weight);
         }
         Ok((weight, entry.infos))
+    }
+
+    /// `field`'s length norms, made once per search.
+    fn norms(&self, field: Field) -> tantivy::Result<Norms> {
+        let tokens = self.total_num_tokens(field)?;
+        let mut fields = self.fields.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(stats) = fields.iter_mut().find(|stats| stats.field == field) else {
+            return Err(TantivyError::InternalError(format!("no statistics for field {field:?}")));
+        };
+        if let Some(norms) = &stats.norms {
+            return Ok(Arc::clone(norms));
+        }
+        let average = tokens as Score / self.total_docs as Score;
+        let mut norms = [0.0; 256];
+        for (id, norm) in norms.iter_mut().enumerate() {
+            let length = FieldNormReader::id_to_fieldnorm(id as u8) as Score;
+            *norm = K1 * (1.0 - B + B * length / average);
+        }
+        let norms: Norms = Arc::new(norms);
+        stats.norms = Some(Arc::clone(&norms));
+        Ok(norms)
+    }
+
+    /// The most one term in `field` can score (tantivy's `Bm25Weight::max_score`),
+    /// 0 when no note holds it.
+    pub(crate) fn max_score(&self, term: &Term) -> tantivy::Result<Score> {
+        if self.doc_freq(term)? == 0 {
+            return Ok(0.0);
+        }
+        let (weight, _) = self.weight(term)?;
+        let norms = self.norms(term.field())?;
+        Ok(bm25(weight, &norms, u8::MAX, 2_013_265_944))
     }
 
     /// Where `reader` stands among the searcher's segments.
@@ -122,11 +202,12 @@ impl SearchTerms {
 
 impl Bm25StatisticsProvider for SearchTerms {
     fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
-        if let Some(&tokens) = self.tokens.lock().unwrap_or_else(PoisonError::into_inner).get(&field) {
-            return Ok(tokens);
+        let mut fields = self.fields.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(stats) = fields.iter().find(|stats| stats.field == field) {
+            return Ok(stats.tokens);
         }
         let tokens = Bm25StatisticsProvider::total_num_tokens(&self.searcher, field)?;
-        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).insert(field, tokens);
+        fields.push(FieldStats { field, tokens, norms: None });
         Ok(tokens)
     }
 
@@ -178,10 +259,12 @@ impl Query for SharedTermQuery {
             return TermQuery::new(self.term.clone(), self.option).weight(scoring);
         }
         let (weight, infos) = self.terms.weight(&self.term)?;
+        let norms = self.terms.norms(self.term.field())?;
         Ok(Box::new(SharedTermWeight {
             term: self.term.clone(),
             option: self.option,
             weight,
+            norms,
             infos,
             terms: Arc::clone(&self.terms),
         }))
@@ -195,7 +278,8 @@ impl Query for SharedTermQuery {
 struct SharedTermWeight {
     term: Term,
     option: IndexRecordOption,
-    weight: Bm25Weight,
+    weight: Score,
+    norms: Norms,
     infos: Arc<[Option<TermInfo>]>,
     terms: Arc<SearchTerms>,
 }
@@ -214,7 +298,9 @@ impl SharedTermWeight {
             Some(fieldnorms) => fieldnorms,
             None => FieldNormReader::constant(reader.max_doc(), 1),
         };
-        Ok(Some(SharedTermScorer { postings, fieldnorms, weight: self.weight.boost_by(boost) }))
+        // As tantivy's `Bm25Weight::boost_by`.
+        let weight = if boost == 1.0 { self.weight } else { self.weight * boost };
+        Ok(Some(SharedTermScorer { postings, fieldnorms, weight, norms: Arc::clone(&self.norms) }))
     }
 }
 
@@ -232,7 +318,11 @@ impl Weight for SharedTermWeight {
         if scorer.doc() > doc || scorer.seek(doc) != doc {
             return Err(does_not_match());
         }
-        Ok(scorer.weight.explain(scorer.fieldnorm_id(), scorer.postings.term_freq()))
+        let average =
+            self.terms.total_num_tokens(self.term.field())? as Score / self.terms.total_docs as Score;
+        let doc_freq = self.terms.doc_freq(&self.term)?;
+        let weight = Bm25Weight::for_one_term_without_explain(doc_freq, self.terms.total_docs, average);
+        Ok(weight.explain(scorer.fieldnorm_id(), scorer.postings.term_freq()))
     }
 }
 
@@ -240,7 +330,9 @@ impl Weight for SharedTermWeight {
 struct SharedTermScorer {
     postings: SegmentPostings,
     fieldnorms: FieldNormReader,
-    weight: Bm25Weight,
+    /// The term's weight, boosted.
+    weight: Score,
+    norms: Norms,
 }
 
 impl SharedTermScorer {
@@ -269,6 +361,19 @@ impl DocSet for SharedTermScorer {
 
 impl Scorer for SharedTermScorer {
     fn score(&mut self) -> Score {
-        self.weight.score(self.fieldnorm_id(), self.postings.term_freq())
+        bm25(self.weight, &self.norms, self.fieldnorm_id(), self.postings.term_freq())
     }
+}
+
+/// A term's inverse document frequency, as tantivy computes it.
+fn idf(doc_freq: u64, notes: u64) -> Score {
+    let x = (notes.saturating_sub(doc_freq) as Score + 0.5) / (doc_freq as Score + 0.5);
+    (1.0 + x).ln()
+}
+
+/// A note's BM25 score for a term of `weight`, as tantivy's `Bm25Weight::score`.
+#[inline]
+fn bm25(weight: Score, norms: &[Score; 256], fieldnorm_id: u8, term_freq: u32) -> Score {
+    let term_freq = term_freq as Score;
+    weight * (term_freq / (term_freq + norms[usize::from(fieldnorm_id)]))
 }

@@ -86,8 +86,10 @@ impl Weight for UnionWeight {
         }
         // Exhausted clauses are dropped when the union is built, as tantivy's are.
         clauses.retain(|clause| clause.doc() != TERMINATED);
+        let docs = clauses.iter().map(|clause| clause.doc()).collect();
         let mut union = UnionScorer {
             clauses,
+            docs,
             combine: self.combine,
             notes: reader.num_docs(),
             doc: 0,
@@ -110,6 +112,8 @@ impl Weight for UnionWeight {
 struct UnionScorer {
     /// The clauses tantivy's union would hold, each on its current document.
     clauses: Vec<Box<dyn Scorer>>,
+    /// Each clause's current document (read once per move, not once per look).
+    docs: Vec<DocId>,
     combine: Combine,
     /// Notes in the segment (for the size estimate).
     notes: u32,
@@ -123,7 +127,7 @@ impl UnionScorer {
     /// Stands on the clauses' first document and scores it; `fresh`: a new
     /// window starts there (as after tantivy's union refills).
     fn settle(&mut self, fresh: bool) -> DocId {
-        let doc = self.clauses.iter().map(|clause| clause.doc()).min().unwrap_or(TERMINATED);
+        let doc = self.docs.iter().copied().min().unwrap_or(TERMINATED);
         self.doc = doc;
         if doc == TERMINATED {
             return TERMINATED;
@@ -131,17 +135,18 @@ impl UnionScorer {
         if fresh || doc - self.window >= WINDOW {
             self.window = doc;
         }
+        let on = self.clauses.iter_mut().zip(&self.docs).filter(|(_, at)| **at == doc);
         self.score = match self.combine {
             Combine::Sum => {
                 let mut sum: Score = 0.0;
-                for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
+                for (clause, _) in on {
                     sum += clause.score();
                 }
                 sum
             }
             Combine::Best { tie_breaker } => {
                 let (mut best, mut sum): (Score, Score) = (0.0, 0.0);
-                for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
+                for (clause, _) in on {
                     let score = clause.score();
                     best = Score::max(score, best);
                     sum += score;
@@ -159,8 +164,10 @@ impl DocSet for UnionScorer {
             return TERMINATED;
         }
         let doc = self.doc;
-        for clause in self.clauses.iter_mut().filter(|clause| clause.doc() == doc) {
-            clause.advance();
+        for (clause, at) in self.clauses.iter_mut().zip(&mut self.docs) {
+            if *at == doc {
+                *at = clause.advance();
+            }
         }
         self.settle(false)
     }
@@ -169,14 +176,26 @@ impl DocSet for UnionScorer {
         if self.doc >= target {
             return self.doc;
         }
-        for clause in self.clauses.iter_mut().filter(|clause| clause.doc() < target) {
-            clause.seek(target);
+        for (clause, at) in self.clauses.iter_mut().zip(&mut self.docs) {
+            if *at < target {
+                *at = clause.seek(target);
+            }
         }
         // A jump past the window: tantivy's union drops its exhausted clauses
         // and starts a new window.
         let past = target - self.window >= WINDOW;
         if past {
-            self.clauses.retain(|clause| clause.doc() != TERMINATED);
+            // Kept in their order: the order in which their scores are summed.
+            let mut kept = 0;
+            for at in 0..self.clauses.len() {
+                if self.docs[at] != TERMINATED {
+                    self.clauses.swap(kept, at);
+                    self.docs[kept] = self.docs[at];
+                    kept += 1;
+                }
+            }
+            self.clauses.truncate(kept);
+            self.docs.truncate(kept);
         }
         self.settle(past)
     }
@@ -251,7 +270,7 @@ mod tests {
         }
         writer.commit().unwrap();
         let searcher = index.reader().unwrap().searcher();
-        let terms = Arc::new(SearchTerms::new(&searcher));
+        let terms = Arc::new(SearchTerms::new(&searcher, &Default::default()));
         let leaf = |field, word: &str, weight: f32, shared: bool| -> Box<dyn Query> {
             let term = Term::from_field_text(field, word);
             let leaf: Box<dyn Query> = if shared {
