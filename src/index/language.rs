@@ -366,6 +366,12 @@ fn by_common_words(text: &str, script: Script) -> LanguageCode {
             uses[i] += 1;
         }
     }
+    commonest(&uses, script)
+}
+
+/// The language of `script` whose common words a text used most, if it used
+/// at least [`MIN_COMMON_WORDS`] of them; else 0.
+fn commonest(uses: &[usize; LANGUAGES.len()], script: Script) -> LanguageCode {
     let mut best = (0, 0);
     for (i, (_, s, _)) in LANGUAGES.iter().enumerate() {
         if *s == script && uses[i] > best.1 {
@@ -442,13 +448,7 @@ mod tests {
                 uses[i] += 1;
             }
         }
-        let mut best = (0, 0);
-        for (i, (_, s, _)) in LANGUAGES.iter().enumerate() {
-            if *s == script && uses[i] > best.1 {
-                best = (i as LanguageCode + 1, uses[i]);
-            }
-        }
-        if best.1 >= MIN_COMMON_WORDS { best.0 } else { 0 }
+        commonest(&uses, script)
     }
 
     #[test]
