@@ -27,6 +27,7 @@ mod schema;
 mod script;
 mod search;
 mod snippet;
+mod standing;
 mod tokenizer;
 mod writer;
 

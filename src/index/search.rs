@@ -15,6 +15,7 @@ use super::SearchIndex;
 use super::errors::tantivy_error;
 use super::fusion;
 use super::query;
+use super::standing;
 use super::tokenizer;
 use crate::error::{Error, Result};
 use crate::sandbox::NotePath;
@@ -181,7 +182,7 @@ pub struct SearchHit {
     /// The note's record as far as a hit needs it: its links, block ids, body
     /// line and diagnostics are not read (they are empty).
     pub record: NoteRecord,
-    /// Its BM25-based score.
+    /// Its BM25-based score, levelled to its place on the page (`standing`).
     pub score: f32,
     /// The fields in which query terms occur (from the record; `body` is decided by snippets).
     pub matched: Vec<String>,
@@ -197,7 +198,7 @@ pub struct SearchHit {
 pub struct SearchOutcome {
     /// All matching notes, not only those returned.
     pub total: usize,
-    /// The best hits, best first; ties ordered by path.
+    /// The best hits, best first; their scores never rise down the page.
     pub hits: Vec<SearchHit>,
     /// The analysed terms, for snippets.
     pub terms: BTreeSet<String>,
@@ -238,6 +239,7 @@ impl SearchIndex {
             let ranked: Vec<&str> = other.hits.iter().map(|hit| hit.record.path.as_str()).collect();
             fusion::fuse(&mut outcome.hits, outcome.strict, &ranked, |hit| hit.record.path.as_str());
         }
+        standing::level(&mut outcome.hits, outcome.strict);
         Ok(outcome)
     }
 
