@@ -696,6 +696,34 @@ fn a_crash_at_any_step_of_a_move_is_rolled_back_or_completed() {
 
 const KILL_CHILD_ENV: &str = "KB_STRUCTURE_KILL_CHILD";
 
+/// In the child process of a kill test: says through `marker` that the apply
+/// reached the step it was sent to, then waits for its SIGKILL.
+fn wait_to_be_killed(marker: &Path) -> ! {
+    fs::write(marker, "here").unwrap();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+/// Runs this binary's test `name` again as a child process with `env` set to
+/// `job`, and kills it with SIGKILL once it has written `marker` (it stopped at
+/// its step; see [`wait_to_be_killed`]). `what` names the case in failures.
+fn kill_child_at_marker(name: &str, env: &str, job: String, marker: &Path, what: &str) {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--test-threads=1"])
+        .env(env, job)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    while !marker.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "{what}: the child ended before its step");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 /// A real SIGKILL in the middle of a multi-file apply (after the first file
 /// moved, before the links are rewritten), then a fresh start: all or nothing.
 #[test]
@@ -706,10 +734,7 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
         let sandbox = sandbox(root);
         let _ = write::apply_with_failpoint(&sandbox, id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
             if at == Step::File(1) {
-                fs::write(marker, "here").unwrap();
-                loop {
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                }
+                wait_to_be_killed(marker);
             }
             Ok(())
         });
@@ -727,19 +752,13 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     drop(engine);
     let marker = tmp.path().join("marker");
     let job = format!("{}|{}|{}", vault.display(), staged.proposal_id, marker.display());
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_move_killed_mid_apply_is_rolled_back_on_the_next_start", "--test-threads=1"])
-        .env(KILL_CHILD_ENV, job)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    while !marker.exists() {
-        assert!(child.try_wait().unwrap().is_none(), "the child ended before the step");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    kill_child_at_marker(
+        "a_move_killed_mid_apply_is_rolled_back_on_the_next_start",
+        KILL_CHILD_ENV,
+        job,
+        &marker,
+        "the move",
+    );
     // Half done on disk: the note moved, not every link rewritten yet.
     assert!(vault.join("z/n/t2.md").exists());
     // The next start rolls it back.
@@ -901,10 +920,7 @@ fn an_engine_apply_killed_with_its_index_filled_ahead_recovers() {
         let args = ApplyArgs { proposal_id: id.to_owned() };
         let _ = engine.apply_proposal_with_failpoint(&args, Actor::Cli, &mut |at| {
             if format!("{at:?}") == step {
-                fs::write(marker, "here").unwrap();
-                loop {
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                }
+                wait_to_be_killed(marker);
             }
             Ok(())
         });
@@ -922,23 +938,13 @@ fn an_engine_apply_killed_with_its_index_filled_ahead_recovers() {
         drop(engine);
         let marker = tmp.path().join("marker");
         let job = format!("{}|{}|{}|{step:?}", vault.display(), staged.proposal_id, marker.display());
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "an_engine_apply_killed_with_its_index_filled_ahead_recovers",
-                "--test-threads=1",
-            ])
-            .env(ENGINE_KILL_CHILD_ENV, job)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        while !marker.exists() {
-            assert!(child.try_wait().unwrap().is_none(), "the child ended before {step:?}");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
+        kill_child_at_marker(
+            "an_engine_apply_killed_with_its_index_filled_ahead_recovers",
+            ENGINE_KILL_CHILD_ENV,
+            job,
+            &marker,
+            &format!("{step:?}"),
+        );
         assert!(vault.join("z/n/t2.md").exists(), "{step:?}");
         assert_eq!(committed_index(&vault), original, "{step:?}: nothing filled ahead was committed");
         let engine = open(&vault);
@@ -1405,10 +1411,7 @@ fn a_batch_killed_at_any_step_is_all_or_nothing_on_the_next_start() {
         let sandbox = sandbox(root);
         let _ = write::apply_with_failpoint(&sandbox, id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
             if format!("{at:?}") == step {
-                fs::write(marker, "here").unwrap();
-                loop {
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                }
+                wait_to_be_killed(marker);
             }
             Ok(())
         });
@@ -1427,23 +1430,13 @@ fn a_batch_killed_at_any_step_is_all_or_nothing_on_the_next_start() {
         drop(engine);
         let marker = tmp.path().join("marker");
         let job = format!("{}|{}|{}|{step:?}", vault.display(), staged.proposal_id, marker.display());
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "a_batch_killed_at_any_step_is_all_or_nothing_on_the_next_start",
-                "--test-threads=1",
-            ])
-            .env(BATCH_KILL_ENV, job)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        while !marker.exists() {
-            assert!(child.try_wait().unwrap().is_none(), "{step:?}: the child ended before the step");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        child.kill().unwrap();
-        child.wait().unwrap();
+        kill_child_at_marker(
+            "a_batch_killed_at_any_step_is_all_or_nothing_on_the_next_start",
+            BATCH_KILL_ENV,
+            job,
+            &marker,
+            &format!("{step:?}"),
+        );
         let engine = open(&vault);
         engine.recover_proposals(Actor::Mcp).unwrap();
         assert_all_or_nothing(&engine, &vault, step, &original, &plan, &staged.proposal_id);
