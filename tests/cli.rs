@@ -588,3 +588,29 @@ fn issue_13_weak_hits_are_marked_and_ranked_last_at_the_command_line() {
     assert_eq!(weak[0], ("灵感.md", false), "{out}");
     assert!(weak[1..].iter().all(|(_, weak)| *weak), "{out}");
 }
+
+/// `kb-index mv` of a note a pending patch changes says so before anything is
+/// applied, and `inbox show` of the patch names the move: whichever is applied
+/// first makes the other fail its checks.
+#[test]
+fn a_move_and_a_patch_of_one_note_each_name_the_other() {
+    let (_tmp, vault) = vault();
+    let patch = propose_patch(&vault);
+    let (code, out, err) = kb_index(&vault, &["--color", "never", "mv", "z/alpha.md", "z/beta.md"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("1 other pending proposal touches the same notes; once either is applied, the other fails its checks:")
+            && out.contains(&format!("    {patch} change z/alpha.md (+1 -0 lines) (z/alpha.md)")),
+        "{out}"
+    );
+    let (code, out, err) = kb_index(&vault, &["--color", "never", "inbox", "show", &patch]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("1 other pending proposal touches") && out.contains("move z/alpha.md → z/beta.md"),
+        "{out}"
+    );
+    // A proposal touching other notes names nothing.
+    let new = propose_new(&vault, "Harbour");
+    let (_, out, _) = kb_index(&vault, &["--color", "never", "inbox", "show", &new]);
+    assert!(!out.contains("other pending proposal"), "{out}");
+}

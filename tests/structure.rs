@@ -2062,3 +2062,64 @@ fn moves_on_obsidian_help_keep_every_link() {
     engine.sync(false, None).unwrap();
     assert_eq!(broken(&engine), broken_before, "after a sync");
 }
+
+/// A patch of a note and a move of it, both pending: each one's review names
+/// the other (the notes both touch), as do the confirmation before an apply and
+/// the listing `kb-index mv` prints; an unrelated proposal is named by neither.
+/// Once the move is applied, the patch fails its check, as its review said.
+#[test]
+fn a_review_names_the_other_pending_proposals_touching_the_same_notes() {
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let patch = engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: "z/m/target.md".into(),
+            base_hash: hash_of(&vault, "z/m/target.md"),
+            reason: "fix the heading".into(),
+            edits: vec![
+                serde_json::from_value(serde_json::json!(
+                    {"op": "find_replace", "find": "# Head", "replace": "# Heading"}
+                ))
+                .unwrap(),
+            ],
+        })
+        .unwrap();
+    let unrelated = engine
+        .propose_new_note(&ProposeNewArgs {
+            title: "Unrelated".into(),
+            body: "x".into(),
+            reason: "r".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    // The move renames the patched note and rewrites z/m/linker.md and z/other.md.
+    let moved = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+
+    let of_move = engine.review_proposal(&moved.proposal_id).unwrap();
+    let named: Vec<(&str, &[String])> =
+        of_move.overlaps.iter().map(|o| (o.proposal_id.as_str(), o.paths.as_slice())).collect();
+    assert_eq!(named, vec![(patch.proposal_id.as_str(), &["z/m/target.md".to_owned()][..])]);
+    assert_eq!(of_move.overlaps[0].summary, "change z/m/target.md (+1 -1 lines)");
+    let of_patch = engine.review_proposal(&patch.proposal_id).unwrap();
+    assert_eq!(of_patch.overlaps.len(), 1, "{:?}", of_patch.overlaps);
+    assert_eq!(of_patch.overlaps[0].proposal_id, moved.proposal_id);
+    assert!(of_patch.overlaps[0].summary.starts_with("move z/m/target.md → z/n/t2.md"));
+    let of_new = engine.review_proposal(&unrelated.proposal_id).unwrap();
+    assert!(of_new.overlaps.is_empty(), "{:?}", of_new.overlaps);
+    let json = serde_json::to_value(&of_new).unwrap();
+    assert!(json.get("overlaps").is_none(), "left out when empty: {json}");
+
+    let confirmation = engine.proposal_confirmation(&moved.proposal_id).unwrap();
+    assert!(
+        confirmation.contains("Other pending proposals touch the same notes")
+            && confirmation.contains(&patch.proposal_id),
+        "{confirmation}"
+    );
+
+    apply(&engine, &moved.proposal_id);
+    let listed = engine.list_proposals(&ListProposalsArgs { status: None, limit: None }).unwrap();
+    let patch_now = listed.proposals.iter().find(|p| p.proposal_id == patch.proposal_id).unwrap();
+    assert!(!patch_now.checks.base_current, "the patch fails its check once the move is applied");
+    // Applied, the move is no longer pending: the patch's review names nothing.
+    assert!(engine.review_proposal(&patch.proposal_id).unwrap().overlaps.is_empty());
+}

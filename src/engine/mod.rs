@@ -27,7 +27,7 @@ mod write;
 
 pub use person::{NoteHit, NoteResults, PERSON_LIMIT};
 pub use recall::estimate_tokens;
-pub use review::{CONFIRMATION_DIFF_LINES, FileDiff, ProposalReview};
+pub use review::{CONFIRMATION_DIFF_LINES, FileDiff, PendingOverlap, ProposalReview};
 pub use sync::SyncReport;
 
 pub(crate) use catalog::Catalog;

@@ -48,6 +48,21 @@ pub struct ProposalReview {
     /// Links in other notes that it will make lead to another note (`to`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub redirected: Vec<BrokenBy>,
+    /// The other pending proposals touching a file this one touches: once
+    /// either is applied, the other fails its checks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overlaps: Vec<PendingOverlap>,
+}
+
+/// Another pending proposal touching some of the same files.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PendingOverlap {
+    /// Its id.
+    pub proposal_id: String,
+    /// What it does, in a line ("patch z/A.md (+1 -1 lines)").
+    pub summary: String,
+    /// The files both touch.
+    pub paths: Vec<String>,
 }
 
 /// A proposal as the tools list it.
@@ -89,6 +104,20 @@ impl Engine {
             }
             _ => Default::default(),
         };
+        let overlaps = review
+            .overlaps
+            .into_iter()
+            .map(|overlap| PendingOverlap {
+                summary: self
+                    .proposal_summary(&overlap.proposal_id)
+                    .and_then(|summary| {
+                        summary.lines().next().map(|line| line.trim_end_matches('.').to_owned())
+                    })
+                    .unwrap_or_default(),
+                proposal_id: overlap.proposal_id,
+                paths: overlap.paths,
+            })
+            .collect();
         Ok(ProposalReview {
             proposal: entry(review.view),
             files: review
@@ -105,6 +134,7 @@ impl Engine {
             caveat: review.caveat,
             breaks,
             redirected,
+            overlaps,
         })
     }
 
@@ -121,6 +151,7 @@ impl Engine {
             text.push_str(&format!("Note: {caveat}.\n"));
         }
         text.push_str(&links_elsewhere(&review));
+        text.push_str(&overlapping(&review));
         text.push('\n');
         for line in lines.iter().take(CONFIRMATION_DIFF_LINES) {
             text.push_str(line);
@@ -153,6 +184,27 @@ fn links_elsewhere(review: &ProposalReview) -> String {
         if links.len() > CONFIRMATION_LINKS {
             text.push_str(&format!("- … and {} more\n", links.len() - CONFIRMATION_LINKS));
         }
+    }
+    text
+}
+
+/// The other pending proposals touching the same files, one per line, after a
+/// line saying what applying this one does to them; empty when there are none.
+fn overlapping(review: &ProposalReview) -> String {
+    if review.overlaps.is_empty() {
+        return String::new();
+    }
+    let mut text = format!(
+        "Other pending proposals touch the same notes; once this one is applied they fail their checks: {}\n",
+        review.overlaps.len()
+    );
+    for overlap in &review.overlaps {
+        text.push_str(&format!(
+            "- {} {} ({})\n",
+            overlap.proposal_id,
+            overlap.summary,
+            overlap.paths.join(", ")
+        ));
     }
     text
 }

@@ -6,12 +6,22 @@
 //! file beside the proposal says (that file is plain text anyone can edit). Only
 //! when the note changed since the proposal was made (the apply would refuse)
 //! is the stored diff shown, with a note saying so.
+//!
+//! A review also names the other pending proposals that touch a file this one
+//! touches (a patch of a note a move renames, two patches of one note): once
+//! either is applied, the other fails its checks, so the person sees the two
+//! side by side and chooses which goes first.
+
+use std::collections::BTreeSet;
 
 use super::ProposalKind;
+use super::ProposalStatus;
 use super::ProposalView;
 use super::diff::{LineDiff, unified_diff};
 use super::plan::{FileOp, FileOpKind, is_unknown_text};
-use super::proposal::{FILE_MAX_BYTES, Inbox, NoteHashes, find, read_plan, view_of};
+use super::proposal::{
+    FILE_MAX_BYTES, Inbox, Located, NoteHashes, find, locate, pending_files, read_plan, view_of,
+};
 use crate::error::Result;
 use crate::sandbox::Sandbox;
 use crate::vault::content_hash;
@@ -44,6 +54,18 @@ pub struct Review {
     /// A new note or a patch: the note it would write, whole (`None` for a
     /// multi-file proposal).
     pub staged_note: Option<String>,
+    /// The other pending proposals touching a file this one touches.
+    pub overlaps: Vec<Overlap>,
+}
+
+/// Another pending proposal touching some of the files a proposal touches:
+/// once either is applied, the other fails its checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlap {
+    /// The other proposal's id.
+    pub proposal_id: String,
+    /// The vault paths both touch, sorted.
+    pub paths: Vec<String>,
 }
 
 /// The review of the pending proposal with exactly this id (errors as [`super::apply`]'s
@@ -57,11 +79,13 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
             .err()
             .map(|err| format!("applying it now would be refused: {}", err.message));
         let files = plan.files.iter().map(|op| op_change(op, None)).collect();
+        let touched = plan.files.iter().flat_map(|op| op.touched()).map(str::to_owned).collect();
         return Ok(Review {
             view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
             files,
             caveat,
             staged_note: None,
+            overlaps: overlaps(sandbox, &inbox, &located, &touched)?,
         });
     }
     let staged_bytes = sandbox.read(&located.content_path()?, FILE_MAX_BYTES)?;
@@ -111,12 +135,55 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
             }
         }
     };
+    let touched = BTreeSet::from([target]);
     Ok(Review {
         view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
         files: vec![change],
         caveat,
         staged_note: Some(staged.into_owned()),
+        overlaps: overlaps(sandbox, &inbox, &located, &touched)?,
     })
+}
+
+/// The vault paths a pending proposal touches: its note, or every path its plan
+/// moves, writes or trashes. A plan that cannot be read touches nothing known.
+fn touched(sandbox: &Sandbox, located: &Located) -> BTreeSet<String> {
+    if !located.meta.kind.is_multi() {
+        return BTreeSet::from([located.meta.target.clone()]);
+    }
+    read_plan(sandbox, located).map_or_else(
+        |_| BTreeSet::new(),
+        |plan| plan.files.iter().flat_map(|op| op.touched()).map(str::to_owned).collect(),
+    )
+}
+
+/// The other pending proposals touching any of `paths` (the ones `located`
+/// touches), by id. Paths are compared without case: on a case-insensitive
+/// file system `a.md` and `A.md` are one file, and elsewhere flagging both is
+/// the cautious side.
+fn overlaps(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    located: &Located,
+    paths: &BTreeSet<String>,
+) -> Result<Vec<Overlap>> {
+    let folded: BTreeSet<String> = paths.iter().map(|path| path.to_lowercase()).collect();
+    let mut found = Vec::new();
+    for file in pending_files(sandbox, inbox)? {
+        let Ok(other) = locate(sandbox, &file, ProposalStatus::Pending) else { continue };
+        if other.id() == located.id() {
+            continue;
+        }
+        let shared: Vec<String> = touched(sandbox, &other)
+            .into_iter()
+            .filter(|path| folded.contains(&path.to_lowercase()))
+            .collect();
+        if !shared.is_empty() {
+            found.push(Overlap { proposal_id: other.meta.proposal_id.clone(), paths: shared });
+        }
+    }
+    found.sort_by(|a, b| a.proposal_id.cmp(&b.proposal_id));
+    Ok(found)
 }
 
 /// One operation of a plan as a person reviews it: a move as a rename (with

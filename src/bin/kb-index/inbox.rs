@@ -13,7 +13,7 @@ use kb_mcp::engine::types::{ApplyArgs, ListProposalsArgs, ProposalEntry};
 use kb_mcp::engine::{Engine, ProposalReview};
 
 use crate::Failure;
-use crate::output::{Paint, count, local_time, write_links};
+use crate::output::{Paint, count, local_time, write_links, write_overlaps};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -86,18 +86,20 @@ fn write_diff(engine: &Engine, id: &str, paint: &Paint, out: &mut dyn Write) -> 
     if let Some(caveat) = &review.caveat {
         writeln!(out, "note: {caveat}")?;
     }
-    write_links_elsewhere(&review, paint, out)?;
+    write_beyond_the_diff(&review, paint, out)?;
     for file in &review.files {
         write!(out, "{}", paint.diff(&file.diff))?;
     }
     Ok(())
 }
 
-/// The links in other notes a new note or a patch will break or lead to
-/// another note: no diff shows them, since those notes do not change.
-fn write_links_elsewhere(review: &ProposalReview, paint: &Paint, out: &mut dyn Write) -> Result<(), Failure> {
+/// What no diff shows: the links in other notes a new note or a patch will
+/// break or lead to another note (those notes do not change), and the other
+/// pending proposals touching the same notes.
+fn write_beyond_the_diff(review: &ProposalReview, paint: &Paint, out: &mut dyn Write) -> Result<(), Failure> {
     write_links(out, paint, "in other notes will break", &review.breaks)?;
     write_links(out, paint, "in other notes will lead to another note", &review.redirected)?;
+    write_overlaps(out, paint, &review.overlaps)?;
     Ok(())
 }
 
@@ -179,7 +181,7 @@ pub(crate) fn run(
             if let Some(caveat) = &review.caveat {
                 writeln!(out, "note      {caveat}")?;
             }
-            write_links_elsewhere(&review, paint, out)?;
+            write_beyond_the_diff(&review, paint, out)?;
             writeln!(out)?;
             for file in &review.files {
                 write!(out, "{}", paint.diff(&file.diff))?;

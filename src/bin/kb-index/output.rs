@@ -131,6 +131,35 @@ pub(crate) fn write_links(
     Ok(())
 }
 
+/// The other pending proposals touching the same notes as the one shown, one a
+/// line with the notes both touch; nothing when there are none.
+pub(crate) fn write_overlaps(
+    out: &mut dyn std::io::Write,
+    paint: &Paint,
+    overlaps: &[kb_mcp::engine::PendingOverlap],
+) -> std::io::Result<()> {
+    if overlaps.is_empty() {
+        return Ok(());
+    }
+    let others = if overlaps.len() == 1 {
+        "1 other pending proposal touches".to_owned()
+    } else {
+        format!("{} other pending proposals touch", overlaps.len())
+    };
+    writeln!(out, "{others} the same notes; once either is applied, the other fails its checks:")?;
+    for overlap in overlaps {
+        let paths: Vec<String> = overlap.paths.iter().map(|path| paint.path(path)).collect();
+        writeln!(
+            out,
+            "    {} {} ({})",
+            paint.strong(&overlap.proposal_id),
+            overlap.summary,
+            paths.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
 pub(crate) fn human_bytes(bytes: u64) -> String {
     if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))

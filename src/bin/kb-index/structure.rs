@@ -13,7 +13,7 @@ use kb_mcp::engine::types::{ProposeDeleteArgs, ProposeMoveArgs, RevertArgs};
 use kb_mcp::error::{Error, ErrorCode};
 
 use crate::Failure;
-use crate::output::{Paint, count, write_links};
+use crate::output::{Paint, count, write_links, write_overlaps};
 
 pub(crate) const MV_EXAMPLES: &str = "\
 Examples:
@@ -129,6 +129,7 @@ fn headline(engine: &Engine, id: &str, fallback: &str) -> String {
 /// Applies a staged proposal (with `--yes`) or says how to review and apply it.
 fn finish(engine: &Engine, id: &str, yes: bool, paint: &Paint, out: &mut dyn Write) -> Result<u8, Failure> {
     let short = id.get(2..10).unwrap_or(id);
+    write_overlaps(out, paint, &engine.review_proposal(id)?.overlaps)?;
     if !yes {
         writeln!(
             out,
