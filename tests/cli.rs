@@ -215,7 +215,10 @@ fn issue_13_a_stale_patch_tells_the_person_what_to_do() {
     std::fs::write(vault.join("z/alpha.md"), "# Alpha\n\nEdited by hand.\n").unwrap();
     let (code, out, _) = kb_index(&vault, &["inbox", "apply", "--only", &id]);
     assert_eq!(code, 1);
-    assert!(out.contains("    because the note changed after the proposal was made"), "{out}");
+    assert!(
+        out.contains("    because the note changed, moved or was deleted after the proposal was made"),
+        "{out}"
+    );
     assert!(out.contains("note: z/alpha.md changed after this proposal was made"), "{out}");
     let (code, _, err) = kb_index(&vault, &["inbox", "apply", "--yes", "--only", &id]);
     assert_eq!(code, 1, "{err}");

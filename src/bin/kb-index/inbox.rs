@@ -71,7 +71,7 @@ fn failing_checks(p: &ProposalEntry) -> Vec<&'static str> {
         failing.push("it cannot be applied as staged (its files changed or went missing, or a path it writes is refused)");
     }
     if !p.checks.base_current {
-        failing.push("the note changed after the proposal was made");
+        failing.push("the note changed, moved or was deleted after the proposal was made");
     }
     if !p.checks.target_free {
         failing.push("a note already exists at its target");

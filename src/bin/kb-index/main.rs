@@ -159,7 +159,7 @@ impl From<Error> for Failure {
 fn person_hint(code: ErrorCode) -> Option<&'static str> {
     match code {
         ErrorCode::StaleBase => Some(
-            "the note changed after the agent proposed this; nothing was written. Reject the proposal \
+            "the note changed (or was moved or deleted) after the agent proposed this; nothing was written. Reject the proposal \
              (`kb-index inbox reject ID --reason \"the note changed\"`) and ask the agent to propose the change \
              again against the note as it is now",
         ),
