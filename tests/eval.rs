@@ -855,6 +855,10 @@ const SHORTCUT_QUERIES: &[(&str, Option<&str>)] = &[
     ("notes links", Some("en")),
     ("\"graph view\" settings", None),
     ("笔记", Some("zh")),
+    // Phrase leaves of the candidates' pass, each asked about one note at a time.
+    ("\"core plugins\" canvas", None),
+    ("\"command palette\" hotkeys", None),
+    ("命令面板 快捷键", None),
 ];
 
 #[test]

@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use tantivy::index::SegmentId;
 use tantivy::query::{EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, Term};
+use tantivy::{
+    DocAddress, DocId, DocSet, Score, Searcher, SeekDangerResult, SegmentReader, TERMINATED, Term,
+};
 
 /// Candidate notes, as sorted document ids per segment.
 #[derive(Debug, Default)]
@@ -91,12 +93,15 @@ impl Weight for OnlyWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         // No candidate here: the same empty scorer the boolean query leaves out.
         let Some(docs) = self.candidates.of(reader) else { return Ok(Box::new(EmptyScorer)) };
-        let inner = self.inner.scorer(reader, boost)?;
-        if inner.doc() == TERMINATED {
+        let Some(&first) = docs.first() else { return Ok(Box::new(EmptyScorer)) };
+        // Made near the first candidate: a phrase does not look for its first
+        // match among the notes before it.
+        let (found, inner) = self.inner.scorer_danger(reader, first, boost)?;
+        if inner.is::<EmptyScorer>() {
             return Ok(inner);
         }
         let mut scorer = OnlyScorer { inner, docs, next: 0, doc: 0 };
-        scorer.settle();
+        scorer.settle_from(found);
         Ok(Box::new(scorer))
     }
 
@@ -116,24 +121,43 @@ struct OnlyScorer {
 
 impl OnlyScorer {
     /// From candidate `next` on, the first one the inner scorer matches.
+    ///
+    /// The inner scorer is asked about each candidate with `seek_danger`: a
+    /// phrase then checks its positions in that note only, not in every note
+    /// after it that holds its words, and a miss says where the inner scorer
+    /// can match next. After a miss the inner scorer may stand nowhere valid;
+    /// it is only asked with `seek_danger` again, at a later candidate, until
+    /// one is found (tantivy's contract), and scored only on a found one.
     fn settle(&mut self) -> DocId {
+        let Some(&candidate) = self.docs.get(self.next) else { return self.terminate() };
+        let found = self.inner.seek_danger(candidate);
+        self.settle_from(found)
+    }
+
+    /// [`Self::settle`] once the inner scorer has answered for candidate `next`.
+    fn settle_from(&mut self, mut found: SeekDangerResult) -> DocId {
         loop {
-            let Some(&candidate) = self.docs.get(self.next) else {
-                self.doc = TERMINATED;
-                return TERMINATED;
-            };
-            let at =
-                if self.inner.doc() >= candidate { self.inner.doc() } else { self.inner.seek(candidate) };
-            if at == TERMINATED {
-                self.doc = TERMINATED;
-                return TERMINATED;
+            match found {
+                SeekDangerResult::Found => {
+                    self.doc = self.docs[self.next];
+                    return self.doc;
+                }
+                SeekDangerResult::SeekLowerBound(bound) => {
+                    if bound == TERMINATED {
+                        return self.terminate();
+                    }
+                    self.next += self.docs[self.next..].partition_point(|&doc| doc < bound);
+                }
             }
-            if at == candidate {
-                self.doc = candidate;
-                return candidate;
-            }
-            self.next += self.docs[self.next..].partition_point(|&doc| doc < at);
+            let Some(&candidate) = self.docs.get(self.next) else { return self.terminate() };
+            found = self.inner.seek_danger(candidate);
         }
+    }
+
+    fn terminate(&mut self) -> DocId {
+        self.next = self.docs.len();
+        self.doc = TERMINATED;
+        TERMINATED
     }
 }
 
