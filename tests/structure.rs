@@ -706,9 +706,9 @@ fn wait_to_be_killed(marker: &Path) -> ! {
 }
 
 /// Runs this binary's test `name` again as a child process with `env` set to
-/// `job`, and kills it with SIGKILL once it has written `marker` (it stopped at
-/// its step; see [`wait_to_be_killed`]). `what` names the case in failures.
-fn kill_child_at_marker(name: &str, env: &str, job: String, marker: &Path, what: &str) {
+/// `job`, and returns it once it has written `marker` (it reached its step and
+/// waits there). `what` names the case in failures.
+fn child_at_marker(name: &str, env: &str, job: String, marker: &Path, what: &str) -> std::process::Child {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", name, "--test-threads=1"])
         .env(env, job)
@@ -718,8 +718,15 @@ fn kill_child_at_marker(name: &str, env: &str, job: String, marker: &Path, what:
         .unwrap();
     while !marker.exists() {
         assert!(child.try_wait().unwrap().is_none(), "{what}: the child ended before its step");
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
+    child
+}
+
+/// [`child_at_marker`], then a SIGKILL of the child where it waits (see
+/// [`wait_to_be_killed`]).
+fn kill_child_at_marker(name: &str, env: &str, job: String, marker: &Path, what: &str) {
+    let mut child = child_at_marker(name, env, job, marker, what);
     child.kill().unwrap();
     child.wait().unwrap();
 }
@@ -1890,17 +1897,13 @@ fn an_apply_held_mid_move_wins_and_the_other_process_is_refused() {
     drop(engine);
     let (marker, go) = (tmp.path().join("marker"), tmp.path().join("go"));
     let job = format!("{}|{}|{}|{}", vault.display(), staged.proposal_id, marker.display(), go.display());
-    let mut held = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "an_apply_held_mid_move_wins_and_the_other_process_is_refused", "--test-threads=1"])
-        .env(HOLD_CHILD_ENV, job)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    while !marker.exists() {
-        assert!(held.try_wait().unwrap().is_none(), "the held apply ended before its second file");
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
+    let mut held = child_at_marker(
+        "an_apply_held_mid_move_wins_and_the_other_process_is_refused",
+        HOLD_CHILD_ENV,
+        job,
+        &marker,
+        "the held apply (its second file)",
+    );
     // Half moved on disk, under the lock.
     assert!(vault.join("z/n/t2.md").exists() && !vault.join("z/m/target.md").exists());
     let mut other = spawn_apply(&vault, &staged.proposal_id);
