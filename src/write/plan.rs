@@ -286,6 +286,13 @@ pub(super) struct PlanFile {
 }
 
 impl PlanFile {
+    /// The vault paths the plan's operations touch (a move's source and
+    /// destination, every note written or trashed), read from the file as it is:
+    /// no note is read to rebuild a rewrite's text.
+    pub(super) fn touched(&self) -> impl Iterator<Item = &str> {
+        self.stored.files.iter().flat_map(|op| std::iter::once(op.path.as_str()).chain(op.to.as_deref()))
+    }
+
     pub(super) fn parse(bytes: &[u8]) -> Result<PlanFile> {
         let stored: StoredPlan = serde_json::from_slice(bytes).map_err(|err| {
             Error::new(ErrorCode::ProposalTampered, format!("its plan is not valid: {err}"))

@@ -20,7 +20,8 @@ use super::ProposalView;
 use super::diff::{LineDiff, unified_diff};
 use super::plan::{FileOp, FileOpKind, is_unknown_text};
 use super::proposal::{
-    FILE_MAX_BYTES, Inbox, Located, NoteHashes, find, locate, pending_files, read_plan, view_of,
+    FILE_MAX_BYTES, Inbox, Located, NoteHashes, find, locate, pending_files, read_plan, read_plan_file,
+    view_of,
 };
 use crate::error::Result;
 use crate::sandbox::Sandbox;
@@ -146,15 +147,15 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
 }
 
 /// The vault paths a pending proposal touches: its note, or every path its plan
-/// moves, writes or trashes. A plan that cannot be read touches nothing known.
+/// moves, writes or trashes, from the plan file alone (a move's rewrites are
+/// not rebuilt from the thousands of notes a hub's move may rewrite). A plan
+/// that cannot be read touches nothing known.
 fn touched(sandbox: &Sandbox, located: &Located) -> BTreeSet<String> {
     if !located.meta.kind.is_multi() {
         return BTreeSet::from([located.meta.target.clone()]);
     }
-    read_plan(sandbox, located).map_or_else(
-        |_| BTreeSet::new(),
-        |plan| plan.files.iter().flat_map(|op| op.touched()).map(str::to_owned).collect(),
-    )
+    read_plan_file(sandbox, located)
+        .map_or_else(|_| BTreeSet::new(), |plan| plan.touched().map(str::to_owned).collect())
 }
 
 /// The other pending proposals touching any of `paths` (the ones `located`
