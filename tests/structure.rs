@@ -2103,6 +2103,7 @@ fn a_review_names_the_other_pending_proposals_touching_the_same_notes() {
         of_move.overlaps.iter().map(|o| (o.proposal_id.as_str(), o.paths.as_slice())).collect();
     assert_eq!(named, vec![(patch.proposal_id.as_str(), &["z/m/target.md".to_owned()][..])]);
     assert_eq!(of_move.overlaps[0].summary, "change z/m/target.md (+1 -1 lines)");
+    assert_eq!(engine.proposal_overlaps(&moved.proposal_id).unwrap(), of_move.overlaps, "without the diffs");
     let of_patch = engine.review_proposal(&patch.proposal_id).unwrap();
     assert_eq!(of_patch.overlaps.len(), 1, "{:?}", of_patch.overlaps);
     assert_eq!(of_patch.overlaps[0].proposal_id, moved.proposal_id);

@@ -104,20 +104,7 @@ impl Engine {
             }
             _ => Default::default(),
         };
-        let overlaps = review
-            .overlaps
-            .into_iter()
-            .map(|overlap| PendingOverlap {
-                summary: self
-                    .proposal_summary(&overlap.proposal_id)
-                    .and_then(|summary| {
-                        summary.lines().next().map(|line| line.trim_end_matches('.').to_owned())
-                    })
-                    .unwrap_or_default(),
-                proposal_id: overlap.proposal_id,
-                paths: overlap.paths,
-            })
-            .collect();
+        let overlaps = self.published(review.overlaps);
         Ok(ProposalReview {
             proposal: entry(review.view),
             files: review
@@ -136,6 +123,29 @@ impl Engine {
             redirected,
             overlaps,
         })
+    }
+
+    /// The other pending proposals touching a file the pending proposal `id`
+    /// touches (as [`ProposalReview::overlaps`], without computing any diff).
+    pub fn proposal_overlaps(&self, id: &str) -> Result<Vec<PendingOverlap>> {
+        Ok(self.published(write::overlaps_of(&self.sandbox(), id)?))
+    }
+
+    /// Overlaps as a person reads them: each other proposal with its one-line summary.
+    fn published(&self, overlaps: Vec<write::Overlap>) -> Vec<PendingOverlap> {
+        overlaps
+            .into_iter()
+            .map(|overlap| PendingOverlap {
+                summary: self
+                    .proposal_summary(&overlap.proposal_id)
+                    .and_then(|summary| {
+                        summary.lines().next().map(|line| line.trim_end_matches('.').to_owned())
+                    })
+                    .unwrap_or_default(),
+                proposal_id: overlap.proposal_id,
+                paths: overlap.paths,
+            })
+            .collect()
     }
 
     /// What the person confirms before `apply_proposal`: the summary, then the

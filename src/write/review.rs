@@ -146,6 +146,15 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
     })
 }
 
+/// The other pending proposals touching a file the pending proposal `id`
+/// touches, without computing its diffs (what `kb-index mv` says right after
+/// staging a move that may rewrite thousands of notes).
+pub fn overlaps_of(sandbox: &Sandbox, id: &str) -> Result<Vec<Overlap>> {
+    let inbox = Inbox::of(sandbox);
+    let located = find(sandbox, &inbox, id)?;
+    overlaps(sandbox, &inbox, &located, &touched(sandbox, &located))
+}
+
 /// The vault paths a pending proposal touches: its note, or every path its plan
 /// moves, writes or trashes, from the plan file alone (a move's rewrites are
 /// not rebuilt from the thousands of notes a hub's move may rewrite). A plan

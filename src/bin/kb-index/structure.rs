@@ -129,7 +129,7 @@ fn headline(engine: &Engine, id: &str, fallback: &str) -> String {
 /// Applies a staged proposal (with `--yes`) or says how to review and apply it.
 fn finish(engine: &Engine, id: &str, yes: bool, paint: &Paint, out: &mut dyn Write) -> Result<u8, Failure> {
     let short = id.get(2..10).unwrap_or(id);
-    write_overlaps(out, paint, &engine.review_proposal(id)?.overlaps)?;
+    write_overlaps(out, paint, &engine.proposal_overlaps(id)?)?;
     if !yes {
         writeln!(
             out,
