@@ -12,3 +12,13 @@ pub mod server;
 pub mod tools;
 pub mod vault;
 pub mod write;
+
+/// Every program built on this library (the server, `kb-index`, the tests and
+/// the benchmarks) allocates through mimalloc. A search builds a few dozen
+/// postings readers and scorers of a kilobyte or two each and drops them at
+/// its end; glibc's allocator spent about a quarter of a `search_knowledge`
+/// call on them (its fast bins are consolidated before each such block), and
+/// mimalloc takes 20–40 % off every search kind (BENCHMARKS.md, issue 19).
+/// Declared here, once, so the benchmarks measure what the binaries run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
