@@ -656,6 +656,52 @@ fn issue_13_typo_hits_have_snippets_and_every_hit_says_where_it_matched() {
     assert_eq!(exact.results[0].matched, ["text"]);
 }
 
+/// Where a `search_knowledge` hit matched is read from the index for its
+/// headings (its hits carry no headings): a heading holding a query word in
+/// another form (`Running backups` for `run backup`) or a Chinese word counts,
+/// a heading holding only other words does not, and the title-side fields
+/// still come from the record.
+#[test]
+fn a_knowledge_hit_names_the_headings_holding_a_query_word_in_any_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    write_notes(
+        vault,
+        &[
+            ("alpha.md", "# Alpha\n\n## Running backups\n\nNothing else here.\n"),
+            ("beta.md", "# Beta\n\n## Elsewhere\n\nShe keeps running and makes a backup.\n"),
+            ("gamma.md", "---\ntitle: Backup plan\n---\n\n## Tools\n\nOne run a week.\n"),
+            ("笔记.md", "# 笔记\n\n## 备份仓库\n\n每周一次。\n"),
+            ("其他.md", "# 其他\n\n## 目录\n\n这里提到备份仓库。\n"),
+        ],
+    );
+    let engine = open(vault);
+    let matched = |query: &str| -> Vec<(String, Vec<String>)> {
+        let mut found: Vec<(String, Vec<String>)> = engine
+            .search_knowledge(&search(query))
+            .unwrap()
+            .results
+            .into_iter()
+            .map(|hit| (hit.path, hit.matched))
+            .collect();
+        found.sort();
+        found
+    };
+    let strings = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        matched("run backup"),
+        [
+            ("alpha.md".to_owned(), strings(&["headings"])),
+            ("beta.md".to_owned(), strings(&["text"])),
+            ("gamma.md".to_owned(), strings(&["title"])),
+        ]
+    );
+    assert_eq!(
+        matched("备份仓库"),
+        [("其他.md".to_owned(), strings(&["text"])), ("笔记.md".to_owned(), strings(&["headings"]))]
+    );
+}
+
 /// Issue 13: `propose_new_note "锚定效应"` reported `similar: []` although one
 /// note has a `## 锚定效应` section and another uses the words twice: a
 /// duplicate is looked for in headings and text too, title matches first.

@@ -254,18 +254,20 @@ impl SearchIndex {
 
     /// A hit's record: what a hit needs, read up to the links, which no hit
     /// needs and which were most of the decoding (a search decodes a record per
-    /// hit). A record is stored in its fields' order (see [`NoteRecord`]), so
-    /// everything before its links is read and its links, block ids, body line
-    /// and diagnostics are left at their defaults. `,"links":` is found where the
-    /// key is: inside a string every `"` is escaped, so it cannot follow a comma.
-    fn hit_record_of(&self, doc: &TantivyDocument) -> Option<NoteRecord> {
-        hit_record(doc.get_first(self.schema.fields.record)?.as_str()?)
+    /// hit), or up to the headings when `headings` is false (a
+    /// `search_knowledge` hit shows none). A record is stored in its fields'
+    /// order (see [`NoteRecord`]), so everything before the key is read and the
+    /// fields from it on are left at their defaults. The key is found where it
+    /// is: inside a string every `"` is escaped, so it cannot follow a comma.
+    fn hit_record_of(&self, doc: &TantivyDocument, headings: bool) -> Option<NoteRecord> {
+        hit_record(doc.get_first(self.schema.fields.record)?.as_str()?, headings)
     }
 }
 
 /// A hit's record from its stored JSON (see `SearchIndex::hit_record_of`).
-fn hit_record(json: &str) -> Option<NoteRecord> {
-    let head = json.find(",\"links\":").map(|at| format!("{}}}", &json[..at]));
+fn hit_record(json: &str, headings: bool) -> Option<NoteRecord> {
+    let end = if headings { ",\"links\":" } else { ",\"headings\":" };
+    let head = json.find(end).map(|at| format!("{}}}", &json[..at]));
     let hit: HitRecord = serde_json::from_str(head.as_deref().unwrap_or(json)).ok()?;
     Some(NoteRecord {
         path: hit.path,
@@ -301,6 +303,7 @@ struct HitRecord {
     tags: Vec<String>,
     description: String,
     created: Option<String>,
+    #[serde(default)]
     headings: Headings,
     #[serde(default)]
     block_ids: Vec<String>,
@@ -372,15 +375,15 @@ mod tests {
     use crate::vault::parse_note;
 
     #[test]
-    fn a_hit_record_is_the_record_up_to_its_links() {
-        let text = "---\ntitle: 'a ,\"links\":[ title'\naliases: [x]\ntags: [t]\n---\n\
-                    # Heading ,\"links\":[] here\n\nSee [[other]] and [[more#part|shown]]. ^block\n";
+    fn a_hit_record_is_the_record_up_to_its_links_or_its_headings() {
+        let text = "---\ntitle: 'a ,\"links\":[ ,\"headings\": title'\naliases: [x]\ntags: [t]\n---\n\
+                    # Heading ,\"links\":[] ,\"headings\": here\n\nSee [[other]] and [[more#part|shown]]. ^block\n";
         let path = NotePath::parse("folder/note.md").unwrap();
         let note = parse_note(&path, text);
         let record = NoteRecord::from_note(note, NoteKind::Note, 7, 8, Some(9), "sha256:00".to_owned());
         assert!(!record.links.is_empty() && !record.block_ids.is_empty() && record.body_line > 1);
         let json = serde_json::to_string(&record).unwrap();
-        let hit = hit_record(&json).unwrap();
+        let hit = hit_record(&json, true).unwrap();
         let expected = NoteRecord {
             links: Links::default(),
             block_ids: Vec::new(),
@@ -389,10 +392,14 @@ mod tests {
             ..record.clone()
         };
         assert_eq!(hit, expected);
-        assert_eq!(hit.title, "a ,\"links\":[ title");
+        assert_eq!(hit.title, "a ,\"links\":[ ,\"headings\": title");
+        // Up to its headings: the same, headings left out.
+        let lean = hit_record(&json, false).unwrap();
+        assert!(!record.headings.is_empty());
+        assert_eq!(lean, NoteRecord { headings: Default::default(), ..expected });
         // A record stored without links (none written that way) is read whole.
         let whole = json.replacen(",\"links\":", ",\"lanks\":", 1);
-        let read = hit_record(&whole).unwrap();
+        let read = hit_record(&whole, true).unwrap();
         assert_eq!((read.block_ids, read.body_line), (record.block_ids, record.body_line));
     }
 }

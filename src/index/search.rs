@@ -184,7 +184,9 @@ pub struct SearchHit {
     pub record: NoteRecord,
     /// Its BM25-based score, levelled to its place on the page (`standing`).
     pub score: f32,
-    /// The fields in which query terms occur (from the record; `body` is decided by snippets).
+    /// The fields in which query terms occur, for `search_knowledge` (its
+    /// title-side fields from the record, its headings from the index); empty
+    /// for `search_note_content`, whose hits show snippets instead.
     pub matched: Vec<String>,
     /// tantivy's score explanation, when asked for.
     pub explanation: Option<serde_json::Value>,
@@ -388,13 +390,28 @@ impl SearchIndex {
             ));
         }
         let strict_hits = top.len();
-        let mut hits = Vec::with_capacity(top.len() + fill.len());
+        let page: Vec<(f32, DocAddress)> = top.into_iter().chain(fill).collect();
+        // Only `search_knowledge` shows where a hit matched; its hits show no
+        // headings, so which hold a term there is read from the index rather
+        // than by decoding and analysing every heading.
+        let knowledge = request.scope == SearchScope::Knowledge;
+        let in_headings = if knowledge {
+            self.holding(lookups, fields.headings, &terms, &page)
+                .map_err(|e| tantivy_error("reading which hits' headings match", e))?
+        } else {
+            BTreeSet::new()
+        };
+        let mut hits = Vec::with_capacity(page.len());
         let mut finder = tokenizer::TermFinder::new(&terms);
-        for (score, address) in top.into_iter().chain(fill) {
+        for (score, address) in page {
             let doc: TantivyDocument =
                 searcher.doc(address).map_err(|e| tantivy_error("reading a hit's stored record", e))?;
-            let Some(record) = self.hit_record_of(&doc) else { continue };
-            let matched = matched_fields(&record, &mut finder);
+            let Some(record) = self.hit_record_of(&doc, !knowledge) else { continue };
+            let matched = if knowledge {
+                matched_fields(&record, &mut finder, in_headings.contains(&address))
+            } else {
+                Vec::new()
+            };
             let explanation =
                 request.explain.then(|| self.explain(searcher, address, plan, weights, relaxed));
             hits.push(SearchHit { record, score, matched, explanation, weak: false });
@@ -500,6 +517,34 @@ impl SearchIndex {
         })
     }
 
+    /// The notes among `page` holding one of `terms` in `field`, read from the
+    /// field's postings: a few seeks per term, however long the notes.
+    fn holding(
+        &self,
+        lookups: &query::SearchTerms,
+        field: Field,
+        terms: &BTreeSet<String>,
+        page: &[(f32, DocAddress)],
+    ) -> tantivy::Result<BTreeSet<DocAddress>> {
+        let mut found = BTreeSet::new();
+        let segments: BTreeSet<u32> = page.iter().map(|(_, address)| address.segment_ord).collect();
+        for segment in segments {
+            let mut docs: Vec<DocId> = page
+                .iter()
+                .filter(|(_, address)| address.segment_ord == segment)
+                .map(|(_, address)| address.doc_id)
+                .collect();
+            docs.sort_unstable();
+            for term in terms {
+                let term = Term::from_field_text(field, term);
+                for doc in lookups.holders(&term, segment as usize, &docs)? {
+                    found.insert(DocAddress::new(segment, doc));
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// A question's query with the feedback words of its first pass's best
     /// notes (`top`; see `query::feedback_terms`), or `None` when the first
     /// pass is sure of its best note (it outscores the second by
@@ -521,7 +566,7 @@ impl SearchIndex {
             .take(query::FEEDBACK_NOTES)
             .filter_map(|&(score, address)| {
                 let doc: TantivyDocument = searcher.doc(address).ok()?;
-                Some((score, (texts.0)(&self.hit_record_of(&doc)?)?))
+                Some((score, (texts.0)(&self.hit_record_of(&doc, false)?)?))
             })
             .collect();
         let fields = &self.schema.fields;
@@ -760,8 +805,13 @@ impl SegmentCollector for EveryMatchInSegment {
     }
 }
 
-/// Which of a record's searchable fields contain any of the terms.
-fn matched_fields(record: &NoteRecord, finder: &mut tokenizer::TermFinder<'_>) -> Vec<String> {
+/// Which of a record's searchable fields contain any of the terms (its
+/// headings do when `in_headings`: see `SearchIndex::holding`).
+fn matched_fields(
+    record: &NoteRecord,
+    finder: &mut tokenizer::TermFinder<'_>,
+    in_headings: bool,
+) -> Vec<String> {
     let mut hits = |text: &str| finder.any(text);
     let mut matched = Vec::new();
     if hits(&record.title) || hits(record.stem()) {
@@ -776,7 +826,7 @@ fn matched_fields(record: &NoteRecord, finder: &mut tokenizer::TermFinder<'_>) -
     if record.tags.iter().any(|t| hits(&t.replace('/', " "))) {
         matched.push("tags".to_owned());
     }
-    if record.headings.iter().any(|h| hits(h.text)) {
+    if in_headings {
         matched.push("headings".to_owned());
     }
     matched

@@ -177,6 +177,21 @@ impl SearchTerms {
         Ok(bm25(weight, &norms, u8::MAX, 2_013_265_944))
     }
 
+    /// Which of `docs` (sorted ids in the searcher's segment `segment`) hold
+    /// `term`, read from its postings with the entry this search looked up.
+    pub(crate) fn holders(&self, term: &Term, segment: usize, docs: &[DocId]) -> tantivy::Result<Vec<DocId>> {
+        let entry = self.entry(term)?;
+        let (Some(Some(info)), Some(reader)) =
+            (entry.infos.get(segment), self.searcher.segment_readers().get(segment))
+        else {
+            return Ok(Vec::new());
+        };
+        let mut postings = reader
+            .inverted_index(term.field())?
+            .read_postings_from_terminfo(info, IndexRecordOption::Basic)?;
+        Ok(docs.iter().copied().filter(|&doc| postings.doc() <= doc && postings.seek(doc) == doc).collect())
+    }
+
     /// Where `reader` stands among the searcher's segments.
     fn segment_of(&self, reader: &SegmentReader) -> Option<usize> {
         let id = reader.segment_id();
