@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use tantivy::Term;
 use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, Occur, PhraseQuery, Query,
-    TermQuery,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, EmptyQuery, Occur, PhraseQuery,
+    Query, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 
@@ -82,17 +82,30 @@ impl Leaves<'_> {
     }
 }
 
-/// A term or phrase across weighted fields, as one should-clause.
+/// A term or phrase across weighted fields, as one should-clause; `None` when
+/// there is no term or no field to search.
+///
+/// A field in which no note holds the term (or one of the phrase's terms) gets
+/// no leaf: it could match nothing, yet each pass of a search would make its
+/// weight and ask every segment for it. When no field holds it the clause
+/// still stands, matching nothing, so the query counts its words as before.
 fn across_fields(
     word_terms: &[Analysed],
     fields: &[(Field, f32)],
     leaves: &Leaves<'_>,
 ) -> Option<Box<dyn Query>> {
     let Leaves { reach, terms, .. } = *leaves;
+    if word_terms.is_empty() || fields.is_empty() {
+        return None;
+    }
     let mut clauses: Vec<Box<dyn Query>> = Vec::new();
     for &(field, weight) in fields {
+        // A statistic that cannot be read keeps the leaf, which then reports it.
+        let held = |text: &str| terms.doc_freq(&Term::from_field_text(field, text)).map_or(true, |n| n > 0);
+        if !word_terms.iter().all(|term| held(&term.text)) {
+            continue;
+        }
         let query: Box<dyn Query> = match word_terms {
-            [] => continue,
             [one] => Box::new(SharedTermQuery::new(
                 Term::from_field_text(field, &one.text),
                 IndexRecordOption::WithFreqs,
@@ -109,7 +122,17 @@ fn across_fields(
         };
         clauses.push(Box::new(BoostQuery::new(reach.leaf(query), weight)));
     }
-    if clauses.is_empty() { None } else { Some(leaves.sum(clauses)) }
+    Some(if clauses.is_empty() { Box::new(EmptyQuery) } else { leaves.sum(clauses) })
+}
+
+/// [`across_fields`] for a clause that only adds score or excludes: `None`
+/// as well when no field holds the term, since such a clause changes nothing.
+fn across_fields_held(
+    word_terms: &[Analysed],
+    fields: &[(Field, f32)],
+    leaves: &Leaves<'_>,
+) -> Option<Box<dyn Query>> {
+    across_fields(word_terms, fields, leaves).filter(|query| !query.is::<EmptyQuery>())
 }
 
 /// Filters shared by both search tools.
@@ -192,7 +215,7 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
                 .into_iter()
                 .filter_map(|form| {
                     let term = Analysed { text: form, from: 0, to: 0, position: 0 };
-                    across_fields(std::slice::from_ref(&term), &stemmed, &leaves)
+                    across_fields_held(std::slice::from_ref(&term), &stemmed, &leaves)
                 })
                 .collect();
             if other_forms.is_empty() {
@@ -216,7 +239,7 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
         }
         for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
             let boosted: Vec<(Field, f32)> = text_weights.iter().map(|&(f, w)| (f, w * 1.5)).collect();
-            if let Some(q) = across_fields(&word.terms, &boosted, &leaves) {
+            if let Some(q) = across_fields_held(&word.terms, &boosted, &leaves) {
                 top.push((Occur::Should, q));
             }
         }
@@ -235,7 +258,7 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
         top.push((Occur::Should, Box::new(BoostQuery::new(reach.leaf(Box::new(exact)), weight))));
     }
     for word in &plan.excluded {
-        if let Some(q) = across_fields(&word.terms, &excluding, &leaves) {
+        if let Some(q) = across_fields_held(&word.terms, &excluding, &leaves) {
             top.push((Occur::MustNot, q));
         }
     }
@@ -403,7 +426,7 @@ pub(crate) fn build_fuzzy(parts: &QueryParts<'_>) -> Option<Box<dyn Query>> {
     // Exclusions only: how their clauses are summed changes nothing.
     let leaves = Leaves { reach: &Reach::Everything, terms, windowless: true };
     for word in &plan.excluded {
-        if let Some(q) = across_fields(&word.terms, weights, &leaves) {
+        if let Some(q) = across_fields_held(&word.terms, weights, &leaves) {
             top.push((Occur::MustNot, q));
         }
     }
