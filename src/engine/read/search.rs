@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use crate::engine::bounded::{
     HIT_LIST_MAX, SNIPPET_WINDOW, TEXT_MAX_CHARS, cap_list, cut_chars, window_text,
 };
+use crate::engine::sync::nanos;
 use crate::engine::types::*;
 use crate::engine::{Engine, timing};
 use crate::error::{Error, Result};
@@ -187,9 +188,14 @@ impl Engine {
         let text = if whole { decode_note(&bytes).ok() } else { window_text(&bytes) };
         let Some(text) = text else { return Vec::new() };
         // The file may have changed since it was indexed: cut from what is there now,
-        // parsing it again only when its bytes are not the ones the record describes
-        // (for a window, when its size is not).
-        let unchanged = if whole { content_hash(&bytes) == record.hash } else { file.len() == record.size };
+        // parsing it again only when its bytes are not the ones the record describes.
+        // Its size and modification time as indexed say so as they do for the sync
+        // (hashing a hit's file was a fifth of a content search); else its hash
+        // does (for a window, its size).
+        let stamped = file.len() == record.size
+            && file.modified().is_some_and(|modified| nanos(modified) == record.modified_ns);
+        let unchanged =
+            stamped || if whole { content_hash(&bytes) == record.hash } else { file.len() == record.size };
         let (offset, headings) = if unchanged {
             (body_offset(text), record.headings.to_vec())
         } else {

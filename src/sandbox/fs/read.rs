@@ -27,6 +27,8 @@ pub struct FileStat {
 pub struct OpenedFile {
     pub(super) file: File,
     pub(super) len: u64,
+    /// Its modification time when it was opened, where the platform gives one.
+    pub(super) modified: Option<SystemTime>,
     pub(super) path: NotePath,
 }
 
@@ -37,6 +39,12 @@ impl OpenedFile {
     /// The file's size when it was opened.
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// The file's modification time when it was opened (`None` where the
+    /// platform keeps none).
+    pub fn modified(&self) -> Option<SystemTime> {
+        self.modified
     }
 
     /// Whether the file was empty when it was opened.
@@ -86,7 +94,7 @@ pub(in crate::sandbox) fn open_read(sandbox: &Sandbox, path: &NotePath) -> Resul
         return Err(Error::denied(format!("{path} is not a regular file")));
     }
     verify_opened(sandbox, path, area, &real, &file, &opened)?;
-    Ok(OpenedFile { file, len: opened.len(), path: path.clone() })
+    Ok(OpenedFile { file, len: opened.len(), modified: opened.modified().ok(), path: path.clone() })
 }
 
 pub(in crate::sandbox) fn read(sandbox: &Sandbox, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
