@@ -17,8 +17,10 @@ pub mod write;
 /// the benchmarks) allocates through mimalloc. A search builds a few dozen
 /// postings readers and scorers of a kilobyte or two each and drops them at
 /// its end; glibc's allocator spent about a quarter of a `search_knowledge`
-/// call on them (its fast bins are consolidated before each such block), and
-/// mimalloc takes 20–40 % off every search kind (BENCHMARKS.md, issue 19).
-/// Declared here, once, so the benchmarks measure what the binaries run.
+/// call on them (its fast bins are consolidated before each such block).
+/// mimalloc 2 without transparent huge pages (`Cargo.toml`): mimalloc 3 held
+/// 169 MiB serving 10k notes where glibc held 91 and mimalloc 2 holds 101
+/// (BENCHMARKS.md, issue 19, "Session 14"). Declared here, once, so the
+/// benchmarks measure what the binaries run.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
