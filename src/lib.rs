@@ -21,6 +21,8 @@ pub mod write;
 /// mimalloc 2 without transparent huge pages (`Cargo.toml`): mimalloc 3 held
 /// 169 MiB serving 10k notes where glibc held 91 and mimalloc 2 holds 101
 /// (BENCHMARKS.md, issue 19, "Session 14"). Declared here, once, so the
-/// benchmarks measure what the binaries run.
+/// benchmarks measure what the binaries run; not under `cargo fuzz`, whose
+/// sanitizers watch the system allocator.
+#[cfg(not(fuzzing))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
