@@ -495,22 +495,25 @@ impl SearchIndex {
         // score plus the most its text can add reaches neither is never scored.
         let mut title_scores: Vec<f32> = found.iter().map(|&(score, _)| score).collect();
         let (_, &mut floor, _) = title_scores.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
-        let kept: Vec<DocAddress> = found
+        let kept: Vec<(DocAddress, f32)> = found
             .iter()
-            .filter(|&&(score, _)| {
-                let most = outside.with_reached(score);
-                most >= floor && most > bound
-            })
-            .map(|&(_, address)| address)
+            .map(|&(score, address)| (address, outside.with_reached(score)))
+            .filter(|&(_, most)| most >= floor && most > bound)
             .collect();
         if kept.len() < limit {
             return Ok(None);
         }
         let matched = found.len();
-        let candidates = Arc::new(query::Candidates::new(searcher, kept));
+        // As the page fills, a candidate whose most falls below its last score
+        // is passed over (see `query::Bar`).
+        let bar = Arc::new(query::Bar::default());
+        let candidates = Arc::new(query::Candidates::bounded(searcher, kept, Some(Arc::clone(&bar))));
         let scored = query::build_reaching(parts, false, &query::Reach::Candidates(candidates));
         // Rivals only lose score, so the bound on the other notes still holds.
-        let (top, _) = self.run(lookups, scored.as_ref(), limit, &Executor::SingleThread, rivals)?;
+        let collector = BarredTop { limit, bar, share: rivals.map(|rivals| self.rival_share(rivals)) };
+        let top = searcher
+            .search_with_executor(scored.as_ref(), &collector, &Executor::SingleThread, lookups.scoring())
+            .map_err(|e| tantivy_error("scoring candidates", e))?;
         Ok(match top.last() {
             Some(&(last, _)) if top.len() == limit && last > bound => Some((top, matched)),
             _ => None,
@@ -802,6 +805,94 @@ impl SegmentCollector for EveryMatchInSegment {
 
     fn harvest(self) -> Self::Fruit {
         self.found
+    }
+}
+
+/// The best `limit` notes in tantivy's page order (score, then address), as
+/// `TopDocs` keeps them, raising `bar` to the page's last score once it is
+/// full (see `query::Bar`).
+struct BarredTop {
+    limit: usize,
+    bar: Arc<query::Bar>,
+    share: Option<RivalShare>,
+}
+
+/// A note on a page being collected: better is a higher score, then a lower address.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Standing {
+    /// The score's bits (scores are never negative, so the bits order as they do).
+    score: u32,
+    address: std::cmp::Reverse<DocAddress>,
+}
+
+impl Collector for BarredTop {
+    type Fruit = Vec<(Score, DocAddress)>;
+    type Child = BarredTopInSegment;
+
+    fn for_segment(&self, segment_ord: u32, segment: &SegmentReader) -> tantivy::Result<Self::Child> {
+        let share: Box<dyn Fn(DocId, Score) -> Score> = match &self.share {
+            Some(share) => Box::new(share.of(segment)),
+            None => Box::new(|_, score| score),
+        };
+        Ok(BarredTopInSegment {
+            segment_ord,
+            limit: self.limit,
+            bar: Arc::clone(&self.bar),
+            share,
+            page: std::collections::BinaryHeap::with_capacity(self.limit + 1),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, found: Vec<Self::Fruit>) -> tantivy::Result<Self::Fruit> {
+        let mut page = found.concat();
+        page.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        page.truncate(self.limit);
+        Ok(page)
+    }
+}
+
+struct BarredTopInSegment {
+    segment_ord: u32,
+    limit: usize,
+    bar: Arc<query::Bar>,
+    share: Box<dyn Fn(DocId, Score) -> Score>,
+    /// The page so far, its worst note on top.
+    page: std::collections::BinaryHeap<std::cmp::Reverse<Standing>>,
+}
+
+impl SegmentCollector for BarredTopInSegment {
+    type Fruit = Vec<(Score, DocAddress)>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        let score = (self.share)(doc, score).max(0.0);
+        let standing = Standing {
+            score: score.to_bits(),
+            address: std::cmp::Reverse(DocAddress::new(self.segment_ord, doc)),
+        };
+        if self.page.len() < self.limit {
+            self.page.push(std::cmp::Reverse(standing));
+        } else if self.page.peek().is_some_and(|worst| standing > worst.0) {
+            self.page.pop();
+            self.page.push(std::cmp::Reverse(standing));
+        } else {
+            return;
+        }
+        if self.page.len() == self.limit
+            && let Some(worst) = self.page.peek()
+        {
+            self.bar.raise(Score::from_bits(worst.0.score));
+        }
+    }
+
+    fn harvest(self) -> Self::Fruit {
+        self.page
+            .into_iter()
+            .map(|std::cmp::Reverse(standing)| (Score::from_bits(standing.score), standing.address.0))
+            .collect()
     }
 }
 

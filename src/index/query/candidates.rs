@@ -9,9 +9,12 @@
 //! each leaf (a term or a phrase in one field) sees only the candidates, leaping
 //! from one to the next with the postings' skip lists, and the query tree above
 //! the leaves is unchanged, so a candidate scores exactly what the full query
-//! gives it.
+//! gives it. Each candidate carries the most the query can score it; once the
+//! page being collected is full, a leaf passes over the candidates that can no
+//! longer reach it ([`Bar`]).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use tantivy::index::SegmentId;
 use tantivy::query::{EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight};
@@ -19,21 +22,36 @@ use tantivy::{
     DocAddress, DocId, DocSet, Score, Searcher, SeekDangerResult, SegmentReader, TERMINATED, Term,
 };
 
-/// Candidate notes, as sorted document ids per segment.
+/// Candidate notes, as sorted document ids per segment, each with the most
+/// the query can score it (`f32::INFINITY` when unknown).
 #[derive(Debug, Default)]
 pub(crate) struct Candidates {
-    /// A segment and its candidates (an index has a few segments: a list will do).
-    by_segment: Vec<(SegmentId, Arc<[DocId]>)>,
+    /// Each segment's candidates (an index has a few segments: a list will do).
+    by_segment: Vec<InSegment>,
+    /// The score a candidate must be able to reach to be scored at all, raised
+    /// as the page fills (see [`Bar`]); none: every candidate is scored.
+    bar: Option<Arc<Bar>>,
 }
 
 impl Candidates {
     /// Groups found documents by the segment they belong to.
     pub(crate) fn new(searcher: &Searcher, found: impl IntoIterator<Item = DocAddress>) -> Self {
+        Candidates::bounded(searcher, found.into_iter().map(|address| (address, Score::INFINITY)), None)
+    }
+
+    /// Groups found documents, each with the most the query can score it, by
+    /// segment; a candidate whose most is below `bar` when a leaf reaches it is
+    /// passed over (see [`Bar`]).
+    pub(crate) fn bounded(
+        searcher: &Searcher,
+        found: impl IntoIterator<Item = (DocAddress, Score)>,
+        bar: Option<Arc<Bar>>,
+    ) -> Self {
         let readers = searcher.segment_readers();
-        let mut grouped: Vec<Vec<DocId>> = vec![Vec::new(); readers.len()];
-        for address in found {
+        let mut grouped: Vec<Vec<(DocId, Score)>> = vec![Vec::new(); readers.len()];
+        for (address, most) in found {
             if let Some(docs) = grouped.get_mut(address.segment_ord as usize) {
-                docs.push(address.doc_id);
+                docs.push((address.doc_id, most));
             }
         }
         let by_segment = grouped
@@ -41,17 +59,58 @@ impl Candidates {
             .zip(readers)
             .filter(|(docs, _)| !docs.is_empty())
             .map(|(mut docs, reader)| {
-                docs.sort_unstable();
-                docs.dedup();
-                (reader.segment_id(), Arc::from(docs))
+                docs.sort_unstable_by_key(|(doc, _)| *doc);
+                docs.dedup_by_key(|(doc, _)| *doc);
+                InSegment {
+                    segment: reader.segment_id(),
+                    docs: docs.iter().map(|(doc, _)| *doc).collect(),
+                    most: docs.iter().map(|(_, most)| *most).collect(),
+                }
             })
             .collect();
-        Candidates { by_segment }
+        Candidates { by_segment, bar }
     }
 
-    fn of(&self, reader: &SegmentReader) -> Option<Arc<[DocId]>> {
+    fn of(&self, reader: &SegmentReader) -> Option<&InSegment> {
         let id = reader.segment_id();
-        self.by_segment.iter().find(|(segment, _)| *segment == id).map(|(_, docs)| Arc::clone(docs))
+        self.by_segment.iter().find(|candidates| candidates.segment == id)
+    }
+}
+
+/// One segment's candidates, sorted, and the most the query can score each.
+#[derive(Debug)]
+struct InSegment {
+    segment: SegmentId,
+    docs: Arc<[DocId]>,
+    most: Arc<[Score]>,
+}
+
+/// The lowest score that can still enter a page being collected: the page's
+/// last score once it is full (see `search::BarredTop`), only ever raised. A
+/// candidate whose most possible score is below it cannot enter the page, so
+/// its leaves need not score it; a leaf that passes it over while another has
+/// already scored it leaves it a partial score, lower still, which the page
+/// refuses all the same. Scores are never negative, so their bits order as
+/// they do.
+#[derive(Debug)]
+pub(crate) struct Bar(AtomicU32);
+
+impl Default for Bar {
+    fn default() -> Self {
+        Bar(AtomicU32::new(0))
+    }
+}
+
+impl Bar {
+    /// Raises the bar to `score` if it is higher.
+    pub(crate) fn raise(&self, score: Score) {
+        if score > 0.0 {
+            self.0.fetch_max(score.to_bits(), Ordering::Relaxed);
+        }
+    }
+
+    fn get(&self) -> Score {
+        Score::from_bits(self.0.load(Ordering::Relaxed))
     }
 }
 
@@ -92,7 +151,10 @@ struct OnlyWeight {
 impl Weight for OnlyWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         // No candidate here: the same empty scorer the boolean query leaves out.
-        let Some(docs) = self.candidates.of(reader) else { return Ok(Box::new(EmptyScorer)) };
+        let Some(InSegment { docs, most, .. }) = self.candidates.of(reader) else {
+            return Ok(Box::new(EmptyScorer));
+        };
+        let (docs, most) = (Arc::clone(docs), Arc::clone(most));
         let Some(&first) = docs.first() else { return Ok(Box::new(EmptyScorer)) };
         // Made near the first candidate: a phrase does not look for its first
         // match among the notes before it.
@@ -100,7 +162,8 @@ impl Weight for OnlyWeight {
         if inner.is::<EmptyScorer>() {
             return Ok(inner);
         }
-        let mut scorer = OnlyScorer { inner, docs, next: 0, doc: 0 };
+        let bar = self.candidates.bar.clone();
+        let mut scorer = OnlyScorer { inner, docs, most, bar, next: 0, doc: 0 };
         scorer.settle_from(found);
         Ok(Box::new(scorer))
     }
@@ -114,6 +177,9 @@ struct OnlyScorer {
     inner: Box<dyn Scorer>,
     /// The segment's candidates, sorted.
     docs: Arc<[DocId]>,
+    /// The most the query can score each.
+    most: Arc<[Score]>,
+    bar: Option<Arc<Bar>>,
     /// The first candidate not yet passed.
     next: usize,
     doc: DocId,
@@ -129,6 +195,7 @@ impl OnlyScorer {
     /// it is only asked with `seek_danger` again, at a later candidate, until
     /// one is found (tantivy's contract), and scored only on a found one.
     fn settle(&mut self) -> DocId {
+        self.pass_below_bar();
         let Some(&candidate) = self.docs.get(self.next) else { return self.terminate() };
         let found = self.inner.seek_danger(candidate);
         self.settle_from(found)
@@ -149,8 +216,19 @@ impl OnlyScorer {
                     self.next += self.docs[self.next..].partition_point(|&doc| doc < bound);
                 }
             }
+            self.pass_below_bar();
             let Some(&candidate) = self.docs.get(self.next) else { return self.terminate() };
             found = self.inner.seek_danger(candidate);
+        }
+    }
+
+    /// Moves past the candidates that can no longer reach the page.
+    fn pass_below_bar(&mut self) {
+        if let Some(bar) = &self.bar {
+            let bar = bar.get();
+            while self.most.get(self.next).is_some_and(|&most| most < bar) {
+                self.next += 1;
+            }
         }
     }
 

@@ -34,7 +34,7 @@ mod words;
 pub(crate) use build::{
     Filters, QueryParts, Reach, Strength, bound_outside, build, build_fuzzy, build_reaching, required_clauses,
 };
-pub(crate) use candidates::Candidates;
+pub(crate) use candidates::{Bar, Candidates};
 pub(crate) use feedback::{FEEDBACK_GAP, FEEDBACK_NOTES, feedback_terms, with_feedback};
 pub(crate) use terms::{FieldStatsCache, SearchTerms};
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};
