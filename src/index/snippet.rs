@@ -321,7 +321,8 @@ mod tests {
     #[test]
     fn skipping_lines_without_a_term_finds_the_same_matches_as_analysing_everything() {
         let body = "Intro line\nGIT Remote and git-remote\nnothing here\r\nCafé au lait, CAFE\n\
-                    同步远程仓库\n备份，不是同步。\nremote 仓库\n\nlast GIT ＧＩＴ";
+                    同步远程仓库\n备份，不是同步。\nremote 仓库\n\nlast GIT ＧＩＴ\n\
+                    the plant was dying\nSettings, and tying knots";
         let line_starts: Vec<usize> =
             std::iter::once(0).chain(body.match_indices('\n').map(|(at, _)| at + 1)).collect();
         for list in [
@@ -330,6 +331,9 @@ mod tests {
             &["远程", "程仓"],
             &["仓库", "同步"],
             &["intro", "last"],
+            // Stems a word does not start with: `dying` is stemmed `die`.
+            &["~die"],
+            &["~set", "~tie"],
             &["absent"],
         ] {
             let terms = terms(list);

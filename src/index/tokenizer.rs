@@ -110,13 +110,26 @@ pub(crate) fn term_group(term: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The text a line must contain (ASCII-lowercased) to hold a term: a stem
-/// without its last letter (`happi` stands for `happy`), else the term itself.
+/// The text a line must contain (ASCII-lowercased) to hold a term: for a
+/// stem, what every word with that stem starts with (see [`stem_probe`]), else
+/// the term itself.
 pub(crate) fn term_probe(term: &str) -> &str {
     match term.strip_prefix(STEM_MARK) {
-        Some(stem) if stem.len() > MIN_STEMMED_LETTERS => &stem[..stem.len() - 1],
-        Some(stem) => stem,
+        Some(stem) => stem_probe(stem),
         None => term,
+    }
+}
+
+/// What every word with the English Snowball stem `stem` starts with: the stem
+/// without its last letter (`happi` stands for `happy`, `se` for `settings`),
+/// for all but the three words Snowball stems by exception to a stem they do
+/// not share two letters with (`dying`, `lying`, `tying`: `die`, `lie`, `tie`),
+/// whose probe is their first letter.
+fn stem_probe(stem: &str) -> &str {
+    match stem {
+        "die" | "lie" | "tie" => &stem[..1],
+        _ if stem.len() > 1 => &stem[..stem.len() - 1],
+        _ => stem,
     }
 }
 
@@ -413,13 +426,10 @@ fn word_analyzer() -> TextAnalyzer {
 /// Finds which of a set of terms a text's index tokens are, for snippets and
 /// matched fields. Stemming every word of a text costs more than the rest of
 /// the analysis, so only a word that starts like one of the wanted stems is
-/// stemmed: a Snowball stem differs from its word at most in its last letter
-/// (`happi` for `happy`, `gentl` for `gently`), so a word whose stem is wanted
-/// starts with that stem less its last letter; short stems only keep their
-/// first letter (`die` for `dying`, `sky` for `skies`).
+/// stemmed (see [`stem_probe`]).
 pub(crate) struct TermFinder<'t> {
     terms: &'t std::collections::BTreeSet<String>,
-    /// What a word with a wanted stem starts with (see above).
+    /// What a word with a wanted stem starts with (see [`stem_probe`]).
     probes: Vec<&'t str>,
     /// The wanted stem term of each word stemmed so far, if any: a text says
     /// its words many times, and stemming one costs a few thousand instructions.
@@ -429,14 +439,7 @@ pub(crate) struct TermFinder<'t> {
 
 impl<'t> TermFinder<'t> {
     pub(crate) fn new(terms: &'t std::collections::BTreeSet<String>) -> Self {
-        let probes = terms
-            .iter()
-            .filter_map(|term| term.strip_prefix(STEM_MARK))
-            .map(|stem| {
-                let keep = if stem.len() > MIN_STEMMED_LETTERS { stem.len() - 1 } else { 1 };
-                stem.get(..keep).unwrap_or(stem)
-            })
-            .collect();
+        let probes = terms.iter().filter_map(|term| term.strip_prefix(STEM_MARK)).map(stem_probe).collect();
         TermFinder { terms, probes, stemmed: Default::default(), analyzer: word_analyzer() }
     }
 
@@ -686,6 +689,49 @@ mod tests {
             TermFinder::new(&terms).each(text, |term, from, to| got.push((term.clone(), from, to)));
             assert_eq!(got, expected, "{list:?}");
         }
+    }
+
+    /// Snippets pick the lines to analyse, and the term finder the words to
+    /// stem, by the start every word with a wanted stem shares. Checked on
+    /// Snowball's exceptional forms and words whose stem changes a letter; the
+    /// 90,597 distinct Latin words of the Obsidian help vault and the bench
+    /// generator were checked the same way when the rule was written.
+    #[test]
+    fn every_word_starts_with_the_probe_of_its_stem() {
+        let words = [
+            "dying",
+            "lying",
+            "tying",
+            "skies",
+            "skis",
+            "idly",
+            "gently",
+            "ugly",
+            "early",
+            "only",
+            "singly",
+            "happy",
+            "happiness",
+            "settings",
+            "setting",
+            "cries",
+            "ties",
+            "hoping",
+            "relational",
+            "possibly",
+            "studies",
+            "flies",
+            "dyed",
+            "generously",
+            "organization",
+            "running",
+            "agreed",
+        ];
+        for word in words {
+            let stem = stem_of(word).unwrap();
+            assert!(word.starts_with(stem_probe(&stem)), "{word} → {stem} → {}", stem_probe(&stem));
+        }
+        assert_eq!([stem_probe("die"), stem_probe("set"), stem_probe("happi")], ["d", "se", "happ"]);
     }
 
     #[test]
