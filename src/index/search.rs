@@ -763,6 +763,18 @@ impl RivalShare {
     }
 }
 
+/// What a score of `segment` keeps: a rival language's share of it, or all
+/// of it when no language is a rival (see [`RivalShare`]).
+fn share_in(share: Option<&RivalShare>, segment: &SegmentReader) -> ShareOf {
+    match share {
+        Some(share) => Box::new(share.of(segment)),
+        None => Box::new(|_, score| score),
+    }
+}
+
+/// A segment's note and score to the score it keeps.
+type ShareOf = Box<dyn Fn(DocId, Score) -> Score>;
+
 /// Collects every note a query matches with its score (after a rival
 /// language's share), in document order segment by segment.
 struct EveryMatch {
@@ -774,10 +786,7 @@ impl Collector for EveryMatch {
     type Child = EveryMatchInSegment;
 
     fn for_segment(&self, segment_ord: u32, segment: &SegmentReader) -> tantivy::Result<Self::Child> {
-        let share: Box<dyn Fn(DocId, Score) -> Score> = match &self.share {
-            Some(share) => Box::new(share.of(segment)),
-            None => Box::new(|_, score| score),
-        };
+        let share = share_in(self.share.as_ref(), segment);
         Ok(EveryMatchInSegment { segment_ord, share, found: Vec::new() })
     }
 
@@ -792,7 +801,7 @@ impl Collector for EveryMatch {
 
 struct EveryMatchInSegment {
     segment_ord: u32,
-    share: Box<dyn Fn(DocId, Score) -> Score>,
+    share: ShareOf,
     found: Vec<(Score, DocAddress)>,
 }
 
@@ -830,10 +839,7 @@ impl Collector for BarredTop {
     type Child = BarredTopInSegment;
 
     fn for_segment(&self, segment_ord: u32, segment: &SegmentReader) -> tantivy::Result<Self::Child> {
-        let share: Box<dyn Fn(DocId, Score) -> Score> = match &self.share {
-            Some(share) => Box::new(share.of(segment)),
-            None => Box::new(|_, score| score),
-        };
+        let share = share_in(self.share.as_ref(), segment);
         Ok(BarredTopInSegment {
             segment_ord,
             limit: self.limit,
@@ -859,7 +865,7 @@ struct BarredTopInSegment {
     segment_ord: u32,
     limit: usize,
     bar: Arc<query::Bar>,
-    share: Box<dyn Fn(DocId, Score) -> Score>,
+    share: ShareOf,
     /// The page so far, its worst note on top.
     page: std::collections::BinaryHeap<std::cmp::Reverse<Standing>>,
 }
