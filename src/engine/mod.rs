@@ -15,6 +15,7 @@ mod bounded;
 mod catalog;
 mod changes;
 mod cursor;
+mod helped;
 mod list;
 mod person;
 mod read;

@@ -5,23 +5,20 @@
 
 use std::collections::BTreeSet;
 
-use rayon::prelude::*;
-
 use crate::engine::bounded::{
     HIT_LIST_MAX, SNIPPET_WINDOW, TEXT_MAX_CHARS, cap_list, cut_chars, window_text,
 };
+use crate::engine::helped::map_helped;
 use crate::engine::sync::nanos;
 use crate::engine::types::*;
 use crate::engine::{Engine, timing};
 use crate::error::{Error, Result};
-use crate::index::{NoteTexts, SearchHit, SearchRequest, SearchScope};
-use crate::sandbox::NotePath;
+use crate::index::{NoteTexts, SearchRequest, SearchScope};
+use crate::sandbox::{NotePath, Sandbox};
 use crate::vault::{NoteRecord, body_offset, content_hash, decode_note, parse_note};
 
 /// Snippets per content hit.
 const SNIPPETS_PER_HIT: usize = 3;
-/// Pages of at most this many hits get their snippets cut on the calling thread.
-const SNIPPETS_IN_PLACE: usize = 10;
 /// Longest description in a search hit, in characters.
 const DESCRIPTION_CHARS: usize = 300;
 /// Most bytes of a note a question's feedback reads (nine notes in ten of the
@@ -141,23 +138,31 @@ impl Engine {
         request.texts = Some(NoteTexts(&texts));
         let outcome = timing::time("query", || self.index.search(&request))?;
         let snippets_started = std::time::Instant::now();
-        // Cutting snippets reads and analyses each hit's file. A page of up to
-        // SNIPPETS_IN_PLACE hits is cut here: spreading so little work over rayon's
-        // workers saves well under a millisecond on idle cores and, on busy ones,
-        // waits for them to wake (up to 40 ms, the slowest calls' largest part).
-        let cut = |hit: SearchHit| ContentHit {
-            snippets: self.snippets_of(&hit.record, &outcome.terms),
-            path: hit.record.path.clone(),
-            title: hit.record.title.clone(),
-            score: hit.score,
-            weak: hit.weak,
-            explain: hit.explanation,
-        };
-        let results: Vec<ContentHit> = if outcome.hits.len() <= SNIPPETS_IN_PLACE {
-            outcome.hits.into_iter().map(cut).collect()
-        } else {
-            outcome.hits.into_par_iter().map(cut).collect()
-        };
+        // Cutting snippets reads and analyses each hit's file, shared with idle
+        // cores without waiting for one to wake (see `helped`).
+        let terms = std::sync::Arc::new(outcome.terms);
+        let mut results = Vec::with_capacity(outcome.hits.len());
+        let mut records = Vec::with_capacity(outcome.hits.len());
+        for hit in outcome.hits {
+            results.push(ContentHit {
+                snippets: Vec::new(),
+                path: hit.record.path.clone(),
+                title: hit.record.title.clone(),
+                score: hit.score,
+                weak: hit.weak,
+                explain: hit.explanation,
+            });
+            records.push(hit.record);
+        }
+        let sandbox = self.sandbox();
+        let cut = map_helped(
+            records,
+            |record| record.size,
+            move |record| cut_snippets(&sandbox, record, &terms, SNIPPET_WINDOW),
+        );
+        for (hit, snippets) in results.iter_mut().zip(cut) {
+            hit.snippets = snippets;
+        }
         timing::record("snippets", snippets_started.elapsed());
         Ok(ContentResults {
             query: args.query.clone(),
@@ -166,51 +171,47 @@ impl Engine {
             stale: self.stale_notice(),
         })
     }
+}
 
-    fn snippets_of(&self, record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
-        self.snippets_within(record, terms, SNIPPET_WINDOW)
-    }
-
-    /// Snippets from the first `window` bytes of a hit's file: a note of any size
-    /// costs a search at most that much reading and analysing.
-    pub(crate) fn snippets_within(
-        &self,
-        record: &NoteRecord,
-        terms: &BTreeSet<String>,
-        window: u64,
-    ) -> Vec<SnippetOut> {
-        let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
-        let Ok(file) = self.sandbox().open_read(&path) else { return Vec::new() };
-        let whole = file.len() <= window;
-        let Ok(bytes) = file.read_at(0, usize::try_from(file.len().min(window)).unwrap_or(usize::MAX)) else {
-            return Vec::new();
-        };
-        let text = if whole { decode_note(&bytes).ok() } else { window_text(&bytes) };
-        let Some(text) = text else { return Vec::new() };
-        // The file may have changed since it was indexed: cut from what is there now,
-        // parsing it again only when its bytes are not the ones the record describes.
-        // Its size and modification time as indexed say so as they do for the sync
-        // (hashing a hit's file was a fifth of a content search); else its hash
-        // does (for a window, its size).
-        let stamped = file.len() == record.size
-            && file.modified().is_some_and(|modified| nanos(modified) == record.modified_ns);
-        let unchanged =
-            stamped || if whole { content_hash(&bytes) == record.hash } else { file.len() == record.size };
-        let (offset, headings) = if unchanged {
-            (body_offset(text), record.headings.to_vec())
-        } else {
-            let parsed = parse_note(&path, text);
-            (parsed.body_offset, parsed.headings)
-        };
-        crate::index::snippets(text, offset, terms, &headings, SNIPPETS_PER_HIT)
-            .into_iter()
-            .map(|s| SnippetOut {
-                text: s.text,
-                heading: s.heading.map(|h| cut_chars(&h, TEXT_MAX_CHARS)),
-                line: s.line,
-            })
-            .collect()
-    }
+/// Snippets from the first `window` bytes of a hit's file: a note of any size
+/// costs a search at most that much reading and analysing.
+fn cut_snippets(
+    sandbox: &Sandbox,
+    record: &NoteRecord,
+    terms: &BTreeSet<String>,
+    window: u64,
+) -> Vec<SnippetOut> {
+    let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
+    let Ok(file) = sandbox.open_read(&path) else { return Vec::new() };
+    let whole = file.len() <= window;
+    let Ok(bytes) = file.read_at(0, usize::try_from(file.len().min(window)).unwrap_or(usize::MAX)) else {
+        return Vec::new();
+    };
+    let text = if whole { decode_note(&bytes).ok() } else { window_text(&bytes) };
+    let Some(text) = text else { return Vec::new() };
+    // The file may have changed since it was indexed: cut from what is there now,
+    // parsing it again only when its bytes are not the ones the record describes.
+    // Its size and modification time as indexed say so as they do for the sync
+    // (hashing a hit's file was a fifth of a content search); else its hash
+    // does (for a window, its size).
+    let stamped = file.len() == record.size
+        && file.modified().is_some_and(|modified| nanos(modified) == record.modified_ns);
+    let unchanged =
+        stamped || if whole { content_hash(&bytes) == record.hash } else { file.len() == record.size };
+    let (offset, headings) = if unchanged {
+        (body_offset(text), record.headings.to_vec())
+    } else {
+        let parsed = parse_note(&path, text);
+        (parsed.body_offset, parsed.headings)
+    };
+    crate::index::snippets(text, offset, terms, &headings, SNIPPETS_PER_HIT)
+        .into_iter()
+        .map(|s| SnippetOut {
+            text: s.text,
+            heading: s.heading.map(|h| cut_chars(&h, TEXT_MAX_CHARS)),
+            line: s.line,
+        })
+        .collect()
 }
 
 impl Engine {
