@@ -24,6 +24,7 @@ mod inbox;
 mod inbox_owner;
 mod index_dir;
 mod lock;
+mod machine;
 mod notes;
 mod path;
 mod policy;
@@ -42,6 +43,7 @@ pub use index_dir::{
     canonical_or_same, disk_full, folder_size, is_disk_full, is_index_file_name, is_read_only,
 };
 pub use lock::InboxLock;
+pub use machine::spare_cores;
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};

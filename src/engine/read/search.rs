@@ -138,7 +138,7 @@ impl Engine {
         request.texts = Some(NoteTexts(&texts));
         let outcome = timing::time("query", || self.index.search(&request))?;
         let snippets_started = std::time::Instant::now();
-        // Cutting snippets reads and analyses each hit's file, shared with idle
+        // Cutting snippets reads and analyses each hit's file, shared with spare
         // cores without waiting for one to wake (see `helped`).
         let terms = std::sync::Arc::new(outcome.terms);
         let mut results = Vec::with_capacity(outcome.hits.len());
