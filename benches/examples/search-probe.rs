@@ -13,7 +13,7 @@ use kb_bench::{CORPUS_QUERIES, GENERATED_QUERIES};
 use kb_mcp::engine::types::SearchArgs;
 use kb_mcp::engine::{Engine, EngineOptions};
 
-/// Prints every page (path, score bits, total) of both searches for each
+/// Prints every page (path, score bits, total; a content hit's snippets) of both searches for each
 /// line `query<TAB>folder<TAB>tags` of a file, at limits 1 and 10.
 fn dump(engine: &Engine, file: &str) {
     let text = std::fs::read_to_string(file).expect("queries");
@@ -47,6 +47,10 @@ fn dump(engine: &Engine, file: &str) {
                     for hit in found.results {
                         out +=
                             &format!("  {} {:08x} {}\n", hit.path, hit.score.to_bits(), hit.snippets.len());
+                        for snippet in hit.snippets {
+                            out +=
+                                &format!("    {} {:?} {:?}\n", snippet.line, snippet.heading, snippet.text);
+                        }
                     }
                 }
                 Err(e) => out += &format!("c {line:?} error {e}\n"),
