@@ -109,7 +109,7 @@ impl Shared {
         // Whether the index must be checked whole while opening (its records read
         // at once): after its records could not be read, so that it is rebuilt.
         let mut check_whole = false;
-        let engine = loop {
+        let (engine, watcher) = loop {
             let opened = if check_whole { Engine::open(options) } else { Engine::open_to_serve(options) };
             let engine = match opened {
                 Ok(engine) => {
@@ -153,6 +153,9 @@ impl Shared {
                     let _ = sender.send(Readiness::Starting(done, total));
                 }
             };
+            // Watching starts before the walk (see `watch::spawn`); an engine given
+            // up below takes its watcher with it.
+            let watcher = watch::spawn(engine.clone());
             match engine.sync(false, Some(&progress)) {
                 Ok(report) => {
                     log(json!({
@@ -168,13 +171,14 @@ impl Shared {
                 Err(error) => {
                     log(json!({ "event": "sync_failed", "error": error.to_string() }));
                     if !has_index {
+                        drop(watcher);
                         self.fail_until_retry(&sender, &options.vault, error, "building the index again");
                         started = Instant::now();
                         continue;
                     }
                 }
             }
-            break engine;
+            break (engine, watcher);
         };
         // Ready even when the sync failed over an existing index: that index is
         // served, and its searches keep saying they may be stale.
@@ -186,7 +190,7 @@ impl Shared {
             Ok(_) => {}
             Err(error) => log(json!({ "event": "recover_failed", "error": error.to_string() })),
         }
-        let watching = watch::spawn(engine);
+        let watching = watcher.map(watch::Watcher::keep).is_some();
         *self.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         self.unwatched.store(!watching, Ordering::Relaxed);
     }

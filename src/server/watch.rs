@@ -15,15 +15,33 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::event::{AccessKind, AccessMode};
-use notify::{EventKind, RecursiveMode};
-use notify_debouncer_full::{DebounceEventResult, DebouncedEvent, new_debouncer};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode};
+use notify_debouncer_full::{
+    DebounceEventResult, DebouncedEvent, Debouncer, RecommendedCache, new_debouncer,
+};
 use serde_json::json;
 
 use super::{debug_log, log};
 use crate::engine::Engine;
 
-/// Starts watching the vault; returns whether a watcher is running.
-pub(super) fn spawn(engine: Arc<Engine>) -> bool {
+/// A running watcher; dropping it stops the watching.
+pub(super) struct Watcher {
+    _debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+}
+
+impl Watcher {
+    /// Keeps watching for as long as the process runs.
+    pub(super) fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+/// Starts watching the vault for `engine`; `None` when no watcher could start.
+/// Started before the engine's start-up sync walks the vault, so a note
+/// written at any moment after that walk began is either walked or reported:
+/// started after it, a note written between the two was missed until the
+/// next restart.
+pub(super) fn spawn(engine: Arc<Engine>) -> Option<Watcher> {
     let root = engine.root().to_owned();
     let index_dir: PathBuf = crate::sandbox::canonical_or_same(&engine.index_location().dir);
     // kb.toml and Obsidian's templates settings (they name the folder left out).
@@ -78,16 +96,14 @@ pub(super) fn spawn(engine: Arc<Engine>) -> bool {
         Ok(debouncer) => debouncer,
         Err(error) => {
             log(json!({ "event": "watch_unavailable", "error": error.to_string() }));
-            return false;
+            return None;
         }
     };
     if let Err(error) = debouncer.watch(&root, RecursiveMode::Recursive) {
         log(json!({ "event": "watch_unavailable", "error": error.to_string() }));
-        return false;
+        return None;
     }
-    // The watcher lives as long as the process.
-    std::mem::forget(debouncer);
-    true
+    Some(Watcher { _debouncer: debouncer })
 }
 
 /// Whether an event can stand for a changed file. Opening, reading and closing
