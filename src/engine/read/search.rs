@@ -155,11 +155,8 @@ impl Engine {
             records.push(hit.record);
         }
         let sandbox = self.sandbox();
-        let cut = map_helped(
-            records,
-            |record| record.size,
-            move |record| cut_snippets(&sandbox, record, &terms, SNIPPET_WINDOW),
-        );
+        let cut =
+            map_helped(records, |record| record.size, move |record| cut_snippets(&sandbox, record, &terms));
         for (hit, snippets) in results.iter_mut().zip(cut) {
             hit.snippets = snippets;
         }
@@ -173,14 +170,10 @@ impl Engine {
     }
 }
 
-/// Snippets from the first `window` bytes of a hit's file: a note of any size
-/// costs a search at most that much reading and analysing.
-fn cut_snippets(
-    sandbox: &Sandbox,
-    record: &NoteRecord,
-    terms: &BTreeSet<String>,
-    window: u64,
-) -> Vec<SnippetOut> {
+/// Snippets from the first [`SNIPPET_WINDOW`] bytes of a hit's file: a note of
+/// any size costs a search at most that much reading and analysing.
+fn cut_snippets(sandbox: &Sandbox, record: &NoteRecord, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
+    let window = SNIPPET_WINDOW;
     let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
     let Ok(file) = sandbox.open_read(&path) else { return Vec::new() };
     let whole = file.len() <= window;
