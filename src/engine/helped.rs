@@ -38,8 +38,10 @@ where
     R: Send + 'static,
     F: Fn(&T) -> R + Send + Sync + 'static,
 {
-    // A helper is only worth waking on a spare core (see `sandbox::spare_cores`).
-    let spare = crate::sandbox::spare_cores().unwrap_or(usize::MAX);
+    // A helper is only worth waking on a spare core (see `sandbox::spare_cores`);
+    // where the system does not say, the caller cuts alone, as it did before
+    // helpers, rather than risk the loaded machine's tail.
+    let spare = crate::sandbox::spare_cores().unwrap_or(0);
     let helpers = rayon::current_num_threads().saturating_sub(1).min(spare).min(HELPERS_MAX);
     map_with_helpers(items, weight, work, helpers)
 }

@@ -8,7 +8,8 @@
 //! before the slash). The count includes the calling thread and, usually, the
 //! thread that has just handed it the request (a client still returning from
 //! its write, the server's reader): a core is spare for each core beyond the
-//! threads other than those two. Elsewhere the count is unknown.
+//! threads other than those two. Elsewhere the count is unknown, and a search
+//! cuts its snippets on the calling thread alone.
 
 /// Cores a helper thread could have now (see the module comment); `None`
 /// where the system does not say.
