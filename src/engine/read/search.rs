@@ -184,13 +184,17 @@ fn cut_snippets(sandbox: &Sandbox, record: &NoteRecord, terms: &BTreeSet<String>
     let Some(text) = text else { return Vec::new() };
     // The file may have changed since it was indexed: cut from what is there now,
     // parsing it again only when its bytes are not the ones the record describes.
-    // Its size and modification time as indexed say so as they do for the sync
-    // (hashing a hit's file was a fifth of a content search); else its hash
-    // does (for a window, its size).
-    let stamped = file.len() == record.size
-        && file.modified().is_some_and(|modified| nanos(modified) == record.modified_ns);
-    let unchanged =
-        stamped || if whole { content_hash(&bytes) == record.hash } else { file.len() == record.size };
+    // A window is taken as unchanged by its size alone. A whole file is when its
+    // size and modification time are the record's, as the sync takes them
+    // (hashing a hit's file was a fifth of a content search), else when its hash is.
+    let same_size = file.len() == record.size;
+    let unchanged = if whole {
+        let stamped =
+            same_size && file.modified().is_some_and(|modified| nanos(modified) == record.modified_ns);
+        stamped || content_hash(&bytes) == record.hash
+    } else {
+        same_size
+    };
     let (offset, headings) = if unchanged {
         (body_offset(text), record.headings.to_vec())
     } else {
