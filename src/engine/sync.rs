@@ -116,6 +116,12 @@ pub(crate) struct Drift {
     pub(crate) skipped: Vec<(String, String)>,
 }
 
+/// Whether a file of `size` bytes last modified at `modified` is, as the sync
+/// judges without reading it, the one `record` was made from.
+pub(crate) fn same_stamp(record: &NoteRecord, size: u64, modified: SystemTime) -> bool {
+    record.size == size && record.modified_ns == nanos(modified)
+}
+
 pub(crate) fn nanos(time: SystemTime) -> i64 {
     match time.duration_since(UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
@@ -192,8 +198,7 @@ impl Engine {
                 }
                 None => drift.added.push(file),
                 Some(record)
-                    if record.size == file.stat.size
-                        && record.modified_ns == nanos(file.stat.modified)
+                    if same_stamp(record, file.stat.size, file.stat.modified)
                         && record.kind == kind_of(file.area) =>
                 {
                     drift.unchanged += 1;
@@ -306,9 +311,7 @@ impl Engine {
                 (None, None) => {}
                 (Some(stat), None) => drift.added.push(ScannedFile { path, area, stat }),
                 (Some(stat), Some(record))
-                    if record.size == stat.size
-                        && record.modified_ns == nanos(stat.modified)
-                        && record.kind == kind_of(area) =>
+                    if same_stamp(record, stat.size, stat.modified) && record.kind == kind_of(area) =>
                 {
                     drift.unchanged += 1;
                 }

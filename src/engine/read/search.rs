@@ -9,7 +9,7 @@ use crate::engine::bounded::{
     HIT_LIST_MAX, SNIPPET_WINDOW, TEXT_MAX_CHARS, cap_list, cut_chars, window_text,
 };
 use crate::engine::helped::map_helped;
-use crate::engine::sync::nanos;
+use crate::engine::sync::same_stamp;
 use crate::engine::types::*;
 use crate::engine::{Engine, timing};
 use crate::error::{Error, Result};
@@ -187,13 +187,11 @@ fn cut_snippets(sandbox: &Sandbox, record: &NoteRecord, terms: &BTreeSet<String>
     // A window is taken as unchanged by its size alone. A whole file is when its
     // size and modification time are the record's, as the sync takes them
     // (hashing a hit's file was a fifth of a content search), else when its hash is.
-    let same_size = file.len() == record.size;
     let unchanged = if whole {
-        let stamped =
-            same_size && file.modified().is_some_and(|modified| nanos(modified) == record.modified_ns);
+        let stamped = file.modified().is_some_and(|modified| same_stamp(record, file.len(), modified));
         stamped || content_hash(&bytes) == record.hash
     } else {
-        same_size
+        file.len() == record.size
     };
     let (offset, headings) = if unchanged {
         (body_offset(text), record.headings.to_vec())
