@@ -13,13 +13,14 @@
 //! query built from a question), [`tokenizer`] and [`script`] (how text becomes
 //! terms), [`snippet`], [`fuzzy`], [`fusion`] (a question's two rankings as one), [`schema`] (from `index-schema/`),
 //! [`baseline`] (the plain BM25 index evaluations compare against),
-//! [`language`] (which language a note and a query are in), [`read_only`], [`errors`].
+//! [`language`] (which language a note and a query are in), [`language_column`] (the notes' languages kept per segment), [`read_only`], [`errors`].
 
 mod baseline;
 mod errors;
 mod fusion;
 mod fuzzy;
 mod language;
+mod language_column;
 mod open;
 mod query;
 mod read_only;
@@ -43,7 +44,7 @@ pub use writer::{DocumentSink, Journal, PendingUpdate};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use tantivy::schema::Value;
@@ -152,6 +153,8 @@ pub struct SearchIndex {
     parallel: Option<Executor>,
     /// Each field's BM25 statistics, kept while the segments stay the same.
     field_stats: query::FieldStatsCache,
+    /// Each segment's note languages, read once (see [`language_column`]).
+    languages: Arc<language_column::LanguageColumns>,
 }
 
 impl std::fmt::Debug for SearchIndex {

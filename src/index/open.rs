@@ -3,11 +3,12 @@
 //! serving a folder that does not exist as an empty index in memory.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tantivy::{Executor, Index, IndexReader, ReloadPolicy, TantivyError};
 
 use super::errors::{folder_error, tantivy_error, tantivy_read_only};
+use super::language_column::LanguageColumns;
 use super::read_only;
 use super::schema;
 use super::schema::IndexSchema;
@@ -225,6 +226,7 @@ impl SearchIndex {
             None
         };
         let dir = folder.path().to_owned();
+        let languages = Arc::new(LanguageColumns::new(schema.schema.get_field_name(schema.fields.language)));
         Ok(SearchIndex {
             index,
             reader,
@@ -235,6 +237,7 @@ impl SearchIndex {
             writing: Mutex::new(()),
             parallel,
             field_stats: super::query::FieldStatsCache::default(),
+            languages,
         })
     }
 

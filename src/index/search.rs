@@ -14,6 +14,7 @@ use tantivy::{DocAddress, DocId, Executor, Score, Searcher, SegmentReader, Tanti
 use super::SearchIndex;
 use super::errors::tantivy_error;
 use super::fusion;
+use super::language_column::LanguageColumns;
 use super::query;
 use super::standing;
 use super::tokenizer;
@@ -679,8 +680,7 @@ impl SearchIndex {
 
     /// What a note in a rival language keeps of its score.
     fn rival_share(&self, rivals: &Rivals) -> RivalShare {
-        let field = self.schema.schema.get_field_name(self.schema.fields.language).to_owned();
-        RivalShare { rivals: *rivals, field }
+        RivalShare { rivals: *rivals, columns: Arc::clone(&self.languages) }
     }
 
     /// Every note a query matches, with its score (a rival language's share of it).
@@ -742,22 +742,21 @@ impl SearchIndex {
     }
 }
 
-/// A note in a rival language keeps [`RIVAL_LANGUAGE_SHARE`] of its score (read
-/// from the language column, one lookup per matching note).
+/// A note in a rival language keeps [`RIVAL_LANGUAGE_SHARE`] of its score (its
+/// language read from the language column, kept per segment).
 #[derive(Debug, Clone)]
 struct RivalShare {
     rivals: Rivals,
-    /// The language column's name.
-    field: String,
+    columns: Arc<LanguageColumns>,
 }
 
 impl RivalShare {
     /// The score a note of `segment` keeps.
     fn of(&self, segment: &SegmentReader) -> impl Fn(DocId, Score) -> Score + use<> {
         let rivals = self.rivals;
-        let column = segment.fast_fields().u64(&self.field).ok().map(|c| c.first_or_default_col(0));
-        move |doc: DocId, score: Score| match &column {
-            Some(column) if (rivals >> column.get_val(doc).min(63)) & 1 == 1 => score * RIVAL_LANGUAGE_SHARE,
+        let languages = self.columns.of(segment);
+        move |doc: DocId, score: Score| match &languages {
+            Some(languages) if (rivals >> languages.of(doc)) & 1 == 1 => score * RIVAL_LANGUAGE_SHARE,
             _ => score,
         }
     }

@@ -213,7 +213,7 @@ impl OnlyScorer {
                     if bound == TERMINATED {
                         return self.terminate();
                     }
-                    self.next += self.docs[self.next..].partition_point(|&doc| doc < bound);
+                    self.next = first_from(&self.docs, self.next, bound);
                 }
             }
             self.pass_below_bar();
@@ -239,6 +239,24 @@ impl OnlyScorer {
     }
 }
 
+/// The first of `docs` (sorted) from `from` on that is at least `target`.
+///
+/// Galloping: doubling steps from `from`, then a binary search within the last
+/// step. A leaf mostly lands a few candidates ahead (a common word's next
+/// note), where this looks at one or two, and sometimes far ahead (a rare
+/// word's), where it costs twice a binary search's few looks.
+fn first_from(docs: &[DocId], from: usize, target: DocId) -> usize {
+    let rest = &docs[from.min(docs.len())..];
+    let mut step = 1;
+    let mut below = 0;
+    while step <= rest.len() && rest[step - 1] < target {
+        below = step;
+        step *= 2;
+    }
+    let end = step.min(rest.len());
+    from + below + rest[below..end].partition_point(|&doc| doc < target)
+}
+
 impl DocSet for OnlyScorer {
     fn advance(&mut self) -> DocId {
         if self.doc == TERMINATED {
@@ -252,7 +270,7 @@ impl DocSet for OnlyScorer {
         if self.doc >= target {
             return self.doc;
         }
-        self.next += self.docs[self.next..].partition_point(|&doc| doc < target);
+        self.next = first_from(&self.docs, self.next, target);
         self.settle()
     }
 
@@ -274,5 +292,23 @@ impl DocSet for OnlyScorer {
 impl Scorer for OnlyScorer {
     fn score(&mut self) -> Score {
         self.inner.score()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn galloping_finds_what_a_binary_search_finds() {
+        let docs: Vec<DocId> = (0..300).map(|at| at * 3 + at % 3).collect();
+        assert!(docs.is_sorted());
+        for from in [0, 1, 2, 5, 64, 150, 298, 299, 300] {
+            for target in (0..905).chain([DocId::MAX]) {
+                let expected = from + docs[from..].partition_point(|&doc| doc < target);
+                assert_eq!(first_from(&docs, from, target), expected, "from {from}, target {target}");
+            }
+        }
+        assert_eq!(first_from(&[], 0, 5), 0);
     }
 }

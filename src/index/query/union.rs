@@ -94,7 +94,7 @@ impl Weight for UnionWeight {
             notes: reader.num_docs(),
             doc: 0,
             window: 0,
-            score: 0.0,
+            score: None,
         };
         union.settle(true);
         Ok(Box::new(union))
@@ -120,23 +120,34 @@ struct UnionScorer {
     doc: DocId,
     /// Where tantivy's union would have started its current window.
     window: DocId,
-    score: Score,
+    /// The current note's score, once asked for.
+    score: Option<Score>,
 }
 
 impl UnionScorer {
-    /// Stands on the clauses' first document and scores it; `fresh`: a new
-    /// window starts there (as after tantivy's union refills).
+    /// Stands on the clauses' first document; `fresh`: a new window starts
+    /// there (as after tantivy's union refills). The note is scored only when
+    /// asked: a query above may pass it over unscored (a coordinated query
+    /// whose other words it lacks, say).
     fn settle(&mut self, fresh: bool) -> DocId {
         let doc = self.docs.iter().copied().min().unwrap_or(TERMINATED);
         self.doc = doc;
+        self.score = None;
         if doc == TERMINATED {
             return TERMINATED;
         }
         if fresh || doc - self.window >= WINDOW {
             self.window = doc;
         }
+        doc
+    }
+
+    /// The current note's score: its matching clauses' scores combined, each
+    /// clause asked in order (the order tantivy's union adds them).
+    fn combined(&mut self) -> Score {
+        let doc = self.doc;
         let on = self.clauses.iter_mut().zip(&self.docs).filter(|(_, at)| **at == doc);
-        self.score = match self.combine {
+        match self.combine {
             Combine::Sum => {
                 let mut sum: Score = 0.0;
                 for (clause, _) in on {
@@ -153,8 +164,7 @@ impl UnionScorer {
                 }
                 best + (sum - best) * tie_breaker
             }
-        };
-        doc
+        }
     }
 }
 
@@ -220,7 +230,14 @@ impl DocSet for UnionScorer {
 
 impl Scorer for UnionScorer {
     fn score(&mut self) -> Score {
-        self.score
+        match self.score {
+            Some(score) => score,
+            None => {
+                let score = self.combined();
+                self.score = Some(score);
+                score
+            }
+        }
     }
 }
 
