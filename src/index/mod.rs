@@ -47,8 +47,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use tantivy::schema::Value;
-use tantivy::{Executor, Index, IndexReader, TantivyDocument};
+use tantivy::schema::document::{DeserializeError, DocumentDeserialize, DocumentDeserializer};
+use tantivy::schema::{Field, Value};
+use tantivy::{DocAddress, Executor, Index, IndexReader, Searcher, TantivyDocument};
 
 use crate::error::{Error, Result};
 use crate::sandbox;
@@ -265,13 +266,51 @@ impl SearchIndex {
     fn hit_record_of(&self, doc: &TantivyDocument, headings: bool) -> Option<NoteRecord> {
         hit_record(doc.get_first(self.schema.fields.record)?.as_str()?, headings)
     }
+
+    /// A hit's record without its headings, from the record's head, which is
+    /// stored first on its own (`hit`): the stored document is decoded no
+    /// further, so a long record (headings and links are most of it) costs a
+    /// hit nothing. A document stored otherwise is read whole.
+    fn lean_hit_record(
+        &self,
+        searcher: &Searcher,
+        address: DocAddress,
+    ) -> tantivy::Result<Option<NoteRecord>> {
+        let FirstValue(first) = searcher.doc(address)?;
+        Ok(match first {
+            Some((field, head)) if field == self.schema.fields.hit => hit_record(&head, false),
+            _ => self.hit_record_of(&searcher.doc(address)?, false),
+        })
+    }
+}
+
+/// The key a record's headings start at (see [`record_head`]).
+const HEADINGS_KEY: &str = ",\"headings\":";
+
+/// A record's JSON up to `key`, closed there: the fields before it, which
+/// come first in a [`NoteRecord`]. The key is found where it is: inside a
+/// string every `"` is escaped, so it cannot follow a comma. All of it when
+/// it holds no such key.
+fn record_head<'a>(json: &'a str, key: &str) -> std::borrow::Cow<'a, str> {
+    match json.find(key) {
+        Some(at) => format!("{}}}", &json[..at]).into(),
+        None => json.into(),
+    }
+}
+
+/// A stored document's first value alone: the values after it are not decoded.
+struct FirstValue(Option<(Field, String)>);
+
+impl DocumentDeserialize for FirstValue {
+    fn deserialize<'de, D: DocumentDeserializer<'de>>(mut stored: D) -> Result<Self, DeserializeError> {
+        Ok(FirstValue(stored.next_field::<String>()?))
+    }
 }
 
 /// A hit's record from its stored JSON (see `SearchIndex::hit_record_of`).
 fn hit_record(json: &str, headings: bool) -> Option<NoteRecord> {
-    let end = if headings { ",\"links\":" } else { ",\"headings\":" };
-    let head = json.find(end).map(|at| format!("{}}}", &json[..at]));
-    let hit: HitRecord = serde_json::from_str(head.as_deref().unwrap_or(json)).ok()?;
+    let head = record_head(json, if headings { ",\"links\":" } else { HEADINGS_KEY });
+    let hit: HitRecord = serde_json::from_str(&head).ok()?;
     Some(NoteRecord {
         path: hit.path,
         kind: hit.kind,
@@ -399,7 +438,11 @@ mod tests {
         // Up to its headings: the same, headings left out.
         let lean = hit_record(&json, false).unwrap();
         assert!(!record.headings.is_empty());
-        assert_eq!(lean, NoteRecord { headings: Default::default(), ..expected });
+        assert_eq!(lean, NoteRecord { headings: Default::default(), ..expected.clone() });
+        // The head stored on its own reads the same.
+        let head = record_head(&json, HEADINGS_KEY);
+        assert!(head.len() < json.len() && !head.contains("Heading"));
+        assert_eq!(hit_record(&head, false).unwrap(), lean);
         // A record stored without links (none written that way) is read whole.
         let whole = json.replacen(",\"links\":", ",\"lanks\":", 1);
         let read = hit_record(&whole, true).unwrap();

@@ -48,10 +48,12 @@ pub(crate) struct Fields {
     pub(crate) folder: Field,
     pub(crate) language: Field,
     pub(crate) record: Field,
+    /// The record's head, stored first (see `SearchIndex::lean_hit_record`).
+    pub(crate) hit: Field,
 }
 
 /// The names [`Fields`] needs, in declaration order.
-pub(crate) const FIELD_NAMES: [&str; 12] = [
+pub(crate) const FIELD_NAMES: [&str; 13] = [
     "path",
     "title",
     "aliases",
@@ -64,6 +66,7 @@ pub(crate) const FIELD_NAMES: [&str; 12] = [
     "folder",
     "language",
     "record",
+    "hit",
 ];
 
 /// The parsed declaration, its schema and field handles.
@@ -134,6 +137,7 @@ pub(crate) fn build() -> Result<IndexSchema> {
         folder: get("folder")?,
         language: get("language")?,
         record: get("record")?,
+        hit: get("hit")?,
     };
     let mut weights = BTreeMap::new();
     for (tool, per_field) in &declaration.weights {

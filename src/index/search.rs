@@ -405,9 +405,13 @@ impl SearchIndex {
         let mut hits = Vec::with_capacity(page.len());
         let mut finder = tokenizer::TermFinder::new(&terms);
         for (score, address) in page {
-            let doc: TantivyDocument =
-                searcher.doc(address).map_err(|e| tantivy_error("reading a hit's stored record", e))?;
-            let Some(record) = self.hit_record_of(&doc, !knowledge) else { continue };
+            let read = if knowledge {
+                self.lean_hit_record(searcher, address)
+            } else {
+                searcher.doc(address).map(|doc: TantivyDocument| self.hit_record_of(&doc, true))
+            };
+            let read = read.map_err(|e| tantivy_error("reading a hit's stored record", e))?;
+            let Some(record) = read else { continue };
             let matched = if knowledge {
                 matched_fields(&record, &mut finder, in_headings.contains(&address))
             } else {
@@ -509,12 +513,27 @@ impl SearchIndex {
         // is passed over (see `query::Bar`).
         let bar = Arc::new(query::Bar::default());
         let candidates = Arc::new(query::Candidates::bounded(searcher, kept, Some(Arc::clone(&bar))));
-        let scored = query::build_reaching(parts, false, &query::Reach::Candidates(candidates));
+        let scored = query::build_reaching(parts, false, &query::Reach::Candidates(Arc::clone(&candidates)));
         // Rivals only lose score, so the bound on the other notes still holds.
         let collector = BarredTop { limit, bar, share: rivals.map(|rivals| self.rival_share(rivals)) };
-        let top = searcher
-            .search_with_executor(scored.as_ref(), &collector, &Executor::SingleThread, lookups.scoring())
-            .map_err(|e| tantivy_error("scoring candidates", e))?;
+        // One candidate at a time where the query's shape allows (the same
+        // scores, without each leaf walking the candidates by itself).
+        let top = match query::collect_candidates(
+            scored.as_ref(),
+            &candidates,
+            searcher,
+            lookups.scoring(),
+            &collector,
+        ) {
+            Some(top) => top,
+            None => searcher.search_with_executor(
+                scored.as_ref(),
+                &collector,
+                &Executor::SingleThread,
+                lookups.scoring(),
+            ),
+        }
+        .map_err(|e| tantivy_error("scoring candidates", e))?;
         Ok(match top.last() {
             Some(&(last, _)) if top.len() == limit && last > bound => Some((top, matched)),
             _ => None,
@@ -569,8 +588,7 @@ impl SearchIndex {
             .iter()
             .take(query::FEEDBACK_NOTES)
             .filter_map(|&(score, address)| {
-                let doc: TantivyDocument = searcher.doc(address).ok()?;
-                Some((score, (texts.0)(&self.hit_record_of(&doc, false)?)?))
+                Some((score, (texts.0)(&self.lean_hit_record(searcher, address).ok()??)?))
             })
             .collect();
         let fields = &self.schema.fields;

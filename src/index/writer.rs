@@ -316,6 +316,10 @@ fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<Tant
     let record = &document.record;
     let mut doc = TantivyDocument::new();
     let text = |doc: &mut TantivyDocument, field: Field, value: &str| doc.add_text(field, value);
+    let json =
+        serde_json::to_string(record).map_err(|e| Error::internal(format!("serialising a record: {e}")))?;
+    // The head first: a `search_knowledge` hit reads the first stored value alone.
+    text(&mut doc, fields.hit, &super::record_head(&json, super::HEADINGS_KEY));
     text(&mut doc, fields.path, &record.path);
     text(&mut doc, fields.title, &record.title);
     if !record.stem().eq_ignore_ascii_case(record.title.trim()) {
@@ -368,8 +372,6 @@ fn to_document(fields: &schema::Fields, document: &IndexDocument) -> Result<Tant
         text(&mut doc, fields.folder, &folder);
     }
     doc.add_u64(fields.language, super::language::detect(&document.body));
-    let json =
-        serde_json::to_string(record).map_err(|e| Error::internal(format!("serialising a record: {e}")))?;
     text(&mut doc, fields.record, &json);
     Ok(doc)
 }
@@ -396,4 +398,35 @@ fn small_segments(searcher: &tantivy::Searcher) -> Vec<tantivy::index::SegmentId
         small.truncate(2);
     }
     small.into_iter().map(|(_, id)| id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use tantivy::Index;
+
+    use super::*;
+    use crate::index::{FirstValue, tokenizer};
+    use crate::sandbox::NotePath;
+    use crate::vault::{NoteKind, NoteRecord, parse_note};
+
+    #[test]
+    fn a_note_is_stored_with_its_records_head_first() {
+        let schema = schema::build().unwrap();
+        let index = Index::create_in_ram(schema.schema.clone());
+        index.tokenizers().register(tokenizer::ANALYZER, tokenizer::index_analyzer());
+        let text = "---\naliases: [x]\n---\n# Note\n\n## A heading\n\nSee [[other]].\n";
+        let note = parse_note(&NotePath::parse("a/note.md").unwrap(), text);
+        let record = NoteRecord::from_note(note, NoteKind::Note, 7, 8, None, "sha256:00".to_owned());
+        let document = IndexDocument { record: record.clone(), body: text.to_owned() };
+        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        writer.add_document(to_document(&schema.fields, &document).unwrap()).unwrap();
+        writer.commit().unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        let FirstValue(first) = searcher.doc(tantivy::DocAddress::new(0, 0)).unwrap();
+        let (field, head) = first.unwrap();
+        assert_eq!(field, schema.fields.hit);
+        let full = serde_json::to_string(&record).unwrap();
+        assert!(full.starts_with(head.trim_end_matches('}')) && head.len() < full.len());
+        assert!(!head.contains("headings") && head.contains("\"aliases\":[\"x\"]"));
+    }
 }

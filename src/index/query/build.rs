@@ -38,7 +38,8 @@ pub(crate) enum Reach {
 }
 
 impl Reach {
-    /// The leaf as this reach sees it.
+    /// The leaf as this reach sees it. A leaf is whole, its boost within: the
+    /// candidate pass tells leaves by their wrapper (see `each_candidate`).
     pub(super) fn leaf(&self, query: Box<dyn Query>) -> Box<dyn Query> {
         match self {
             Reach::Candidates(candidates) => only(candidates, query),
@@ -120,7 +121,7 @@ fn across_fields(
                 Box::new(PhraseQuery::new_with_offset(positioned))
             }
         };
-        clauses.push(Box::new(BoostQuery::new(reach.leaf(query), weight)));
+        clauses.push(reach.leaf(Box::new(BoostQuery::new(query, weight))));
     }
     Some(if clauses.is_empty() { Box::new(EmptyQuery) } else { leaves.sum(clauses) })
 }
@@ -255,7 +256,7 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
             IndexRecordOption::Basic,
             terms,
         );
-        top.push((Occur::Should, Box::new(BoostQuery::new(reach.leaf(Box::new(exact)), weight))));
+        top.push((Occur::Should, reach.leaf(Box::new(BoostQuery::new(Box::new(exact), weight)))));
     }
     for word in &plan.excluded {
         if let Some(q) = across_fields_held(&word.terms, &excluding, &leaves) {

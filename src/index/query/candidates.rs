@@ -75,6 +75,16 @@ impl Candidates {
         let id = reader.segment_id();
         self.by_segment.iter().find(|candidates| candidates.segment == id)
     }
+
+    /// `reader`'s candidates, sorted, and the most the query can score each.
+    pub(super) fn in_segment(&self, reader: &SegmentReader) -> Option<(&[DocId], &[Score])> {
+        self.of(reader).map(|candidates| (&*candidates.docs, &*candidates.most))
+    }
+
+    /// The score a candidate must be able to reach to be scored, when there is one.
+    pub(super) fn bar(&self) -> Option<&Bar> {
+        self.bar.as_deref()
+    }
 }
 
 /// One segment's candidates, sorted, and the most the query can score each.
@@ -109,7 +119,7 @@ impl Bar {
         }
     }
 
-    fn get(&self) -> Score {
+    pub(super) fn get(&self) -> Score {
         Score::from_bits(self.0.load(Ordering::Relaxed))
     }
 }
@@ -117,6 +127,11 @@ impl Bar {
 /// Wraps a leaf query so that it matches candidates only.
 pub(crate) fn only(candidates: &Arc<Candidates>, leaf: Box<dyn Query>) -> Box<dyn Query> {
     Box::new(OnlyCandidates { inner: leaf, candidates: Arc::clone(candidates) })
+}
+
+/// The leaf that [`only`] restricted to candidates, when `query` is one.
+pub(super) fn leaf_within(query: &dyn Query) -> Option<&dyn Query> {
+    query.downcast_ref::<OnlyCandidates>().map(|only| only.inner.as_ref())
 }
 
 /// A leaf query matching only the candidates among its own matches.

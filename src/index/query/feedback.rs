@@ -249,7 +249,7 @@ pub(crate) fn with_feedback(
             }
             let leaf = SharedTermQuery::new(term, IndexRecordOption::WithFreqs, parts.terms);
             let weight = field_weight * FEEDBACK_WEIGHT * share;
-            clauses.push((Occur::Should, Box::new(BoostQuery::new(reach.leaf(Box::new(leaf)), weight))));
+            clauses.push((Occur::Should, reach.leaf(Box::new(BoostQuery::new(Box::new(leaf), weight)))));
         }
     }
     Box::new(BooleanQuery::new(clauses))

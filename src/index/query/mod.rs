@@ -26,6 +26,7 @@
 mod build;
 mod candidates;
 mod coordinated;
+mod each_candidate;
 mod feedback;
 mod terms;
 mod union;
@@ -35,6 +36,7 @@ pub(crate) use build::{
     Filters, QueryParts, Reach, Strength, bound_outside, build, build_fuzzy, build_reaching, required_clauses,
 };
 pub(crate) use candidates::{Bar, Candidates};
+pub(crate) use each_candidate::collect as collect_candidates;
 pub(crate) use feedback::{FEEDBACK_GAP, FEEDBACK_NOTES, feedback_terms, with_feedback};
 pub(crate) use terms::{FieldStatsCache, SearchTerms};
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};

@@ -1,0 +1,429 @@
+//! The candidate pass scored one candidate at a time.
+//!
+//! `search_knowledge`'s candidate pass (see [`Candidates`]) scores a few
+//! hundred notes with the whole query. Through the query's own scorers each
+//! leaf walks the candidate list by itself, and every union and coordinated
+//! part above the leaves finds, at each step, the least note its clauses stand
+//! on: on the Obsidian Help vault that bookkeeping cost more than reading the
+//! postings. Here the candidates are taken in order, each leaf is asked about
+//! each one (`seek_danger`, as the leaf wrapper asks), and the query's tree is
+//! evaluated on the answers: the same clauses match, their scores are added in
+//! the same order, so every note scores the same to the last bit.
+//!
+//! Only the shapes the candidate pass builds for words are evaluated here: one
+//! required part (the words' clauses, coordinated, or one alone), at most two
+//! optional ones (whose sum cannot depend on their order), nothing excluded,
+//! every part made of this crate's unions and coordinated clauses over leaves
+//! restricted to candidates. Any other query is left to its scorers:
+//! [`collect`] answers `None`.
+
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::query::{BooleanQuery, EmptyQuery, EmptyScorer, EnableScoring, Occur, Query, Scorer, Weight};
+use tantivy::{DocId, Score, Searcher, SeekDangerResult, TERMINATED};
+
+use super::candidates::{Candidates, leaf_within};
+use super::coordinated::CoordinatedQuery;
+use super::union::{Combine, UnionQuery};
+
+/// Collects every candidate `query` matches, with the score its own scorers
+/// would give it, into `collector`; `None` when the query's shape is not one
+/// evaluated here (see the module's doc), so its scorers must run.
+pub(crate) fn collect<C: Collector>(
+    query: &dyn Query,
+    candidates: &Candidates,
+    searcher: &Searcher,
+    scoring: EnableScoring<'_>,
+    collector: &C,
+) -> Option<tantivy::Result<C::Fruit>> {
+    let shape = Shape::of(query)?;
+    Some(shape.collect(candidates, searcher, scoring, collector))
+}
+
+/// Which of a shape's leaves match a candidate, one bit each.
+type Matched = u128;
+
+/// The most leaves a shape evaluated here has (one bit each in [`Matched`]).
+const MAX_LEAVES: usize = Matched::BITS as usize;
+
+/// A part of the query's tree, its leaves numbered in order.
+#[derive(Debug)]
+enum Node {
+    /// A leaf restricted to candidates (see `candidates::only`).
+    Leaf(usize),
+    /// A part matching no note.
+    Never,
+    /// A [`UnionQuery`]; `span`: the leaves under it, which it matches when
+    /// one of them does.
+    Union { clauses: Vec<Node>, combine: Combine, span: Matched },
+    /// A [`CoordinatedQuery`]: `all` is how many clauses match when all do
+    /// (`usize::MAX` without coordination).
+    Coordinated { clauses: Vec<Node>, required: usize, all: usize },
+}
+
+/// The query as a tree over its leaves.
+struct Shape<'q> {
+    required: Node,
+    optional: Vec<Node>,
+    leaves: Vec<&'q dyn Query>,
+}
+
+impl<'q> Shape<'q> {
+    fn of(query: &'q dyn Query) -> Option<Self> {
+        let top = query.downcast_ref::<BooleanQuery>()?;
+        if top.get_minimum_number_should_match() != 0 {
+            return None;
+        }
+        let mut shape = Shape { required: Node::Never, optional: Vec::new(), leaves: Vec::new() };
+        let mut required = None;
+        for (occur, clause) in top.clauses() {
+            match occur {
+                Occur::Must if required.is_none() => required = Some(shape.node(clause.as_ref())?),
+                Occur::Should if shape.optional.len() < 2 => {
+                    let node = shape.node(clause.as_ref())?;
+                    shape.optional.push(node);
+                }
+                _ => return None,
+            }
+        }
+        shape.required = required?;
+        (shape.leaves.len() <= MAX_LEAVES).then_some(shape)
+    }
+
+    fn node(&mut self, query: &'q dyn Query) -> Option<Node> {
+        if let Some(leaf) = leaf_within(query) {
+            self.leaves.push(leaf);
+            return Some(Node::Leaf(self.leaves.len() - 1));
+        }
+        if query.is::<EmptyQuery>() {
+            return Some(Node::Never);
+        }
+        if let Some(union) = query.downcast_ref::<UnionQuery>() {
+            let clauses =
+                union.clauses.iter().map(|clause| self.node(clause.as_ref())).collect::<Option<_>>()?;
+            let clauses: Vec<Node> = clauses;
+            let span = clauses.iter().fold(0, |span, clause| span | clause.span());
+            return Some(Node::Union { clauses, combine: union.combine, span });
+        }
+        if let Some(coordinated) = query.downcast_ref::<CoordinatedQuery>() {
+            let clauses =
+                coordinated.clauses.iter().map(|clause| self.node(clause.as_ref())).collect::<Option<_>>()?;
+            let all = if coordinated.coordinate { coordinated.clauses.len() } else { usize::MAX };
+            return Some(Node::Coordinated { clauses, required: coordinated.required, all });
+        }
+        None
+    }
+
+    fn collect<C: Collector>(
+        &self,
+        candidates: &Candidates,
+        searcher: &Searcher,
+        scoring: EnableScoring<'_>,
+        collector: &C,
+    ) -> tantivy::Result<C::Fruit> {
+        let weights: Vec<Box<dyn Weight>> =
+            self.leaves.iter().map(|leaf| leaf.weight(scoring)).collect::<tantivy::Result<_>>()?;
+        let bar = candidates.bar();
+        let mut fruits = Vec::with_capacity(searcher.segment_readers().len());
+        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+            let mut found = collector.for_segment(ord as u32, reader)?;
+            if let Some((docs, most)) = candidates.in_segment(reader)
+                && let Some(&first) = docs.first()
+            {
+                let mut leaves: Vec<LeafAt> = weights
+                    .iter()
+                    .map(|weight| LeafAt::new(weight.as_ref(), reader, first))
+                    .collect::<Result<_, _>>()?;
+                let alive = reader.alive_bitset();
+                for (&doc, &most) in docs.iter().zip(most) {
+                    // A candidate that can no longer reach the page is not scored.
+                    if bar.is_some_and(|bar| most < bar.get())
+                        || alive.is_some_and(|alive| !alive.is_alive(doc))
+                    {
+                        continue;
+                    }
+                    let mut matched: Matched = 0;
+                    for (at, leaf) in leaves.iter_mut().enumerate() {
+                        if leaf.matches(doc) {
+                            matched |= 1 << at;
+                        }
+                    }
+                    if let Some(score) = self.score(matched, &mut leaves) {
+                        found.collect(doc, score);
+                    }
+                }
+            }
+            fruits.push(found.harvest());
+        }
+        collector.merge_fruits(fruits)
+    }
+
+    /// The query's score for the candidate the leaves were last asked about,
+    /// `None` when it does not match: the required part, plus the optional
+    /// parts matching (as tantivy's boolean query adds them).
+    fn score(&self, matched: Matched, leaves: &mut [LeafAt]) -> Option<Score> {
+        let required = score(&self.required, matched, leaves)?;
+        let mut optional: Option<Score> = None;
+        for node in &self.optional {
+            if let Some(score) = score(node, matched, leaves) {
+                optional = Some(optional.map_or(score, |sum| sum + score));
+            }
+        }
+        Some(optional.map_or(required, |optional| required + optional))
+    }
+}
+
+impl Node {
+    /// The leaves under this part.
+    fn span(&self) -> Matched {
+        match self {
+            Node::Leaf(at) => 1 << at,
+            Node::Never => 0,
+            Node::Union { span, .. } => *span,
+            Node::Coordinated { clauses, .. } => clauses.iter().fold(0, |span, clause| span | clause.span()),
+        }
+    }
+}
+
+/// Whether `node` matches, from which leaves do.
+fn matches(node: &Node, matched: Matched) -> bool {
+    match node {
+        Node::Leaf(at) => matched >> at & 1 == 1,
+        Node::Never => false,
+        Node::Union { span, .. } => matched & span != 0,
+        Node::Coordinated { clauses, required, .. } => {
+            clauses.iter().filter(|clause| matches(clause, matched)).count() >= *required
+        }
+    }
+}
+
+/// `node`'s score, `None` when it does not match: its matching clauses'
+/// scores added in their order from zero, as the scorers add them
+/// (`union::UnionScorer`, `coordinated::CoordinatedScorer`).
+fn score(node: &Node, matched: Matched, leaves: &mut [LeafAt]) -> Option<Score> {
+    match node {
+        Node::Leaf(at) => (matched >> at & 1 == 1).then(|| leaves[*at].scorer.score()),
+        Node::Never => None,
+        // No leaf under it matches: nothing to look at.
+        Node::Union { span, .. } if matched & span == 0 => None,
+        Node::Union { clauses, combine, .. } => {
+            let (mut any, mut best, mut sum): (bool, Score, Score) = (false, 0.0, 0.0);
+            for clause in clauses {
+                if let Some(score) = score(clause, matched, leaves) {
+                    any = true;
+                    best = Score::max(score, best);
+                    sum += score;
+                }
+            }
+            any.then_some(match combine {
+                Combine::Sum => sum,
+                Combine::Best { tie_breaker } => best + (sum - best) * tie_breaker,
+            })
+        }
+        Node::Coordinated { clauses, required, all } => {
+            let count = clauses.iter().filter(|clause| matches(clause, matched)).count();
+            if count < *required {
+                return None;
+            }
+            let mut sum: Score = 0.0;
+            for clause in clauses {
+                if let Some(score) = score(clause, matched, leaves) {
+                    sum += score;
+                }
+            }
+            Some(if count == *all { sum + sum } else { sum })
+        }
+    }
+}
+
+/// A leaf's scorer in one segment, asked about candidates in order.
+struct LeafAt {
+    scorer: Box<dyn Scorer>,
+    /// The first note it can match: the candidate it stands on when `on`.
+    next: DocId,
+    on: bool,
+}
+
+impl LeafAt {
+    /// The leaf made near the segment's first candidate (a phrase does not look
+    /// for its first match among the notes before it).
+    fn new(weight: &dyn Weight, reader: &tantivy::SegmentReader, first: DocId) -> tantivy::Result<Self> {
+        let (found, scorer) = weight.scorer_danger(reader, first, 1.0)?;
+        let mut leaf = LeafAt { scorer, next: TERMINATED, on: false };
+        if !leaf.scorer.is::<EmptyScorer>() {
+            leaf.settle(first, found);
+        }
+        Ok(leaf)
+    }
+
+    /// Whether the leaf matches `doc`, a candidate past the last one asked
+    /// about. A miss tells where the leaf can match next; until a candidate
+    /// reaches that, the leaf is not asked again (tantivy's `seek_danger`
+    /// contract: after a miss, only asked again further on).
+    fn matches(&mut self, doc: DocId) -> bool {
+        if self.next > doc {
+            return false;
+        }
+        if self.next == doc && self.on {
+            return true;
+        }
+        let found = self.scorer.seek_danger(doc);
+        self.settle(doc, found)
+    }
+
+    fn settle(&mut self, doc: DocId, found: SeekDangerResult) -> bool {
+        match found {
+            SeekDangerResult::Found => {
+                (self.next, self.on) = (doc, true);
+                true
+            }
+            SeekDangerResult::SeekLowerBound(bound) => {
+                (self.next, self.on) = (bound.max(doc + 1), false);
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tantivy::collector::TopDocs;
+    use tantivy::query::{BoostQuery, EmptyQuery};
+    use tantivy::schema::{IndexRecordOption, Schema, TEXT};
+    use tantivy::{DocAddress, Index, TantivyDocument, Term};
+
+    use super::*;
+    use crate::index::query::candidates::only;
+    use crate::index::query::terms::{SearchTerms, SharedTermQuery};
+
+    /// Every candidate's score's bits, through the query's scorers and here.
+    fn both_ways(index: &Index, query: &dyn Query, candidates: &Candidates) -> [Vec<(DocAddress, u32)>; 2] {
+        let searcher = index.reader().unwrap().searcher();
+        let terms = SearchTerms::new(&searcher, &Default::default());
+        let collector = TopDocs::with_limit(1_000).order_by_score();
+        let sorted = |mut found: Vec<(Score, DocAddress)>| {
+            let mut found: Vec<(DocAddress, u32)> =
+                found.drain(..).map(|(score, address)| (address, score.to_bits())).collect();
+            found.sort();
+            found
+        };
+        let scorers = searcher.search_with_statistics_provider(query, &collector, &terms).unwrap();
+        let here = collect(query, candidates, &searcher, terms.scoring(), &collector)
+            .expect("a shape evaluated here");
+        [sorted(scorers), sorted(here.unwrap())]
+    }
+
+    #[test]
+    fn scores_every_candidate_as_the_querys_scorers_do_to_the_last_bit() {
+        let mut builder = Schema::builder();
+        let title = builder.add_text_field("title", TEXT);
+        let body = builder.add_text_field("body", TEXT);
+        let index = Index::create_in_ram(builder.build());
+        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        let notes = [
+            ("sync", "sync conflict"),
+            ("conflicts", "sync sync resolution conflict"),
+            ("other", "resolution resolution"),
+            ("sync conflict", "nothing here"),
+            ("", "conflict conflict conflict sync"),
+            ("resolution", "sync"),
+            ("x", "y conflict"),
+            ("sync resolution conflict", "sync conflict resolution sync"),
+            ("sync conflicts", "conflict syncs resolutions"),
+        ];
+        // Two segments, so a leaf without postings in one of them is covered.
+        for (at, (t, b)) in notes.iter().enumerate() {
+            let mut doc = TantivyDocument::default();
+            doc.add_text(title, t);
+            doc.add_text(body, b);
+            writer.add_document(doc).unwrap();
+            if at == 4 {
+                writer.commit().unwrap();
+            }
+        }
+        writer.commit().unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        let terms = Arc::new(SearchTerms::new(&searcher, &Default::default()));
+        // Every note but one a candidate: a note left out is never scored.
+        let all: Vec<DocAddress> = searcher
+            .segment_readers()
+            .iter()
+            .enumerate()
+            .flat_map(|(ord, reader)| (0..reader.max_doc()).map(move |doc| DocAddress::new(ord as u32, doc)))
+            .filter(|address| *address != DocAddress::new(0, 1))
+            .collect();
+        let candidates = Arc::new(Candidates::new(&searcher, all));
+        let leaf = |field, word: &str, weight: f32| -> Box<dyn Query> {
+            let term = SharedTermQuery::new(
+                Term::from_field_text(field, word),
+                IndexRecordOption::WithFreqs,
+                &terms,
+            );
+            only(&candidates, Box::new(BoostQuery::new(Box::new(term), weight)))
+        };
+        let across = |word: &str, factor: f32| -> Box<dyn Query> {
+            Box::new(UnionQuery {
+                clauses: vec![leaf(title, word, 4.0 * factor), leaf(body, word, 0.3 * factor)],
+                combine: Combine::Sum,
+            })
+        };
+        let unit = |word: &str, other: &str, tie_breaker: f32| -> Box<dyn Query> {
+            Box::new(UnionQuery {
+                clauses: vec![across(word, 1.0), across(other, 0.7)],
+                combine: Combine::Best { tie_breaker },
+            })
+        };
+        let three = ["sync", "conflict", "resolution"];
+        let four = ["sync", "conflict", "resolution", "absent"];
+        for (words, tie_breaker) in [(&three[..], 0.0), (&three[..], 0.1), (&four[..], 0.0)] {
+            for (required, coordinate) in (1..=words.len()).flat_map(|n| [(n, false), (n, true)]) {
+                let coordinated: Box<dyn Query> = Box::new(CoordinatedQuery {
+                    clauses: words.iter().map(|word| unit(word, &format!("{word}s"), tie_breaker)).collect(),
+                    required,
+                    coordinate,
+                });
+                for optional in 0..=2 {
+                    let mut clauses = vec![(Occur::Must, coordinated.box_clone())];
+                    clauses.extend(
+                        [leaf(title, "conflicts", 12.0), Box::new(EmptyQuery) as Box<dyn Query>]
+                            .into_iter()
+                            .take(optional)
+                            .map(|query| (Occur::Should, query)),
+                    );
+                    let query = BooleanQuery::new(clauses);
+                    let [scorers, here] = both_ways(&index, &query, &candidates);
+                    assert_eq!(
+                        here, scorers,
+                        "{words:?} {tie_breaker}: required {required}, coordinate {coordinate}, optional {optional}"
+                    );
+                    assert!(required == 4 || !here.is_empty());
+                }
+            }
+        }
+        // One word alone, without coordination.
+        let query = BooleanQuery::new(vec![(Occur::Must, unit("conflict", "conflicts", 0.0))]);
+        let [scorers, here] = both_ways(&index, &query, &candidates);
+        assert_eq!(here, scorers);
+        assert!(!here.is_empty());
+    }
+
+    #[test]
+    fn leaves_to_the_scorers_a_shape_it_does_not_evaluate() {
+        let searcher = Index::create_in_ram(Schema::builder().build()).reader().unwrap().searcher();
+        let candidates = Candidates::new(&searcher, []);
+        let terms = SearchTerms::new(&searcher, &Default::default());
+        let collector = TopDocs::with_limit(1).order_by_score();
+        let excluded = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(EmptyQuery) as Box<dyn Query>),
+            (Occur::MustNot, Box::new(EmptyQuery)),
+        ]);
+        let two_required = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(EmptyQuery) as Box<dyn Query>),
+            (Occur::Must, Box::new(EmptyQuery)),
+        ]);
+        for query in [&excluded as &dyn Query, &two_required, &EmptyQuery] {
+            assert!(collect(query, &candidates, &searcher, terms.scoring(), &collector).is_none());
+        }
+    }
+}
