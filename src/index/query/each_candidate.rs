@@ -55,6 +55,9 @@ enum Node {
     /// A [`UnionQuery`]; `span`: the leaves under it, which it matches when
     /// one of them does.
     Union { clauses: Vec<Node>, combine: Combine, span: Matched },
+    /// A [`UnionQuery`] summing leaves that follow one another (a term across
+    /// fields, the commonest part): the leaves of `span`, added in their order.
+    Leaves { span: Matched },
     /// A [`CoordinatedQuery`]: `all` is how many clauses match when all do
     /// (`usize::MAX` without coordination).
     Coordinated { clauses: Vec<Node>, required: usize, all: usize },
@@ -102,6 +105,12 @@ impl<'q> Shape<'q> {
                 union.clauses.iter().map(|clause| self.node(clause.as_ref())).collect::<Option<_>>()?;
             let clauses: Vec<Node> = clauses;
             let span = clauses.iter().fold(0, |span, clause| span | clause.span());
+            let in_a_row = clauses.iter().enumerate().all(|(offset, clause)| {
+                matches!((clause, &clauses[0]), (Node::Leaf(at), Node::Leaf(first)) if *at == first + offset)
+            });
+            if union.combine == Combine::Sum && in_a_row {
+                return Some(Node::Leaves { span });
+            }
             return Some(Node::Union { clauses, combine: union.combine, span });
         }
         if let Some(coordinated) = query.downcast_ref::<CoordinatedQuery>() {
@@ -129,10 +138,7 @@ impl<'q> Shape<'q> {
             if let Some((docs, most)) = candidates.in_segment(reader)
                 && let Some(&first) = docs.first()
             {
-                let mut leaves: Vec<LeafAt> = weights
-                    .iter()
-                    .map(|weight| LeafAt::new(weight.as_ref(), reader, first))
-                    .collect::<Result<_, _>>()?;
+                let mut leaves = SegmentLeaves::new(&weights, reader, first)?;
                 let alive = reader.alive_bitset();
                 for (&doc, &most) in docs.iter().zip(most) {
                     // A candidate that can no longer reach the page is not scored.
@@ -141,12 +147,7 @@ impl<'q> Shape<'q> {
                     {
                         continue;
                     }
-                    let mut matched: Matched = 0;
-                    for (at, leaf) in leaves.iter_mut().enumerate() {
-                        if leaf.matches(doc) {
-                            matched |= 1 << at;
-                        }
-                    }
+                    let matched = leaves.matching(doc);
                     if let Some(score) = self.score(matched, &mut leaves) {
                         found.collect(doc, score);
                     }
@@ -160,7 +161,7 @@ impl<'q> Shape<'q> {
     /// The query's score for the candidate the leaves were last asked about,
     /// `None` when it does not match: the required part, plus the optional
     /// parts matching (as tantivy's boolean query adds them).
-    fn score(&self, matched: Matched, leaves: &mut [LeafAt]) -> Option<Score> {
+    fn score(&self, matched: Matched, leaves: &mut SegmentLeaves) -> Option<Score> {
         let required = score(&self.required, matched, leaves)?;
         let mut optional: Option<Score> = None;
         for node in &self.optional {
@@ -178,7 +179,7 @@ impl Node {
         match self {
             Node::Leaf(at) => 1 << at,
             Node::Never => 0,
-            Node::Union { span, .. } => *span,
+            Node::Union { span, .. } | Node::Leaves { span } => *span,
             Node::Coordinated { clauses, .. } => clauses.iter().fold(0, |span, clause| span | clause.span()),
         }
     }
@@ -189,7 +190,7 @@ fn matches(node: &Node, matched: Matched) -> bool {
     match node {
         Node::Leaf(at) => matched >> at & 1 == 1,
         Node::Never => false,
-        Node::Union { span, .. } => matched & span != 0,
+        Node::Union { span, .. } | Node::Leaves { span } => matched & span != 0,
         Node::Coordinated { clauses, required, .. } => {
             clauses.iter().filter(|clause| matches(clause, matched)).count() >= *required
         }
@@ -199,9 +200,21 @@ fn matches(node: &Node, matched: Matched) -> bool {
 /// `node`'s score, `None` when it does not match: its matching clauses'
 /// scores added in their order from zero, as the scorers add them
 /// (`union::UnionScorer`, `coordinated::CoordinatedScorer`).
-fn score(node: &Node, matched: Matched, leaves: &mut [LeafAt]) -> Option<Score> {
+fn score(node: &Node, matched: Matched, leaves: &mut SegmentLeaves) -> Option<Score> {
     match node {
-        Node::Leaf(at) => (matched >> at & 1 == 1).then(|| leaves[*at].scorer.score()),
+        Node::Leaf(at) => (matched >> at & 1 == 1).then(|| leaves.score(*at)),
+        Node::Leaves { span } => {
+            let mut on = matched & span;
+            if on == 0 {
+                return None;
+            }
+            let mut sum: Score = 0.0;
+            while on != 0 {
+                sum += leaves.score(on.trailing_zeros() as usize);
+                on &= on - 1;
+            }
+            Some(sum)
+        }
         Node::Never => None,
         // No leaf under it matches: nothing to look at.
         Node::Union { span, .. } if matched & span == 0 => None,
@@ -235,52 +248,87 @@ fn score(node: &Node, matched: Matched, leaves: &mut [LeafAt]) -> Option<Score> 
     }
 }
 
-/// A leaf's scorer in one segment, asked about candidates in order.
-struct LeafAt {
-    scorer: Box<dyn Scorer>,
-    /// The first note it can match: the candidate it stands on when `on`.
-    next: DocId,
-    on: bool,
+/// The leaves' scorers in one segment, asked about candidates in order.
+struct SegmentLeaves {
+    scorers: Vec<Box<dyn Scorer>>,
+    /// Each leaf's first note it can match: the candidate it stands on when
+    /// its bit of `on` is set.
+    next: Vec<DocId>,
+    on: Matched,
 }
 
-impl LeafAt {
-    /// The leaf made near the segment's first candidate (a phrase does not look
-    /// for its first match among the notes before it).
-    fn new(weight: &dyn Weight, reader: &tantivy::SegmentReader, first: DocId) -> tantivy::Result<Self> {
-        let (found, scorer) = weight.scorer_danger(reader, first, 1.0)?;
-        let mut leaf = LeafAt { scorer, next: TERMINATED, on: false };
-        if !leaf.scorer.is::<EmptyScorer>() {
-            leaf.settle(first, found);
+impl SegmentLeaves {
+    /// The leaves made near the segment's first candidate (a phrase does not
+    /// look for its first match among the notes before it).
+    fn new(
+        weights: &[Box<dyn Weight>],
+        reader: &tantivy::SegmentReader,
+        first: DocId,
+    ) -> tantivy::Result<Self> {
+        let mut leaves = SegmentLeaves {
+            scorers: Vec::with_capacity(weights.len()),
+            next: vec![TERMINATED; weights.len()],
+            on: 0,
+        };
+        for (at, weight) in weights.iter().enumerate() {
+            let (found, scorer) = weight.scorer_danger(reader, first, 1.0)?;
+            let empty = scorer.is::<EmptyScorer>();
+            leaves.scorers.push(scorer);
+            if !empty {
+                leaves.settle(at, first, found);
+            }
         }
-        Ok(leaf)
+        Ok(leaves)
     }
 
-    /// Whether the leaf matches `doc`, a candidate past the last one asked
-    /// about. A miss tells where the leaf can match next; until a candidate
-    /// reaches that, the leaf is not asked again (tantivy's `seek_danger`
-    /// contract: after a miss, only asked again further on).
-    fn matches(&mut self, doc: DocId) -> bool {
-        if self.next > doc {
-            return false;
+    /// Which leaves match `doc`, a candidate past the last one asked about.
+    /// A miss tells where a leaf can match next; until a candidate reaches
+    /// that, the leaf is not asked again (tantivy's `seek_danger` contract:
+    /// after a miss, only asked again further on).
+    fn matching(&mut self, doc: DocId) -> Matched {
+        // The leaves that may match `doc`, found without a branch per leaf (in
+        // 64-bit words: a shift of the 128-bit set costs several instructions).
+        let mut due: Matched = 0;
+        for (word, nexts) in self.next.chunks(64).enumerate() {
+            let mut bits: u64 = 0;
+            for (at, &next) in nexts.iter().enumerate() {
+                bits |= u64::from(next <= doc) << at;
+            }
+            due |= Matched::from(bits) << (64 * word);
         }
-        if self.next == doc && self.on {
-            return true;
+        let mut matched: Matched = 0;
+        while due != 0 {
+            let at = due.trailing_zeros() as usize;
+            due &= due - 1;
+            let standing = self.next[at] == doc && self.on >> at & 1 == 1;
+            if standing || {
+                let found = self.scorers[at].seek_danger(doc);
+                self.settle(at, doc, found)
+            } {
+                matched |= 1 << at;
+            }
         }
-        let found = self.scorer.seek_danger(doc);
-        self.settle(doc, found)
+        matched
     }
 
-    fn settle(&mut self, doc: DocId, found: SeekDangerResult) -> bool {
+    fn settle(&mut self, at: usize, doc: DocId, found: SeekDangerResult) -> bool {
         match found {
             SeekDangerResult::Found => {
-                (self.next, self.on) = (doc, true);
+                self.next[at] = doc;
+                self.on |= 1 << at;
                 true
             }
             SeekDangerResult::SeekLowerBound(bound) => {
-                (self.next, self.on) = (bound.max(doc + 1), false);
+                self.next[at] = bound.max(doc + 1);
+                self.on &= !(1 << at);
                 false
             }
         }
+    }
+
+    /// Leaf `at`'s score on the candidate it matched.
+    fn score(&mut self, at: usize) -> Score {
+        self.scorers[at].score()
     }
 }
 
