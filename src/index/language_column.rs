@@ -7,25 +7,34 @@
 //! candidates alike, a few hundred per search. Through the column's codec that
 //! was about 3 % of a `search_knowledge` call on the Obsidian Help vault. A
 //! segment never changes once written, so its languages, one byte per note, are
-//! read once and kept for the segments searched last.
+//! read once and kept for the segments searched last, with how many notes hold
+//! each language (what a search asks first: whether the vault holds several
+//! languages of the query's script in strength), counted as the index counts a
+//! term's notes, deleted ones included.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tantivy::index::SegmentId;
-use tantivy::{DocId, SegmentReader};
+use tantivy::{DocId, Searcher, SegmentReader};
 
 /// How many segments' languages are kept: an index has a few segments at a
 /// time, and a merge retires the old ones, which then fall out first.
 const KEPT_SEGMENTS: usize = 32;
 
+/// How many notes hold each language code.
+pub(crate) type LanguageCounts = [u64; 64];
+
 /// One segment's note languages by document id (a language code, at most 63).
 #[derive(Clone)]
-pub(crate) struct SegmentLanguages(Arc<[u8]>);
+pub(crate) struct SegmentLanguages {
+    codes: Arc<[u8]>,
+    counts: Arc<LanguageCounts>,
+}
 
 impl SegmentLanguages {
     /// The language code of note `doc` (0, told nothing, past the segment's end).
     pub(crate) fn of(&self, doc: DocId) -> u8 {
-        self.0.get(doc as usize).copied().unwrap_or(0)
+        self.codes.get(doc as usize).copied().unwrap_or(0)
     }
 }
 
@@ -62,7 +71,11 @@ impl LanguageColumns {
         // and both keep the same bytes.
         let column = segment.fast_fields().u64(&self.field).ok()?.first_or_default_col(0);
         let codes: Arc<[u8]> = (0..segment.max_doc()).map(|doc| column.get_val(doc).min(63) as u8).collect();
-        let languages = SegmentLanguages(codes);
+        let mut counts = [0; 64];
+        for &code in codes.iter() {
+            counts[usize::from(code)] += 1;
+        }
+        let languages = SegmentLanguages { codes, counts: Arc::new(counts) };
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         if !kept.iter().any(|(kept, _)| *kept == id) {
             if kept.len() >= KEPT_SEGMENTS {
@@ -71,6 +84,22 @@ impl LanguageColumns {
             kept.push((id, languages.clone()));
         }
         Some(languages)
+    }
+}
+
+impl LanguageColumns {
+    /// How many notes of `searcher` hold each language, over its segments
+    /// (code 0, told nothing, counts the notes without the field too); `None`
+    /// when a segment has no language column.
+    pub(crate) fn counts(&self, searcher: &Searcher) -> Option<LanguageCounts> {
+        let mut total = [0; 64];
+        for segment in searcher.segment_readers() {
+            let languages = self.of(segment)?;
+            for (sum, count) in total.iter_mut().zip(languages.counts.iter()) {
+                *sum += count;
+            }
+        }
+        Some(total)
     }
 }
 
@@ -103,7 +132,14 @@ mod tests {
         assert_eq!((0..5).map(|doc| read.of(doc)).collect::<Vec<_>>(), [3, 0, 17, 63, 0]);
         // The second look is the kept bytes, not a new read.
         let again = columns.of(segment).unwrap();
-        assert!(Arc::ptr_eq(&read.0, &again.0));
+        assert!(Arc::ptr_eq(&read.codes, &again.codes));
+        // Each language's notes, as the index counts the notes holding its term.
+        let counts = columns.counts(&searcher).unwrap();
+        // (No language has a code past 62: the 63 kept for 200 is no term's.)
+        for code in [3, 17, 5] {
+            let term = tantivy::Term::from_field_u64(language, code);
+            assert_eq!(counts[code as usize], searcher.doc_freq(&term).unwrap(), "code {code}");
+        }
         assert!(LanguageColumns::new("absent").of(segment).is_none());
     }
 }

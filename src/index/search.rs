@@ -716,9 +716,14 @@ impl SearchIndex {
         let script = language::script_of_query(query)?;
         let field = self.schema.fields.language;
         let notes = lookups.searcher().num_docs();
-        let counts: Vec<(language::LanguageCode, u64)> = language::languages_of(script)
-            .map(|code| (code, lookups.doc_freq(&Term::from_field_u64(field, code)).unwrap_or(0)))
-            .collect();
+        // Counted once per segment from the language column, else looked up.
+        let kept = self.languages.counts(lookups.searcher());
+        let count = |code: language::LanguageCode| match &kept {
+            Some(counts) => counts.get(code as usize).copied().unwrap_or(0),
+            None => lookups.doc_freq(&Term::from_field_u64(field, code)).unwrap_or(0),
+        };
+        let counts: Vec<(language::LanguageCode, u64)> =
+            language::languages_of(script).map(|code| (code, count(code))).collect();
         let strong =
             |count: u64| count >= LANGUAGE_MIN_NOTES && count as f64 >= notes as f64 * LANGUAGE_MIN_SHARE;
         if counts.iter().filter(|(_, count)| strong(*count)).count() < 2 {
