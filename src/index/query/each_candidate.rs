@@ -338,12 +338,13 @@ mod tests {
 
     use tantivy::collector::TopDocs;
     use tantivy::query::{BoostQuery, EmptyQuery};
-    use tantivy::schema::{IndexRecordOption, Schema, TEXT};
-    use tantivy::{DocAddress, Index, TantivyDocument, Term};
+    use tantivy::schema::{IndexRecordOption, Schema};
+    use tantivy::{DocAddress, Index, Term};
 
     use super::*;
     use crate::index::query::candidates::only;
     use crate::index::query::terms::{SearchTerms, SharedTermQuery};
+    use crate::index::query::test_index::titles_and_bodies;
 
     /// Every candidate's score's bits, through the query's scorers and here.
     fn both_ways(index: &Index, query: &dyn Query, candidates: &Candidates) -> [Vec<(DocAddress, u32)>; 2] {
@@ -364,12 +365,7 @@ mod tests {
 
     #[test]
     fn scores_every_candidate_as_the_querys_scorers_do_to_the_last_bit() {
-        let mut builder = Schema::builder();
-        let title = builder.add_text_field("title", TEXT);
-        let body = builder.add_text_field("body", TEXT);
-        let index = Index::create_in_ram(builder.build());
-        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
-        let notes = [
+        let (index, title, body) = titles_and_bodies(&[
             ("sync", "sync conflict"),
             ("conflicts", "sync sync resolution conflict"),
             ("other", "resolution resolution"),
@@ -379,18 +375,7 @@ mod tests {
             ("x", "y conflict"),
             ("sync resolution conflict", "sync conflict resolution sync"),
             ("sync conflicts", "conflict syncs resolutions"),
-        ];
-        // Two segments, so a leaf without postings in one of them is covered.
-        for (at, (t, b)) in notes.iter().enumerate() {
-            let mut doc = TantivyDocument::default();
-            doc.add_text(title, t);
-            doc.add_text(body, b);
-            writer.add_document(doc).unwrap();
-            if at == 4 {
-                writer.commit().unwrap();
-            }
-        }
-        writer.commit().unwrap();
+        ]);
         let searcher = index.reader().unwrap().searcher();
         let terms = Arc::new(SearchTerms::new(&searcher, &Default::default()));
         // Every note but one a candidate: a note left out is never scored.

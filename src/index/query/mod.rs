@@ -40,3 +40,32 @@ pub(crate) use each_candidate::collect as collect_candidates;
 pub(crate) use feedback::{FEEDBACK_GAP, FEEDBACK_NOTES, feedback_terms, with_feedback};
 pub(crate) use terms::{FieldStatsCache, SearchTerms};
 pub(crate) use words::{QueryPlan, informativeness, parse, rarity_boosts, warm_up};
+
+/// Indexes for the query parts' tests.
+#[cfg(test)]
+mod test_index {
+    use tantivy::schema::{Field, Schema, TEXT};
+    use tantivy::{Index, TantivyDocument};
+
+    /// Notes of a title and a body, in memory, committed as two segments (the
+    /// first five notes, then the rest), so a leaf with no postings in one of
+    /// them is covered.
+    pub(super) fn titles_and_bodies(notes: &[(&str, &str)]) -> (Index, Field, Field) {
+        let mut builder = Schema::builder();
+        let title = builder.add_text_field("title", TEXT);
+        let body = builder.add_text_field("body", TEXT);
+        let index = Index::create_in_ram(builder.build());
+        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        for (at, (t, b)) in notes.iter().enumerate() {
+            let mut doc = TantivyDocument::default();
+            doc.add_text(title, t);
+            doc.add_text(body, b);
+            writer.add_document(doc).unwrap();
+            if at == 4 {
+                writer.commit().unwrap();
+            }
+        }
+        writer.commit().unwrap();
+        (index, title, body)
+    }
+}

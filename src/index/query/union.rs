@@ -248,11 +248,12 @@ mod tests {
 
     use tantivy::collector::TopDocs;
     use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur};
-    use tantivy::schema::{IndexRecordOption, Schema, TEXT};
-    use tantivy::{DocAddress, Index, TantivyDocument};
+    use tantivy::schema::IndexRecordOption;
+    use tantivy::{DocAddress, Index};
 
     use super::*;
     use crate::index::query::terms::{SearchTerms, SharedTermQuery};
+    use crate::index::query::test_index::titles_and_bodies;
 
     /// Every matching note and its score's bits.
     fn scores(index: &Index, query: &dyn Query) -> BTreeMap<DocAddress, u32> {
@@ -263,29 +264,15 @@ mod tests {
 
     #[test]
     fn scores_every_note_as_tantivys_unions_to_the_last_bit() {
-        let mut builder = Schema::builder();
-        let title = builder.add_text_field("title", TEXT);
-        let body = builder.add_text_field("body", TEXT);
-        let index = Index::create_in_ram(builder.build());
-        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
-        let notes = [
+        let (index, title, body) = titles_and_bodies(&[
             ("sync", "sync conflict"),
             ("conflicts", "sync sync resolution conflict"),
             ("other", "resolution"),
             ("sync conflict", "nothing here"),
             ("", "conflict conflict conflict sync"),
-        ];
-        // Two segments, so clauses without postings in one of them are covered.
-        for (at, (t, b)) in notes.iter().chain(&[("resolution", "sync"), ("x", "y")]).enumerate() {
-            let mut doc = TantivyDocument::default();
-            doc.add_text(title, t);
-            doc.add_text(body, b);
-            writer.add_document(doc).unwrap();
-            if at == 4 {
-                writer.commit().unwrap();
-            }
-        }
-        writer.commit().unwrap();
+            ("resolution", "sync"),
+            ("x", "y"),
+        ]);
         let searcher = index.reader().unwrap().searcher();
         let terms = Arc::new(SearchTerms::new(&searcher, &Default::default()));
         let leaf = |field, word: &str, weight: f32, shared: bool| -> Box<dyn Query> {
