@@ -89,11 +89,15 @@ impl<'q> Shape<'q> {
             }
         }
         shape.required = required?;
-        (shape.leaves.len() <= MAX_LEAVES).then_some(shape)
+        Some(shape)
     }
 
     fn node(&mut self, query: &'q dyn Query) -> Option<Node> {
         if let Some(leaf) = leaf_within(query) {
+            // A leaf past the set's bits: the shape is left to its scorers.
+            if self.leaves.len() == MAX_LEAVES {
+                return None;
+            }
             self.leaves.push(leaf);
             return Some(Node::Leaf(self.leaves.len() - 1));
         }
@@ -455,8 +459,25 @@ mod tests {
             (Occur::Must, Box::new(EmptyQuery) as Box<dyn Query>),
             (Occur::Must, Box::new(EmptyQuery)),
         ]);
-        for query in [&excluded as &dyn Query, &two_required, &EmptyQuery] {
-            assert!(collect(query, &candidates, &searcher, terms.scoring(), &collector).is_none());
+        let three_optional = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(EmptyQuery) as Box<dyn Query>),
+            (Occur::Should, Box::new(EmptyQuery)),
+            (Occur::Should, Box::new(EmptyQuery)),
+            (Occur::Should, Box::new(EmptyQuery)),
+        ]);
+        // More leaves than a set of matches holds bits for.
+        let shared = Arc::new(candidates);
+        let leaf = || only(&shared, Box::new(EmptyQuery));
+        let leaves = |n: usize| -> Box<dyn Query> {
+            Box::new(UnionQuery { clauses: (0..n).map(|_| leaf()).collect(), combine: Combine::Sum })
+        };
+        let many_leaves = BooleanQuery::new(vec![(Occur::Must, leaves(MAX_LEAVES + 1))]);
+        let most_leaves = BooleanQuery::new(vec![(Occur::Must, leaves(MAX_LEAVES))]);
+        for query in [&excluded as &dyn Query, &two_required, &three_optional, &many_leaves, &EmptyQuery] {
+            assert!(collect(query, &shared, &searcher, terms.scoring(), &collector).is_none());
         }
+        let none =
+            collect(&most_leaves, &shared, &searcher, terms.scoring(), &collector).expect("evaluated here");
+        assert!(none.unwrap().is_empty());
     }
 }
