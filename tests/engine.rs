@@ -2055,3 +2055,57 @@ fn issue_13_a_questions_page_is_ordered_by_both_tools_rankings() {
         kb_mcp::index::without_fusion(|| knowledge_paths(&engine, keywords))
     );
 }
+
+/// Issue 19, the candidate pass: a question of many words makes more term
+/// leaves than the one-candidate-at-a-time pass holds (128); it is then left
+/// to the query's scorers, and the page is still the full query's.
+#[test]
+fn issue_19_a_question_of_many_words_is_answered_as_the_full_query_answers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path();
+    let words = [
+        "gardens",
+        "tomatoes",
+        "pruning",
+        "watering",
+        "seedlings",
+        "compost",
+        "mulching",
+        "beetles",
+        "harvests",
+        "greenhouses",
+        "trellises",
+        "fences",
+        "ladders",
+        "baskets",
+        "buckets",
+        "shovels",
+        "rakes",
+        "hoses",
+        "sprinklers",
+        "barrels",
+        "weeds",
+        "roots",
+        "leaves",
+        "branches",
+    ];
+    let mut notes: Vec<(String, String)> = Vec::new();
+    for (at, pair) in words.chunks(2).enumerate() {
+        let title = format!("{} and {}", pair[0], pair[1]);
+        let body = format!(
+            "# {title}\n\nNotes on {} with {}; more {} later.\n",
+            pair[0],
+            pair[1],
+            words[(at * 5) % 24]
+        );
+        notes.push((format!("{title}.md"), body));
+    }
+    let notes: Vec<(&str, &str)> = notes.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    write_notes(vault, &notes);
+    let engine = open(vault);
+    let question = words.join(" ");
+    let page = knowledge_paths(&engine, &question);
+    let full = kb_mcp::index::full_query_only(|| knowledge_paths(&engine, &question));
+    assert!(page.len() >= 10, "{page:?}");
+    assert_eq!(page, full);
+}
