@@ -11,7 +11,9 @@
 //! the leaves is unchanged, so a candidate scores exactly what the full query
 //! gives it. Each candidate carries the most the query can score it; once the
 //! page being collected is full, a leaf passes over the candidates that can no
-//! longer reach it ([`Bar`]).
+//! longer reach it ([`Bar`]). Where the query is words alone, the candidates
+//! are scored one at a time instead (`each_candidate`), from the same leaves and
+//! to the same bits.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -13,9 +13,9 @@
 //! Only the shapes the candidate pass builds for words are evaluated here: one
 //! required part (the words' clauses, coordinated, or one alone), at most two
 //! optional ones (whose sum cannot depend on their order), nothing excluded,
-//! every part made of this crate's unions and coordinated clauses over leaves
-//! restricted to candidates. Any other query is left to its scorers:
-//! [`collect`] answers `None`.
+//! every part made of this crate's unions and coordinated clauses over at most
+//! 128 leaves restricted to candidates (a question of many words can have
+//! more). Any other query is left to its scorers: [`collect`] answers `None`.
 
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::query::{BooleanQuery, EmptyQuery, EmptyScorer, EnableScoring, Occur, Query, Scorer, Weight};
