@@ -223,18 +223,7 @@ fn score(node: &Node, matched: Matched, leaves: &mut SegmentLeaves) -> Option<Sc
         // No leaf under it matches: nothing to look at.
         Node::Union { span, .. } if matched & span == 0 => None,
         Node::Union { clauses, combine, .. } => {
-            let (mut any, mut best, mut sum): (bool, Score, Score) = (false, 0.0, 0.0);
-            for clause in clauses {
-                if let Some(score) = score(clause, matched, leaves) {
-                    any = true;
-                    best = Score::max(score, best);
-                    sum += score;
-                }
-            }
-            any.then_some(match combine {
-                Combine::Sum => sum,
-                Combine::Best { tie_breaker } => best + (sum - best) * tie_breaker,
-            })
+            combine.scores(clauses.iter().filter_map(|clause| score(clause, matched, leaves)))
         }
         Node::Coordinated { clauses, required, all } => {
             let count = clauses.iter().filter(|clause| matches(clause, matched)).count();

@@ -32,6 +32,26 @@ pub(super) enum Combine {
     Best { tie_breaker: Score },
 }
 
+impl Combine {
+    /// The scores of the clauses matching a note, in the clauses' order, made
+    /// one as tantivy's union makes them (its sum from zero, or the best plus
+    /// the rest at the tie-breaker); `None` when no clause matches. The
+    /// candidate pass (`each_candidate`) combines with this too, so the two
+    /// ways of scoring a union cannot differ.
+    pub(super) fn scores(self, matching: impl Iterator<Item = Score>) -> Option<Score> {
+        let (mut any, mut best, mut sum): (bool, Score, Score) = (false, 0.0, 0.0);
+        for score in matching {
+            any = true;
+            best = Score::max(score, best);
+            sum += score;
+        }
+        any.then_some(match self {
+            Combine::Sum => sum,
+            Combine::Best { tie_breaker } => best + (sum - best) * tie_breaker,
+        })
+    }
+}
+
 /// Clauses of which a note must match one, scored by [`Combine`].
 #[derive(Debug)]
 pub(super) struct UnionQuery {
@@ -147,24 +167,7 @@ impl UnionScorer {
     fn combined(&mut self) -> Score {
         let doc = self.doc;
         let on = self.clauses.iter_mut().zip(&self.docs).filter(|(_, at)| **at == doc);
-        match self.combine {
-            Combine::Sum => {
-                let mut sum: Score = 0.0;
-                for (clause, _) in on {
-                    sum += clause.score();
-                }
-                sum
-            }
-            Combine::Best { tie_breaker } => {
-                let (mut best, mut sum): (Score, Score) = (0.0, 0.0);
-                for (clause, _) in on {
-                    let score = clause.score();
-                    best = Score::max(score, best);
-                    sum += score;
-                }
-                best + (sum - best) * tie_breaker
-            }
-        }
+        self.combine.scores(on.map(|(clause, _)| clause.score())).unwrap_or(0.0)
     }
 }
 
