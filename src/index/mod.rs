@@ -278,7 +278,7 @@ impl SearchIndex {
     ) -> tantivy::Result<Option<NoteRecord>> {
         let FirstValue(first) = searcher.doc(address)?;
         Ok(match first {
-            Some((field, head)) if field == self.schema.fields.hit => hit_record(&head, false),
+            Some((field, head)) if field == self.schema.fields.hit => from_head(&head),
             _ => self.hit_record_of(&searcher.doc(address)?, false),
         })
     }
@@ -309,8 +309,13 @@ impl DocumentDeserialize for FirstValue {
 
 /// A hit's record from its stored JSON (see `SearchIndex::hit_record_of`).
 fn hit_record(json: &str, headings: bool) -> Option<NoteRecord> {
-    let head = record_head(json, if headings { ",\"links\":" } else { HEADINGS_KEY });
-    let hit: HitRecord = serde_json::from_str(&head).ok()?;
+    from_head(&record_head(json, if headings { ",\"links\":" } else { HEADINGS_KEY }))
+}
+
+/// A hit's record from the head of its stored JSON (see [`record_head`]): the
+/// fields after the head are left at their defaults.
+fn from_head(head: &str) -> Option<NoteRecord> {
+    let hit: HitRecord = serde_json::from_str(head).ok()?;
     Some(NoteRecord {
         path: hit.path,
         kind: hit.kind,
@@ -442,7 +447,7 @@ mod tests {
         // The head stored on its own reads the same.
         let head = record_head(&json, HEADINGS_KEY);
         assert!(head.len() < json.len() && !head.contains("Heading"));
-        assert_eq!(hit_record(&head, false).unwrap(), lean);
+        assert_eq!(from_head(&head).unwrap(), lean);
         // A record stored without links (none written that way) is read whole.
         let whole = json.replacen(",\"links\":", ",\"lanks\":", 1);
         let read = hit_record(&whole, true).unwrap();
