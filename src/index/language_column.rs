@@ -85,9 +85,7 @@ impl LanguageColumns {
         }
         Some(languages)
     }
-}
 
-impl LanguageColumns {
     /// How many notes of `searcher` hold each language, over its segments
     /// (code 0, told nothing, counts the notes without the field too); `None`
     /// when a segment has no language column.

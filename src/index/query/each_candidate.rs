@@ -105,9 +105,8 @@ impl<'q> Shape<'q> {
             return Some(Node::Never);
         }
         if let Some(union) = query.downcast_ref::<UnionQuery>() {
-            let clauses =
+            let clauses: Vec<Node> =
                 union.clauses.iter().map(|clause| self.node(clause.as_ref())).collect::<Option<_>>()?;
-            let clauses: Vec<Node> = clauses;
             let span = clauses.iter().fold(0, |span, clause| span | clause.span());
             let in_a_row = clauses.iter().enumerate().all(|(offset, clause)| {
                 matches!((clause, &clauses[0]), (Node::Leaf(at), Node::Leaf(first)) if *at == first + offset)
