@@ -66,6 +66,39 @@ impl ErrorCode {
         }
     }
 
+    /// What to do next when the failure names nothing more specific: every
+    /// error a tool returns carries a hint, this one where its maker gave none.
+    pub fn default_hint(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => "correct the argument the message names and call again",
+            ErrorCode::PathDenied => {
+                "use a vault-relative path with forward slashes inside a notes, standards or read_also folder"
+            }
+            ErrorCode::NotFound => {
+                "check the path or name: search_knowledge or list_notes shows the notes that exist"
+            }
+            ErrorCode::AmbiguousRef => "give the exact vault-relative `path` of one of the candidates",
+            ErrorCode::TooLarge => "ask for less (a section, an offset, a smaller limit) or split the change",
+            ErrorCode::TargetExists => {
+                "choose another title or folder, or propose a patch to the existing note"
+            }
+            ErrorCode::StaleBase => "read the note again and propose the change against its current hash",
+            ErrorCode::ProposalNotFound => "list_proposals shows the pending proposals and their ids",
+            ErrorCode::ProposalTampered => {
+                "the staged files were changed by hand: reject this proposal and stage it again"
+            }
+            ErrorCode::ProposalNotPending => {
+                "it was applied or rejected already: list_proposals {status: \"all\"} shows which"
+            }
+            ErrorCode::Conflict => "read the files again and retry; nothing of the proposal was applied",
+            ErrorCode::PermissionDenied => "this connection's access level does not allow it; ask the person",
+            ErrorCode::IndexUnavailable => {
+                "run `kb-index build --full` to rebuild the index; it is derived data and safe to delete"
+            }
+            ErrorCode::Internal => "call again; if it keeps failing, the server's log on stderr says why",
+        }
+    }
+
     /// Whether the failure is the caller's to fix (bad input, denied path, stale state)
     /// rather than the server's. The CLI exits 2 for these and 1 otherwise.
     pub fn is_user_fault(self) -> bool {

@@ -836,9 +836,9 @@ enum Got {
 impl Got {
     fn of(reply: Reply) -> Got {
         match reply {
-            Reply::Result(result) if result["isError"] == true => Got::Code(
-                result["structuredContent"]["error"]["code"].as_str().unwrap_or("<no code>").to_owned(),
-            ),
+            Reply::Result(result) if result["isError"] == true => {
+                Got::Code(common::tool_error(&result)["code"].as_str().unwrap_or("<no code>").to_owned())
+            }
             Reply::Result(result) => Got::Ok(result.get("structuredContent").cloned().unwrap_or(result)),
             Reply::Error(error) => Got::Rpc(
                 error["code"].as_i64().unwrap_or(0),

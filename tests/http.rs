@@ -224,8 +224,9 @@ async fn call(client: &Client, name: &str, arguments: Value) -> Result<CallToolR
 }
 
 fn error_code(result: &CallToolResult) -> Option<String> {
-    (result.is_error == Some(true))
-        .then(|| result.structured_content.as_ref().unwrap()["error"]["code"].as_str().unwrap().to_owned())
+    (result.is_error == Some(true)).then(|| {
+        common::tool_error(&serde_json::to_value(result).unwrap())["code"].as_str().unwrap().to_owned()
+    })
 }
 
 #[test]

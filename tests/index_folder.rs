@@ -374,8 +374,7 @@ fn issue12_the_server_recovers_from_a_full_disk_without_a_restart() {
     let overview = serde_json::json!({ "name": "get_vault_overview", "arguments": {} });
     let failed = rpc.call("tools/call", overview.clone());
     assert_eq!(failed["result"]["isError"], true, "{failed}");
-    let said =
-        failed["result"]["structuredContent"]["error"]["message"].as_str().unwrap_or_default().to_owned();
+    let said = common::tool_error(&failed["result"])["message"].as_str().unwrap_or_default().to_owned();
     assert!(said.contains("is full"), "{failed}");
     // Space comes back: the filler is removed through the server's own view of the mounts.
     fs::remove_file(format!("/proc/{pid}/root{}/filler", disk.display())).unwrap();

@@ -66,8 +66,11 @@ async fn call(client: &Client, name: &str, arguments: Value) -> Result<CallToolR
 }
 
 fn error_code(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "expected an error result: {result:?}");
-    result.structured_content.as_ref().unwrap()["error"]["code"].as_str().unwrap().to_owned()
+    error_object(result)["code"].as_str().unwrap().to_owned()
+}
+
+fn error_object(result: &CallToolResult) -> Value {
+    common::tool_error(&serde_json::to_value(result).unwrap())
 }
 
 fn rpc_code(error: ServiceError) -> i32 {
@@ -197,11 +200,12 @@ async fn failures_are_is_error_results_and_bad_arguments_are_invalid_argument() 
     for (name, arguments, code) in cases {
         let result = call(&client, name, arguments.clone()).await.unwrap();
         assert_eq!(error_code(&result), code, "{name} {arguments}");
-        let error = &result.structured_content.as_ref().unwrap()["error"];
+        let error = &error_object(&result);
         assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
+        assert!(error["hint"].as_str().is_some_and(|h| !h.is_empty()), "every error has a hint: {error}");
     }
     let ambiguous = call(&client, "read_note", json!({"ref": "同步"})).await.unwrap();
-    assert_eq!(ambiguous.structured_content.unwrap()["error"]["candidates"].as_array().unwrap().len(), 2);
+    assert_eq!(error_object(&ambiguous)["candidates"].as_array().unwrap().len(), 2);
 
     // Arguments off the schema are tool errors the model can read and fix (issue 13):
     // `invalid_argument`, naming the argument and the rule it broke.
@@ -217,7 +221,7 @@ async fn failures_are_is_error_results_and_bad_arguments_are_invalid_argument() 
     for (name, arguments, argument, rule) in malformed {
         let result = call(&client, name, arguments.clone()).await.unwrap();
         assert_eq!(error_code(&result), "invalid_argument", "{name} {arguments}");
-        let error = &result.structured_content.as_ref().unwrap()["error"];
+        let error = &error_object(&result);
         let message = error["message"].as_str().unwrap();
         assert!(message.contains(argument) && message.contains(rule), "{name} {arguments}: {message}");
         assert!(error["hint"].as_str().is_some_and(|h| h.contains("inputSchema")), "{error}");
@@ -504,7 +508,7 @@ fn every_stdio_request_is_answered_once_whatever_its_id_or_encoding() {
             }
             None => {
                 assert_eq!(answer["result"]["isError"], true, "{answer}");
-                let error = &answer["result"]["structuredContent"]["error"];
+                let error = &common::tool_error(&answer["result"]);
                 assert!(
                     error["message"].as_str().unwrap().contains("`query`"),
                     "names the argument: {error}"
@@ -691,7 +695,7 @@ async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_on
     .await
     .unwrap();
     assert_eq!(error_code(&stale), "stale_base");
-    assert_eq!(stale.structured_content.unwrap()["error"]["current_hash"], note["hash"]);
+    assert_eq!(error_object(&stale)["current_hash"], note["hash"]);
     let applied = call(&client, "apply_proposal", json!({"proposal_id": patch["proposal_id"]}))
         .await
         .unwrap()

@@ -53,7 +53,7 @@ class Server:
     def tool(self, name, arguments):
         result = self.request("tools/call", {"name": name, "arguments": arguments})
         if result.get("isError"):
-            raise RuntimeError(result["structuredContent"])
+            raise RuntimeError(result["content"][0]["text"])
         return result["structuredContent"]
 
     def close(self):

@@ -159,12 +159,7 @@ impl ServerHandler for KbServer {
             Ok(arguments) => arguments,
             Err(refused) => {
                 // Not granted (`permission_denied`) or arguments off the schema (`invalid_argument`).
-                let outcome = refused
-                    .structured_content
-                    .as_ref()
-                    .and_then(|v| v["error"]["code"].as_str())
-                    .unwrap_or("error")
-                    .to_owned();
+                let outcome = tools::error_code(&refused);
                 log(json!({ "event": "tool", "tool": name, "ms": 0, "outcome": outcome }));
                 return Ok(refused.into());
             }
@@ -232,12 +227,7 @@ impl ServerHandler for KbServer {
         .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
         timings.handled(&context.id, breakdown(&name, dispatch, waited, waited_ms, stages));
         let outcome = match &result {
-            Ok(r) if r.is_error == Some(true) => r
-                .structured_content
-                .as_ref()
-                .and_then(|v| v["error"]["code"].as_str())
-                .unwrap_or("error")
-                .to_owned(),
+            Ok(r) if r.is_error == Some(true) => tools::error_code(r),
             Ok(_) => "ok".to_owned(),
             Err(e) => format!("rpc_error {}", e.code.0),
         };

@@ -17,24 +17,36 @@ pub(super) fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result
     serde_json::from_value(arguments).map_err(|e| invalid_arguments(name, &[(String::new(), e.to_string())]))
 }
 
-/// The contract's error result: `isError` with `{"error": {code, message, hint}}`.
+/// The contract's error result: `isError` with the JSON `{"error": {code,
+/// message, hint, …}}` (the code's [default hint](crate::error::ErrorCode::default_hint)
+/// where the error names none) as its one text content and no `structuredContent`
+/// (clients on the TypeScript SDK 1.x check any `structuredContent` against the
+/// tool's output schema, errors included, and would show a schema error instead).
 pub fn error_result(error: &Error) -> CallToolResult {
-    let mut object = json!({ "code": error.code.as_str(), "message": error.message });
-    if let Some(hint) = &error.hint {
-        object["hint"] = json!(hint);
-    }
+    let hint = error.hint.as_deref().unwrap_or(error.code.default_hint());
+    let mut object = json!({ "code": error.code.as_str(), "message": error.message, "hint": hint });
     if let Some(Value::Object(details)) = &error.details {
         for (key, value) in details {
             object[key.as_str()] = value.clone();
         }
     }
-    let text = match &error.hint {
-        Some(hint) => format!("{}: {}\nhint: {hint}", error.code, error.message),
-        None => format!("{}: {}", error.code, error.message),
-    };
-    let mut result = CallToolResult::structured_error(json!({ "error": object }));
-    result.content = vec![ContentBlock::text(text)];
-    result
+    CallToolResult::error(vec![ContentBlock::text(json!({ "error": object }).to_string())])
+}
+
+/// The error object (`{code, message, hint, …}`) of an error result made by
+/// [`error_result`], read back from its text; `None` for any other result.
+pub fn error_of(result: &CallToolResult) -> Option<Value> {
+    if result.is_error != Some(true) {
+        return None;
+    }
+    let text = result.content.first()?.as_text()?;
+    let mut parsed: Value = serde_json::from_str(&text.text).ok()?;
+    Some(parsed.get_mut("error")?.take())
+}
+
+/// The code of an error result (`not_found`, …), `"error"` when it carries none.
+pub fn error_code(result: &CallToolResult) -> String {
+    error_of(result).and_then(|e| e["code"].as_str().map(str::to_owned)).unwrap_or_else(|| "error".to_owned())
 }
 
 pub(super) fn success<T: Serialize>(value: &T, text: String) -> Result<CallToolResult, McpError> {

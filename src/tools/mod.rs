@@ -21,6 +21,6 @@ mod schema;
 mod table;
 
 pub use admit::admit;
-pub use invoke::{CallContext, error_result, invoke};
+pub use invoke::{CallContext, error_code, error_of, error_result, invoke};
 pub use reference::reference;
 pub use table::{exists, level, list};

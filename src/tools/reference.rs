@@ -21,7 +21,9 @@ pub fn reference() -> String {
          access level and of the levels before it (`read` < `propose` < `apply`); a tool above the \
          level is neither listed nor callable. Arguments are checked against the input schema: a \
          mismatch is a tool error with code `invalid_argument` naming the argument and the rule. \
-         Every result is JSON, in `structuredContent`, matching the output schema.\n\n",
+         Every result is JSON, in `structuredContent`, matching the output schema. A failure is a \
+         result with `isError: true` whose one text content is the JSON \
+         `{\"error\": {\"code\", \"message\", \"hint\"}}`, with no `structuredContent`.\n\n",
     );
     out.push_str("| Tool | Access | Title |\n|---|---|---|\n");
     for tool in &tools {

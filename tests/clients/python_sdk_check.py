@@ -14,6 +14,7 @@ as `breaks`. Prints one line per check and a final
 
 import argparse
 import asyncio
+import json
 import shutil
 import sys
 import tempfile
@@ -36,7 +37,25 @@ READ_CALLS = [
     ("audit_vault", {"checks": ["broken_link", "orphan"], "limit": 5}),
 ]
 
+# Calls that fail, at access `read`, and the code each must carry (with a hint).
+FAILING_CALLS = [
+    ("read_note", {"path": "z/no such note.md"}, "not_found"),
+    ("read_note", {"path": "../../etc/passwd"}, "path_denied"),
+    ("search_knowledge", {"query": "x", "limit": 99}, "invalid_argument"),
+    ("propose_new_note", {"title": "x", "body": "x", "reason": "x"}, "permission_denied"),
+]
+
 results = []
+
+
+def error_of(result):
+    """The contract's error: JSON in the text content, and no structured content."""
+    if not result.is_error or result.structured_content is not None or not result.content:
+        return {}
+    try:
+        return json.loads(result.content[0].text).get("error", {})
+    except (ValueError, AttributeError):
+        return {}
 
 
 def check(name, ok, detail=""):
@@ -65,8 +84,14 @@ async def session(binary, vault, mode):
         ok = len(paths) == 2 and all(p.startswith("z/") for p in paths) and bool(page.get("next_cursor"))
         check(f"[{mode}] list_notes pages a folder", ok, str(paths))
         denied = await client.call_tool("read_note", {"path": "../../etc/passwd"})
-        code = (denied.structured_content or {}).get("error", {}).get("code")
-        check(f"[{mode}] a hostile path is refused with path_denied", denied.is_error and code == "path_denied", str(code))
+        error = error_of(denied)
+        ok = error.get("code") == "path_denied" and bool(error.get("hint"))
+        check(f"[{mode}] a hostile path is refused with path_denied and a hint", ok, str(denied)[:300])
+        for name, arguments, expected in FAILING_CALLS:
+            result = await client.call_tool(name, arguments)
+            error = error_of(result)
+            ok = error.get("code") == expected and bool(error.get("message")) and bool(error.get("hint"))
+            check(f"[{mode}] {name} fails as {expected}, its JSON in the text", ok, str(result)[:300])
         resource = await client.read_resource("kb://note/z/备份仓库.md")
         text = resource.contents[0].text if resource.contents else ""
         check(f"[{mode}] kb://note resource returns the note", "同步不等于备份" in text)
@@ -97,6 +122,14 @@ async def proposals(binary, vault):
         text = patch.content[0].text if patch.content else ""
         ok = "1 link(s) in other notes will break" in text
         check("[propose] its text says so too", ok, "" if ok else text[:300])
+        stale = await client.call_tool(
+            "propose_note_patch",
+            {"path": "z/备份仓库.md", "base_hash": "sha256:" + "0" * 64, "reason": "x",
+             "edits": [{"op": "append", "content": "x\n"}]},
+        )
+        error = error_of(stale)
+        ok = error.get("code") == "stale_base" and error.get("current_hash") == base and bool(error.get("hint"))
+        check("[propose] a stale base fails as stale_base with the current hash", ok, str(stale)[:300])
 
 
 async def main():

@@ -219,3 +219,18 @@ pub fn messy_vault() -> (tempfile::TempDir, std::path::PathBuf) {
     std::fs::write(vault.join("z/bad.md"), b"caf\xe9 latin-1\n").unwrap();
     (dir, vault)
 }
+
+/// The error object of a tool's error result, given as JSON (`{"isError": true,
+/// "content": [{"type": "text", "text": "{\"error\": {…}}"}]}`), as the contract
+/// has it: the JSON in the text content and no `structuredContent` (the TypeScript
+/// SDK 1.x checks any structured content against the tool's output schema).
+pub fn tool_error(result: &serde_json::Value) -> serde_json::Value {
+    assert_eq!(result["isError"], true, "expected an error result: {result}");
+    assert!(result.get("structuredContent").is_none(), "an error carries no structuredContent: {result}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text content: {result}"));
+    let mut parsed: serde_json::Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("the error text is not JSON ({e}): {text}"));
+    let error = parsed["error"].take();
+    assert!(error["code"].is_string() && error["message"].is_string(), "{text}");
+    error
+}

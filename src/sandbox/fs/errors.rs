@@ -13,6 +13,7 @@ pub(in crate::sandbox) fn is_missing(err: &io::Error) -> bool {
 
 pub(in crate::sandbox) fn missing(path: &NotePath) -> Error {
     Error::not_found(format!("{path} does not exist"))
+        .with_hint("check the path: search_knowledge or list_notes shows the notes that exist")
 }
 
 pub(in crate::sandbox) fn target_exists(path: &NotePath) -> Error {

@@ -239,7 +239,9 @@ mod tests {
         );
         assert_eq!(response["id"], "a");
         assert_eq!(response["result"]["isError"], true);
-        let error = &response["result"]["structuredContent"]["error"];
+        assert!(response["result"].get("structuredContent").is_none(), "{response}");
+        let text = response["result"]["content"][0]["text"].as_str().unwrap();
+        let error = &serde_json::from_str::<Value>(text).unwrap()["error"];
         assert_eq!(error["code"], "invalid_argument");
         assert!(error["message"].as_str().unwrap().contains("`query`"), "{error}");
     }

@@ -209,7 +209,8 @@ impl<R> LineTransport<R> {
     fn answer(&mut self, response: Value, why: &str, id: &Value) {
         let code = match response.get("error") {
             Some(error) => error["code"].clone(),
-            None => response["result"]["structuredContent"]["error"]["code"].clone(),
+            None => serde_json::from_value(response["result"].clone())
+                .map_or(Value::Null, |result| json!(crate::tools::error_code(&result))),
         };
         let mut event = json!({ "event": "rpc_refused", "why": why, "code": code });
         if loggable(id) {
