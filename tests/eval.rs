@@ -2,7 +2,8 @@
 //! verdicts and metric arithmetic, the `kb-index eval` exit codes, and the two
 //! public suites (`fixtures/eval/`) run against the fixture vault and the
 //! Obsidian Help corpus (`../shared/corpora/obsidian-help`; a missing corpus
-//! fails unless `KB_SKIP_CORPUS_EVAL=1`). Each suite is held case by case to its
+//! skips those tests with a line on stderr, and fails them where `KB_REQUIRE_CORPUS=1`,
+//! as in CI). Each suite is held case by case to its
 //! committed baseline (`fixtures/eval/baselines/`), and kb-mcp to plain BM25 per
 //! language and tool, so search quality cannot regress silently.
 
@@ -537,32 +538,26 @@ fn english_engine() -> &'static Engine {
 
 // ---------------------------------------------------------------- the Obsidian Help corpus
 
-/// Set to 1 to skip the Obsidian Help suite on purpose (the corpus is not on
-/// this machine). Without it, a missing corpus fails the test.
-const SKIP_CORPUS_VAR: &str = "KB_SKIP_CORPUS_EVAL";
-
-/// `../shared/corpora/obsidian-help`, indexed once into a temp folder (never into
-/// the corpus). Panics when the corpus is missing: a gate that measures nothing
-/// must not pass.
-fn corpus_engine() -> &'static Engine {
+/// The Obsidian Help corpus indexed once into a temp folder (never into the
+/// corpus), or `None` when the tests that need it are skipped
+/// ([`common::obsidian_help`]: a missing corpus fails where it is required).
+fn corpus_engine(what: &str) -> Option<&'static Engine> {
     static ENGINE: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
-    &ENGINE
-        .get_or_init(|| {
-            let corpus = manifest_dir().join("../shared/corpora/obsidian-help");
-            assert!(
-                corpus.join("en").is_dir() && corpus.join("zh").is_dir(),
-                "the Obsidian Help corpus is not at {} (with en/ and zh/), so {CORPUS_SUITE} cannot run. \
-                 Put the corpus there, or set {SKIP_CORPUS_VAR}=1 to skip this test on purpose.",
-                corpus.display()
-            );
-            let index = tempfile::tempdir().unwrap();
-            let engine =
-                Engine::open(&EngineOptions { vault: corpus, index_dir: Some(index.path().join("index")) })
-                    .unwrap();
-            engine.sync(false, None).unwrap();
-            (index, engine)
-        })
-        .1
+    let corpus = common::obsidian_help(what)?;
+    Some(
+        &ENGINE
+            .get_or_init(|| {
+                let index = tempfile::tempdir().unwrap();
+                let engine = Engine::open(&EngineOptions {
+                    vault: corpus,
+                    index_dir: Some(index.path().join("index")),
+                })
+                .unwrap();
+                engine.sync(false, None).unwrap();
+                (index, engine)
+            })
+            .1,
+    )
 }
 
 #[test]
@@ -573,11 +568,7 @@ fn the_obsidian_help_suite_keeps_its_recorded_ranks_in_english_and_chinese() {
     let chinese = suite.cases.iter().filter(|c| c.folder.as_deref() == Some("zh")).count();
     assert_eq!(english, chinese, "half English over en/, half Chinese over zh/");
     assert_eq!(english + chinese, suite.cases.len());
-    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
-        eprintln!("SKIPPED on purpose ({SKIP_CORPUS_VAR}=1): {CORPUS_SUITE} was not run");
-        return;
-    }
-    let engine = corpus_engine();
+    let Some(engine) = corpus_engine(CORPUS_SUITE) else { return };
     let report = run(engine, &suite).unwrap();
     let bm25 = run_baseline(engine, &suite).unwrap();
     eval_baseline::gate(manifest_dir(), CORPUS_SUITE, CORPUS_BASELINE, &report, &bm25);
@@ -603,11 +594,7 @@ fn issue_13_the_whole_help_vault_keeps_its_recorded_ranks_in_every_language_at_o
     let cases: Vec<(String, String)> = suite.cases.iter().map(|c| (c.id.clone(), c.query.clone())).collect();
     assert_eq!(cases, expected, "generated from the two suites' answered cases");
     assert!(suite.cases.iter().all(|c| c.folder.is_none()), "over the whole vault");
-    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
-        eprintln!("SKIPPED on purpose ({SKIP_CORPUS_VAR}=1): {WHOLE_VAULT_SUITE} was not run");
-        return;
-    }
-    let engine = corpus_engine();
+    let Some(engine) = corpus_engine(WHOLE_VAULT_SUITE) else { return };
     let report = run(engine, &suite).unwrap();
     let bm25 = run_baseline(engine, &suite).unwrap();
     eval_baseline::gate(manifest_dir(), WHOLE_VAULT_SUITE, WHOLE_VAULT_BASELINE, &report, &bm25);
@@ -768,11 +755,7 @@ fn issue_13_questions_in_other_words_keep_their_recorded_ranks() {
     }
     let knowledge = suite.cases.iter().filter(|c| c.tool == Tool::SearchKnowledge).count();
     assert!(knowledge > 0 && knowledge < suite.cases.len(), "both tools");
-    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
-        eprintln!("SKIPPED on purpose ({SKIP_CORPUS_VAR}=1): {QUESTIONS_SUITE} was not run");
-        return;
-    }
-    let engine = corpus_engine();
+    let Some(engine) = corpus_engine(QUESTIONS_SUITE) else { return };
     let mut overlaps = Vec::new();
     for case in &suite.cases {
         for path in &case.expectation.acceptable {
@@ -867,11 +850,8 @@ fn issue_19_the_title_side_shortcut_gives_the_full_querys_pages() {
     let english =
         shortcut_agrees(english_engine(), &[ENGLISH_SUITE], &[("notes", None), ("the -references", None)]);
     eprintln!("shortcut taken: fixture vault {fixture}, english vault {english}");
-    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
-        eprintln!("SKIPPED on purpose ({SKIP_CORPUS_VAR}=1): the corpus half of the shortcut check");
-        return;
-    }
-    let corpus = shortcut_agrees(corpus_engine(), &[CORPUS_SUITE, QUESTIONS_SUITE], SHORTCUT_QUERIES);
+    let Some(engine) = corpus_engine("the corpus half of the shortcut check") else { return };
+    let corpus = shortcut_agrees(engine, &[CORPUS_SUITE, QUESTIONS_SUITE], SHORTCUT_QUERIES);
     eprintln!("shortcut taken: obsidian-help {corpus}");
     assert!(corpus >= 20, "the shortcut was taken only {corpus} times: the check compares nothing");
 }
@@ -905,13 +885,7 @@ fn corpus_audit(engine: &Engine, folder: Option<&str>) -> (Vec<Finding>, BTreeMa
 /// the corpus does not ship.
 #[test]
 fn issue_15_the_obsidian_help_audit_keeps_its_recorded_counts() {
-    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
-        eprintln!(
-            "SKIPPED on purpose ({SKIP_CORPUS_VAR}=1): the audit of the Obsidian Help corpus was not run"
-        );
-        return;
-    }
-    let engine = corpus_engine();
+    let Some(engine) = corpus_engine("the audit of the Obsidian Help corpus") else { return };
     let recorded = |rows: &[(&str, Severity, u64)]| -> BTreeMap<(String, Severity), u64> {
         rows.iter().map(|(check, severity, n)| (((*check).to_owned(), *severity), *n)).collect()
     };
@@ -932,7 +906,7 @@ fn issue_15_the_obsidian_help_audit_keeps_its_recorded_counts() {
     // index, and finds the same.
     let location = engine.index_location();
     assert!(location.dir.join(kb_mcp::sandbox::MENTIONS_CACHE).is_file(), "no mentions saved");
-    let vault = manifest_dir().join("../shared/corpora/obsidian-help");
+    let vault = common::corpus_dir();
     let later = Engine::open(&EngineOptions { vault, index_dir: Some(location.dir) }).unwrap();
     let (from_saved, _) = corpus_audit(&later, Some("en"));
     assert!(first == from_saved, "the audit of en/ from the saved mentions came out differently");
@@ -1102,10 +1076,7 @@ fn every_page_of_the_english_notes_suite_lists_its_scores_in_page_order() {
 /// of the question suite must have been levelled, or this checks nothing.
 #[test]
 fn every_page_of_the_help_vault_questions_lists_its_scores_in_page_order() {
-    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
-        eprintln!("SKIPPED on purpose ({SKIP_CORPUS_VAR}=1)");
-        return;
-    }
-    let levelled = scores_follow_page_order(corpus_engine(), &[QUESTIONS_SUITE, CORPUS_SUITE]);
+    let Some(engine) = corpus_engine("the page order of the help vault's questions") else { return };
+    let levelled = scores_follow_page_order(engine, &[QUESTIONS_SUITE, CORPUS_SUITE]);
     assert!(levelled > 0, "no page of the question suite was reordered: the check measured nothing");
 }

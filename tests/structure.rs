@@ -1920,11 +1920,6 @@ fn an_apply_held_mid_move_wins_and_the_other_process_is_refused() {
 
 // ------------------------------------------------- the invariant on obsidian-help
 
-/// Set to 1 to skip the Obsidian Help invariant on purpose (the corpus is not on
-/// this machine, or a quicker run), as it skips the corpus eval. Without it, a
-/// missing corpus fails.
-const SKIP_CORPUS_VAR: &str = "KB_SKIP_CORPUS_EVAL";
-
 /// The notes of one folder (at any depth) of the catalog.
 fn notes_under(engine: &Engine, folder: &str) -> Vec<String> {
     let prefix = format!("{folder}/");
@@ -1995,19 +1990,7 @@ fn move_and_check(
 /// backlinks.
 #[test]
 fn moves_on_obsidian_help_keep_every_link() {
-    if std::env::var(SKIP_CORPUS_VAR).as_deref() == Ok("1") {
-        eprintln!(
-            "SKIPPED on purpose ({SKIP_CORPUS_VAR}=1): the move invariant on obsidian-help was not run"
-        );
-        return;
-    }
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/obsidian-help");
-    assert!(
-        corpus.join("en").is_dir() && corpus.join("zh").is_dir(),
-        "the Obsidian Help corpus is not at {} (with en/ and zh/), so the move invariant cannot run. \
-         Put the corpus there, or set {SKIP_CORPUS_VAR}=1 to skip this test on purpose.",
-        corpus.display()
-    );
+    let Some(corpus) = common::obsidian_help("the move invariant on obsidian-help") else { return };
     let tmp = tempfile::tempdir().unwrap();
     let vault = tmp.path().join("vault");
     common::copy_dir(&corpus, &vault);

@@ -234,3 +234,44 @@ pub fn tool_error(result: &serde_json::Value) -> serde_json::Value {
     assert!(error["code"].is_string() && error["message"].is_string(), "{text}");
     error
 }
+
+/// Where the Obsidian Help corpus sits: `../shared/corpora/obsidian-help` beside
+/// the repository (the README's "The Obsidian Help corpus" says how to get it).
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/obsidian-help")
+}
+
+/// The Obsidian Help corpus for a test that needs it (`what` names that test's
+/// work), or `None` when the test is to be skipped: set `KB_SKIP_CORPUS_EVAL=1`,
+/// or the corpus is missing. A skip says so on stderr, past the test harness's
+/// capture, so a fresh clone's `cargo test` shows what it did not run; with
+/// `KB_REQUIRE_CORPUS=1` (CI) a missing corpus fails the test instead.
+pub fn obsidian_help(what: &str) -> Option<PathBuf> {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static SAID: AtomicBool = AtomicBool::new(false);
+    let corpus = corpus_dir();
+    let present = corpus.join("en").is_dir() && corpus.join("zh").is_dir();
+    let why = if std::env::var("KB_SKIP_CORPUS_EVAL").as_deref() == Ok("1") {
+        "KB_SKIP_CORPUS_EVAL=1".to_owned()
+    } else if present {
+        return Some(corpus);
+    } else if std::env::var("KB_REQUIRE_CORPUS").as_deref() == Ok("1") {
+        panic!(
+            "the Obsidian Help corpus is not at {} (with en/ and zh/), and KB_REQUIRE_CORPUS=1 requires it \
+             for {what}: put it there (README, \"The Obsidian Help corpus\")",
+            corpus.display()
+        );
+    } else {
+        format!("the Obsidian Help corpus is not at {}", corpus.display())
+    };
+    if !SAID.swap(true, Ordering::Relaxed) {
+        // Straight to stderr: the harness captures eprintln! of a passing test.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: the tests that need the Obsidian Help corpus ({why}); \
+             README, \"The Obsidian Help corpus\", says how to get it"
+        );
+    }
+    None
+}
