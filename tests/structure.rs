@@ -2110,3 +2110,296 @@ fn a_review_names_the_other_pending_proposals_touching_the_same_notes() {
     // Applied, the move is no longer pending: the patch's review names nothing.
     assert!(engine.review_proposal(&patch.proposal_id).unwrap().overlaps.is_empty());
 }
+
+// ------------------------------------------------- issue 34, item 3: deletes racing an editor
+
+/// What a delete race saw.
+#[derive(Debug, Default)]
+struct DeleteRace {
+    saves: u64,
+    applied: u64,
+    refused: u64,
+    lost: Vec<String>,
+}
+
+/// The whole-note text of the racing editor's save `i`.
+fn race_save(i: u64) -> String {
+    format!("# Race\n\nsave {i}\n")
+}
+
+/// An editor saves `z/race.md` every 10 to 200 ms in `editing` (creating it again
+/// when it is gone) while `deletes` deletes of it are proposed and applied.
+/// A save survives in the note, in the trash (the delete took it) or in a
+/// conflict copy: a whole-note save is lost when the editor's next look finds
+/// neither it in the note nor, the note gone, it in the trash or a copy; an
+/// appended line (`save <i>`) when no file of the three holds it at the end.
+fn race_deletes(deletes: u64, editing: common::Editing) -> DeleteRace {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let (_tmp, vault) = common::temp_vault();
+    let rel = "z/race.md";
+    let path = vault.join(rel);
+    editing.save(&path, &race_save(0));
+    let engine = open(&vault);
+    let stop = AtomicBool::new(false);
+    // (save i, what the editor found at the note right before save i + 1).
+    let found: Mutex<Vec<(u64, Option<String>)>> = Mutex::new(Vec::new());
+    let mut race = DeleteRace::default();
+    let last = std::thread::scope(|scope| {
+        let editor = scope.spawn(|| {
+            let mut i = 0;
+            let mut seed = u64::from(std::process::id()) | 1;
+            while !stop.load(Ordering::Relaxed) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let every = Duration::from_millis(10 + seed % 190);
+                let started = Instant::now();
+                found.lock().unwrap().push((i, fs::read_to_string(&path).ok()));
+                i += 1;
+                match editing {
+                    common::Editing::Append => editing.save(&path, &format!("save {i}\n")),
+                    _ => editing.save(&path, &race_save(i)),
+                }
+                std::thread::sleep(every.saturating_sub(started.elapsed()));
+            }
+            i
+        });
+        // A panic below must still stop the editor, or the scope waits for it forever.
+        let _stop = common::StopOnDrop(&stop);
+        let mut done = 0;
+        while done < deletes {
+            if !path.exists() || engine.sync(false, None).is_err() {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            done += 1;
+            let args = ProposeDeleteArgs { path: rel.to_owned(), reason: "race".to_owned() };
+            let Ok(staged) = engine.propose_delete(&args) else {
+                race.refused += 1;
+                continue;
+            };
+            let applied =
+                engine.apply_proposal(&ApplyArgs { proposal_id: staged.proposal_id.clone() }, Actor::Cli);
+            match applied {
+                Ok(_) => race.applied += 1,
+                Err(err) if matches!(err.code, ErrorCode::StaleBase | ErrorCode::Conflict) => {
+                    race.refused += 1;
+                    let _ = engine.reject_proposal(&staged.proposal_id, "the race moved on", Actor::Cli);
+                }
+                Err(err) => panic!("delete {done}: {err}"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        editor.join().unwrap()
+    });
+    race.saves = last;
+    let mut kept: Vec<String> = common::texts_under(&vault.join("inbox/trash"), "race.md")
+        .into_iter()
+        .chain(common::texts_under(&vault.join("inbox/conflicts"), "race.conflict-"))
+        .map(|(_, text)| text)
+        .collect();
+    let now = fs::read_to_string(&path).ok();
+    if editing == common::Editing::Append {
+        kept.extend(now);
+        for i in 0..=last {
+            let line = format!("save {i}");
+            if !kept.iter().any(|text| text.lines().any(|l| l == line)) {
+                race.lost.push(format!("save {i}: its line is in no note, trashed note or copy"));
+            }
+        }
+        return race;
+    }
+    let mut found = found.into_inner().unwrap();
+    found.push((last, now));
+    for (i, seen) in found {
+        let save = race_save(i);
+        if seen.as_ref() != Some(&save) && !kept.contains(&save) {
+            race.lost.push(format!("save {i}: the editor next found {seen:?}"));
+        }
+    }
+    race
+}
+
+/// Issue 34, item 3: 1,000 deletes (`KB_RACE_DELETES` to change it) per
+/// editing style, each racing an editor saving every 10 to 200 ms in that style, and
+/// not one save lost: a delete moves the note itself into the trash and
+/// compares what landed there, and a save landing after is put back.
+#[test]
+fn no_save_is_lost_to_a_delete_in_any_editing_style() {
+    let deletes = std::env::var("KB_RACE_DELETES").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    let runs: Vec<(common::Editing, DeleteRace)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = common::Editing::ALL
+            .map(|editing| scope.spawn(move || (editing, race_deletes(deletes, editing))))
+            .into_iter()
+            .collect();
+        handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+    });
+    for (editing, race) in &runs {
+        eprintln!(
+            "racing deletes ({editing:?}): {deletes} deletes: {} applied, {} refused; {} saves, {} lost",
+            race.applied,
+            race.refused,
+            race.saves,
+            race.lost.len()
+        );
+    }
+    for (editing, race) in runs {
+        assert!(race.lost.is_empty(), "{editing:?}: {} saves lost: {:#?}", race.lost.len(), race.lost);
+        assert!(race.applied > 0 && race.saves > 0, "{editing:?}: {race:?}");
+    }
+}
+
+/// The deterministic window of a delete: an editor opens the note right
+/// before the delete takes it (`Step::Swapping`) and appends right after it
+/// (`Step::File(0)`). The save must end up in the note again, the delete
+/// answer `conflict` and stay pending, and the trash hold nothing.
+#[test]
+fn an_append_opened_before_a_delete_and_written_after_it_is_kept() {
+    use std::io::Write as _;
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let rel = "z/other.md";
+    let before = read(&vault, rel);
+    let staged =
+        engine.propose_delete(&ProposeDeleteArgs { path: rel.into(), reason: "gone".into() }).unwrap();
+    let sandbox = sandbox(&vault);
+    let mut editor: Option<fs::File> = None;
+    let err =
+        write::apply_with_failpoint(&sandbox, &staged.proposal_id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
+            match at {
+                Step::Swapping => {
+                    editor = Some(fs::OpenOptions::new().append(true).open(vault.join(rel)).unwrap())
+                }
+                Step::File(0) => editor.take().unwrap().write_all(b"the person's line\n").unwrap(),
+                _ => {}
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict, "{err}");
+    assert_eq!(read(&vault, rel), format!("{before}the person's line\n"), "the late save is in the note");
+    assert!(common::texts_under(&vault.join("inbox/trash"), "").is_empty(), "the trash holds nothing");
+    assert!(audit_lines(&vault).is_empty());
+    let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
+    assert_eq!(pending.proposals[0].proposal_id, staged.proposal_id);
+}
+
+// ------------------------------------------------- issue 34, item 1: kills of a multi-file apply
+
+/// Every file of the vault outside the inbox and the index, with its bytes:
+/// what a person sees among their notes.
+fn person_files(vault: &Path) -> Vec<(String, Vec<u8>)> {
+    common::snapshot(vault)
+        .into_iter()
+        .filter(|(path, _)| !path.starts_with("inbox/") && !path.starts_with(".kb/"))
+        .collect()
+}
+
+/// Issue 34, item 1: 100 real SIGKILLs of `kb-index inbox apply` at random
+/// moments of a 100-item batch (patches, moves and deletes), each followed by
+/// a fresh start's recovery. Every time the files among the notes are
+/// byte-identical to the vault before the batch or after it, with no file
+/// added: a temporary file a kill cut short is kb-mcp's own and is removed,
+/// never kept beside a note as a conflict copy.
+#[test]
+fn a_hundred_kills_of_a_batch_leave_the_notes_before_or_after_and_nothing_added() {
+    use std::time::Instant;
+    if !cfg!(unix) {
+        eprintln!("skipped: SIGKILL needs a Unix system");
+        return;
+    }
+    let kills: u32 = std::env::var("KB_KILLS").ok().and_then(|n| n.parse().ok()).unwrap_or(100);
+    let (tmp, pristine) = common::temp_vault();
+    let body = |i: usize, what: &str| {
+        format!("# Note {i}\n\n{}\n", format!("{what} line of note {i}.\n").repeat(400))
+    };
+    for i in 0..100 {
+        put(&pristine, &format!("z/k/n{i}.md"), &body(i, "before"));
+    }
+    let engine = open(&pristine);
+    let items: Vec<Value> = (0..100)
+        .map(|i| {
+            let path = format!("z/k/n{i}.md");
+            match i % 10 {
+                0 => serde_json::json!({"kind": "delete", "path": path}),
+                1 => serde_json::json!({"kind": "move", "from": path, "to": format!("z/k2/n{i}.md")}),
+                _ => {
+                    serde_json::json!({"kind": "patch", "path": path, "base_hash": hash_of(&pristine, &path),
+                     "edits": [{"op": "replace_all", "content": body(i, "after")}]})
+                }
+            }
+        })
+        .collect();
+    let staged = batch(&engine, Value::Array(items)).unwrap();
+    drop(engine);
+    let before = person_files(&pristine);
+    // The vault after: the batch applied to a copy, unkilled, timed.
+    let copy = |name: &str| {
+        let dir = tmp.path().join(name);
+        let _ = fs::remove_dir_all(&dir);
+        common::copy_dir(&pristine, &dir);
+        dir
+    };
+    let apply_in = |vault: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kb-index"))
+            .args(["inbox", "apply", "--yes", "--only", &staged.proposal_id, "--vault"])
+            .arg(vault)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let done = copy("done");
+    let started = Instant::now();
+    assert!(apply_in(&done).wait().unwrap().success(), "the batch applies unkilled");
+    let whole = started.elapsed();
+    let after = person_files(&done);
+    assert_ne!(before, after);
+    let mut seed = u64::from(std::process::id()) | 1;
+    let (mut mid_apply, mut outcomes) = (0, [0u32; 2]);
+    for kill in 0..kills {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let vault = copy("killed");
+        let mut child = apply_in(&vault);
+        std::thread::sleep(whole.mul_f64((seed % 1000) as f64 / 1000.0));
+        let _ = child.kill();
+        child.wait().unwrap();
+        if vault.join("inbox/_applying.json").exists() {
+            mid_apply += 1;
+        }
+        // A fresh start's recovery (the index is left to the next sync).
+        let recovery = write::recover(&sandbox(&vault), Actor::Mcp, &mut |_| Ok(())).unwrap();
+        assert!(recovery.failed.is_empty(), "kill {kill}: {recovery:?}");
+        let now = person_files(&vault);
+        let which = if now == before {
+            0
+        } else if now == after {
+            1
+        } else {
+            let names =
+                |files: &[(String, Vec<u8>)]| files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+            let added: Vec<String> = names(&now)
+                .into_iter()
+                .filter(|p| !names(&before).contains(p) && !names(&after).contains(p))
+                .collect();
+            panic!("kill {kill} ({:?} in): neither before nor after; files added: {added:?}", whole);
+        };
+        outcomes[which] += 1;
+        assert!(
+            common::texts_under(&vault.join("inbox/conflicts"), "").is_empty(),
+            "kill {kill}: a conflict copy was made of kb-mcp's own file"
+        );
+    }
+    eprintln!(
+        "{kills} kills of a 100-item batch ({whole:?} unkilled): {mid_apply} mid-apply; {} before, {} after",
+        outcomes[0], outcomes[1]
+    );
+    assert!(
+        mid_apply >= kills / 5,
+        "only {mid_apply} of {kills} kills landed in the apply: it measured little"
+    );
+}

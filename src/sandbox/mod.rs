@@ -18,6 +18,7 @@
     reason = "the sandbox is the one module that touches the filesystem"
 )]
 
+mod displaced;
 mod encoding;
 mod fs;
 mod inbox;
@@ -32,6 +33,7 @@ mod secrets;
 mod swap;
 mod vault_dir;
 
+pub use displaced::{Discards, LATE_SAVE_GRACE, LateSave};
 pub use encoding::{hex, percent_decode, unhex};
 pub use fs::{
     FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, TEMPLATE_SETTINGS, WriteMode, ensure_dir,
@@ -47,7 +49,7 @@ pub use machine::spare_cores;
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};
-pub use swap::{Discards, Prepared, Replaced};
+pub use swap::{Prepared, Replaced};
 pub use vault_dir::current_folder_vault;
 
 use std::path::{Path, PathBuf};
@@ -207,18 +209,21 @@ impl Sandbox {
     /// Replaces a note with `bytes` provided it still holds exactly `base`,
     /// without ever losing a save a person makes meanwhile; see [`Replaced`].
     /// The new file keeps the note's mode (and owner, where the process may).
-    /// `conflict_name` is the file name, in the note's folder, under which a save
-    /// caught in the swap is kept. `before_swap` runs after the last re-check,
-    /// right before the swap (an error from it stops there, changing nothing):
-    /// the instant a person's save races, which tests use to land one there.
+    /// `conflict_copy` is the inbox path under which a save caught in the swap
+    /// is kept. `before_swap` runs after the last re-check, right before the
+    /// swap (an error from it stops there, changing nothing): the instant a
+    /// person's save races, which tests use to land one there. The replaced
+    /// file goes to `discards` (watched for a late save, see [`Discards`]),
+    /// or, without, is removed at once.
     pub fn replace_note(
         &self,
         path: &NotePath,
         bytes: &[u8],
         base: &[u8],
-        conflict_name: &str,
+        conflict_copy: &NotePath,
         before_swap: &mut dyn FnMut() -> Result<()>,
+        discards: Option<&mut Discards>,
     ) -> Result<Replaced> {
-        swap::replace_note(self, path, bytes, base, conflict_name, before_swap)
+        swap::replace_note(self, path, bytes, base, conflict_copy, before_swap, discards)
     }
 }

@@ -9,8 +9,9 @@
 //! was at the note's name, whichever save put it there, under the temporary
 //! name, where its bytes are compared with the base. Anything other than the
 //! base is a person's save: it is exchanged back into place (and should another
-//! save have landed in the new file meanwhile, that file is kept beside the note
-//! as a conflict copy). Where exchange is not available, the note is held open
+//! save have landed in the new file meanwhile, that file is kept apart as a
+//! conflict copy in the inbox). The replaced file is watched a little longer
+//! for a save landing late (`displaced.rs`). Where exchange is not available, the note is held open
 //! across a plain rename and its bytes are compared afterwards: an in-place save
 //! is still caught (and written back), a rename-save in the instant between the
 //! re-check and the rename is not.
@@ -19,6 +20,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek};
 use std::path::Path;
 
+use super::displaced::Discards;
 use super::fs::{
     Access, FileStat, TempFile, check_note_target, file_stat, is_missing, same_file, sync_dir,
     walk_write_chain,
@@ -35,7 +37,7 @@ pub enum Replaced {
     /// gone); nothing was changed.
     Changed(Option<Vec<u8>>),
     /// A save landed during the swap. The note holds the person's file again and
-    /// not the new bytes; `kept` names a conflict copy beside it holding a save
+    /// not the new bytes; `kept` names a conflict copy in the inbox holding a save
     /// that landed in the new file meanwhile, when one did.
     Conflict {
         /// The conflict copy, when one was needed.
@@ -48,8 +50,9 @@ pub(super) fn replace_note(
     path: &NotePath,
     bytes: &[u8],
     base: &[u8],
-    conflict_name: &str,
+    conflict_copy: &NotePath,
     before_swap: &mut dyn FnMut() -> Result<()>,
+    discards: Option<&mut Discards>,
 ) -> Result<Replaced> {
     check_note_target(sandbox, path)?;
     let target = walk_write_chain(sandbox, path, false)?;
@@ -63,7 +66,7 @@ pub(super) fn replace_note(
     };
     let temp = TempFile::create(&parent, path.file_name()).map_err(io_err)?;
     temp.fill(bytes, Access::Same(&meta)).map_err(io_err)?;
-    swap_in(sandbox, path, &target, temp, bytes, base, conflict_name, before_swap, true, None)
+    swap_in(sandbox, path, &target, temp, bytes, base, conflict_copy, before_swap, true, discards)
 }
 
 /// The swap of [`replace_note`] once the new bytes are in `temp` beside the
@@ -82,7 +85,7 @@ fn swap_in(
     temp: TempFile,
     bytes: &[u8],
     base: &[u8],
-    conflict_name: &str,
+    conflict_copy: &NotePath,
     before_swap: &mut dyn FnMut() -> Result<()>,
     sync: bool,
     discards: Option<&mut Discards>,
@@ -106,7 +109,7 @@ fn swap_in(
     match exchange(&temp.path, target) {
         Ok(()) => {
             let replaced = temp.keep();
-            let outcome = settle(sandbox, path, target, &replaced, bytes, base, conflict_name, discards);
+            let outcome = settle(sandbox, path, target, &replaced, bytes, base, conflict_copy, discards);
             sync_dir(&parent);
             return outcome;
         }
@@ -166,74 +169,6 @@ impl Drop for Prepared {
     }
 }
 
-/// The files a multi-file apply's swaps replaced, each checked to hold the
-/// base it expected, left under their temporary names beside their notes to
-/// be removed together ([`Discards::remove`], or when dropped).
-///
-/// Removing a file is what frees its blocks, and on some file systems that is
-/// a wait on the journal of a few milliseconds (about 2 ms a file on the ext4
-/// with `discard` these figures come from): one at a time, a hub's move of
-/// 10,000 rewrites spent most of its apply there. Removed from several threads
-/// at once, the waits are shared. Until then each file is a temporary file
-/// beside its note holding the plan's before-bytes, which recovery's sweep
-/// removes after a crash.
-#[derive(Debug, Default)]
-pub struct Discards {
-    files: Vec<std::path::PathBuf>,
-}
-
-/// Threads removing discarded files: the waits are the journal's, not the CPU's.
-const DISCARD_THREADS: usize = 8;
-
-impl Discards {
-    /// How many files wait to be removed.
-    pub fn len(&self) -> usize {
-        self.files.len()
-    }
-
-    /// Whether none waits.
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
-    /// Removes them all, from several threads. Best effort, as the removal of
-    /// a replaced file always was: one left behind is a hidden temporary file
-    /// holding bytes the note had.
-    pub fn remove(mut self) {
-        remove_all(std::mem::take(&mut self.files));
-    }
-
-    /// Leaves them on disk, as a crash would (recovery sweeps them).
-    pub fn forget(mut self) {
-        self.files.clear();
-    }
-}
-
-impl Drop for Discards {
-    fn drop(&mut self) {
-        remove_all(std::mem::take(&mut self.files));
-    }
-}
-
-fn remove_all(files: Vec<std::path::PathBuf>) {
-    if files.len() < 2 * DISCARD_THREADS {
-        for file in files {
-            let _ = fs::remove_file(file);
-        }
-        return;
-    }
-    let share = files.len().div_ceil(DISCARD_THREADS);
-    std::thread::scope(|scope| {
-        for chunk in files.chunks(share) {
-            scope.spawn(move || {
-                for file in chunk {
-                    let _ = fs::remove_file(file);
-                }
-            });
-        }
-    });
-}
-
 /// After the exchange: `replaced` (the temporary name) holds what was at the
 /// note's name. Removed when it is the base (or handed to `discards`);
 /// otherwise exchanged back. Never removes a file whose bytes could be a person's.
@@ -245,7 +180,7 @@ fn settle(
     replaced: &Path,
     bytes: &[u8],
     base: &[u8],
-    conflict_name: &str,
+    conflict_copy: &NotePath,
     discards: Option<&mut Discards>,
 ) -> Result<Replaced> {
     let kept_at = |err: &io::Error| {
@@ -257,7 +192,7 @@ fn settle(
     let was = fs::read(replaced).map_err(|err| kept_at(&err))?;
     if was == base {
         match discards {
-            Some(discards) => discards.files.push(replaced.to_path_buf()),
+            Some(discards) => discards.watch_swapped(replaced, target, path).map_err(|err| kept_at(&err))?,
             None => {
                 let _ = fs::remove_file(replaced);
             }
@@ -272,30 +207,8 @@ fn settle(
         return Ok(Replaced::Conflict { kept: None });
     }
     // Another save landed in the new file while it was in place: keep it too.
-    let kept = keep_beside(sandbox, path, replaced, conflict_name).map_err(|err| kept_at(&err))?;
+    let kept = sandbox.keep_conflict_copy(replaced, conflict_copy)?;
     Ok(Replaced::Conflict { kept: Some(kept) })
-}
-
-/// Moves `file` to `conflict_name` beside the note, never replacing anything
-/// (`-2`, `-3`, … before `.md` when the name is taken).
-fn keep_beside(sandbox: &Sandbox, path: &NotePath, file: &Path, conflict_name: &str) -> io::Result<NotePath> {
-    let folder = path.parent();
-    let stem = conflict_name.strip_suffix(".md").unwrap_or(conflict_name);
-    for n in 1..100 {
-        let name = if n == 1 { format!("{stem}.md") } else { format!("{stem}-{n}.md") };
-        let rel = if folder.is_empty() { name } else { format!("{folder}/{name}") };
-        let copy = NotePath::parse(&rel).map_err(|err| io::Error::other(err.message))?;
-        let disk = walk_write_chain(sandbox, &copy, false).map_err(|err| io::Error::other(err.message))?;
-        match fs::hard_link(file, &disk) {
-            Ok(()) => {
-                fs::remove_file(file)?;
-                return Ok(copy);
-            }
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Err(io::Error::other("no free name for the conflict copy"))
 }
 
 /// Opens the note for reading; `None` when it is gone. Refuses anything that is
@@ -322,13 +235,13 @@ fn read_all(file: &mut File) -> io::Result<Vec<u8>> {
 
 /// Swaps two names atomically: each then names the other's file.
 #[cfg(target_os = "linux")]
-fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+pub(super) fn exchange(a: &Path, b: &Path) -> io::Result<()> {
     use rustix::fs::{CWD, RenameFlags, renameat_with};
     renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(io::Error::from)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+pub(super) fn exchange(_: &Path, _: &Path) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
@@ -408,7 +321,7 @@ impl Sandbox {
         mut prepared: Prepared,
         bytes: &[u8],
         base: &[u8],
-        conflict_name: &str,
+        conflict_copy: &NotePath,
         before_swap: &mut dyn FnMut() -> Result<()>,
         discards: &mut Discards,
     ) -> Result<Replaced> {
@@ -430,7 +343,7 @@ impl Sandbox {
             temp,
             bytes,
             base,
-            conflict_name,
+            conflict_copy,
             before_swap,
             !ONE_FLUSH,
             Some(discards),
@@ -467,13 +380,13 @@ impl Sandbox {
     /// Settles the temporary files a killed apply left beside a note
     /// (`.<note name>.kb-tmp-<16 hex>`): each is removed when `ours` says its bytes
     /// are ours (the proposal's text, or the base it replaced), and otherwise kept
-    /// beside the note as `conflict_name`, since it may hold a person's save.
+    /// beside the note as `conflict_copy`, since it may hold a person's save.
     /// Returns what it did, one line each.
     pub fn sweep_note_temps(
         &self,
         note: &NotePath,
         ours: &mut dyn FnMut(&[u8]) -> bool,
-        conflict_name: &str,
+        conflict_copy: &NotePath,
     ) -> Result<Vec<String>> {
         check_note_target(self, note)?;
         let disk = walk_write_chain(self, note, false)?;
@@ -488,9 +401,9 @@ impl Sandbox {
                     done.push(format!("removed {shown} beside {note}"));
                 }
             } else {
-                match keep_beside(self, note, &file, conflict_name) {
+                match self.keep_conflict_copy(&file, conflict_copy) {
                     Ok(kept) => {
-                        done.push(format!("kept {shown} beside {note} as {kept}: it may hold a save"))
+                        done.push(format!("kept {shown} (beside {note}) as {kept}: it may hold a save"))
                     }
                     Err(err) => done.push(format!("left {shown} beside {note}: {err}")),
                 }
@@ -498,45 +411,5 @@ impl Sandbox {
         }
         sync_dir(dir);
         Ok(done)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn files(dir: &Path, count: usize) -> Vec<std::path::PathBuf> {
-        (0..count)
-            .map(|n| {
-                let file = dir.join(format!(".note-{n}.md{}0123456789abcdef", TempFile::MARK));
-                fs::write(&file, b"before").unwrap();
-                file
-            })
-            .collect()
-    }
-
-    #[test]
-    fn discarded_files_stay_until_removed_together_and_a_crash_leaves_them() {
-        let dir = tempfile::tempdir().unwrap();
-        // More than one thread's share, and fewer.
-        for count in [3, 5 * DISCARD_THREADS + 1] {
-            let kept = files(dir.path(), count);
-            let discards = Discards { files: kept.clone() };
-            assert_eq!(discards.len(), count);
-            assert!(kept.iter().all(|file| file.exists()), "nothing is removed before `remove`");
-            discards.remove();
-            assert!(kept.iter().all(|file| !file.exists()), "`remove` removes every one");
-
-            let kept = files(dir.path(), count);
-            drop(Discards { files: kept.clone() });
-            assert!(kept.iter().all(|file| !file.exists()), "dropping removes them too");
-
-            let kept = files(dir.path(), count);
-            Discards { files: kept.clone() }.forget();
-            assert!(kept.iter().all(|file| file.exists()), "a crash leaves them for recovery");
-            for file in kept {
-                fs::remove_file(file).unwrap();
-            }
-        }
     }
 }

@@ -17,12 +17,12 @@ use serde_json::json;
 
 use super::audit::{AuditLog, Rejection, finish_apply, finish_reject};
 use super::journal::{self, Action, Journal};
-use super::proposal::{self, FILE_MAX_BYTES, Inbox, Located, find, intact, short_id, tampered, validate};
+use super::proposal::{self, FILE_MAX_BYTES, Inbox, Located, find, intact, tampered, validate};
 use super::propose::stale_base;
 use super::recover::{Recovered, recover_locked};
 use super::{Actor, Applied, ProposalKind, ProposalStatus, Rejected, Step};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{FileStat, InboxLock, NotePath, Replaced, Sandbox, WriteMode};
+use crate::sandbox::{Discards, FileStat, InboxLock, NotePath, Replaced, Sandbox, WriteMode};
 use crate::vault::content_hash;
 
 /// How long an apply waits for another one to finish.
@@ -130,9 +130,11 @@ pub fn apply_with_index(
     journal::write(sandbox, &inbox, &journal_of(&located, Action::Apply, &archive))?;
     failpoint(Step::Claimed)?;
 
+    // The file the swap replaces is watched for a late save until the commit point.
+    let mut discards = Discards::default();
     let written = match base {
         None => sandbox.write_atomic(&target, &content, WriteMode::CreateNew),
-        Some(base) => swap(sandbox, &located, &target, &content, &base, failpoint),
+        Some(base) => swap(sandbox, &inbox, &located, &target, &content, &base, failpoint, &mut discards),
     };
     if let Err(err) = written {
         // Nothing was applied (unless a write failed only after its rename, which
@@ -143,6 +145,14 @@ pub fn apply_with_index(
         return Err(err);
     }
     failpoint(Step::Written)?;
+    if let Some(late) = discards.late_saves().into_iter().next() {
+        // An editor that opened the note before the swap wrote to it after:
+        // its save goes back into the note, and the proposal stays pending.
+        let copy = inbox.conflict_copy(&target, id)?;
+        let kept = sandbox.put_back_late_save(late, &content, &copy)?;
+        let _ = journal::clear(sandbox, &inbox);
+        return Err(saved_meanwhile(&located, &target, kept.as_ref()));
+    }
 
     archive_files(sandbox, &located, &archive, failpoint).map_err(|err| after_write(err, &target))?;
     failpoint(Step::Archived)?;
@@ -311,44 +321,51 @@ fn check(
 /// makes meanwhile is never lost (see [`Sandbox::replace_note`]). When one lands
 /// during the swap, the note keeps the person's bytes, the proposal stays
 /// pending, and the caller gets `conflict` naming the note and any conflict copy.
+#[expect(clippy::too_many_arguments, reason = "the apply's state, passed on whole")]
 fn swap(
     sandbox: &Sandbox,
+    inbox: &Inbox,
     located: &Located,
     target: &NotePath,
     content: &[u8],
     base: &[u8],
     failpoint: &mut dyn FnMut(Step) -> Result<()>,
+    discards: &mut Discards,
 ) -> Result<()> {
-    let id = located.id();
-    let conflict_name = format!("{}.conflict-{}-{}.md", target.stem(), proposal::today(), short_id(id));
+    let copy = inbox.conflict_copy(target, located.id())?;
     let mut before_swap = || failpoint(Step::Swapping);
-    match sandbox.replace_note(target, content, base, &conflict_name, &mut before_swap)? {
+    match sandbox.replace_note(target, content, base, &copy, &mut before_swap, Some(discards))? {
         Replaced::Clean => Ok(()),
         Replaced::Changed(now) => {
             let base = located.meta.base_sha256.as_deref().unwrap_or_default();
             Err(stale_base(target, base, now.map(|bytes| content_hash(&bytes)).as_deref()))
         }
-        Replaced::Conflict { kept } => {
-            let copy =
-                kept.as_ref().map(|kept| format!(" and another save is kept in {kept}")).unwrap_or_default();
-            Err(Error::new(
-                ErrorCode::Conflict,
-                format!(
-                    "{target} was saved while proposal {id} was being applied: the note keeps that save{copy}; \
-                     the proposal was not applied and stays pending"
-                ),
-            )
-            .with_hint(format!(
-                "read {target} again; {} holds the proposed text: propose the change again against the note as it is now, or reject this proposal",
-                located.meta.content_file
-            ))
-            .with_details(json!({
-                "target": target.as_str(),
-                "conflict_copy": kept.as_ref().map(NotePath::as_str),
-                "proposed_file": located.meta.content_file,
-            })))
-        }
+        Replaced::Conflict { kept } => Err(saved_meanwhile(located, target, kept.as_ref())),
     }
+}
+
+/// `conflict`: a person saved the note while the proposal was being applied;
+/// the note keeps that save (`kept`: another save, kept apart) and the
+/// proposal stays pending.
+fn saved_meanwhile(located: &Located, target: &NotePath, kept: Option<&NotePath>) -> Error {
+    let id = located.id();
+    let copy = kept.map(|kept| format!(" and another save is kept in {kept}")).unwrap_or_default();
+    Error::new(
+        ErrorCode::Conflict,
+        format!(
+            "{target} was saved while proposal {id} was being applied: the note keeps that save{copy}; \
+             the proposal was not applied and stays pending"
+        ),
+    )
+    .with_hint(format!(
+        "read {target} again; {} holds the proposed text: propose the change again against the note as it is now, or reject this proposal",
+        located.meta.content_file
+    ))
+    .with_details(json!({
+        "target": target.as_str(),
+        "conflict_copy": kept.map(NotePath::as_str),
+        "proposed_file": located.meta.content_file,
+    }))
 }
 
 /// An error after the note was written: the next apply or server start finishes.

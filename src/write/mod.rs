@@ -42,6 +42,7 @@
 //! staged note and its diff; `apply.rs`: the checks, the write, the archive;
 //! `journal.rs`: the one in-flight proposal; `audit.rs`: the audit log;
 //! `recover.rs`: completing interrupted applies and sweeping leftovers;
+//! `conflicts.rs`: where files that may hold a person's save are kept apart;
 //! `review.rs`: what a person sees before approving; `relink.rs`: rewriting links for a move;
 //! `moves.rs`, `batch.rs`, `revert.rs`: planning moves and deletes, batches and
 //! reverts; `plan.rs` and `multi.rs`: staging and applying such plans.
@@ -53,6 +54,7 @@
 mod apply;
 mod audit;
 mod batch;
+mod conflicts;
 mod delete;
 mod diff;
 mod edit;
@@ -73,6 +75,7 @@ mod yaml;
 pub use apply::{ApplyIndex, NewText, apply, apply_with_failpoint, apply_with_index, reject};
 pub use audit::{AuditSince, audit_since};
 pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, links_changed, plan_batch};
+pub use conflicts::{ConflictCopy, conflict_copies};
 pub use delete::{Break, plan_delete};
 pub use edit::{Edit, apply_edits};
 pub use effects::link_effects;

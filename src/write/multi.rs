@@ -17,8 +17,10 @@ use super::journal::{self, Action, Journal};
 use super::plan::{self, FileOp, Plan, PlanFile, archive_date, trash_path};
 use super::proposal::{self, Inbox, Located, intact, tampered};
 use super::{Actor, Applied, ProposalStatus, Step};
-use crate::error::{Error, Result};
-use crate::sandbox::{Discards, FileStat, NotePath, Prepared, Sandbox};
+use serde_json::json;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{Discards, FileStat, LateSave, NotePath, Prepared, Sandbox};
 
 use super::apply::{after_write_multi, archive_dir, archive_files, journal_of};
 
@@ -171,6 +173,17 @@ pub(super) fn apply(
         let _ = journal::clear(sandbox, inbox);
         return Err(err);
     }
+    // A save that landed late in a file the swaps displaced (or in a trashed
+    // note) goes back to its note, and the apply is rolled back around it.
+    let late = discards.late_saves();
+    if !late.is_empty() {
+        let err = put_back_late_saves(sandbox, inbox, &plan, &id, late);
+        roll_back(sandbox, &plan.files, &id, &trash);
+        discards.remove();
+        remove_new_folders(sandbox, &plan, &trash, &journal.folders);
+        let _ = journal::clear(sandbox, inbox);
+        return Err(err);
+    }
     // The replaced files go while the rest of the apply runs (their removal
     // waits on the disk, the index update on the CPU); the apply returns only
     // once they are gone.
@@ -189,6 +202,53 @@ pub(super) fn apply(
     drop(removing);
     let _ = journal::clear(sandbox, inbox);
     Ok(applied)
+}
+
+/// Puts each late save back at its note (a moved note back at its old name
+/// too, so that the roll-back leaves the vault as it was but for that save),
+/// and says which notes kept a save and where any conflict copy went.
+fn put_back_late_saves(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    plan: &Plan,
+    id: &str,
+    late: Vec<LateSave>,
+) -> Error {
+    let mut notes = Vec::new();
+    let mut copies = Vec::new();
+    for save in late {
+        let note = save.note().clone();
+        let op = plan.files.iter().find(|op| op.to.as_deref().unwrap_or(&op.path) == note.as_str());
+        let ours = op.and_then(|op| op.after.as_deref()).unwrap_or_default().as_bytes();
+        let copy = inbox.conflict_copy(&note, id);
+        match copy.and_then(|copy| sandbox.put_back_late_save(save, ours, &copy)) {
+            Ok(kept) => copies.extend(kept.map(|kept| kept.as_str().to_owned())),
+            Err(err) => return err,
+        }
+        // A moved note's save goes back to the name the person saved it under.
+        if let Some(op) = op.filter(|op| op.op == plan::FileOpKind::Move)
+            && let Ok(from) = NotePath::parse(&op.path)
+            && let Ok(bytes) = sandbox.read(&note, proposal::FILE_MAX_BYTES)
+        {
+            let _ = sandbox.rename_note(&note, &from, &bytes);
+        }
+        notes.push(op.map_or(note.as_str().to_owned(), |op| op.path.clone()));
+    }
+    let copies_said = if copies.is_empty() {
+        String::new()
+    } else {
+        format!(" (another save is kept in {})", copies.join(", "))
+    };
+    Error::new(
+        ErrorCode::Conflict,
+        format!(
+            "{} saved while proposal {id} was being applied: the save is kept in the note{copies_said}; \
+             the proposal was rolled back and stays pending",
+            notes.join(", ")
+        ),
+    )
+    .with_hint("read those notes again; apply the proposal again, or propose the change again against them")
+    .with_details(json!({ "saved": notes, "conflict_copies": copies }))
 }
 
 /// The removal of an apply's replaced files under way; dropping it waits for
@@ -270,20 +330,28 @@ fn prepare_all(sandbox: &Sandbox, plan: &Plan) -> Result<Vec<Option<Prepared>>> 
 }
 
 /// Removes the temporary files an interrupted apply of `plan` left beside its
-/// notes (prepared texts not yet swapped in): each holds the plan's bytes, before
-/// or after; anything else is kept beside the note as a conflict copy.
-fn sweep_temps(sandbox: &Sandbox, plan: &Plan, id: &str) {
+/// notes: prepared texts, whole or cut short by the crash (empty, or a prefix
+/// of the text after), and the files its swaps replaced (the text before).
+/// Anything else may hold a person's save: it is kept apart in the inbox as a
+/// conflict copy (`conflicts.rs`), never left among the notes.
+fn sweep_temps(sandbox: &Sandbox, inbox: &Inbox, plan: &Plan, id: &str) {
     for op in &plan.files {
         for path in op.touched() {
             let Ok(note) = NotePath::parse(path) else { continue };
-            let mut ours = |bytes: &[u8]| {
-                [&op.before, &op.after].iter().any(|text| text.as_deref().map(str::as_bytes) == Some(bytes))
-            };
-            let conflict_name =
-                format!("{}.conflict-{}-{}.md", note.stem(), proposal::today(), proposal::short_id(id));
-            let _ = sandbox.sweep_note_temps(&note, &mut ours, &conflict_name);
+            let Ok(copy) = inbox.conflict_copy(&note, id) else { continue };
+            let mut ours = |bytes: &[u8]| ours(op, bytes);
+            let _ = sandbox.sweep_note_temps(&note, &mut ours, &copy);
         }
     }
+}
+
+/// Whether a temporary file beside one of `op`'s notes can only be kb-mcp's:
+/// the text before (a file a swap replaced), or the text after or a prefix of
+/// it (a prepared file, whole or cut short by a crash; an empty one too).
+fn ours(op: &FileOp, bytes: &[u8]) -> bool {
+    op.before.as_deref().is_some_and(|before| before.as_bytes() == bytes)
+        || op.after.as_deref().is_some_and(|after| after.as_bytes().starts_with(bytes))
+        || bytes.is_empty()
 }
 
 /// Undoes `ops` (the ones started), last first. Best effort: an operation that
@@ -307,7 +375,7 @@ pub(super) fn recover_pending(
     for (number, op) in plan.files.iter().enumerate().rev() {
         plan::backward(sandbox, op, located.id(), trash[number].as_ref())?;
     }
-    sweep_temps(sandbox, &plan, located.id());
+    sweep_temps(sandbox, inbox, &plan, located.id());
     remove_new_folders(sandbox, &plan, &trash, &journal.folders);
     Ok(())
 }
@@ -330,6 +398,6 @@ pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Locat
             &mut discards,
         )?;
     }
-    sweep_temps(sandbox, &plan, located.id());
+    sweep_temps(sandbox, inbox, &plan, located.id());
     touched(&plan)
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::diff::LineDiff;
-use super::proposal::{FILE_MAX_BYTES, short_id, today};
+use super::proposal::{FILE_MAX_BYTES, Inbox, short_id, today};
 use super::propose::stale_base;
 use super::review::{FileChange, op_change};
 use crate::error::{Error, ErrorCode, Result};
@@ -607,17 +607,12 @@ fn swap(
     hook: &mut dyn FnMut() -> Result<()>,
     prepared: Option<(Prepared, &mut Discards)>,
 ) -> Result<()> {
-    let conflict_name = format!("{}.conflict-{}-{}.md", path.stem(), today(), short_id(id));
+    let copy = Inbox::of(sandbox).conflict_copy(path, id)?;
     let replaced = match prepared {
-        Some((prepared, discards)) => sandbox.replace_prepared(
-            prepared,
-            to.as_bytes(),
-            from.as_bytes(),
-            &conflict_name,
-            hook,
-            discards,
-        )?,
-        None => sandbox.replace_note(path, to.as_bytes(), from.as_bytes(), &conflict_name, hook)?,
+        Some((prepared, discards)) => {
+            sandbox.replace_prepared(prepared, to.as_bytes(), from.as_bytes(), &copy, hook, discards)?
+        }
+        None => sandbox.replace_note(path, to.as_bytes(), from.as_bytes(), &copy, hook, None)?,
     };
     settled(path, from, replaced)
 }
@@ -692,11 +687,9 @@ pub(super) fn forward(
         }
         (FileOpKind::Trash, _) => {
             let trash = trash.ok_or_else(|| Error::internal("a trash operation without its trash path"))?;
-            if current(sandbox, trash)?.as_deref() != Some(before.as_bytes()) {
-                sandbox.write_atomic(trash, before.as_bytes(), WriteMode::CreateNew)?;
-            }
             hook()?;
-            sandbox.remove_note(&path, before.as_bytes()).map(|_| ())
+            let copy = Inbox::of(sandbox).conflict_copy(&path, id)?;
+            sandbox.trash_note(&path, trash, before.as_bytes(), &copy, discards)
         }
     }
 }
@@ -716,15 +709,9 @@ fn forward_prepared_write(
 ) -> Result<()> {
     let before = op.before.as_deref().unwrap_or_default();
     let after = op.after.as_deref().unwrap_or_default();
-    let conflict_name = format!("{}.conflict-{}-{}.md", path.stem(), today(), short_id(id));
-    let replaced = sandbox.replace_prepared(
-        prepared,
-        after.as_bytes(),
-        before.as_bytes(),
-        &conflict_name,
-        hook,
-        discards,
-    )?;
+    let copy = Inbox::of(sandbox).conflict_copy(path, id)?;
+    let replaced =
+        sandbox.replace_prepared(prepared, after.as_bytes(), before.as_bytes(), &copy, hook, discards)?;
     match replaced {
         Replaced::Changed(Some(now)) if now == after.as_bytes() => Ok(()),
         Replaced::Changed(_) => Err(foreign(op)),
@@ -753,15 +740,14 @@ pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, trash: Option<&
             sandbox.rename_note(&to, &path, before.as_bytes())
         }
         FileOpKind::Trash => {
-            sandbox.write_atomic(
-                &sandbox.resolve_note_target(&op.path)?,
-                before.as_bytes(),
-                WriteMode::CreateNew,
-            )?;
-            if let Some(trash) = trash {
-                let _ = sandbox.remove_inbox_file(trash);
+            let path = sandbox.resolve_note_target(&op.path)?;
+            match trash {
+                // The trashed note itself goes back, its mode with it.
+                Some(trash) if current(sandbox, trash)?.as_deref() == Some(before.as_bytes()) => {
+                    sandbox.untrash_note(trash, &path)
+                }
+                _ => sandbox.write_atomic(&path, before.as_bytes(), WriteMode::CreateNew),
             }
-            Ok(())
         }
     }
 }

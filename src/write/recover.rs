@@ -17,9 +17,7 @@ use std::time::Duration;
 use super::apply::{archive_files, lock, move_leftover, rejection_name, target_holds_content};
 use super::audit::{AuditLog, Rejection, finish_apply, finish_reject};
 use super::journal::{self, Action, Journal};
-use super::proposal::{
-    self, FILE_MAX_BYTES, Inbox, Located, META_SUFFIX, locate, pending_files, short_id, validate,
-};
+use super::proposal::{FILE_MAX_BYTES, Inbox, Located, META_SUFFIX, locate, pending_files, validate};
 use super::{Actor, Applied, ProposalKind, ProposalStatus, Recovery};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox};
@@ -97,8 +95,8 @@ fn sweep_inbox(sandbox: &Sandbox, inbox: &Inbox) -> Vec<String> {
 
 /// Settles the temporary files killed applies left beside pending proposals'
 /// notes: removed when they hold the text (or a part of it) of a proposal for
-/// that note or the base it replaces, otherwise kept beside the note as a
-/// conflict copy, since they may hold a person's save. Each note is looked at
+/// that note or the base it replaces, otherwise kept apart in the inbox as a
+/// conflict copy (`conflicts.rs`), since they may hold a person's save. Each note is looked at
 /// once, against all its proposals, and a staged note is read only when a
 /// temporary file is there to compare. Under the lock, before recovery.
 fn sweep_note_temps(sandbox: &Sandbox, inbox: &Inbox) -> Vec<String> {
@@ -129,9 +127,8 @@ fn sweep_note_temps(sandbox: &Sandbox, inbox: &Inbox) -> Vec<String> {
                         .is_some_and(|staged| staged.starts_with(bytes))
             })
         };
-        let conflict_name =
-            format!("{}.conflict-{}-{}.md", target.stem(), proposal::today(), short_id(proposals[0].id()));
-        if let Ok(lines) = sandbox.sweep_note_temps(&target, &mut ours, &conflict_name) {
+        let Ok(copy) = inbox.conflict_copy(&target, proposals[0].id()) else { continue };
+        if let Ok(lines) = sandbox.sweep_note_temps(&target, &mut ours, &copy) {
             done.extend(lines);
         }
     }

@@ -275,3 +275,63 @@ pub fn obsidian_help(what: &str) -> Option<PathBuf> {
     }
     None
 }
+
+/// How a person's editor saves a note, for the tests that race one against applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Editing {
+    /// Opens the note, appends, closes (an autosave of a log or a journal).
+    Append,
+    /// Truncates the note and writes it whole, in place.
+    InPlace,
+    /// Writes a temporary file beside the note and renames it over the note.
+    Rename,
+}
+
+impl Editing {
+    /// Every style.
+    pub const ALL: [Editing; 3] = [Editing::Append, Editing::InPlace, Editing::Rename];
+
+    /// Saves `text` to the note at `path` as this editor does (appended, or as
+    /// the whole note), creating the note when it is gone.
+    pub fn save(self, path: &Path, text: &str) {
+        use std::io::Write as _;
+        match self {
+            Editing::Append => {
+                let mut file = std::fs::OpenOptions::new().append(true).create(true).open(path).unwrap();
+                file.write_all(text.as_bytes()).unwrap();
+            }
+            Editing::InPlace => std::fs::write(path, text).unwrap(),
+            Editing::Rename => {
+                let name = path.file_name().unwrap().to_string_lossy();
+                let swap = path.with_file_name(format!(".{name}.editor-swp"));
+                std::fs::write(&swap, text).unwrap();
+                std::fs::rename(&swap, path).unwrap();
+            }
+        }
+    }
+}
+
+/// Every file under `dir` (any depth) whose name starts with `prefix`, with its text.
+pub fn texts_under(dir: &Path, prefix: &str) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(texts_under(&path, prefix));
+        } else if entry.file_name().to_string_lossy().starts_with(prefix) {
+            out.push((path.clone(), std::fs::read_to_string(&path).unwrap_or_default()));
+        }
+    }
+    out
+}
+
+/// Sets the flag when dropped: a racing test's helper thread stops even when
+/// the test panics (a scope would otherwise wait for it forever).
+pub struct StopOnDrop<'a>(pub &'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,465 @@
+//! Files an apply moved away from a note's name, and the saves that land in
+//! them late.
+//!
+//! A swap leaves the file that was at the note's name under a temporary name
+//! beside it; a delete moves the note into the trash. Either was checked to
+//! hold exactly the bytes the proposal expected, yet a person's editor may
+//! have opened the note just before and write to it just after (open, append,
+//! close, as an autosave does): those bytes land in the displaced file, not in
+//! the note, and removing that file would lose them. So an apply keeps every
+//! displaced file ([`Discards`]) and, before its commit point, waits until
+//! [`LATE_SAVE_GRACE`] has passed since its last swap and looks at each file
+//! again ([`Discards::late_saves`]): one that changed holds a late save, which
+//! goes back to the note's name ([`Sandbox::put_back_late_save`]) while the
+//! apply is rolled back. A crash during the wait leaves the files under
+//! kb-mcp's temporary names, where recovery's sweep finds them.
+//!
+//! A file that may hold a person's save and cannot go back to its note is kept
+//! apart as a conflict copy in the inbox, never among the notes
+//! ([`Sandbox::keep_conflict_copy`]), where the overview and the review list it.
+
+use std::fs::{self, Metadata};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::fs::{
+    WriteMode, check_note_target, is_missing, sync_dir, target_exists, walk_write_chain, write_atomic,
+};
+use super::inbox::require_inbox;
+use super::{NotePath, Sandbox};
+use crate::error::{Error, ErrorCode, Result};
+
+/// How long after an apply's last swap the files it displaced are looked at
+/// again for a late save, before the apply commits. An editor's append lands
+/// microseconds after its open unless the machine stalls it; this covers a
+/// stall of a tenth of a second.
+pub const LATE_SAVE_GRACE: Duration = Duration::from_millis(100);
+
+/// Threads removing discarded files: the waits are the journal's, not the CPU's.
+const DISCARD_THREADS: usize = 8;
+
+/// How a file came away from its note's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Displacement {
+    /// A swap replaced it: it lies under a temporary name beside the note.
+    Swapped,
+    /// A delete moved it into the trash, where it stays.
+    Trashed,
+}
+
+/// What changes when anything writes to a file: its size, modification and
+/// status-change times, and which file it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    modified: Option<SystemTime>,
+    changed: (i64, i64),
+    file: u64,
+}
+
+impl Stamp {
+    fn of(meta: &Metadata) -> Stamp {
+        #[cfg(unix)]
+        let (changed, file) = {
+            use std::os::unix::fs::MetadataExt;
+            ((meta.ctime(), meta.ctime_nsec()), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (changed, file) = ((0, 0), 0);
+        Stamp { size: meta.len(), modified: meta.modified().ok(), changed, file }
+    }
+}
+
+/// One displaced file, watched for a late save.
+#[derive(Debug)]
+struct Displaced {
+    /// Where it is now.
+    file: PathBuf,
+    /// The note's name on disk, where a late save goes back to.
+    note_disk: PathBuf,
+    /// The note.
+    note: NotePath,
+    how: Displacement,
+    /// The file as it was when it was checked to hold the expected bytes.
+    stamp: Stamp,
+}
+
+/// The files an apply displaced, each checked to hold the bytes it expected.
+/// Those a swap replaced are removed together at the end
+/// ([`Discards::remove`], or when dropped), not one at a time: removing a file
+/// is what frees its blocks, and on some file systems that is a wait on the
+/// journal of a few milliseconds (about 2 ms a file on the ext4 with `discard`
+/// these figures come from), which, one at a time, was most of a hub's move
+/// of 10,000 rewrites. Until then each is a temporary file beside its note
+/// holding bytes the note had, which recovery's sweep removes after a crash.
+/// Trashed notes are watched the same way and stay in the trash.
+#[derive(Debug, Default)]
+pub struct Discards {
+    files: Vec<Displaced>,
+    /// When the last file was displaced.
+    last: Option<Instant>,
+}
+
+/// A save that landed in a displaced file after it was checked: see
+/// [`Sandbox::put_back_late_save`].
+#[derive(Debug)]
+pub struct LateSave {
+    displaced: Displaced,
+}
+
+impl LateSave {
+    /// The note the save was made to.
+    pub fn note(&self) -> &NotePath {
+        &self.displaced.note
+    }
+}
+
+impl Discards {
+    /// How many files are watched.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    fn watch(&mut self, file: &Path, note_disk: &Path, note: &NotePath, how: Displacement, meta: &Metadata) {
+        self.files.push(Displaced {
+            file: file.to_path_buf(),
+            note_disk: note_disk.to_path_buf(),
+            note: note.clone(),
+            how,
+            stamp: Stamp::of(meta),
+        });
+        self.last = Some(Instant::now());
+    }
+
+    /// Watches a file a swap replaced, which held the base when checked.
+    pub(super) fn watch_swapped(&mut self, file: &Path, note_disk: &Path, note: &NotePath) -> io::Result<()> {
+        let meta = fs::symlink_metadata(file)?;
+        self.watch(file, note_disk, note, Displacement::Swapped, &meta);
+        Ok(())
+    }
+
+    /// Waits until [`LATE_SAVE_GRACE`] has passed since the last file was
+    /// displaced, then takes out and returns those written to since they were
+    /// checked. The rest stay, to be removed (or, trashed, kept).
+    pub fn late_saves(&mut self) -> Vec<LateSave> {
+        let Some(last) = self.last else { return Vec::new() };
+        if let Some(wait) = LATE_SAVE_GRACE.checked_sub(last.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        let (late, kept): (Vec<Displaced>, Vec<Displaced>) =
+            std::mem::take(&mut self.files).into_iter().partition(|displaced| {
+                fs::symlink_metadata(&displaced.file).is_ok_and(|meta| Stamp::of(&meta) != displaced.stamp)
+            });
+        self.files = kept;
+        late.into_iter().map(|displaced| LateSave { displaced }).collect()
+    }
+
+    /// Removes the files swaps replaced, from several threads. Best effort, as
+    /// the removal of a replaced file always was: one left behind is a hidden
+    /// temporary file holding bytes the note had.
+    pub fn remove(mut self) {
+        remove_all(std::mem::take(&mut self.files));
+    }
+
+    /// Leaves them on disk, as a crash would (recovery sweeps them).
+    pub fn forget(mut self) {
+        self.files.clear();
+    }
+}
+
+impl Drop for Discards {
+    fn drop(&mut self) {
+        remove_all(std::mem::take(&mut self.files));
+    }
+}
+
+fn remove_all(files: Vec<Displaced>) {
+    let files: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|displaced| displaced.how == Displacement::Swapped)
+        .map(|displaced| displaced.file)
+        .collect();
+    if files.len() < 2 * DISCARD_THREADS {
+        for file in files {
+            let _ = fs::remove_file(file);
+        }
+        return;
+    }
+    let share = files.len().div_ceil(DISCARD_THREADS);
+    std::thread::scope(|scope| {
+        for chunk in files.chunks(share) {
+            scope.spawn(move || {
+                for file in chunk {
+                    let _ = fs::remove_file(file);
+                }
+            });
+        }
+    });
+}
+
+/// Renames `from` to `to` unless `to` exists, in one step where the system can.
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            Err(err) if err == rustix::io::Errno::INVAL || err == rustix::io::Errno::NOSYS => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    if fs::symlink_metadata(to).is_ok() {
+        return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+    }
+    fs::rename(from, to)
+}
+
+impl Sandbox {
+    /// Moves a note into the trash (`trash`, an inbox path) when it holds
+    /// exactly `expected`. The note itself is moved, in one rename, and its
+    /// bytes are compared where they landed: a save made right before is put
+    /// back (`stale_base`), and one made right after lands in the trashed file,
+    /// which `discards` watches ([`Discards::late_saves`]). The trashed note
+    /// keeps its file, mode included. Where the trash is on another file
+    /// system, the bytes are copied to it and the note removed after a check.
+    pub fn trash_note(
+        &self,
+        path: &NotePath,
+        trash: &NotePath,
+        expected: &[u8],
+        conflict_copy: &NotePath,
+        discards: &mut Discards,
+    ) -> Result<()> {
+        check_note_target(self, path)?;
+        require_inbox(self, trash)?;
+        let note_disk = walk_write_chain(self, path, false)?;
+        let trash_disk = walk_write_chain(self, trash, true)?;
+        match fs::read(&trash_disk) {
+            // An earlier try copied it there: the note is what moves now.
+            Ok(bytes) if bytes == expected => {
+                fs::remove_file(&trash_disk).map_err(|err| Error::io(trash, &err))?
+            }
+            Ok(_) => return Err(target_exists(trash)),
+            Err(err) if is_missing(&err) => {}
+            Err(err) => return Err(Error::io(trash, &err)),
+        }
+        match rename_no_replace(&note_disk, &trash_disk) {
+            Ok(()) => {}
+            Err(err) if is_missing(&err) => return Err(changed(path)),
+            Err(err) if err.kind() == io::ErrorKind::CrossesDevices => {
+                write_atomic(self, trash, expected, WriteMode::CreateNew, None)?;
+                return match self.remove_note(path, expected) {
+                    Ok(_) => Ok(()),
+                    Err(err) => {
+                        let _ = fs::remove_file(&trash_disk);
+                        Err(err)
+                    }
+                };
+            }
+            Err(err) => return Err(Error::io(path, &err)),
+        }
+        let landed = fs::read(&trash_disk).and_then(|bytes| Ok((bytes, fs::symlink_metadata(&trash_disk)?)));
+        match landed {
+            Ok((bytes, meta)) if bytes == expected => {
+                discards.watch(&trash_disk, &note_disk, path, Displacement::Trashed, &meta);
+                Ok(())
+            }
+            _ => {
+                let late = LateSave {
+                    displaced: Displaced {
+                        file: trash_disk,
+                        note_disk,
+                        note: path.clone(),
+                        how: Displacement::Trashed,
+                        stamp: Stamp { size: 0, modified: None, changed: (0, 0), file: 0 },
+                    },
+                };
+                self.put_back_late_save(late, &[], conflict_copy)?;
+                Err(changed(path))
+            }
+        }
+    }
+
+    /// Puts a late save back at its note's name. A swapped file is exchanged
+    /// back with what the swap put there (`ours`: removed when it still holds
+    /// exactly those bytes, kept as `conflict_copy` otherwise); a trashed note
+    /// goes back to its name, or, if a new file took the name meanwhile, is
+    /// kept as `conflict_copy`. Returns the conflict copy made, if any.
+    pub fn put_back_late_save(
+        &self,
+        late: LateSave,
+        ours: &[u8],
+        conflict_copy: &NotePath,
+    ) -> Result<Option<NotePath>> {
+        let Displaced { file, note_disk, note, how, .. } = late.displaced;
+        let kept_at = |err: &io::Error| {
+            Error::io(&note, err).with_hint(format!(
+                "a save made during the apply is kept in {}; compare it with {note}",
+                file.display()
+            ))
+        };
+        match how {
+            Displacement::Swapped => {
+                super::swap::exchange(&file, &note_disk).map_err(|err| kept_at(&err))?;
+                let pulled = fs::read(&file).map_err(|err| kept_at(&err))?;
+                if pulled == ours {
+                    let _ = fs::remove_file(&file);
+                    sync_dir(note_disk.parent().unwrap_or(self.root()));
+                    return Ok(None);
+                }
+            }
+            Displacement::Trashed => match fs::hard_link(&file, &note_disk) {
+                Ok(()) => {
+                    fs::remove_file(&file).map_err(|err| kept_at(&err))?;
+                    sync_dir(note_disk.parent().unwrap_or(self.root()));
+                    return Ok(None);
+                }
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(_) => match rename_no_replace(&file, &note_disk) {
+                    Ok(()) => return Ok(None),
+                    Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(err) => return Err(kept_at(&err)),
+                },
+            },
+        }
+        self.keep_conflict_copy(&file, conflict_copy).map(Some).map_err(|err| {
+            let hint =
+                format!("a save made during the apply is kept in {}; compare it with {note}", file.display());
+            err.with_hint(hint)
+        })
+    }
+
+    /// Moves `file` (one of kb-mcp's temporary files, which may hold a
+    /// person's save) to `copy` in the inbox, or to `copy` with `-2`, `-3`, …
+    /// before `.md` when that name is taken; never replaces anything. The file
+    /// keeps its mode (the note's). Returns where it went.
+    pub(super) fn keep_conflict_copy(&self, file: &Path, copy: &NotePath) -> Result<NotePath> {
+        require_inbox(self, copy)?;
+        let stem = copy.as_str().strip_suffix(".md").unwrap_or(copy.as_str());
+        for n in 1..100 {
+            let name = if n == 1 { format!("{stem}.md") } else { format!("{stem}-{n}.md") };
+            let copy = NotePath::parse(&name)?;
+            let disk = walk_write_chain(self, &copy, true)?;
+            match fs::hard_link(file, &disk) {
+                Ok(()) => {
+                    fs::remove_file(file).map_err(|err| Error::io(&copy, &err))?;
+                    sync_dir(disk.parent().unwrap_or(self.root()));
+                    return Ok(copy);
+                }
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                // No hard links here, or another file system: copy, then remove.
+                Err(_) => {
+                    let bytes = fs::read(file).map_err(|err| Error::io(&copy, &err))?;
+                    match write_atomic(self, &copy, &bytes, WriteMode::CreateNew, None) {
+                        Ok(()) => {
+                            fs::remove_file(file).map_err(|err| Error::io(&copy, &err))?;
+                            return Ok(copy);
+                        }
+                        Err(err) if err.code == ErrorCode::TargetExists => {}
+                        Err(err) => return Err(err),
+                    }
+                }
+            }
+        }
+        Err(Error::internal(format!("no free name for a conflict copy near {copy}")))
+    }
+
+    /// Puts a trashed note (`trash`, an inbox path) back at `path`, keeping
+    /// its file and mode: what a rolled-back delete does. `target_exists` when
+    /// a file took the name meanwhile.
+    pub fn untrash_note(&self, trash: &NotePath, path: &NotePath) -> Result<()> {
+        check_note_target(self, path)?;
+        require_inbox(self, trash)?;
+        let trash_disk = walk_write_chain(self, trash, false)?;
+        let note_disk = walk_write_chain(self, path, true)?;
+        match rename_no_replace(&trash_disk, &note_disk) {
+            Ok(()) => {
+                sync_dir(note_disk.parent().unwrap_or(self.root()));
+                Ok(())
+            }
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(target_exists(path)),
+            Err(err) if err.kind() == io::ErrorKind::CrossesDevices => {
+                let bytes = fs::read(&trash_disk).map_err(|err| Error::io(trash, &err))?;
+                write_atomic(self, path, &bytes, WriteMode::CreateNew, None)?;
+                let _ = fs::remove_file(&trash_disk);
+                Ok(())
+            }
+            Err(err) => Err(Error::io(path, &err)),
+        }
+    }
+}
+
+/// The note no longer holds the bytes the proposal was checked against.
+fn changed(path: &NotePath) -> Error {
+    Error::new(ErrorCode::StaleBase, format!("{path} has changed since the proposal was checked"))
+        .with_hint("nothing was moved; read the note again and propose the change again")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watched(dir: &Path, count: usize) -> (Discards, Vec<PathBuf>) {
+        let mut discards = Discards::default();
+        let note = NotePath::parse("z/note.md").unwrap();
+        let files: Vec<PathBuf> = (0..count)
+            .map(|n| {
+                let file = dir.join(format!(".note-{n}.md.kb-tmp-0123456789abcdef"));
+                fs::write(&file, b"before").unwrap();
+                discards.watch_swapped(&file, &dir.join("note.md"), &note).unwrap();
+                file
+            })
+            .collect();
+        (discards, files)
+    }
+
+    #[test]
+    fn discarded_files_stay_until_removed_together_and_a_crash_leaves_them() {
+        let dir = tempfile::tempdir().unwrap();
+        // More than one thread's share, and fewer.
+        for count in [3, 5 * DISCARD_THREADS + 1] {
+            let (discards, kept) = watched(dir.path(), count);
+            assert_eq!(discards.len(), count);
+            assert!(kept.iter().all(|file| file.exists()), "nothing is removed before `remove`");
+            discards.remove();
+            assert!(kept.iter().all(|file| !file.exists()), "`remove` removes every one");
+
+            let (discards, kept) = watched(dir.path(), count);
+            drop(discards);
+            assert!(kept.iter().all(|file| !file.exists()), "dropping removes them too");
+
+            let (discards, kept) = watched(dir.path(), count);
+            discards.forget();
+            assert!(kept.iter().all(|file| file.exists()), "a crash leaves them for recovery");
+            for file in kept {
+                fs::remove_file(file).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_write_after_the_check_is_a_late_save_and_only_after_the_grace() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let (mut discards, files) = watched(dir.path(), 3);
+        let started = Instant::now();
+        // An editor that opened the note before the swap appends after it.
+        let mut editor = fs::OpenOptions::new().append(true).open(&files[1]).unwrap();
+        editor.write_all(b"the person's line\n").unwrap();
+        drop(editor);
+        let late = discards.late_saves();
+        assert!(started.elapsed() >= LATE_SAVE_GRACE, "looked before the grace had passed");
+        assert_eq!(late.len(), 1);
+        assert_eq!(late[0].displaced.file, files[1]);
+        assert_eq!(discards.len(), 2, "the untouched ones stay to be removed");
+        discards.remove();
+        assert!(files[1].exists(), "a late save is never removed with the discards");
+        assert!(!files[0].exists() && !files[2].exists());
+    }
+}
