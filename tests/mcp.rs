@@ -1629,3 +1629,85 @@ fn issue17_debug_log_breaks_each_request_down_and_names_a_wait_for_the_start_up_
         "{logged:?}"
     );
 }
+
+/// Issue 34, item 8: a stdio message over the 16 MiB line limit is answered
+/// with its own id, read by a scan of the line wherever the id stands (rmcp
+/// writes it first, the TypeScript SDK last), with an error naming the limit
+/// and what to do; a notification that large is never answered.
+#[test]
+fn issue34_an_oversized_line_is_answered_with_its_id_wherever_it_stands() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "propose", json!({}));
+    // 100 notes of 170 KiB: each far under the 2 MiB proposal cap, the batch over 16 MiB.
+    let items: Vec<Value> = (0..100)
+        .map(|n| json!({"kind": "new", "title": format!("Imported {n}"), "body": "x".repeat(170 << 10)}))
+        .collect();
+    let batch = json!({"jsonrpc": "2.0", "id": "big-batch", "method": "tools/call",
+        "params": {"name": "propose_batch", "arguments": {"reason": "import", "items": items}}});
+    server.send(&batch.to_string());
+    let answer = server.next();
+    assert_eq!(answer["id"], "big-batch", "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("16 MiB") && message.contains("batch"),
+        "names the limit and the way out: {message}"
+    );
+    assert_eq!(answer["error"]["data"]["limit_bytes"], 16 << 20, "{answer}");
+
+    // The id last, after 17 MiB of params, an escaped string; then a number past 64 bits.
+    let query = "a".repeat(17 << 20);
+    let tail = format!(
+        r#"{{"method":"tools/call","params":{{"name":"search_knowledge","arguments":{{"query":"{query}"}}}},"jsonrpc":"2.0","id":"last \"one\" \u00e9"}}"#
+    );
+    server.send(&tail);
+    let line = server.next_line();
+    assert!(
+        line.contains(r#""id":"last \"one\" \u00e9""#),
+        "the id as sent: {}",
+        &line[..line.len().min(300)]
+    );
+    let huge_id = format!(
+        r#"{{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping","params":{{"pad":"{query}"}}}}"#
+    );
+    server.send(&huge_id);
+    let line = server.next_line();
+    assert!(line.contains(r#""id":18446744073709551616"#), "{}", &line[..line.len().min(300)]);
+
+    // A notification is never answered, however large: the next line answers the ping.
+    server.send(&format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"pad":"{query}"}}}}"#
+    ));
+    server.send(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#);
+    let after = server.next();
+    assert_eq!((after["id"].clone(), after["result"].clone()), (json!("after"), json!({})), "{after}");
+    let (rest, log) = server.finish();
+    assert!(rest.is_empty(), "one answer per request: {rest:?}");
+    let oversized = log.lines().filter(|l| l.contains("\"rpc_refused\"") && l.contains("oversized")).count();
+    assert_eq!(oversized, 3, "each refusal is logged:\n{log}");
+}
+
+/// Issue 34, item 8: a request whose id kb-mcp cannot hold (an integer past 64
+/// bits, a number JSON parsers reject as out of range, a fraction) is
+/// answered with the id exactly as it was sent, never with a rounded one or null.
+#[test]
+fn issue34_ids_kb_mcp_cannot_hold_are_echoed_exactly_as_sent() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "read", json!({}));
+    for id in ["18446744073709551616", "1e400", "1.50", "-123456789012345678901234567890", "2.0E+3"] {
+        server.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+        let line = server.next_line();
+        assert!(line.contains(&format!(r#""id":{id}"#)), "{id}: {line}");
+        // serde_json cannot read `1e400`: the rest of the answer is read without the id.
+        let answer: Value =
+            serde_json::from_str(&line.replacen(id, "0", 1)).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(answer["error"]["code"], -32600, "{id}: {line}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains(id), "names the id: {line}");
+    }
+    // Last in the line, after the method, as some clients write it.
+    server.send(r#"{"method":"ping","jsonrpc":"2.0","id":36893488147419103232}"#);
+    let line = server.next_line();
+    assert!(line.contains(r#""id":36893488147419103232"#), "{line}");
+    let (rest, _) = server.finish();
+    assert!(rest.is_empty(), "one answer per request: {rest:?}");
+}

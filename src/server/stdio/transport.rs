@@ -8,16 +8,22 @@ use rmcp::RoleServer;
 use rmcp::model::JsonRpcMessage;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::classify::{INVALID_REQUEST, Verdict, classify, refusal};
+use super::classify::{Verdict, classify};
 use crate::server::log;
+use crate::server::rpc::{INVALID_REQUEST, IdField, MessageScan, Reply, Scanned};
 use crate::server::timing::{Sending, Timings};
 
-/// The longest line read (one message); longer ones are answered with an error and skipped.
+/// The longest line read (one message); a longer one is answered with an error
+/// carrying its id, read from the line as it streams past, and skipped. 16 MiB
+/// holds any one proposal at the default cap (2 MiB) even with every character
+/// escaped (`\u00e9`, 6 bytes for 2); a batch of 100 large notes can pass it,
+/// and is told to come as several batches. (A larger limit would let one line
+/// hold several times its size in memory while it is parsed twice.)
 const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// Answers waiting for stdout; a client that stops reading slows the reading down.
@@ -43,7 +49,7 @@ where
     let transport = LineTransport {
         reader: BufReader::new(read),
         line: Vec::new(),
-        oversized: false,
+        oversized: None,
         pending: None,
         out,
         timings,
@@ -72,24 +78,32 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut lines: mpsc::Receiver<Outgoing>,
 pub(in crate::server) struct LineTransport<R> {
     reader: R,
     /// The line being read: kept here because a read may be cancelled and resumed.
-    pub(super) line: Vec<u8>,
-    /// The line being read is over [`MAX_LINE_BYTES`]: skipping to its end.
-    oversized: bool,
+    line: Vec<u8>,
+    /// The line being read is over [`MAX_LINE_BYTES`]: scanned for its id as
+    /// it streams past, not kept.
+    oversized: Option<Oversized>,
     /// An answer of ours not yet queued for stdout.
     pending: Option<Vec<u8>>,
-    pub(super) out: mpsc::Sender<Outgoing>,
+    out: mpsc::Sender<Outgoing>,
     timings: Arc<Timings>,
+}
+
+/// A line over the limit, as far as it has been read.
+struct Oversized {
+    scan: MessageScan,
+    bytes: usize,
 }
 
 /// One line read from stdin.
 enum Read {
     Line(Vec<u8>),
-    Oversized,
+    /// A line over [`MAX_LINE_BYTES`]: what its scan found, and its length.
+    Oversized(Scanned, usize),
 }
 
 impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
     /// The next line, `None` at the end of input. Cancel-safe: bytes already read
-    /// stay in `self.line`.
+    /// stay in `self.line` (or in the scan of an oversized line).
     async fn next_line(&mut self) -> Option<std::io::Result<Read>> {
         loop {
             let available = match self.reader.fill_buf().await {
@@ -98,9 +112,8 @@ impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
             };
             if available.is_empty() {
                 // The end of input; a last line without a newline still counts.
-                if self.oversized {
-                    self.oversized = false;
-                    return Some(Ok(Read::Oversized));
+                if let Some(over) = self.oversized.take() {
+                    return Some(Ok(Read::Oversized(over.scan.finish(), over.bytes)));
                 }
                 if self.line.is_empty() {
                     return None;
@@ -111,22 +124,52 @@ impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
                 Some(at) => (&available[..at], at + 1, true),
                 None => (available, available.len(), false),
             };
-            if !self.oversized {
-                if self.line.len() + chunk.len() > MAX_LINE_BYTES {
-                    self.oversized = true;
-                    self.line = Vec::new();
-                } else {
-                    self.line.extend_from_slice(chunk);
+            match &mut self.oversized {
+                Some(over) => {
+                    over.scan.feed(chunk);
+                    over.bytes += chunk.len();
                 }
+                None if self.line.len() + chunk.len() > MAX_LINE_BYTES => {
+                    let mut scan = MessageScan::default();
+                    scan.feed(&self.line);
+                    scan.feed(chunk);
+                    let bytes = self.line.len() + chunk.len();
+                    self.oversized = Some(Oversized { scan, bytes });
+                    self.line = Vec::new();
+                }
+                None => self.line.extend_from_slice(chunk),
             }
             self.reader.consume(used);
             if ended {
-                if std::mem::take(&mut self.oversized) {
-                    return Some(Ok(Read::Oversized));
+                if let Some(over) = self.oversized.take() {
+                    return Some(Ok(Read::Oversized(over.scan.finish(), over.bytes)));
                 }
                 return Some(Ok(Read::Line(std::mem::take(&mut self.line))));
             }
         }
+    }
+
+    /// Answers a line over the limit with its id, read by the scan; a
+    /// notification or response that large is dropped (never answered).
+    fn oversized(&mut self, scanned: Scanned, bytes: usize) {
+        if scanned.needs_no_answer() {
+            log(
+                json!({ "event": "rpc_dropped", "why": "oversized_notification_or_response", "bytes": bytes }),
+            );
+            return;
+        }
+        let id = match scanned.id {
+            IdField::Sent(id) => Some(id),
+            _ => None,
+        };
+        let message = format!(
+            "the message is {:.1} MiB, over the {} MiB limit of one message on stdio; nothing was done. Send it \
+             in parts: a propose_batch as several smaller batches, a long text as several proposals or patches",
+            bytes as f64 / f64::from(1 << 20),
+            MAX_LINE_BYTES >> 20
+        );
+        let data = json!({ "limit_bytes": MAX_LINE_BYTES, "bytes": bytes });
+        self.answer(Reply::error(id, INVALID_REQUEST, &message).with_data(data), "oversized");
     }
 }
 
@@ -168,20 +211,17 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
                     permit.send((answer, None));
                 }
             }
-            let line = match self.next_line().await? {
-                Ok(Read::Line(line)) => line,
-                Ok(Read::Oversized) => {
-                    let message = format!(
-                        "the message is larger than {} MiB; send smaller requests",
-                        MAX_LINE_BYTES >> 20
-                    );
-                    self.answer(refusal(Value::Null, INVALID_REQUEST, &message), "oversized", &Value::Null);
+            let line = match self.next_line().await {
+                Some(Ok(Read::Line(line))) => line,
+                Some(Ok(Read::Oversized(scanned, bytes))) => {
+                    self.oversized(scanned, bytes);
                     continue;
                 }
-                Err(error) => {
+                Some(Err(error)) => {
                     log(json!({ "event": "stdin_failed", "error": error.to_string() }));
                     return None;
                 }
+                None => return None,
             };
             match classify(&line) {
                 Verdict::Forward(message) => {
@@ -194,7 +234,7 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
                 Verdict::Drop { why } => {
                     log(json!({ "event": "rpc_dropped", "why": why, "bytes": line.len() }));
                 }
-                Verdict::Answer { response, why, id } => self.answer(response, why, &id),
+                Verdict::Answer { reply, why } => self.answer(reply, why),
             }
         }
     }
@@ -206,28 +246,15 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
 
 impl<R> LineTransport<R> {
     /// Queues an answer of ours (sent before the next line is read) and logs it.
-    fn answer(&mut self, response: Value, why: &str, id: &Value) {
-        let code = match response.get("error") {
-            Some(error) => error["code"].clone(),
-            None => serde_json::from_value(response["result"].clone())
-                .map_or(Value::Null, |result| json!(crate::tools::error_code(&result))),
-        };
-        let mut event = json!({ "event": "rpc_refused", "why": why, "code": code });
-        if loggable(id) {
-            event["id"] = id.clone();
-        }
-        log(event);
-        let mut line = response.to_string().into_bytes();
-        line.push(b'\n');
-        self.pending = Some(line);
+    fn answer(&mut self, reply: Reply, why: &str) {
+        reply.log(why);
+        self.pending = Some(line_of(&reply));
     }
 }
 
-/// Whether an id is short enough to log (a client could send megabytes as an id).
-fn loggable(id: &Value) -> bool {
-    match id {
-        Value::String(s) => s.len() <= 128,
-        Value::Number(_) | Value::Null => true,
-        _ => false,
-    }
+/// An answer of ours as a line for stdout.
+fn line_of(reply: &Reply) -> Vec<u8> {
+    let mut line = reply.line().into_bytes();
+    line.push(b'\n');
+    line
 }
