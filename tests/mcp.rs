@@ -1711,3 +1711,107 @@ fn issue34_ids_kb_mcp_cannot_hold_are_echoed_exactly_as_sent() {
     let (rest, _) = server.finish();
     assert!(rest.is_empty(), "one answer per request: {rest:?}");
 }
+
+/// Stages a new note through a raw session and returns its proposal id.
+fn stage_raw(server: &mut common::RawStdio, title: &str) -> String {
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "stage", "method": "tools/call", "params": {"name": "propose_new_note",
+            "arguments": {"title": title, "body": "staged\n", "reason": "test"}}})
+        .to_string(),
+    );
+    let staged = server.next();
+    assert_eq!(staged["id"], "stage", "{staged}");
+    staged["result"]["structuredContent"]["proposal_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{staged}"))
+        .to_owned()
+}
+
+/// Issue 34, item 8: while a request is in flight, another request with its id
+/// gets an invalid-request error naming the id, and the first completes with
+/// its own answer. (An apply waiting for the person's confirmation is a
+/// request that stays in flight for as long as the test wants.) Before, rmcp
+/// kept one answer per id: of eight, one was answered, with the wrong result.
+#[test]
+fn issue34_a_second_request_with_an_id_in_flight_is_refused_and_the_first_completes() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "apply", json!({"elicitation": {}}));
+    let proposal = stage_raw(&mut server, "Held in flight");
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}})
+        .to_string(),
+    );
+    let question = server.next();
+    assert_eq!(question["method"], "elicitation/create", "the server asks the person: {question}");
+    let duplicates = [
+        json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "search_knowledge", "arguments": {"query": "backup"}}}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}}),
+    ];
+    for duplicate in &duplicates {
+        server.send(&duplicate.to_string());
+        let refused = server.next();
+        assert_eq!(
+            (refused["id"].clone(), refused["error"]["code"].clone()),
+            (json!(7), json!(-32600)),
+            "{refused}"
+        );
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains("id 7") && message.contains("in flight"), "{message}");
+    }
+    // A string id "7" is another id: it is served.
+    server.send(r#"{"jsonrpc":"2.0","id":"7","method":"ping"}"#);
+    assert_eq!(server.next()["id"], "7");
+    // The person declines: the apply is answered, once, with its own result.
+    server
+        .send(&json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}}).to_string());
+    let applied = server.next();
+    assert_eq!(applied["id"], 7, "{applied}");
+    assert_eq!(common::tool_error(&applied["result"])["code"], "permission_denied", "{applied}");
+    assert!(!vault.join("z/Held in flight.md").exists());
+    // Answered, the id is free again.
+    server.send(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+    let ping = server.next();
+    assert_eq!((ping["id"].clone(), ping["result"].clone()), (json!(7), json!({})), "{ping}");
+    let (rest, log) = server.finish();
+    assert!(rest.is_empty(), "one answer per request: {rest:?}");
+    let refused = log.lines().filter(|l| l.contains("\"rpc_refused\"") && l.contains("duplicate_id")).count();
+    assert_eq!(refused, duplicates.len(), "each refusal is logged:\n{log}");
+}
+
+/// Issue 34, item 8: a call sent just before stdin closes is answered before
+/// the server exits, however long it takes (within its bound). The apply waits
+/// for the inbox lock this test holds for longer than rmcp's own 5 s drain at
+/// the end of input, after which the answer used to be dropped.
+#[test]
+fn issue34_a_call_sent_just_before_stdin_closes_is_answered_before_exit() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "apply", json!({}));
+    let proposal = stage_raw(&mut server, "Last call");
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(vault.join("inbox/_apply.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "last", "method": "tools/call",
+            "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}})
+        .to_string(),
+    );
+    server.close_stdin();
+    std::thread::sleep(Duration::from_secs(7));
+    lock.unlock().unwrap();
+    let (rest, log) = server.finish();
+    assert_eq!(rest.len(), 1, "exactly the one answer: {rest:?}\n{log}");
+    let applied: Value = serde_json::from_str(&rest[0]).unwrap();
+    assert_eq!(applied["id"], "last", "{applied}");
+    assert_eq!(applied["result"]["structuredContent"]["status"], "applied", "{applied}");
+    assert!(vault.join("z/Last call.md").exists());
+}

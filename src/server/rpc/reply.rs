@@ -17,6 +17,9 @@ pub(in crate::server) const INVALID_REQUEST: i64 = -32600;
 /// Bad params of a known method.
 pub(in crate::server) const INVALID_PARAMS: i64 = -32602;
 
+/// The server could not finish the request.
+pub(in crate::server) const INTERNAL_ERROR: i64 = -32603;
+
 /// One answer of a transport's own.
 #[derive(Debug, Clone)]
 pub(in crate::server) struct Reply {
@@ -77,6 +80,17 @@ impl Reply {
     }
 }
 
+/// The refusal of a request whose id names one still in flight on the same
+/// connection: rmcp keeps one pending answer per id, so a second one would
+/// take the first one's answer or leave it without any.
+pub(in crate::server) fn duplicate_id(id: SentId) -> Reply {
+    let message = format!(
+        "a request with id {id} is still in flight on this connection; ids must be unique among requests \
+         not yet answered: wait for its answer, or send this request with another id"
+    );
+    Reply::error(Some(id), INVALID_REQUEST, &message)
+}
+
 /// What to say of an id kb-mcp cannot answer to (`what` it is: `null`, `a
 /// boolean`, the id as sent); MCP ids are strings or integers, rmcp holds
 /// integers in 64 bits.
@@ -103,5 +117,8 @@ mod tests {
         let id = SentId::from_token(br#""a\"b""#);
         let line = Reply::result(id, json!({"isError": true})).line();
         assert_eq!(line, r#"{"jsonrpc":"2.0","id":"a\"b","result":{"isError":true}}"#);
+        let refused = duplicate_id(SentId::from_token(b"7").unwrap());
+        assert_eq!(refused.code(), json!(INVALID_REQUEST));
+        assert!(refused.line().contains("with id 7 is still in flight"));
     }
 }

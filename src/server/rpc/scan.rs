@@ -37,6 +37,14 @@ impl SentId {
         valid.then(|| SentId(text.to_owned()))
     }
 
+    /// The id rmcp parsed, as JSON.
+    pub(in crate::server) fn of(id: &RequestId) -> SentId {
+        match id {
+            NumberOrString::Number(n) => SentId(n.to_string()),
+            NumberOrString::String(s) => SentId(serde_json::Value::from(&**s).to_string()),
+        }
+    }
+
     /// Its JSON text, for the answer.
     pub(in crate::server) fn json(&self) -> &str {
         &self.0
@@ -450,6 +458,7 @@ mod tests {
         assert_eq!(id("9223372036854775808"), None);
         assert_eq!(id("1.0"), None);
         assert_eq!(id("1e3"), None);
+        assert_eq!(SentId::of(&NumberOrString::String("a\"b".into())).json(), r#""a\"b""#);
         for bad in ["", "-", "1.", ".5", "1e", "+1", "0x10", "1 ", "tru"] {
             assert!(!is_number(bad.as_bytes()), "{bad}");
         }

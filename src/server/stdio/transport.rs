@@ -1,13 +1,17 @@
 //! The line transport rmcp reads from: one message per line from stdin, the
-//! lines it cannot process answered here, and one writer task that owns stdout.
+//! lines it cannot process answered here, the ids of the requests in flight
+//! kept (a second request with one of them is refused; once stdin closes,
+//! each is answered before the transport ends), and one writer task that owns
+//! stdout.
 
+use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use rmcp::RoleServer;
-use rmcp::model::JsonRpcMessage;
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::{ErrorData, RoleServer};
 use serde_json::json;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -15,7 +19,9 @@ use tokio::task::JoinHandle;
 
 use super::classify::{Verdict, classify};
 use crate::server::log;
-use crate::server::rpc::{INVALID_REQUEST, IdField, MessageScan, Reply, Scanned};
+use crate::server::rpc::{
+    INTERNAL_ERROR, INVALID_REQUEST, IdField, MessageScan, Reply, Scanned, SentId, duplicate_id,
+};
 use crate::server::timing::{Sending, Timings};
 
 /// The longest line read (one message); a longer one is answered with an error
@@ -25,6 +31,10 @@ use crate::server::timing::{Sending, Timings};
 /// and is told to come as several batches. (A larger limit would let one line
 /// hold several times its size in memory while it is parsed twice.)
 const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Once stdin has closed, how long the requests still in flight have to finish:
+/// then each is answered with an error and the transport ends.
+const DRAIN: Duration = Duration::from_secs(30);
 
 /// Answers waiting for stdout; a client that stops reading slows the reading down.
 const QUEUE: usize = 64;
@@ -53,6 +63,9 @@ where
         pending: None,
         out,
         timings,
+        in_flight: HashSet::new(),
+        asked: HashSet::new(),
+        closed: None,
     };
     (transport, writer)
 }
@@ -86,6 +99,12 @@ pub(in crate::server) struct LineTransport<R> {
     pending: Option<Vec<u8>>,
     out: mpsc::Sender<Outgoing>,
     timings: Arc<Timings>,
+    /// The client's requests handed to rmcp and not yet answered.
+    in_flight: HashSet<RequestId>,
+    /// The server's requests to the client (a confirmation) not yet answered.
+    asked: HashSet<RequestId>,
+    /// When stdin closed (or failed): no more lines come.
+    closed: Option<Instant>,
 }
 
 /// A line over the limit, as far as it has been read.
@@ -149,6 +168,40 @@ impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
         }
     }
 
+    /// Once stdin has closed: the requests in flight are answered first (see
+    /// [`DRAIN`]), then `None` ends the service. Called again after each answer
+    /// rmcp sends meanwhile (it drops this future to send), so its state lives
+    /// in `self`.
+    async fn end_of_input(&mut self, closed: Instant) -> Option<RxJsonRpcMessage<RoleServer>> {
+        // A question to the client can no longer be answered: it fails, so the
+        // call waiting for it (an apply's confirmation) ends instead of waiting.
+        if let Some(id) = self.asked.iter().next().cloned() {
+            self.asked.remove(&id);
+            let error = ErrorData::internal_error("stdin closed before the client answered", None);
+            return Some(JsonRpcMessage::error(error, Some(id)));
+        }
+        if self.in_flight.is_empty() {
+            return None;
+        }
+        tokio::time::sleep_until((closed + DRAIN).into()).await;
+        // Past the bound: each request still in flight gets its answer here (a
+        // late one from rmcp is then dropped by `send`).
+        while !self.in_flight.is_empty() {
+            let permit = self.out.reserve().await.ok()?;
+            let Some(id) = self.in_flight.iter().next().cloned() else { break };
+            self.in_flight.remove(&id);
+            let message = format!(
+                "stdin closed while this request was running, and it did not finish within {} s; whether it \
+                 took effect is unknown: check before sending it again (list_proposals says whether an apply happened)",
+                DRAIN.as_secs()
+            );
+            let reply = Reply::error(Some(SentId::of(&id)), INTERNAL_ERROR, &message);
+            reply.log("unfinished_at_exit");
+            permit.send((line_of(&reply), None));
+        }
+        None
+    }
+
     /// Answers a line over the limit with its id, read by the scan; a
     /// notification or response that large is dropped (never answered).
     fn oversized(&mut self, scanned: Scanned, bytes: usize) {
@@ -171,6 +224,38 @@ impl<R: AsyncBufRead + Unpin + Send> LineTransport<R> {
         let data = json!({ "limit_bytes": MAX_LINE_BYTES, "bytes": bytes });
         self.answer(Reply::error(id, INVALID_REQUEST, &message).with_data(data), "oversized");
     }
+
+    /// Hands rmcp a message it can process, keeping count of the requests in
+    /// flight both ways; `None` when it is a request whose id is in flight
+    /// already (then answered here).
+    fn forward(&mut self, message: RxJsonRpcMessage<RoleServer>) -> Option<RxJsonRpcMessage<RoleServer>> {
+        match &message {
+            JsonRpcMessage::Request(request) => {
+                if !self.in_flight.insert(request.id.clone()) {
+                    self.answer(duplicate_id(SentId::of(&request.id)), "duplicate_id");
+                    return None;
+                }
+                self.timings.arrived(&request.id, request.request.method());
+            }
+            JsonRpcMessage::Response(response) => {
+                self.asked.remove(&response.id);
+            }
+            JsonRpcMessage::Error(error) => {
+                if let Some(id) = &error.id {
+                    self.asked.remove(id);
+                }
+            }
+            // A cancelled request expects no answer: its id is free again.
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.in_flight.remove(id);
+                }
+            }
+        }
+        Some(message)
+    }
 }
 
 impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> {
@@ -181,11 +266,24 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let out = self.out.clone();
-        let answered = match &item {
-            JsonRpcMessage::Response(response) => self.timings.answered(&response.id),
-            JsonRpcMessage::Error(error) => error.id.as_ref().and_then(|id| self.timings.answered(id)),
-            _ => None,
+        let answers = match &item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            JsonRpcMessage::Request(request) => {
+                self.asked.insert(request.id.clone());
+                None
+            }
+            JsonRpcMessage::Notification(_) => None,
         };
+        // Exactly one answer per request: one whose request is no longer in
+        // flight (cancelled, or answered here when stdin closed) is dropped.
+        let unasked = answers.filter(|id| !self.in_flight.remove(id)).cloned();
+        if let Some(id) = &unasked {
+            log(
+                json!({ "event": "answer_dropped", "id": SentId::of(id).loggable(), "why": "no request with this id is in flight" }),
+            );
+        }
+        let answered = answers.and_then(|id| self.timings.answered(id));
         let started = Instant::now();
         let line = serde_json::to_vec(&item).map(|mut line| {
             line.push(b'\n');
@@ -196,6 +294,9 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
             _ => None,
         };
         async move {
+            if unasked.is_some() {
+                return Ok(());
+            }
             let line = line.map_err(std::io::Error::other)?;
             out.send((line, timing))
                 .await
@@ -211,6 +312,9 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
                     permit.send((answer, None));
                 }
             }
+            if let Some(closed) = self.closed {
+                return self.end_of_input(closed).await;
+            }
             let line = match self.next_line().await {
                 Some(Ok(Read::Line(line))) => line,
                 Some(Ok(Read::Oversized(scanned, bytes))) => {
@@ -219,16 +323,19 @@ impl<R: AsyncBufRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> 
                 }
                 Some(Err(error)) => {
                     log(json!({ "event": "stdin_failed", "error": error.to_string() }));
-                    return None;
+                    self.closed = Some(Instant::now());
+                    continue;
                 }
-                None => return None,
+                None => {
+                    self.closed = Some(Instant::now());
+                    continue;
+                }
             };
             match classify(&line) {
                 Verdict::Forward(message) => {
-                    if let JsonRpcMessage::Request(request) = &*message {
-                        self.timings.arrived(&request.id, request.request.method());
+                    if let Some(message) = self.forward(*message) {
+                        return Some(message);
                     }
-                    return Some(*message);
                 }
                 Verdict::Skip => {}
                 Verdict::Drop { why } => {
