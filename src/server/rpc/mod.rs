@@ -4,8 +4,8 @@
 //! a parser able to hold the id ([`scan`]); the answer line carrying that id
 //! ([`reply`]); and the refusal of a second request with an id still in flight
 //! (rmcp keeps one pending answer per id: of two, one went unanswered or got
-//! the other's answer). The stdio transport keeps the ids its connection has
-//! in flight.
+//! the other's answer). The stdio transport and the HTTP gate each keep the
+//! ids their connection or session has in flight.
 
 mod reply;
 mod scan;
