@@ -772,3 +772,164 @@ fn sessions_are_bound_to_their_token_capped_ended_with_204_and_closed_on_revocat
     let log = server.logged_once(&closed, Duration::from_secs(10));
     assert!(log.lines().any(|line| closed.iter().all(|n| line.contains(n))), "{log}");
 }
+
+/// The JSON-RPC messages of a reply's body: the body itself when it is JSON,
+/// else the `data` of each server-sent event (chunk-size lines are skipped).
+fn messages(reply: &Reply) -> Vec<Value> {
+    if reply.header("content-type").is_some_and(|kind| kind.starts_with("application/json")) {
+        return vec![serde_json::from_str(&reply.body).unwrap_or_else(|e| panic!("{e}: {}", reply.body))];
+    }
+    reply
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+/// Opens a session for a client declaring `capabilities`; returns its id.
+fn open_session(addr: SocketAddr, auth: &str, capabilities: Value) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "0"}}});
+    let reply = post(addr, &[("Authorization", auth)], &initialize.to_string(), None);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let reply = post(addr, &[("Authorization", auth), ("Mcp-Session-Id", &session)], initialized, None);
+    assert_eq!(reply.status, 202, "{}", reply.body);
+    session
+}
+
+/// A POST whose answer is read as it streams, for a request that stays in flight.
+struct Streaming(BufReader<TcpStream>);
+
+impl Streaming {
+    fn open(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> Streaming {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(common::NO_ANSWER)).unwrap();
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n",
+            addr.port(),
+            body.len()
+        );
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        Streaming(reader)
+    }
+
+    /// The next JSON-RPC message on the stream; fails when it ends or after [`common::NO_ANSWER`].
+    fn next(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            let read = self.0.read_line(&mut line).expect("no message on the stream: a hang");
+            assert!(read > 0, "the stream ended without the message");
+            if let Some(data) = line.trim_end().strip_prefix("data:")
+                && let Ok(message) = serde_json::from_str::<Value>(data.trim())
+            {
+                return message;
+            }
+        }
+    }
+}
+
+/// Issue 34, item 8: over HTTP, a request whose id kb-mcp cannot hold (past 64
+/// bits, out of any parser's range, a fraction; null, a boolean) gets a
+/// JSON-RPC error carrying the id exactly as sent (null when it cannot be
+/// one), where rmcp answered 415 with a line of text and no id.
+#[test]
+fn issue34_ids_kb_mcp_cannot_hold_get_a_json_rpc_error_over_http() {
+    let (server, secrets) = Server::start(&[("alice", Access::Read)], &[]);
+    let auth = bearer(&secrets[0]);
+    let session = open_session(server.addr, &auth, json!({}));
+    let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
+    for (id, echoed) in [
+        ("18446744073709551616", "18446744073709551616"),
+        ("1e400", "1e400"),
+        ("1.50", "1.50"),
+        ("null", "null"),
+        ("true", "null"),
+    ] {
+        let reply =
+            post(server.addr, &headers, &format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#), None);
+        assert_eq!(reply.status, 200, "{id}: {}", reply.body);
+        assert!(reply.header("content-type").is_some_and(|t| t.starts_with("application/json")), "{id}");
+        assert!(reply.body.contains(&format!(r#""id":{echoed}"#)), "{id}: {}", reply.body);
+        // serde_json cannot read `1e400`: the rest of the answer is read without the id.
+        let answer: Value = serde_json::from_str(&reply.body.replacen(echoed, "0", 1)).unwrap();
+        assert_eq!(answer["error"]["code"], -32600, "{id}: {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains("cannot answer to"), "{answer}");
+    }
+    let ping = post(server.addr, &headers, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#, None);
+    assert_eq!(messages(&ping)[0]["result"], json!({}), "the session still works");
+}
+
+/// Issue 34, item 8: over HTTP, while a request is in flight, other requests
+/// with its id in the same session get an invalid-request error at once, and
+/// the first completes with its own answer. Before, rmcp routed the one answer
+/// to the last of them and the others hung until the request timeout (120 s).
+#[test]
+fn issue34_a_second_request_with_an_id_in_flight_is_refused_over_http_and_none_hangs() {
+    let (server, secrets) = Server::start(&[("alice", Access::Apply)], &[]);
+    let addr = server.addr;
+    let auth = bearer(&secrets[0]);
+    let session = open_session(addr, &auth, json!({"elicitation": {}}));
+    let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
+    let stage = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "propose_new_note",
+        "arguments": {"title": "Held over HTTP", "body": "staged\n", "reason": "test"}}});
+    let staged = messages(&post(addr, &headers, &stage.to_string(), None)).pop().unwrap();
+    let proposal = staged["result"]["structuredContent"]["proposal_id"].as_str().unwrap().to_owned();
+    // The apply stays in flight while the person is asked.
+    let apply = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}});
+    let mut first = Streaming::open(addr, &headers, &apply.to_string());
+    let question = first.next();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let duplicates = [
+        json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "search_knowledge", "arguments": {"query": "backup"}}}),
+        apply.clone(),
+    ];
+    let sent: Vec<_> = duplicates
+        .iter()
+        .map(|duplicate| {
+            let (auth, session, body) = (auth.clone(), session.clone(), duplicate.to_string());
+            std::thread::spawn(move || {
+                post(addr, &[("Authorization", &auth), ("Mcp-Session-Id", &session)], &body, None)
+            })
+        })
+        .collect();
+    for reply in sent {
+        let reply = reply.join().unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let refused = &messages(&reply)[0];
+        assert_eq!(
+            (refused["id"].clone(), refused["error"]["code"].clone()),
+            (json!(7), json!(-32600)),
+            "{refused}"
+        );
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains("id 7") && message.contains("in flight"), "{message}");
+    }
+    // The person declines: the first request gets its own answer.
+    let decline = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}});
+    assert_eq!(post(addr, &headers, &decline.to_string(), None).status, 202);
+    let answered = first.next();
+    assert_eq!(answered["id"], 7, "{answered}");
+    assert_eq!(common::tool_error(&answered["result"])["code"], "permission_denied", "{answered}");
+    // Answered, the id is free again.
+    let ping = post(addr, &headers, r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#, None);
+    assert_eq!(messages(&ping).pop().unwrap(), json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
+    let refused = server.logged_once(&["duplicate_id"], Duration::from_secs(10));
+    assert_eq!(refused.lines().filter(|l| l.contains("duplicate_id")).count(), duplicates.len(), "{refused}");
+}

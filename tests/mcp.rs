@@ -1629,3 +1629,189 @@ fn issue17_debug_log_breaks_each_request_down_and_names_a_wait_for_the_start_up_
         "{logged:?}"
     );
 }
+
+/// Issue 34, item 8: a stdio message over the 16 MiB line limit is answered
+/// with its own id, read by a scan of the line wherever the id stands (rmcp
+/// writes it first, the TypeScript SDK last), with an error naming the limit
+/// and what to do; a notification that large is never answered.
+#[test]
+fn issue34_an_oversized_line_is_answered_with_its_id_wherever_it_stands() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "propose", json!({}));
+    // 100 notes of 170 KiB: each far under the 2 MiB proposal cap, the batch over 16 MiB.
+    let items: Vec<Value> = (0..100)
+        .map(|n| json!({"kind": "new", "title": format!("Imported {n}"), "body": "x".repeat(170 << 10)}))
+        .collect();
+    let batch = json!({"jsonrpc": "2.0", "id": "big-batch", "method": "tools/call",
+        "params": {"name": "propose_batch", "arguments": {"reason": "import", "items": items}}});
+    server.send(&batch.to_string());
+    let answer = server.next();
+    assert_eq!(answer["id"], "big-batch", "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("16 MiB") && message.contains("batch"),
+        "names the limit and the way out: {message}"
+    );
+    assert_eq!(answer["error"]["data"]["limit_bytes"], 16 << 20, "{answer}");
+
+    // The id last, after 17 MiB of params, an escaped string; then a number past 64 bits.
+    let query = "a".repeat(17 << 20);
+    let tail = format!(
+        r#"{{"method":"tools/call","params":{{"name":"search_knowledge","arguments":{{"query":"{query}"}}}},"jsonrpc":"2.0","id":"last \"one\" \u00e9"}}"#
+    );
+    server.send(&tail);
+    let line = server.next_line();
+    assert!(
+        line.contains(r#""id":"last \"one\" \u00e9""#),
+        "the id as sent: {}",
+        &line[..line.len().min(300)]
+    );
+    let huge_id = format!(
+        r#"{{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping","params":{{"pad":"{query}"}}}}"#
+    );
+    server.send(&huge_id);
+    let line = server.next_line();
+    assert!(line.contains(r#""id":18446744073709551616"#), "{}", &line[..line.len().min(300)]);
+
+    // A notification is never answered, however large: the next line answers the ping.
+    server.send(&format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"pad":"{query}"}}}}"#
+    ));
+    server.send(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#);
+    let after = server.next();
+    assert_eq!((after["id"].clone(), after["result"].clone()), (json!("after"), json!({})), "{after}");
+    let (rest, log) = server.finish();
+    assert!(rest.is_empty(), "one answer per request: {rest:?}");
+    let oversized = log.lines().filter(|l| l.contains("\"rpc_refused\"") && l.contains("oversized")).count();
+    assert_eq!(oversized, 3, "each refusal is logged:\n{log}");
+}
+
+/// Issue 34, item 8: a request whose id kb-mcp cannot hold (an integer past 64
+/// bits, a number JSON parsers reject as out of range, a fraction) is
+/// answered with the id exactly as it was sent, never with a rounded one or null.
+#[test]
+fn issue34_ids_kb_mcp_cannot_hold_are_echoed_exactly_as_sent() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "read", json!({}));
+    for id in ["18446744073709551616", "1e400", "1.50", "-123456789012345678901234567890", "2.0E+3"] {
+        server.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+        let line = server.next_line();
+        assert!(line.contains(&format!(r#""id":{id}"#)), "{id}: {line}");
+        // serde_json cannot read `1e400`: the rest of the answer is read without the id.
+        let answer: Value =
+            serde_json::from_str(&line.replacen(id, "0", 1)).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(answer["error"]["code"], -32600, "{id}: {line}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains(id), "names the id: {line}");
+    }
+    // Last in the line, after the method, as some clients write it.
+    server.send(r#"{"method":"ping","jsonrpc":"2.0","id":36893488147419103232}"#);
+    let line = server.next_line();
+    assert!(line.contains(r#""id":36893488147419103232"#), "{line}");
+    let (rest, _) = server.finish();
+    assert!(rest.is_empty(), "one answer per request: {rest:?}");
+}
+
+/// Stages a new note through a raw session and returns its proposal id.
+fn stage_raw(server: &mut common::RawStdio, title: &str) -> String {
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "stage", "method": "tools/call", "params": {"name": "propose_new_note",
+            "arguments": {"title": title, "body": "staged\n", "reason": "test"}}})
+        .to_string(),
+    );
+    let staged = server.next();
+    assert_eq!(staged["id"], "stage", "{staged}");
+    staged["result"]["structuredContent"]["proposal_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{staged}"))
+        .to_owned()
+}
+
+/// Issue 34, item 8: while a request is in flight, another request with its id
+/// gets an invalid-request error naming the id, and the first completes with
+/// its own answer. (An apply waiting for the person's confirmation is a
+/// request that stays in flight for as long as the test wants.) Before, rmcp
+/// kept one answer per id: of eight, one was answered, with the wrong result.
+#[test]
+fn issue34_a_second_request_with_an_id_in_flight_is_refused_and_the_first_completes() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "apply", json!({"elicitation": {}}));
+    let proposal = stage_raw(&mut server, "Held in flight");
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}})
+        .to_string(),
+    );
+    let question = server.next();
+    assert_eq!(question["method"], "elicitation/create", "the server asks the person: {question}");
+    let duplicates = [
+        json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "search_knowledge", "arguments": {"query": "backup"}}}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}}),
+    ];
+    for duplicate in &duplicates {
+        server.send(&duplicate.to_string());
+        let refused = server.next();
+        assert_eq!(
+            (refused["id"].clone(), refused["error"]["code"].clone()),
+            (json!(7), json!(-32600)),
+            "{refused}"
+        );
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains("id 7") && message.contains("in flight"), "{message}");
+    }
+    // A string id "7" is another id: it is served.
+    server.send(r#"{"jsonrpc":"2.0","id":"7","method":"ping"}"#);
+    assert_eq!(server.next()["id"], "7");
+    // The person declines: the apply is answered, once, with its own result.
+    server
+        .send(&json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}}).to_string());
+    let applied = server.next();
+    assert_eq!(applied["id"], 7, "{applied}");
+    assert_eq!(common::tool_error(&applied["result"])["code"], "permission_denied", "{applied}");
+    assert!(!vault.join("z/Held in flight.md").exists());
+    // Answered, the id is free again.
+    server.send(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+    let ping = server.next();
+    assert_eq!((ping["id"].clone(), ping["result"].clone()), (json!(7), json!({})), "{ping}");
+    let (rest, log) = server.finish();
+    assert!(rest.is_empty(), "one answer per request: {rest:?}");
+    let refused = log.lines().filter(|l| l.contains("\"rpc_refused\"") && l.contains("duplicate_id")).count();
+    assert_eq!(refused, duplicates.len(), "each refusal is logged:\n{log}");
+}
+
+/// Issue 34, item 8: a call sent just before stdin closes is answered before
+/// the server exits, however long it takes (within its bound). The apply waits
+/// for the inbox lock this test holds for longer than rmcp's own 5 s drain at
+/// the end of input, after which the answer used to be dropped.
+#[test]
+fn issue34_a_call_sent_just_before_stdin_closes_is_answered_before_exit() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "apply", json!({}));
+    let proposal = stage_raw(&mut server, "Last call");
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(vault.join("inbox/_apply.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "last", "method": "tools/call",
+            "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}})
+        .to_string(),
+    );
+    server.close_stdin();
+    std::thread::sleep(Duration::from_secs(7));
+    lock.unlock().unwrap();
+    let (rest, log) = server.finish();
+    assert_eq!(rest.len(), 1, "exactly the one answer: {rest:?}\n{log}");
+    let applied: Value = serde_json::from_str(&rest[0]).unwrap();
+    assert_eq!(applied["id"], "last", "{applied}");
+    assert_eq!(applied["result"]["structuredContent"]["status"], "applied", "{applied}");
+    assert!(vault.join("z/Last call.md").exists());
+}

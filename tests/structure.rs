@@ -731,21 +731,39 @@ fn kill_child_at_marker(name: &str, env: &str, job: String, marker: &Path, what:
     child.wait().unwrap();
 }
 
+/// In the child process of a kill test (`job` is `<vault>|<proposal id>|<marker>`):
+/// applies the proposal and waits to be killed after the plan's first file
+/// operation, before its second (see [`wait_to_be_killed`]).
+fn apply_until_killed_at_second_file(job: &str) -> ! {
+    let parts: Vec<&str> = job.split('|').collect();
+    let (root, id, marker) = (Path::new(parts[0]), parts[1], Path::new(parts[2]));
+    let sandbox = sandbox(root);
+    let _ = write::apply_with_failpoint(&sandbox, id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
+        if at == Step::File(1) {
+            wait_to_be_killed(marker);
+        }
+        Ok(())
+    });
+    panic!("the apply went past its second file without stopping");
+}
+
+/// Applies the staged move in a child process running test `name` (which
+/// calls [`apply_until_killed_at_second_file`]) and kills it with SIGKILL
+/// mid-apply: the note moved, not every link rewritten, the journal left.
+fn kill_move_mid_apply(name: &str, scratch: &Path, vault: &Path, staged: &ProposeMoveResult) {
+    let marker = scratch.join("marker");
+    let job = format!("{}|{}|{}", vault.display(), staged.proposal_id, marker.display());
+    kill_child_at_marker(name, KILL_CHILD_ENV, job, &marker, "the move");
+    assert!(vault.join("z/n/t2.md").exists() && !vault.join("z/m/target.md").exists(), "half moved");
+    assert!(vault.join("inbox/_applying.json").exists(), "the journal is left");
+}
+
 /// A real SIGKILL in the middle of a multi-file apply (after the first file
 /// moved, before the links are rewritten), then a fresh start: all or nothing.
 #[test]
 fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     if let Ok(job) = std::env::var(KILL_CHILD_ENV) {
-        let parts: Vec<&str> = job.split('|').collect();
-        let (root, id, marker) = (Path::new(parts[0]), parts[1], Path::new(parts[2]));
-        let sandbox = sandbox(root);
-        let _ = write::apply_with_failpoint(&sandbox, id, Actor::Cli, &mut |_| Ok(()), &mut |at| {
-            if at == Step::File(1) {
-                wait_to_be_killed(marker);
-            }
-            Ok(())
-        });
-        panic!("the apply went past its second file without stopping");
+        apply_until_killed_at_second_file(&job);
     }
     if !cfg!(unix) {
         eprintln!("skipped: SIGKILL at a chosen step needs a Unix system");
@@ -757,17 +775,12 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     let original_folders = folders(&vault);
     let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
     drop(engine);
-    let marker = tmp.path().join("marker");
-    let job = format!("{}|{}|{}", vault.display(), staged.proposal_id, marker.display());
-    kill_child_at_marker(
+    kill_move_mid_apply(
         "a_move_killed_mid_apply_is_rolled_back_on_the_next_start",
-        KILL_CHILD_ENV,
-        job,
-        &marker,
-        "the move",
+        tmp.path(),
+        &vault,
+        &staged,
     );
-    // Half done on disk: the note moved, not every link rewritten yet.
-    assert!(vault.join("z/n/t2.md").exists());
     // The next start rolls it back.
     let engine = open(&vault);
     engine.recover_proposals(Actor::Mcp).unwrap();
@@ -780,6 +793,79 @@ fn a_move_killed_mid_apply_is_rolled_back_on_the_next_start() {
     apply(&engine, &staged.proposal_id);
     assert!(read(&vault, "z/m/linker.md").contains("[[t2]]"));
     assert_eq!(audit_lines(&vault).len(), 1);
+}
+
+/// Issue 34, item 9: after a crash mid-apply, no call is answered from the
+/// half-applied vault. The server recovers before it serves the vault: a call
+/// arriving meanwhile waits for the recovery, then reads the vault as it was
+/// put back; one that would wait past the bound (10 s) is told the vault is
+/// being recovered. The test holds the inbox lock, as another process's apply
+/// would, so recovery (which takes that lock) lasts as long as the test wants.
+/// Before, recovery ran in the background after the start-up sync, and calls
+/// read the half-moved files meanwhile (for up to 2.7 s after a restart).
+#[test]
+fn issue34_no_call_is_answered_from_a_vault_half_applied_by_a_crash() {
+    const NAME: &str = "issue34_no_call_is_answered_from_a_vault_half_applied_by_a_crash";
+    if let Ok(job) = std::env::var(KILL_CHILD_ENV) {
+        apply_until_killed_at_second_file(&job);
+    }
+    if !cfg!(unix) {
+        eprintln!("skipped: SIGKILL at a chosen step needs a Unix system");
+        return;
+    }
+    let (tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let original = notes_snapshot(&vault);
+    let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+    drop(engine);
+    kill_move_mid_apply(NAME, tmp.path(), &vault, &staged);
+    let lock = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(vault.join("inbox/_apply.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let mut server = common::RawStdio::start(&vault, "read", serde_json::json!({}));
+    let read = |id: &str| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "read_note", "arguments": {"path": "z/m/target.md"}}})
+        .to_string()
+    };
+    // Recovery held past the bound: the call is told why it cannot be answered.
+    server.send(&read("held"));
+    let held = server.next();
+    assert_eq!(held["id"], "held", "{held}");
+    let error = common::tool_error(&held["result"]);
+    assert_eq!(error["code"], "index_unavailable", "{held}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("being recovered") && message.contains("interrupted"), "{message}");
+    assert!(error["hint"].as_str().unwrap().contains("again"), "{error}");
+    // A call arriving during recovery waits for it, then finds the note where it was.
+    server.send(&read("waits"));
+    server.send(
+        &serde_json::json!({"jsonrpc": "2.0", "id": "search", "method": "tools/call",
+            "params": {"name": "search_note_content", "arguments": {"query": "Text"}}})
+        .to_string(),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    lock.unlock().unwrap();
+    let mut answers = std::collections::BTreeMap::new();
+    for _ in 0..2 {
+        let answer = server.next();
+        answers.insert(answer["id"].as_str().unwrap().to_owned(), answer);
+    }
+    let waited = &answers["waits"]["result"];
+    assert_ne!(waited["isError"], true, "{waited}");
+    assert!(waited["structuredContent"]["content"].as_str().unwrap().starts_with("# Head"), "{waited}");
+    let hits = answers["search"]["result"]["structuredContent"]["results"].as_array().unwrap().clone();
+    let paths: Vec<&str> = hits.iter().map(|hit| hit["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"z/m/target.md") && !paths.contains(&"z/n/t2.md"), "{paths:?}");
+    let (rest, log) = server.finish();
+    assert!(rest.is_empty(), "one answer per request: {rest:?}");
+    assert!(log.lines().any(|line| line.contains("\"recovered\"")), "{log}");
+    assert_eq!(notes_snapshot(&vault), original, "rolled back");
 }
 
 /// The index as committed, without a sync: each record's path and content hash.

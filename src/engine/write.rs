@@ -222,6 +222,14 @@ impl Engine {
         })
     }
 
+    /// Whether an apply or reject a crash interrupted waits for
+    /// [`Engine::recover_proposals`] (or one is under way in another process):
+    /// until it is settled, the notes it was changing may be half changed.
+    /// Reads no more than whether the inbox holds its journal.
+    pub fn has_interrupted_apply(&self) -> bool {
+        write::interrupted(&self.sandbox())
+    }
+
     /// Completes applies a crash interrupted (see `write::recover`); returns their ids.
     /// Does nothing (and creates nothing) when the inbox folder does not exist, or
     /// is a folder of the person's own ([`Engine::inbox_conflict`]).

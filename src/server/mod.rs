@@ -17,6 +17,7 @@ mod confirm;
 mod guide;
 mod http;
 mod resources;
+mod rpc;
 mod stdio;
 mod timing;
 mod tokens;

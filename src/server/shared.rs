@@ -22,6 +22,11 @@ use crate::error::Error;
 enum Readiness {
     /// Opening the vault or building the index for the first time: (done, total) files.
     Starting(usize, usize),
+    /// Completing or rolling back an apply a crash interrupted, before the
+    /// vault is served: its notes may hold half the change until then. Every
+    /// call waits for it, at most [`RECOVERY_WAIT`], then is told why it
+    /// cannot be answered yet.
+    Recovering,
     /// Serving from an existing index while the start-up sync compares it with
     /// the files: searches are answered at once, other calls wait for it a
     /// little ([`CATCH_UP_WAIT`]), then answer with what the index holds;
@@ -57,6 +62,8 @@ pub(super) enum Waited {
     Nothing,
     /// Opening the vault, or the first build of its index.
     StartUp,
+    /// The recovery of an apply a crash interrupted.
+    Recovery,
     /// The start-up sync of an existing index (comparing it with the files).
     StartUpSync,
     /// Start-up had failed; it was asked to try again.
@@ -68,6 +75,7 @@ impl Waited {
         match self {
             Waited::Nothing => "nothing",
             Waited::StartUp => "start_up",
+            Waited::Recovery => "recovery",
             Waited::StartUpSync => "start_up_sync",
             Waited::Retry => "start_up_retry",
         }
@@ -76,6 +84,14 @@ impl Waited {
 
 /// The longest a call waits for the first index build.
 const READY_WAIT: Duration = Duration::from_secs(300);
+
+/// The longest a call waits for the recovery of an interrupted apply before it
+/// is answered `index_unavailable`, saying the vault is being recovered.
+/// Recovery rewrites at most the files of one plan, usually in well under a
+/// second; it takes longer only when it waits for the inbox lock (another
+/// process applying, up to 30 s) or the disk is slow, and an agent is better
+/// told so than left waiting for its own timeout.
+const RECOVERY_WAIT: Duration = Duration::from_secs(10);
 
 /// The longest a call waits for the start-up sync of an existing index before
 /// it answers from the index as it is (searches then carry `stale`). The sync
@@ -109,6 +125,8 @@ impl Shared {
         // Whether the index must be checked whole while opening (its records read
         // at once): after its records could not be read, so that it is rebuilt.
         let mut check_whole = false;
+        // Whether the vault was checked for an interrupted apply (once, at its first opening).
+        let mut recovered_first = false;
         let (engine, watcher) = loop {
             let opened = if check_whole { Engine::open(options) } else { Engine::open_to_serve(options) };
             let engine = match opened {
@@ -133,6 +151,11 @@ impl Shared {
                     continue;
                 }
             };
+            if !std::mem::replace(&mut recovered_first, true) && engine.has_interrupted_apply() {
+                // Nothing is served from notes an apply left half changed.
+                let _ = sender.send(Readiness::Recovering);
+                Self::recover(&engine);
+            }
             let opened_ms = started.elapsed().as_secs_f64() * 1000.0;
             // An existing index is served while it catches up: searches at once, other
             // calls after waiting for that a little. Its records are read meanwhile.
@@ -183,16 +206,27 @@ impl Shared {
         // Ready even when the sync failed over an existing index: that index is
         // served, and its searches keep saying they may be stale.
         let _ = sender.send(Readiness::Ready(engine.clone()));
-        match engine.recover_proposals(crate::engine::types::Actor::Mcp) {
-            Ok(completed) if !completed.is_empty() => {
-                log(json!({ "event": "recovered", "proposals": completed }))
-            }
-            Ok(_) => {}
-            Err(error) => log(json!({ "event": "recover_failed", "error": error.to_string() })),
-        }
+        // Without an interrupted apply this only sweeps what killed proposes left
+        // in the inbox, which no call reads: it runs while calls are served.
+        Self::recover(&engine);
         let watching = watcher.map(watch::Watcher::keep).is_some();
         *self.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         self.unwatched.store(!watching, Ordering::Relaxed);
+    }
+
+    /// Completes or rolls back an apply a crash interrupted, and sweeps the
+    /// inbox of what killed proposes left (see `write::recover`). A recovery
+    /// that fails (the inbox lock held past its wait, a full disk) is logged;
+    /// the next apply tries again before it does anything else.
+    fn recover(engine: &Engine) {
+        let started = Instant::now();
+        match engine.recover_proposals(crate::engine::types::Actor::Mcp) {
+            Ok(completed) if !completed.is_empty() => log(json!({
+                "event": "recovered", "proposals": completed, "ms": started.elapsed().as_millis() as u64,
+            })),
+            Ok(_) => {}
+            Err(error) => log(json!({ "event": "recover_failed", "error": error.to_string() })),
+        }
     }
 
     /// After a failed start-up: waits until `kb.toml` changes or a call asks
@@ -290,6 +324,26 @@ impl Shared {
                     {
                         return Ok(engine); // start-up ended without saying more
                     }
+                }
+                Readiness::Recovering => {
+                    *waited_for = Waited::Recovery;
+                    let waited = asked.elapsed();
+                    if let Some(token) = &token {
+                        let param = ProgressNotificationParam::new(token.clone(), waited.as_secs_f64())
+                            .with_message("recovering an apply that was interrupted".to_owned());
+                        let _ = context.peer.notify_progress(param).await;
+                    }
+                    if waited >= RECOVERY_WAIT {
+                        return Err(Error::new(
+                            crate::error::ErrorCode::IndexUnavailable,
+                            "the vault is being recovered: an apply was interrupted (the server or kb-index \
+                             stopped in the middle of it), and the notes it was changing are being put back \
+                             or completed; nothing is answered from them until that is done",
+                        )
+                        .with_hint("call again in a few seconds"));
+                    }
+                    let wait = (RECOVERY_WAIT - waited).min(Duration::from_millis(500));
+                    let _ = tokio::time::timeout(wait, readiness.changed()).await;
                 }
                 Readiness::Failed(error) if retried => return Err(error),
                 Readiness::Failed(_) => {

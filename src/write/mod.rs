@@ -85,7 +85,7 @@ pub use proposal::{
     Description, describe, describe_pending, list, pending_count, resolve_applied_id, resolve_id,
 };
 pub use propose::{StagedPlan, propose_new, propose_patch, required_reason, stage_plan};
-pub use recover::recover;
+pub use recover::{interrupted, recover};
 pub use relink::{LinkEdit, apply_link_edits, relink};
 pub use revert::{RevertPlan, plan_revert};
 pub use review::{FileChange, Overlap, Review, overlaps_of, review};

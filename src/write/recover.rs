@@ -27,6 +27,15 @@ use crate::vault::content_hash;
 /// propose's orphan (a propose writes its files within milliseconds).
 const ORPHAN_AGE: Duration = Duration::from_secs(600);
 
+/// Whether an apply or reject stopped half done, or is under way in another
+/// process: its journal is in the inbox. Until [`recover`] settles it, the
+/// notes it was changing may hold part of the change. Looks at one file, and
+/// takes no lock.
+pub fn interrupted(sandbox: &Sandbox) -> bool {
+    let journal = Inbox::of(sandbox).journal_file();
+    journal.is_ok_and(|journal| sandbox.stat(&journal).is_ok_and(|stat| stat.is_some()))
+}
+
 /// Completes an interrupted apply or reject (see the module docs), under the
 /// inbox lock. Run it at server start; [`super::apply`] runs it too. `index` is
 /// called for a note whose apply is completed; `actor` goes into its audit line.

@@ -152,6 +152,107 @@ pub fn raw_stdio_server(vault: &Path, access: &str, stderr: std::process::Stdio)
         .unwrap()
 }
 
+/// How long a raw-stdio test waits for one answer: far beyond any answer's
+/// time, so running out means none came (a hang), never a slow machine.
+pub const NO_ANSWER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The real `kb-mcp` on stdio driven by raw lines, for tests that send what no
+/// client library would (ids in flight twice, lines over the size limit, stdin
+/// closed mid-call): stdout is read line by line on a thread, so a test waits
+/// for each answer with [`NO_ANSWER`] as its bound, and stderr is kept for the end.
+pub struct RawStdio {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl RawStdio {
+    /// Starts the server on `vault` at `access` and opens a session for a
+    /// client declaring `capabilities` (initialize, then initialized).
+    pub fn start(vault: &Path, access: &str, capabilities: serde_json::Value) -> RawStdio {
+        use std::io::{BufRead, Read};
+        let mut child = raw_stdio_server(vault, access, std::process::Stdio::piped());
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut stderr = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut log = String::new();
+            let _ = stderr.read_to_string(&mut log);
+            log
+        });
+        let mut server = RawStdio { child, stdin, lines, stderr: Some(stderr) };
+        let init = serde_json::json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "raw", "version": "0"}}});
+        server.send(&init.to_string());
+        let answer = server.next();
+        assert!(answer["result"]["serverInfo"].is_object(), "initialize: {answer}");
+        server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server
+    }
+
+    /// Writes one line (a newline is added) and flushes it.
+    pub fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin is still open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line the server writes, as written; fails after [`NO_ANSWER`].
+    pub fn next_line(&self) -> String {
+        self.lines.recv_timeout(NO_ANSWER).expect("no line from the server: a request went unanswered")
+    }
+
+    /// The next message the server writes.
+    pub fn next(&self) -> serde_json::Value {
+        let line = self.next_line();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+    }
+
+    /// Closes stdin, as a client ending the session does.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Closes stdin, waits for a clean exit, and returns the lines written
+    /// since the last one read, and the log.
+    pub fn finish(mut self) -> (Vec<String>, String) {
+        self.close_stdin();
+        let deadline = std::time::Instant::now() + NO_ANSWER;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(std::time::Instant::now() < deadline, "the server did not exit after stdin closed");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let rest: Vec<String> = self.lines.iter().collect();
+        let log = self.stderr.take().unwrap().join().unwrap();
+        assert!(status.success(), "exit status {status}: {log}");
+        (rest, log)
+    }
+}
+
+impl Drop for RawStdio {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// Keeps a test file's list of `#[cfg(unix)]` parts complete (one entry per
 /// marker in `source`, the file's own text) and, off Unix, names each skipped
 /// part in the test output so that a green run there does not hide what it left out.

@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use super::in_flight::{IdClaim, IdsInFlight};
 use super::limits::{
     BODY_TIMEOUT, BodyError, MAX_BODY_BYTES, RateLimiter, Watched, read_capped, timeout_event,
 };
@@ -19,6 +20,7 @@ use super::origin::OriginPattern;
 use super::serve::Drain;
 use super::sessions::{Sessions, is_initialize};
 use crate::server::log;
+use crate::server::rpc::{INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, unusable_id_message};
 use crate::server::tokens::TokenStore;
 
 /// The header that names a Streamable HTTP session.
@@ -32,6 +34,7 @@ pub(super) struct Gate {
     pub(super) request_timeout: Duration,
     pub(super) drain: Arc<Drain>,
     pub(super) sessions: Sessions,
+    pub(super) in_flight: IdsInFlight,
 }
 
 /// The checks in front of the MCP service, in order (see the module docs).
@@ -114,6 +117,14 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
         }
         None => None,
     };
+    let claim = if parts.method == Method::POST {
+        match admit_id(&gate.in_flight, session.as_deref(), &bytes) {
+            Ok(claim) => claim,
+            Err((reply, why)) => return answer_here(&reply, why),
+        }
+    } else {
+        None
+    };
     let method = parts.method.clone();
     parts.extensions.insert(grant.access);
     parts.extensions.insert(grant);
@@ -157,6 +168,7 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
                     last_event: if is_stream { timed_out } else { None },
                     ended: false,
                     _in_flight: in_flight,
+                    claim,
                 })
             })
         }
@@ -165,6 +177,47 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             refuse(StatusCode::GATEWAY_TIMEOUT, "the request took too long", &[])
         }
     }
+}
+
+/// What rmcp would answer wrongly or not at all is answered here: a request
+/// whose id rmcp cannot hold (rmcp said 415 in plain text, no id), and one
+/// whose id is in flight in its session (see [`super::in_flight`]). Any other
+/// request's id is claimed until its answer goes out.
+fn admit_id(
+    in_flight: &IdsInFlight,
+    session: Option<&str>,
+    body: &[u8],
+) -> Result<Option<IdClaim>, (Reply, &'static str)> {
+    let scanned = MessageScan::of(body);
+    if !(scanned.object && scanned.closed && scanned.method) {
+        return Ok(None);
+    }
+    let sent = match scanned.id {
+        IdField::Absent => return Ok(None),
+        IdField::Unusable(what) => {
+            return Err((Reply::error(None, INVALID_REQUEST, &unusable_id_message(what)), "bad_id"));
+        }
+        IdField::Sent(sent) => sent,
+    };
+    let Some(id) = sent.request_id() else {
+        let message = unusable_id_message(sent.json());
+        return Err((Reply::error(Some(sent), INVALID_REQUEST, &message), "bad_id"));
+    };
+    // Without a session (initialize; 2026-07-28 requests) each request is served on its own.
+    let Some(session) = session else { return Ok(None) };
+    match in_flight.claim(session, id) {
+        Some(claim) => Ok(Some(claim)),
+        None => Err((duplicate_id(sent), "duplicate_id")),
+    }
+}
+
+/// A JSON-RPC answer of the gate's own, as JSON (`200`: it answers the
+/// request, which clients route by its id; any MCP client reads JSON answers).
+fn answer_here(reply: &Reply, why: &str) -> Response {
+    reply.log(why);
+    let mut response = (StatusCode::OK, reply.line()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// The token of an `Authorization: Bearer` header.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use axum::body::{Body, Bytes, HttpBody};
 use serde_json::json;
 
+use super::in_flight::IdClaim;
 use super::serve::InFlight;
 use crate::error::Result;
 use crate::server::log;
@@ -66,6 +67,8 @@ pub(super) struct Watched {
     pub(super) last_event: Option<Bytes>,
     pub(super) ended: bool,
     pub(super) _in_flight: InFlight,
+    /// The request's id, in flight until its answer streams past (or the body ends).
+    pub(super) claim: Option<IdClaim>,
 }
 
 impl HttpBody for Watched {
@@ -91,6 +94,12 @@ impl HttpBody for Watched {
                 } else {
                     Poll::Pending
                 }
+            }
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(claim), Some(data)) = (self.claim.as_mut(), frame.data_ref()) {
+                    claim.see(data);
+                }
+                Poll::Ready(Some(Ok(frame)))
             }
             ready => ready,
         }

@@ -12,7 +12,9 @@
 //! request rate (429 with `Retry-After`); the body itself, read within a time
 //! limit and the size cap (408, 413). The token's scope then rides in the
 //! request's extensions, where [`super::KbServer`] reads it for `tools/list` and
-//! for every `tools/call`. A request that runs past the request timeout gets 504,
+//! for every `tools/call`. A request rmcp would answer wrongly or not at all
+//! is answered at the gate with a JSON-RPC error: an id rmcp cannot hold
+//! (answered as sent), an id in flight in the same session. A request that runs past the request timeout gets 504,
 //! or, once its answer has begun streaming, a JSON-RPC timeout error (-32001)
 //! that ends the stream. rmcp itself checks the `Host` header against the
 //! allowed hosts. Headers must arrive within 10 s; sessions expire when idle.
@@ -35,9 +37,11 @@
 //! The files: [`options`] (what the transport is asked to do, and its
 //! defaults), [`serve`] (listener, connections, shutdown), [`gate`] (the checks
 //! above), [`origin`] (allowed origins and hosts), [`limits`] (body cap, rate
-//! limit, timeouts), [`sessions`] (ownership, caps, idle sweep, revocation).
+//! limit, timeouts), [`sessions`] (ownership, caps, idle sweep, revocation),
+//! [`in_flight`] (the ids in flight per session).
 
 mod gate;
+mod in_flight;
 mod limits;
 mod options;
 mod origin;

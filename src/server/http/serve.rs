@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::gate::{Gate, guard};
+use super::in_flight::IdsInFlight;
 use super::limits::{MAX_BODY_BYTES, RateLimiter};
 use super::options::HttpOptions;
 use super::origin::{LOOPBACK_ORIGINS, OriginPattern, allowed_hosts};
@@ -72,6 +73,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         request_timeout: http.request_timeout,
         drain: Arc::new(Drain::default()),
         sessions: Sessions::new(sessions, http.sessions_per_token, http.session_idle),
+        in_flight: IdsInFlight::default(),
     });
     tokio::spawn(sweep_sessions(gate.clone(), sessions_stop.child_token()));
     let app = Router::new()

@@ -5,36 +5,34 @@ use std::borrow::Cow;
 
 use rmcp::RoleServer;
 use rmcp::service::RxJsonRpcMessage;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::surrogates::{MARK, lone_surrogates, mark_lone_surrogates};
+use crate::server::rpc::{
+    INVALID_REQUEST, IdField, MessageScan, PARSE_ERROR, Reply, SentId, unusable_id_message,
+};
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
-
-const PARSE_ERROR: i64 = -32700;
-
-pub(super) const INVALID_REQUEST: i64 = -32600;
-
-pub(super) const INVALID_PARAMS: i64 = -32602;
 
 /// What to do with one line.
 pub(super) enum Verdict {
     /// A message rmcp can process.
     Forward(Box<RxJsonRpcMessage<RoleServer>>),
-    /// Answer it ourselves with `response`.
-    Answer { response: Value, why: &'static str, id: Value },
+    /// Answer it ourselves with `reply`.
+    Answer { reply: Reply, why: &'static str },
     /// A notification or response that cannot be processed: no answer, a log line.
     Drop { why: &'static str },
     /// A blank line.
     Skip,
 }
 
-pub(super) fn refusal(id: Value, code: i64, message: &str) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+pub(super) fn answer(id: Option<SentId>, code: i64, message: &str, why: &'static str) -> Verdict {
+    Verdict::Answer { reply: Reply::error(id, code, message), why }
 }
 
-pub(super) fn answer(id: Value, code: i64, message: &str, why: &'static str) -> Verdict {
-    Verdict::Answer { response: refusal(id.clone(), code, message), why, id }
+/// The id of a parsed message as an answer carries it (`None`: too long to echo).
+fn sent(id: &Value) -> Option<SentId> {
+    serde_json::to_vec(id).ok().and_then(|token| SentId::from_token(&token))
 }
 
 /// Decides what to do with one line (see the module docs).
@@ -53,13 +51,26 @@ pub(super) fn classify(raw: &[u8]) -> Verdict {
         Err(error) => match mark_lone_surrogates(&text).and_then(|m| serde_json::from_str(&m).ok()) {
             Some(value) => (value, true),
             None => {
+                // An id no parser here holds (`1e400`) makes the line unreadable to
+                // serde_json; the scan still reads it, and the answer carries it.
+                let scanned = MessageScan::of(text.as_bytes());
+                if let (true, true, IdField::Sent(id)) = (scanned.closed, scanned.method, &scanned.id)
+                    && id.request_id().is_none()
+                {
+                    return answer(
+                        Some(id.clone()),
+                        INVALID_REQUEST,
+                        &unusable_id_message(id.json()),
+                        "bad_id",
+                    );
+                }
                 let message = match bad_byte {
                     Some(at) => format!("the line is not valid UTF-8 (byte {at}) nor JSON; send UTF-8 JSON"),
                     None => {
                         format!("the line is not valid JSON ({error}); send one JSON-RPC message per line")
                     }
                 };
-                return answer(Value::Null, PARSE_ERROR, &message, "not_json");
+                return answer(None, PARSE_ERROR, &message, "not_json");
             }
         },
     };
@@ -67,19 +78,14 @@ pub(super) fn classify(raw: &[u8]) -> Verdict {
         Value::Object(message) => message,
         Value::Array(_) => {
             return answer(
-                Value::Null,
+                None,
                 INVALID_REQUEST,
                 "batches are not supported: send one JSON-RPC message per line",
                 "batch",
             );
         }
         _ => {
-            return answer(
-                Value::Null,
-                INVALID_REQUEST,
-                "a JSON-RPC message must be an object",
-                "not_object",
-            );
+            return answer(None, INVALID_REQUEST, "a JSON-RPC message must be an object", "not_object");
         }
     };
     let Some(method) = message.get("method") else {
@@ -95,7 +101,7 @@ pub(super) fn classify(raw: &[u8]) -> Verdict {
             Err(_) => Verdict::Drop { why: "notification_not_understood" },
         };
     };
-    let (echo, id_problem) = check_id(id);
+    let (echo, id_problem) = check_id(id, &text);
     if let Some(problem) = id_problem {
         return answer(echo, INVALID_REQUEST, &problem, "bad_id");
     }
@@ -132,42 +138,51 @@ fn response_or_junk(message: &Map<String, Value>, text: &str, broken: bool) -> V
             Err(_) => Verdict::Drop { why: "response_not_understood" },
         };
     }
-    let echo = message.get("id").map(|id| check_id(id).0).unwrap_or(Value::Null);
+    let echo = message.get("id").and_then(|id| check_id(id, text).0);
     answer(echo, INVALID_REQUEST, "a JSON-RPC request needs a `method`", "no_method")
 }
 
-/// The id to answer with, and what is wrong with it if rmcp cannot take it. MCP ids
-/// are strings or integers; rmcp holds integers in 64 bits.
-fn check_id(id: &Value) -> (Value, Option<String>) {
-    const USE: &str = "use a string or an integer between -2^63 and 2^63-1";
+/// The id to answer with (`None`: null), and what is wrong with it if rmcp
+/// cannot take it. MCP ids are strings or integers; rmcp holds integers in 64
+/// bits. A number it cannot hold is answered as written in `text` (the line),
+/// not as serde_json rounds it.
+fn check_id(id: &Value, text: &str) -> (Option<SentId>, Option<String>) {
     match id {
         Value::String(s) if s.contains(MARK) => {
-            (Value::Null, Some(format!("the request's id contains a lone UTF-16 surrogate; {USE}")))
+            (None, Some(unusable_id_message("a string with a lone UTF-16 surrogate")))
         }
-        Value::String(_) => (id.clone(), None),
-        Value::Number(n) if n.as_i64().is_some() => (id.clone(), None),
+        Value::String(_) => (sent(id), None),
+        Value::Number(n) if n.as_i64().is_some() => (sent(id), None),
         Value::Number(n) => {
-            (id.clone(), Some(format!("the request's id {n} is not one kb-mcp can answer to; {USE}")))
+            let written = match MessageScan::of(text.as_bytes()).id {
+                IdField::Sent(written) => Some(written),
+                _ => sent(id),
+            };
+            let shown = written.as_ref().map_or_else(|| n.to_string(), |id| id.json().to_owned());
+            (written, Some(unusable_id_message(&shown)))
         }
-        Value::Null => (Value::Null, Some(format!("the request's id is null; {USE}"))),
+        Value::Null => (None, Some(unusable_id_message("null"))),
         other => {
             let kind = match other {
                 Value::Bool(_) => "a boolean",
                 Value::Array(_) => "an array",
                 _ => "an object",
             };
-            (Value::Null, Some(format!("the request's id is {kind}; {USE}")))
+            (None, Some(unusable_id_message(kind)))
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::server::rpc::INVALID_PARAMS;
 
     fn answered(line: &str) -> Value {
         match classify(line.as_bytes()) {
-            Verdict::Answer { response, .. } => response,
+            Verdict::Answer { reply, .. } => serde_json::from_str(&reply.line()).unwrap(),
             Verdict::Forward(_) => panic!("forwarded: {line}"),
             Verdict::Drop { why } => panic!("dropped ({why}): {line}"),
             Verdict::Skip => panic!("skipped: {line}"),
@@ -222,7 +237,8 @@ mod tests {
         let mut bad = br#"{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":""#.to_vec();
         bad.extend_from_slice(b"\xff\"}}");
         match classify(&bad) {
-            Verdict::Answer { response, .. } => {
+            Verdict::Answer { reply, .. } => {
+                let response: Value = serde_json::from_str(&reply.line()).unwrap();
                 assert_eq!(
                     (response["id"].clone(), response["error"]["code"].clone()),
                     (json!(7), json!(PARSE_ERROR))
@@ -230,6 +246,28 @@ mod tests {
             }
             _ => panic!("invalid UTF-8 is answered"),
         }
+    }
+
+    #[test]
+    fn an_id_serde_json_cannot_hold_is_answered_as_written() {
+        for (line, id) in [
+            (r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#, "18446744073709551616"),
+            (r#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#, "1e400"),
+            (r#"{"method":"ping","id":1.50}"#, "1.50"),
+        ] {
+            let Verdict::Answer { reply, why } = classify(line.as_bytes()) else {
+                panic!("answered: {line}")
+            };
+            assert_eq!((reply.id().map(SentId::json), why), (Some(id), "bad_id"), "{line}");
+            assert!(reply.line().contains(&format!("id is {id}, which")), "{}", reply.line());
+        }
+        // Out of range elsewhere: the line is not JSON serde_json reads, and JSON-RPC says id null.
+        let Verdict::Answer { reply, .. } =
+            classify(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1e400}}"#)
+        else {
+            panic!("answered")
+        };
+        assert_eq!((reply.id(), reply.code()), (None, json!(PARSE_ERROR)));
     }
 
     #[test]

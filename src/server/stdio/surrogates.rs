@@ -3,8 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::classify::{INVALID_PARAMS, INVALID_REQUEST, Verdict, answer};
+use super::classify::{Verdict, answer};
 use crate::error::Error;
+use crate::server::rpc::{INVALID_PARAMS, INVALID_REQUEST, Reply, SentId};
 use crate::tools;
 
 /// What a lone surrogate escape is replaced with to parse the line: U+10FFFF, a
@@ -15,7 +16,7 @@ pub(super) const MARK: char = '\u{10FFFF}';
 
 /// A request with lone surrogates in its params: a tool error for a tool's
 /// arguments, else invalid params; either way naming where they are.
-pub(super) fn lone_surrogates(message: &Map<String, Value>, id: Value) -> Verdict {
+pub(super) fn lone_surrogates(message: &Map<String, Value>, id: Option<SentId>) -> Verdict {
     let mut places = Vec::new();
     find_marks(&Value::Object(message.clone()), &mut String::new(), &mut places);
     let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
@@ -31,11 +32,7 @@ pub(super) fn lone_surrogates(message: &Map<String, Value>, id: Value) -> Verdic
             .with_hint("send whole characters: drop the broken character or send the full text again")
             .with_details(json!({ "problems": arguments.iter().map(|a| json!({ "argument": a, "rule": "whole Unicode characters only" })).collect::<Vec<_>>() }));
         let result = serde_json::to_value(tools::error_result(&error)).unwrap_or(Value::Null);
-        return Verdict::Answer {
-            response: json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-            why: "lone_surrogate",
-            id,
-        };
+        return Verdict::Answer { reply: Reply::result(id, result), why: "lone_surrogate" };
     }
     let named: Vec<String> = places.iter().map(|p| format!("`{p}`")).collect();
     let code = if places.iter().all(|p| p.starts_with("params")) { INVALID_PARAMS } else { INVALID_REQUEST };
