@@ -1511,6 +1511,11 @@ fn issue15_audit_vault_finds_each_problem_of_a_messy_vault() {
             ("z/Backup MOC.md".to_owned(), None, "- [[孤立笔记]]".to_owned()),
         ]
     );
+    // Issue 34: only the line is mechanical; the names, the heading and the
+    // tags are guesses, suggestions for a person.
+    let mechanical: Vec<bool> =
+        all.findings.iter().filter_map(|f| f.fix.as_ref()).map(|x| x.mechanical).collect();
+    assert_eq!(mechanical, [false, false, false, false, true]);
     // The order is by path, line, check; the same from run to run.
     let again = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
     assert_eq!(again.findings, all.findings);
@@ -1630,8 +1635,11 @@ fn issue15_later_audit_pages_reuse_the_findings_until_the_vault_changes() {
     assert!(after.total > first.total);
 }
 
-/// Issue 15: `fix: true` stages one patch proposal per note holding all its
-/// mechanical fixes, touching no note; applying them removes those findings.
+/// Issue 15: `fix: true` stages the mechanical fixes, touching no note;
+/// applying them removes those findings. In the messy vault only the map of
+/// content's missing line is mechanical (issue 34): `[[备份仓]]` for 备份仓库, an
+/// anchor one character off, `#synthesis` for `#type/synthesis` and `#gitt`
+/// for `#git` are likely but guessed, and stay suggestions.
 #[cfg(unix)]
 #[test]
 fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
@@ -1639,25 +1647,17 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
     let engine = open(&vault);
     let before = common::snapshot(&vault.join("z"));
     let staged = audit(&engine, AuditArgs { fix: true, limit: Some(1), ..Default::default() });
-    assert_eq!(staged.proposals.len(), 4, "MOC (2 fixes), Git 远程仓库, Rust, Trusty");
+    assert_eq!(staged.proposals.len(), 1, "the map of content's line");
     assert_eq!(common::snapshot(&vault.join("z")), before, "staging touches no note");
     let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
-    let mut targets: Vec<&str> = pending.proposals.iter().map(|p| p.target.as_str()).collect();
-    targets.sort();
-    assert_eq!(targets, ["z/Backup MOC.md", "z/Git 远程仓库.md", "z/Rust.md", "z/Trusty.md"]);
-    for id in &staged.proposals {
-        engine
-            .apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::engine::types::Actor::Cli)
-            .unwrap();
-    }
+    let targets: Vec<&str> = pending.proposals.iter().map(|p| p.target.as_str()).collect();
+    assert_eq!(targets, ["z/Backup MOC.md"]);
+    apply_all(&engine, &staged.proposals);
     let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
     assert_eq!(
         read("z/Backup MOC.md"),
-        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[备份仓库]]\n- [[备份仓库]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n"
+        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[备份仓库]]\n- [[备份仓]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n"
     );
-    assert!(read("z/Git 远程仓库.md").contains("[[备份仓库#同步不等于备份]]"));
-    assert!(read("z/Rust.md").starts_with("---\ntags: [type/synthesis]\nstatus: wip\n---\n"));
-    assert!(read("z/Trusty.md").contains(", #git and `Rust`"));
     let after = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
     let left: Vec<(&str, u64)> =
         after.counts.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.as_str(), *n)).collect();
@@ -1665,8 +1665,8 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
         left,
         [
             ("ambiguous_link", 1),
-            ("broken_anchor", 1),
-            ("broken_link", 1),
+            ("broken_anchor", 2),
+            ("broken_link", 2),
             ("duplicate_title", 2),
             ("empty_note", 1),
             ("frontmatter", 3),
@@ -1674,13 +1674,120 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
             ("oversize_note", 1),
             ("skipped_file", 1),
             ("unlinked_mention", 2),
-            ("unregistered_tag", 1),
+            ("unregistered_tag", 3),
         ]
     );
-    assert!(after.findings.iter().all(|f| f.fix.is_none()), "every fix was made");
+    assert!(
+        after.findings.iter().filter_map(|f| f.fix.as_ref()).all(|x| !x.mechanical),
+        "every mechanical fix was made"
+    );
     // Nothing left to stage: no proposal.
     let again = audit(&engine, AuditArgs { fix: true, ..Default::default() });
     assert!(again.proposals.is_empty());
+}
+
+/// A small vault's notes: path and text.
+type Notes<'a> = &'a [(&'a str, &'a str)];
+
+/// A vault for the audit's fixes: notes in `z/`, the tag registry
+/// `docs/tags.md` (registering `#moc`, `#backup`, `#work/health` and
+/// `#to-read`), `[limits]` lines from `limits`, then `files`.
+fn fix_vault(limits: &str, files: Notes<'_>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    let config = format!(
+        "[vault]\nnotes = [\"z\"]\nstandards = [\"docs\"]\n[tags]\nregistry = \"docs/tags.md\"\n[limits]\n{limits}"
+    );
+    let registry = "# Tags\n\n- #moc\n- #backup\n- #work/health\n- #to-read\n";
+    for (path, text) in [("kb.toml", config.as_str()), ("docs/tags.md", registry)].iter().chain(files) {
+        let file = vault.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    (dir, vault)
+}
+
+/// The pending proposals, newest first.
+fn pending_proposals(engine: &Engine) -> Vec<ProposalEntry> {
+    engine.list_proposals(&ListProposalsArgs { status: None, limit: Some(500) }).unwrap().proposals
+}
+
+fn apply_all(engine: &Engine, ids: &[String]) {
+    for id in ids {
+        engine
+            .apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::engine::types::Actor::Cli)
+            .unwrap();
+    }
+}
+
+/// Issue 34: `audit_vault {fix: true}` staged fixes that change meaning. Each
+/// of the issue's examples alone in a vault: a link to a chapter, a date or a
+/// version differing in a digit, a tag sharing only its last segment and an
+/// anchor to another section keep their fix as a suggestion and stage nothing.
+#[test]
+fn issue34_audit_fix_never_stages_a_fix_that_changes_meaning() {
+    // What, the vault's notes, the text that finds the finding, the fix suggested.
+    let suggestions: [(&str, Notes<'_>, &str, &str); 5] = [
+        (
+            "a chapter's number",
+            &[
+                ("z/Chapter 2.md", "# Chapter 2\n"),
+                ("z/Book.md", "# Book\n\n[[Chapter 2]], then [[Chapter 3]].\n"),
+            ],
+            "[[Chapter 3]] leads",
+            "Chapter 2",
+        ),
+        (
+            "a date",
+            &[
+                ("z/2024-03-15.md", "# 2024-03-15\n"),
+                ("z/Journal.md", "# Journal\n\n[[2024-03-15]], [[2024-03-16]]\n"),
+            ],
+            "[[2024-03-16]] leads",
+            "2024-03-15",
+        ),
+        (
+            "a version",
+            &[
+                ("z/Project Alpha v1.md", "# Project Alpha v1\n"),
+                ("z/Plan.md", "# Plan\n\n[[Project Alpha v1]], next [[Project Alpha v2]]\n"),
+            ],
+            "[[Project Alpha v2]] leads",
+            "Project Alpha v1",
+        ),
+        (
+            "a tag's parent",
+            &[("z/Gym.md", "---\ntags: [personal/health]\n---\n# Gym\n")],
+            "#personal/health",
+            "work/health",
+        ),
+        (
+            "another section",
+            &[
+                ("z/Guide.md", "# Guide\n\n## Step 1\n\n## Step 2\n"),
+                ("z/Howto.md", "# Howto\n\n[[Guide#Step 3]]\n"),
+            ],
+            "has no heading `Step 3`",
+            "Step 1",
+        ),
+    ];
+    for (what, files, found_by, suggested) in suggestions {
+        let (_tmp, vault) = fix_vault("", files);
+        let engine = open(&vault);
+        let before = common::snapshot(&vault.join("z"));
+        let audited = audit(&engine, AuditArgs { fix: true, limit: Some(500), ..Default::default() });
+        let fix = audited
+            .findings
+            .iter()
+            .find(|f| f.message.contains(found_by))
+            .and_then(|f| f.fix.as_ref())
+            .unwrap_or_else(|| panic!("{what}: no fix for {found_by}: {:#?}", audited.findings));
+        assert_eq!(fix.new, suggested, "{what}");
+        assert!(!fix.mechanical, "{what}: a suggestion, not a mechanical fix");
+        assert_eq!(audited.proposals, Vec::<String>::new(), "{what}: staged");
+        assert!(pending_proposals(&engine).is_empty(), "{what}");
+        assert_eq!(common::snapshot(&vault.join("z")), before, "{what}: a note changed");
+    }
 }
 
 /// Issue 15: `get_vault_overview {since}` lists the notes added, changed and

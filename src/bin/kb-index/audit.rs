@@ -1,8 +1,9 @@
 //! `kb-index audit [FOLDER] [--json] [--fix [--yes]]`: what `audit_vault`
 //! finds, for a person: every finding (all pages) by path, then the counts per
-//! check. `--fix` stages the mechanical fixes as proposals (one per note) for
-//! review with `kb-index inbox`; `--yes` also applies them. The index is brought
-//! up to date first. Exit 1 when any finding is an error.
+//! check, each finding's fix marked mechanical or a suggestion. `--fix` stages
+//! the mechanical fixes as proposals (one per note) for review with `kb-index
+//! inbox`; `--yes` also applies them. The index is brought up to date first.
+//! Exit 1 when any finding is an error.
 
 use std::io::Write;
 
@@ -91,7 +92,8 @@ pub(crate) fn run(
             let line = f.line.map_or(String::new(), |l| format!(":{}", paint.line(&l.to_string())));
             writeln!(out, "{}{line}: {severity} [{}] {}", paint.path(&f.path), f.check.name(), f.message)?;
             if let Some(fix) = &f.fix {
-                writeln!(out, "    fix: {}", fix.summary)?;
+                let what = if fix.mechanical { "fix" } else { "suggestion" };
+                writeln!(out, "    {what}: {}", fix.summary)?;
             }
         }
         let counts: Vec<String> =

@@ -1,6 +1,12 @@
 //! `audit_vault {fix: true}`: the audit's mechanical fixes staged as patch
 //! proposals, one per note, never written to a note directly.
 //!
+//! Only fixes their finding calls mechanical are staged (`Fix::mechanical`,
+//! decided where the fix is made, by the rule of `spelling.rs`): a broken
+//! link, a broken anchor or an unregistered tag that wrote the one note name,
+//! heading or registered tag differently, and the line a map of content lacks.
+//! Every other fix stays a suggestion, for a person to judge.
+//!
 //! Each note's fixes are made afresh from the note as it is now, through its
 //! spans (the vault's Markdown model): a broken link's target, a broken anchor,
 //! a tag written inline or in the frontmatter's `tags`, a line appended to a map
@@ -27,13 +33,13 @@ fn tag_byte(c: char) -> bool {
 }
 
 impl Engine {
-    /// Stages one patch proposal per note that has fixes among `findings`;
+    /// Stages one patch proposal per note that has mechanical fixes among `findings`;
     /// returns their ids. Stops at the first proposal that cannot be staged (the
     /// inbox full, say): the error when none was staged, else the ids so far.
     pub(crate) fn stage_fixes(&self, findings: &[Finding]) -> Result<Vec<String>> {
         let mut by_note: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
         for finding in findings {
-            if let Some(fix) = &finding.fix {
+            if let Some(fix) = finding.fix.as_ref().filter(|fix| fix.mechanical) {
                 by_note.entry(fix.path.as_str()).or_default().push(finding);
             }
         }

@@ -15,8 +15,9 @@
 //! frontmatter diagnostics), `notes.rs` (orphans, duplicate titles, maps of
 //! content, sizes, skipped files), `text.rs` (the checks that read notes' text),
 //! `findings.rs` (the findings of one audit, their counts and pages),
-//! `mentions.rs` (unlinked mentions), `cursor.rs` (order and paging) and `fix.rs`
-//! (fixes staged as proposals).
+//! `mentions.rs` (unlinked mentions), `cursor.rs` (order and paging), `fix.rs`
+//! (mechanical fixes staged as proposals) and `spelling.rs` (when a fix is
+//! mechanical).
 
 mod cursor;
 mod findings;
@@ -24,6 +25,7 @@ mod fix;
 mod links;
 mod mentions;
 mod notes;
+mod spelling;
 mod tags;
 mod text;
 

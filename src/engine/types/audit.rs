@@ -121,7 +121,8 @@ pub struct AuditArgs {
     pub fix: bool,
 }
 
-/// A mechanical fix: what to change in which note.
+/// A fix: what to change in which note; mechanical, or a suggestion for a
+/// person to judge.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Fix {
     /// The note the fix changes.
@@ -130,9 +131,15 @@ pub struct Fix {
     pub summary: String,
     /// The text replaced (absent: `new` is appended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub old: Option<String>,
     /// The text written instead.
     pub new: String,
+    /// Whether `fix: true` stages it: the one note name, heading or registered
+    /// tag the text wrote differently (case, spacing, punctuation, accents), or
+    /// a map of content's missing line. Absent: a suggestion only.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub mechanical: bool,
 }
 
 /// One finding.
@@ -146,11 +153,13 @@ pub struct Finding {
     pub path: String,
     /// 1-based line, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
     pub line: Option<u32>,
     /// What is wrong.
     pub message: String,
-    /// A mechanical fix, when there is one.
+    /// A fix, when there is one: mechanical, or a suggestion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Fix")]
     pub fix: Option<Fix>,
 }
 
@@ -169,6 +178,7 @@ pub struct Audit {
     pub findings: Vec<Finding>,
     /// Pass as `cursor` for the next page; absent on the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub next_cursor: Option<String>,
     /// With `fix`: the proposals staged, one per note.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
