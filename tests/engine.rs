@@ -1723,7 +1723,9 @@ fn apply_all(engine: &Engine, ids: &[String]) {
 /// Issue 34: `audit_vault {fix: true}` staged fixes that change meaning. Each
 /// of the issue's examples alone in a vault: a link to a chapter, a date or a
 /// version differing in a digit, a tag sharing only its last segment and an
-/// anchor to another section keep their fix as a suggestion and stage nothing.
+/// anchor to another section keep their fix as a suggestion and stage nothing;
+/// a map of content ending inside an unclosed fence gets no line appended
+/// inside it; a tag is fixed in the frontmatter but not in its YAML comments.
 #[test]
 fn issue34_audit_fix_never_stages_a_fix_that_changes_meaning() {
     // What, the vault's notes, the text that finds the finding, the fix suggested.
@@ -1788,6 +1790,51 @@ fn issue34_audit_fix_never_stages_a_fix_that_changes_meaning() {
         assert!(pending_proposals(&engine).is_empty(), "{what}");
         assert_eq!(common::snapshot(&vault.join("z")), before, "{what}: a note changed");
     }
+
+    // A map of content whose last code fence is never closed: its missing
+    // line would be appended inside the fence, as code.
+    let moc =
+        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[Restore drills]]\n\n```sh\nrestic snapshots\n";
+    let (_tmp, vault) = fix_vault(
+        "",
+        &[
+            ("z/Backup MOC.md", moc),
+            ("z/Restore drills.md", "---\ntags: [backup]\n---\n# Restore drills\n"),
+            ("z/Offsite.md", "---\ntags: [backup]\n---\n# Offsite\n"),
+        ],
+    );
+    let engine = open(&vault);
+    let audited = audit(&engine, AuditArgs { fix: true, limit: Some(500), ..Default::default() });
+    let fix = audited.findings.iter().find_map(|f| f.fix.as_ref()).unwrap();
+    assert_eq!(
+        (fix.path.as_str(), fix.new.as_str(), fix.mechanical),
+        ("z/Backup MOC.md", "- [[Offsite]]", true)
+    );
+    assert_eq!(audited.proposals, Vec::<String>::new(), "appended inside the unclosed fence");
+    assert!(pending_proposals(&engine).is_empty());
+
+    // A tag written differently from the registered one is fixed where it is
+    // a value, and left as it is in the YAML comments beside it.
+    let (_tmp, vault) = fix_vault(
+        "",
+        &[
+            (
+                "z/Reading.md",
+                "---\ntags: [to_read]  # to_read: how the old scheme spelt it\n---\n# Reading\n",
+            ),
+            ("z/Queue.md", "---\ntags:\n  - to_read\n  # to_read, to_watch\n---\n# Queue\n"),
+        ],
+    );
+    let engine = open(&vault);
+    let audited = audit(&engine, AuditArgs { fix: true, limit: Some(500), ..Default::default() });
+    assert_eq!(audited.proposals.len(), 2, "{:#?}", audited);
+    apply_all(&engine, &audited.proposals);
+    let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
+    assert_eq!(
+        read("z/Reading.md"),
+        "---\ntags: [to-read]  # to_read: how the old scheme spelt it\n---\n# Reading\n"
+    );
+    assert_eq!(read("z/Queue.md"), "---\ntags:\n  - to-read\n  # to_read, to_watch\n---\n# Queue\n");
 }
 
 /// Issue 15: `get_vault_overview {since}` lists the notes added, changed and
