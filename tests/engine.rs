@@ -1648,6 +1648,7 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
     let before = common::snapshot(&vault.join("z"));
     let staged = audit(&engine, AuditArgs { fix: true, limit: Some(1), ..Default::default() });
     assert_eq!(staged.proposals.len(), 1, "the map of content's line");
+    assert_eq!(unstaged(&staged), [("suggestion", 4)]);
     assert_eq!(common::snapshot(&vault.join("z")), before, "staging touches no note");
     let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
     let targets: Vec<&str> = pending.proposals.iter().map(|p| p.target.as_str()).collect();
@@ -1681,9 +1682,10 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
         after.findings.iter().filter_map(|f| f.fix.as_ref()).all(|x| !x.mechanical),
         "every mechanical fix was made"
     );
-    // Nothing left to stage: no proposal.
+    // Nothing left to stage: no proposal, the suggestions counted.
     let again = audit(&engine, AuditArgs { fix: true, ..Default::default() });
     assert!(again.proposals.is_empty());
+    assert_eq!(unstaged(&again), [("suggestion", 4)]);
 }
 
 /// A small vault's notes: path and text.
@@ -1710,6 +1712,11 @@ fn fix_vault(limits: &str, files: Notes<'_>) -> (tempfile::TempDir, std::path::P
 /// The pending proposals, newest first.
 fn pending_proposals(engine: &Engine) -> Vec<ProposalEntry> {
     engine.list_proposals(&ListProposalsArgs { status: None, limit: Some(500) }).unwrap().proposals
+}
+
+/// The fixes an audit left unstaged, by reason.
+fn unstaged(audit: &Audit) -> Vec<(&str, u64)> {
+    audit.unstaged.iter().map(|(reason, fixes)| (reason.as_str(), *fixes)).collect()
 }
 
 fn apply_all(engine: &Engine, ids: &[String]) {
@@ -1788,6 +1795,7 @@ fn issue34_audit_fix_never_stages_a_fix_that_changes_meaning() {
         assert!(!fix.mechanical, "{what}: a suggestion, not a mechanical fix");
         assert_eq!(audited.proposals, Vec::<String>::new(), "{what}: staged");
         assert!(pending_proposals(&engine).is_empty(), "{what}");
+        assert_eq!(unstaged(&audited), [("suggestion", 1)], "{what}");
         assert_eq!(common::snapshot(&vault.join("z")), before, "{what}: a note changed");
     }
 
@@ -1812,6 +1820,12 @@ fn issue34_audit_fix_never_stages_a_fix_that_changes_meaning() {
     );
     assert_eq!(audited.proposals, Vec::<String>::new(), "appended inside the unclosed fence");
     assert!(pending_proposals(&engine).is_empty());
+    assert_eq!(unstaged(&audited), [("code_or_comment", 1)]);
+    let messages = audited.unstaged_messages();
+    assert!(
+        messages[0].starts_with("1 fix not staged: their only place is inside code or a comment"),
+        "{messages:?}"
+    );
 
     // A tag written differently from the registered one is fixed where it is
     // a value, and left as it is in the YAML comments beside it.
@@ -1827,7 +1841,8 @@ fn issue34_audit_fix_never_stages_a_fix_that_changes_meaning() {
     );
     let engine = open(&vault);
     let audited = audit(&engine, AuditArgs { fix: true, limit: Some(500), ..Default::default() });
-    assert_eq!(audited.proposals.len(), 2, "{:#?}", audited);
+    assert_eq!(audited.proposals.len(), 1, "{:#?}", audited);
+    assert!(audited.unstaged.is_empty(), "{:?}", audited.unstaged);
     apply_all(&engine, &audited.proposals);
     let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
     assert_eq!(
@@ -1835,6 +1850,172 @@ fn issue34_audit_fix_never_stages_a_fix_that_changes_meaning() {
         "---\ntags: [to-read]  # to_read: how the old scheme spelt it\n---\n# Reading\n"
     );
     assert_eq!(read("z/Queue.md"), "---\ntags:\n  - to-read\n  # to_read, to_watch\n---\n# Queue\n");
+}
+
+/// Issue 34: what is the same name written differently (case, spacing,
+/// punctuation, accents) is still staged, as one batch proposal per kind of
+/// fix, so the person can reject one kind and keep the others: links (also one
+/// with a display text, never in code), anchors, tags, maps of content. A note
+/// is in one proposal of a call: its fixes of another kind wait for the next
+/// call. The rest stay suggestions.
+#[test]
+fn issue34_audit_fix_stages_mechanical_fixes_one_proposal_per_kind() {
+    let (_tmp, vault) = fix_vault(
+        "",
+        &[
+            (
+                "z/Restore drills.md",
+                "---\ntags: [backup]\n---\n# Restore drills\n\n## Set up the target\n\nText.\n",
+            ),
+            ("z/Git 远程仓库.md", "# Git 远程仓库\n"),
+            ("z/Café.md", "# Café\n"),
+            ("z/Chapter 2.md", "# Chapter 2\n"),
+            (
+                "z/Notes.md",
+                "---\ntags: [to_read]\n---\n# Notes\n\n[[restore-drills]], [[Git远程仓库]] and [[Cafe]]; [[Chapter 3]] is not written yet.\n",
+            ),
+            (
+                "z/Other.md",
+                "# Other\n\n```\n[[Restore_Drills]] in code stays\n```\n\n[[Restore_Drills|the drills]]\n",
+            ),
+            (
+                "z/Anchors.md",
+                "# Anchors\n\n[[Restore drills#Setup the target]], [[Restore drills#Set-up: the target]]\n",
+            ),
+            ("z/Reading.md", "---\ntags: [to_read]\n---\n# Reading\n"),
+            ("z/Backup MOC.md", "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[Offsite]]\n"),
+            ("z/Offsite.md", "---\ntags: [backup]\n---\n# Offsite\n\n[[Backup MOC]]\n"),
+        ],
+    );
+    let engine = open(&vault);
+    let before = common::snapshot(&vault.join("z"));
+    let staged = audit(&engine, AuditArgs { fix: true, limit: Some(1), ..Default::default() });
+    assert_eq!(common::snapshot(&vault.join("z")), before, "staging touches no note");
+    assert_eq!(unstaged(&staged), [("later", 1), ("suggestion", 1)]);
+    assert_eq!(staged.proposals.len(), 4, "{:#?}", staged);
+    let mut listed: Vec<(String, String)> = pending_proposals(&engine)
+        .into_iter()
+        .map(|p| {
+            assert_eq!(p.kind, ProposalKind::Batch);
+            (p.reason.split(':').next().unwrap().to_owned(), p.summary)
+        })
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            ("audit_vault fix (broken_anchor)".to_owned(), "batch: 1 patch".to_owned()),
+            ("audit_vault fix (broken_link)".to_owned(), "batch: 2 patches".to_owned()),
+            ("audit_vault fix (moc_missing)".to_owned(), "batch: 1 patch".to_owned()),
+            ("audit_vault fix (unregistered_tag)".to_owned(), "batch: 1 patch".to_owned()),
+        ]
+    );
+    apply_all(&engine, &staged.proposals);
+    let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
+    assert_eq!(
+        read("z/Notes.md"),
+        "---\ntags: [to_read]\n---\n# Notes\n\n[[Restore drills]], [[Git 远程仓库]] and [[Café]]; [[Chapter 3]] is not written yet.\n"
+    );
+    assert_eq!(
+        read("z/Other.md"),
+        "# Other\n\n```\n[[Restore_Drills]] in code stays\n```\n\n[[Restore drills|the drills]]\n"
+    );
+    assert_eq!(
+        read("z/Anchors.md"),
+        "# Anchors\n\n[[Restore drills#Set up the target]], [[Restore drills#Set up the target]]\n"
+    );
+    assert_eq!(read("z/Reading.md"), "---\ntags: [to-read]\n---\n# Reading\n");
+    assert_eq!(
+        read("z/Backup MOC.md"),
+        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[Offsite]]\n- [[Restore drills]]\n"
+    );
+    // The next call stages what waited; the suggestion stays one.
+    let next = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(next.proposals.len(), 1);
+    assert_eq!(unstaged(&next), [("suggestion", 1)]);
+    apply_all(&engine, &next.proposals);
+    assert!(read("z/Notes.md").starts_with("---\ntags: [to-read]\n---\n"));
+    let after = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
+    let fixes: Vec<(&str, bool)> = after
+        .findings
+        .iter()
+        .filter_map(|f| f.fix.as_ref())
+        .map(|x| (x.new.as_str(), x.mechanical))
+        .collect();
+    assert_eq!(fixes, [("Chapter 2", false)]);
+}
+
+/// Issue 34: one call staged 99 proposals, one per note, and the full inbox
+/// refused every agent's proposal and the person's own `kb-index rm`. Now a
+/// kind's fixes are one proposal of at most 100 notes; the rest wait for the
+/// next call, and a note a pending proposal changes is left alone, so calls
+/// never stage a fix twice.
+#[test]
+fn issue34_audit_fix_stages_a_kind_in_one_proposal_and_never_twice() {
+    let mut files: Vec<(String, String)> = vec![("z/Restore drills.md".into(), "# Restore drills\n".into())];
+    for n in 0..120 {
+        files.push((format!("z/Note {n:03}.md"), format!("# Note {n:03}\n\n[[restore-drills]]\n")));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let (_tmp, vault) = fix_vault("", &files);
+    let engine = open(&vault);
+    let first = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(first.proposals.len(), 1);
+    assert_eq!(unstaged(&first), [("later", 20)]);
+    let listed = pending_proposals(&engine);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].summary, "batch: 100 patches");
+    let second = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(second.proposals.len(), 1, "the 20 notes that waited");
+    assert_eq!(unstaged(&second), [("pending", 100)]);
+    let third = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(third.proposals, Vec::<String>::new(), "nothing staged twice");
+    assert_eq!(unstaged(&third), [("pending", 120)]);
+    assert_eq!(pending_proposals(&engine).len(), 2);
+}
+
+/// Issue 34: the fixes stage only while the inbox stays a quarter below its
+/// caps, so a deletion (what `kb-index rm` stages) still fits after them. With
+/// room for 8 proposals and 5 pending, the fixes may bring the inbox to 6 (a
+/// quarter, 2, stays free): one kind is staged and two wait.
+#[test]
+fn issue34_audit_fix_leaves_a_quarter_of_the_inbox_free() {
+    let (_tmp, vault) = fix_vault(
+        "pending_max_count = 8\n",
+        &[
+            ("z/Restore drills.md", "---\ntags: [backup]\n---\n# Restore drills\n\n## Set up\n"),
+            ("z/Notes.md", "# Notes\n\n[[restore-drills]]\n"),
+            ("z/Anchors.md", "# Anchors\n\n[[Restore drills#Set-up]]\n"),
+            ("z/Backup MOC.md", "---\ntags: [moc, backup]\n---\n# Backup MOC\n"),
+        ],
+    );
+    let engine = open(&vault);
+    for n in 0..5 {
+        engine
+            .propose_new_note(&ProposeNewArgs {
+                title: format!("Idea {n}"),
+                body: "An idea.\n".into(),
+                reason: "test".into(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let fixed = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(fixed.proposals.len(), 1, "{:#?}", fixed);
+    assert_eq!(unstaged(&fixed), [("inbox_headroom", 2)]);
+    let messages = fixed.unstaged_messages();
+    assert!(
+        messages[0].starts_with("2 fixes not staged: the audit stages only while a quarter"),
+        "{messages:?}"
+    );
+    assert_eq!(pending_proposals(&engine).len(), 6);
+    // What `kb-index rm` stages still fits.
+    engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/Notes.md".into(), reason: "not needed".into() })
+        .unwrap();
+    let again = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(again.proposals, Vec::<String>::new());
+    assert_eq!(pending_proposals(&engine).len(), 7);
 }
 
 /// Issue 15: `get_vault_overview {since}` lists the notes added, changed and

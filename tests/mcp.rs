@@ -1353,8 +1353,8 @@ async fn issue15_audit_vault_and_overview_since_over_mcp() {
     assert_eq!(error_code(&garbled), "invalid_argument");
     client.cancel().await.unwrap();
 
-    // At access propose the mechanical fixes are staged, one proposal per note
-    // (in the messy vault only the map of content's line).
+    // At access propose the mechanical fixes are staged, one proposal per kind
+    // (in the messy vault only the map of content's line); the rest are counted.
     let (_tmp, messy) = common::messy_vault();
     let client = connect(&messy, "propose").await;
     let fixed = call(&client, "audit_vault", json!({"fix": true, "limit": 1})).await.unwrap();
@@ -1362,6 +1362,8 @@ async fn issue15_audit_vault_and_overview_since_over_mcp() {
     let text = fixed.content[0].as_text().unwrap().text.clone();
     let fixed = fixed.structured_content.unwrap();
     assert_eq!(fixed["proposals"].as_array().unwrap().len(), 1, "{fixed}");
+    assert_eq!(fixed["unstaged"], json!({"suggestion": 4}));
+    assert!(text.contains("4 fixes left as suggestions"), "{text}");
     assert!(text.contains("[suggestion: link to z/备份仓库.md instead of `备份仓`]"), "{text}");
     let pending = call(&client, "list_proposals", json!({})).await.unwrap().structured_content.unwrap();
     assert_eq!(pending["proposals"].as_array().unwrap().len(), 1, "{pending}");
@@ -1398,7 +1400,15 @@ fn issue15_kb_index_audit_reports_and_fixes() {
     let staged = kb_index(&["audit", "--fix"]);
     let text = String::from_utf8_lossy(&staged.stdout);
     let id = text.split("staged 1 fix proposal: ").nth(1).and_then(|rest| rest.split(';').next()).unwrap();
+    assert!(text.contains("4 fixes left as suggestions"), "{text}");
     assert_eq!(std::fs::read(vault.join("z/Backup MOC.md")).unwrap(), before, "--fix alone writes no note");
+    // The line is pending now: a second call does not stage it again.
+    let again = kb_index(&["audit", "--fix"]);
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        text.contains("no mechanical fix staged") && text.contains("a pending proposal already changes"),
+        "{text}"
+    );
     let rejected = kb_index(&["inbox", "reject", id, "--reason", "test"]);
     assert!(rejected.status.success(), "{rejected:?}");
     let applied = kb_index(&["audit", "--fix", "--yes", "--checks", "broken_link,moc_missing"]);

@@ -333,6 +333,9 @@ pub(super) fn audit(a: &Audit) -> String {
             a.proposals.join(", ")
         );
     }
+    for message in a.unstaged_messages() {
+        let _ = write!(out, "\n{message}");
+    }
     if let Some(cursor) = &a.next_cursor {
         let _ = write!(out, "\n[more: call again with cursor {cursor}]");
     }
