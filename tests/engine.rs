@@ -1511,6 +1511,11 @@ fn issue15_audit_vault_finds_each_problem_of_a_messy_vault() {
             ("z/Backup MOC.md".to_owned(), None, "- [[孤立笔记]]".to_owned()),
         ]
     );
+    // Issue 34: only the line is mechanical; the names, the heading and the
+    // tags are guesses, suggestions for a person.
+    let mechanical: Vec<bool> =
+        all.findings.iter().filter_map(|f| f.fix.as_ref()).map(|x| x.mechanical).collect();
+    assert_eq!(mechanical, [false, false, false, false, true]);
     // The order is by path, line, check; the same from run to run.
     let again = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
     assert_eq!(again.findings, all.findings);
@@ -1630,8 +1635,11 @@ fn issue15_later_audit_pages_reuse_the_findings_until_the_vault_changes() {
     assert!(after.total > first.total);
 }
 
-/// Issue 15: `fix: true` stages one patch proposal per note holding all its
-/// mechanical fixes, touching no note; applying them removes those findings.
+/// Issue 15: `fix: true` stages the mechanical fixes, touching no note;
+/// applying them removes those findings. In the messy vault only the map of
+/// content's missing line is mechanical (issue 34): `[[备份仓]]` for 备份仓库, an
+/// anchor one character off, `#synthesis` for `#type/synthesis` and `#gitt`
+/// for `#git` are likely but guessed, and stay suggestions.
 #[cfg(unix)]
 #[test]
 fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
@@ -1639,25 +1647,18 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
     let engine = open(&vault);
     let before = common::snapshot(&vault.join("z"));
     let staged = audit(&engine, AuditArgs { fix: true, limit: Some(1), ..Default::default() });
-    assert_eq!(staged.proposals.len(), 4, "MOC (2 fixes), Git 远程仓库, Rust, Trusty");
+    assert_eq!(staged.proposals.len(), 1, "the map of content's line");
+    assert_eq!(unstaged(&staged), [("suggestion", 4)]);
     assert_eq!(common::snapshot(&vault.join("z")), before, "staging touches no note");
     let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap();
-    let mut targets: Vec<&str> = pending.proposals.iter().map(|p| p.target.as_str()).collect();
-    targets.sort();
-    assert_eq!(targets, ["z/Backup MOC.md", "z/Git 远程仓库.md", "z/Rust.md", "z/Trusty.md"]);
-    for id in &staged.proposals {
-        engine
-            .apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::engine::types::Actor::Cli)
-            .unwrap();
-    }
+    let targets: Vec<&str> = pending.proposals.iter().map(|p| p.target.as_str()).collect();
+    assert_eq!(targets, ["z/Backup MOC.md"]);
+    apply_all(&engine, &staged.proposals);
     let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
     assert_eq!(
         read("z/Backup MOC.md"),
-        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[备份仓库]]\n- [[备份仓库]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n"
+        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[备份仓库]]\n- [[备份仓]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n"
     );
-    assert!(read("z/Git 远程仓库.md").contains("[[备份仓库#同步不等于备份]]"));
-    assert!(read("z/Rust.md").starts_with("---\ntags: [type/synthesis]\nstatus: wip\n---\n"));
-    assert!(read("z/Trusty.md").contains(", #git and `Rust`"));
     let after = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
     let left: Vec<(&str, u64)> =
         after.counts.iter().filter(|(_, n)| **n > 0).map(|(c, n)| (c.as_str(), *n)).collect();
@@ -1665,8 +1666,8 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
         left,
         [
             ("ambiguous_link", 1),
-            ("broken_anchor", 1),
-            ("broken_link", 1),
+            ("broken_anchor", 2),
+            ("broken_link", 2),
             ("duplicate_title", 2),
             ("empty_note", 1),
             ("frontmatter", 3),
@@ -1674,13 +1675,347 @@ fn issue15_audit_vault_stages_fixes_that_apply_cleanly() {
             ("oversize_note", 1),
             ("skipped_file", 1),
             ("unlinked_mention", 2),
-            ("unregistered_tag", 1),
+            ("unregistered_tag", 3),
         ]
     );
-    assert!(after.findings.iter().all(|f| f.fix.is_none()), "every fix was made");
-    // Nothing left to stage: no proposal.
+    assert!(
+        after.findings.iter().filter_map(|f| f.fix.as_ref()).all(|x| !x.mechanical),
+        "every mechanical fix was made"
+    );
+    // Nothing left to stage: no proposal, the suggestions counted.
     let again = audit(&engine, AuditArgs { fix: true, ..Default::default() });
     assert!(again.proposals.is_empty());
+    assert_eq!(unstaged(&again), [("suggestion", 4)]);
+}
+
+/// A small vault's notes: path and text.
+type Notes<'a> = &'a [(&'a str, &'a str)];
+
+/// A vault for the audit's fixes: notes in `z/`, the tag registry
+/// `docs/tags.md` (registering `#moc`, `#backup`, `#work/health` and
+/// `#to-read`), `[limits]` lines from `limits`, then `files`.
+fn fix_vault(limits: &str, files: Notes<'_>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    let config = format!(
+        "[vault]\nnotes = [\"z\"]\nstandards = [\"docs\"]\n[tags]\nregistry = \"docs/tags.md\"\n[limits]\n{limits}"
+    );
+    let registry = "# Tags\n\n- #moc\n- #backup\n- #work/health\n- #to-read\n";
+    for (path, text) in [("kb.toml", config.as_str()), ("docs/tags.md", registry)].iter().chain(files) {
+        let file = vault.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    (dir, vault)
+}
+
+/// The pending proposals, newest first.
+fn pending_proposals(engine: &Engine) -> Vec<ProposalEntry> {
+    engine.list_proposals(&ListProposalsArgs { status: None, limit: Some(500) }).unwrap().proposals
+}
+
+/// The fixes an audit left unstaged, by reason.
+fn unstaged(audit: &Audit) -> Vec<(&str, u64)> {
+    audit.unstaged.iter().map(|(reason, fixes)| (reason.as_str(), *fixes)).collect()
+}
+
+fn apply_all(engine: &Engine, ids: &[String]) {
+    for id in ids {
+        engine
+            .apply_proposal(&ApplyArgs { proposal_id: id.clone() }, kb_mcp::engine::types::Actor::Cli)
+            .unwrap();
+    }
+}
+
+/// Issue 34: `audit_vault {fix: true}` staged fixes that change meaning. Each
+/// of the issue's examples alone in a vault: a link to a chapter, a date or a
+/// version differing in a digit, a tag sharing only its last segment and an
+/// anchor to another section keep their fix as a suggestion and stage nothing;
+/// a map of content ending inside an unclosed fence gets no line appended
+/// inside it; a tag is fixed in the frontmatter but not in its YAML comments.
+#[test]
+fn issue34_audit_fix_never_stages_a_fix_that_changes_meaning() {
+    // What, the vault's notes, the text that finds the finding, the fix suggested.
+    let suggestions: [(&str, Notes<'_>, &str, &str); 5] = [
+        (
+            "a chapter's number",
+            &[
+                ("z/Chapter 2.md", "# Chapter 2\n"),
+                ("z/Book.md", "# Book\n\n[[Chapter 2]], then [[Chapter 3]].\n"),
+            ],
+            "[[Chapter 3]] leads",
+            "Chapter 2",
+        ),
+        (
+            "a date",
+            &[
+                ("z/2024-03-15.md", "# 2024-03-15\n"),
+                ("z/Journal.md", "# Journal\n\n[[2024-03-15]], [[2024-03-16]]\n"),
+            ],
+            "[[2024-03-16]] leads",
+            "2024-03-15",
+        ),
+        (
+            "a version",
+            &[
+                ("z/Project Alpha v1.md", "# Project Alpha v1\n"),
+                ("z/Plan.md", "# Plan\n\n[[Project Alpha v1]], next [[Project Alpha v2]]\n"),
+            ],
+            "[[Project Alpha v2]] leads",
+            "Project Alpha v1",
+        ),
+        (
+            "a tag's parent",
+            &[("z/Gym.md", "---\ntags: [personal/health]\n---\n# Gym\n")],
+            "#personal/health",
+            "work/health",
+        ),
+        (
+            "another section",
+            &[
+                ("z/Guide.md", "# Guide\n\n## Step 1\n\n## Step 2\n"),
+                ("z/Howto.md", "# Howto\n\n[[Guide#Step 3]]\n"),
+            ],
+            "has no heading `Step 3`",
+            "Step 1",
+        ),
+    ];
+    for (what, files, found_by, suggested) in suggestions {
+        let (_tmp, vault) = fix_vault("", files);
+        let engine = open(&vault);
+        let before = common::snapshot(&vault.join("z"));
+        let audited = audit(&engine, AuditArgs { fix: true, limit: Some(500), ..Default::default() });
+        let fix = audited
+            .findings
+            .iter()
+            .find(|f| f.message.contains(found_by))
+            .and_then(|f| f.fix.as_ref())
+            .unwrap_or_else(|| panic!("{what}: no fix for {found_by}: {:#?}", audited.findings));
+        assert_eq!(fix.new, suggested, "{what}");
+        assert!(!fix.mechanical, "{what}: a suggestion, not a mechanical fix");
+        assert_eq!(audited.proposals, Vec::<String>::new(), "{what}: staged");
+        assert!(pending_proposals(&engine).is_empty(), "{what}");
+        assert_eq!(unstaged(&audited), [("suggestion", 1)], "{what}");
+        assert_eq!(common::snapshot(&vault.join("z")), before, "{what}: a note changed");
+    }
+
+    // A map of content whose last code fence is never closed: its missing
+    // line would be appended inside the fence, as code.
+    let moc =
+        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[Restore drills]]\n\n```sh\nrestic snapshots\n";
+    let (_tmp, vault) = fix_vault(
+        "",
+        &[
+            ("z/Backup MOC.md", moc),
+            ("z/Restore drills.md", "---\ntags: [backup]\n---\n# Restore drills\n"),
+            ("z/Offsite.md", "---\ntags: [backup]\n---\n# Offsite\n"),
+        ],
+    );
+    let engine = open(&vault);
+    let audited = audit(&engine, AuditArgs { fix: true, limit: Some(500), ..Default::default() });
+    let fix = audited.findings.iter().find_map(|f| f.fix.as_ref()).unwrap();
+    assert_eq!(
+        (fix.path.as_str(), fix.new.as_str(), fix.mechanical),
+        ("z/Backup MOC.md", "- [[Offsite]]", true)
+    );
+    assert_eq!(audited.proposals, Vec::<String>::new(), "appended inside the unclosed fence");
+    assert!(pending_proposals(&engine).is_empty());
+    assert_eq!(unstaged(&audited), [("code_or_comment", 1)]);
+    let messages = audited.unstaged_messages();
+    assert!(
+        messages[0].starts_with("1 fix not staged: their only place is inside code or a comment"),
+        "{messages:?}"
+    );
+
+    // A tag written differently from the registered one is fixed where it is
+    // a value, and left as it is in the YAML comments beside it.
+    let (_tmp, vault) = fix_vault(
+        "",
+        &[
+            (
+                "z/Reading.md",
+                "---\ntags: [to_read]  # to_read: how the old scheme spelt it\n---\n# Reading\n",
+            ),
+            ("z/Queue.md", "---\ntags:\n  - to_read\n  # to_read, to_watch\n---\n# Queue\n"),
+        ],
+    );
+    let engine = open(&vault);
+    let audited = audit(&engine, AuditArgs { fix: true, limit: Some(500), ..Default::default() });
+    assert_eq!(audited.proposals.len(), 1, "{:#?}", audited);
+    assert!(audited.unstaged.is_empty(), "{:?}", audited.unstaged);
+    apply_all(&engine, &audited.proposals);
+    let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
+    assert_eq!(
+        read("z/Reading.md"),
+        "---\ntags: [to-read]  # to_read: how the old scheme spelt it\n---\n# Reading\n"
+    );
+    assert_eq!(read("z/Queue.md"), "---\ntags:\n  - to-read\n  # to_read, to_watch\n---\n# Queue\n");
+}
+
+/// Issue 34: what is the same name written differently (case, spacing,
+/// punctuation, accents) is still staged, as one batch proposal per kind of
+/// fix, so the person can reject one kind and keep the others: links (also one
+/// with a display text, never in code), anchors, tags, maps of content. A note
+/// is in one proposal of a call: its fixes of another kind wait for the next
+/// call. The rest stay suggestions.
+#[test]
+fn issue34_audit_fix_stages_mechanical_fixes_one_proposal_per_kind() {
+    let (_tmp, vault) = fix_vault(
+        "",
+        &[
+            (
+                "z/Restore drills.md",
+                "---\ntags: [backup]\n---\n# Restore drills\n\n## Set up the target\n\nText.\n",
+            ),
+            ("z/Git 远程仓库.md", "# Git 远程仓库\n"),
+            ("z/Café.md", "# Café\n"),
+            ("z/Chapter 2.md", "# Chapter 2\n"),
+            (
+                "z/Notes.md",
+                "---\ntags: [to_read]\n---\n# Notes\n\n[[restore-drills]], [[Git远程仓库]] and [[Cafe]]; [[Chapter 3]] is not written yet.\n",
+            ),
+            (
+                "z/Other.md",
+                "# Other\n\n```\n[[Restore_Drills]] in code stays\n```\n\n[[Restore_Drills|the drills]]\n",
+            ),
+            (
+                "z/Anchors.md",
+                "# Anchors\n\n[[Restore drills#Setup the target]], [[Restore drills#Set-up: the target]]\n",
+            ),
+            ("z/Reading.md", "---\ntags: [to_read]\n---\n# Reading\n"),
+            ("z/Backup MOC.md", "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[Offsite]]\n"),
+            ("z/Offsite.md", "---\ntags: [backup]\n---\n# Offsite\n\n[[Backup MOC]]\n"),
+        ],
+    );
+    let engine = open(&vault);
+    let before = common::snapshot(&vault.join("z"));
+    let staged = audit(&engine, AuditArgs { fix: true, limit: Some(1), ..Default::default() });
+    assert_eq!(common::snapshot(&vault.join("z")), before, "staging touches no note");
+    assert_eq!(unstaged(&staged), [("later", 1), ("suggestion", 1)]);
+    assert_eq!(staged.proposals.len(), 4, "{:#?}", staged);
+    let mut listed: Vec<(String, String)> = pending_proposals(&engine)
+        .into_iter()
+        .map(|p| {
+            assert_eq!(p.kind, ProposalKind::Batch);
+            (p.reason.split(':').next().unwrap().to_owned(), p.summary)
+        })
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            ("audit_vault fix (broken_anchor)".to_owned(), "batch: 1 patch".to_owned()),
+            ("audit_vault fix (broken_link)".to_owned(), "batch: 2 patches".to_owned()),
+            ("audit_vault fix (moc_missing)".to_owned(), "batch: 1 patch".to_owned()),
+            ("audit_vault fix (unregistered_tag)".to_owned(), "batch: 1 patch".to_owned()),
+        ]
+    );
+    apply_all(&engine, &staged.proposals);
+    let read = |path: &str| std::fs::read_to_string(vault.join(path)).unwrap();
+    assert_eq!(
+        read("z/Notes.md"),
+        "---\ntags: [to_read]\n---\n# Notes\n\n[[Restore drills]], [[Git 远程仓库]] and [[Café]]; [[Chapter 3]] is not written yet.\n"
+    );
+    assert_eq!(
+        read("z/Other.md"),
+        "# Other\n\n```\n[[Restore_Drills]] in code stays\n```\n\n[[Restore drills|the drills]]\n"
+    );
+    assert_eq!(
+        read("z/Anchors.md"),
+        "# Anchors\n\n[[Restore drills#Set up the target]], [[Restore drills#Set up the target]]\n"
+    );
+    assert_eq!(read("z/Reading.md"), "---\ntags: [to-read]\n---\n# Reading\n");
+    assert_eq!(
+        read("z/Backup MOC.md"),
+        "---\ntags: [moc, backup]\n---\n# Backup MOC\n\n- [[Offsite]]\n- [[Restore drills]]\n"
+    );
+    // The next call stages what waited; the suggestion stays one.
+    let next = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(next.proposals.len(), 1);
+    assert_eq!(unstaged(&next), [("suggestion", 1)]);
+    apply_all(&engine, &next.proposals);
+    assert!(read("z/Notes.md").starts_with("---\ntags: [to-read]\n---\n"));
+    let after = audit(&engine, AuditArgs { limit: Some(500), ..Default::default() });
+    let fixes: Vec<(&str, bool)> = after
+        .findings
+        .iter()
+        .filter_map(|f| f.fix.as_ref())
+        .map(|x| (x.new.as_str(), x.mechanical))
+        .collect();
+    assert_eq!(fixes, [("Chapter 2", false)]);
+}
+
+/// Issue 34: one call staged 99 proposals, one per note, and the full inbox
+/// refused every agent's proposal and the person's own `kb-index rm`. Now a
+/// kind's fixes are one proposal of at most 100 notes; the rest wait for the
+/// next call, and a note a pending proposal changes is left alone, so calls
+/// never stage a fix twice.
+#[test]
+fn issue34_audit_fix_stages_a_kind_in_one_proposal_and_never_twice() {
+    let mut files: Vec<(String, String)> = vec![("z/Restore drills.md".into(), "# Restore drills\n".into())];
+    for n in 0..120 {
+        files.push((format!("z/Note {n:03}.md"), format!("# Note {n:03}\n\n[[restore-drills]]\n")));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let (_tmp, vault) = fix_vault("", &files);
+    let engine = open(&vault);
+    let first = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(first.proposals.len(), 1);
+    assert_eq!(unstaged(&first), [("later", 20)]);
+    let listed = pending_proposals(&engine);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].summary, "batch: 100 patches");
+    let second = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(second.proposals.len(), 1, "the 20 notes that waited");
+    assert_eq!(unstaged(&second), [("pending", 100)]);
+    let third = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(third.proposals, Vec::<String>::new(), "nothing staged twice");
+    assert_eq!(unstaged(&third), [("pending", 120)]);
+    assert_eq!(pending_proposals(&engine).len(), 2);
+}
+
+/// Issue 34: the fixes stage only while the inbox stays a quarter below its
+/// caps, so a deletion (what `kb-index rm` stages) still fits after them. With
+/// room for 8 proposals and 5 pending, the fixes may bring the inbox to 6 (a
+/// quarter, 2, stays free): one kind is staged and two wait.
+#[test]
+fn issue34_audit_fix_leaves_a_quarter_of_the_inbox_free() {
+    let (_tmp, vault) = fix_vault(
+        "pending_max_count = 8\n",
+        &[
+            ("z/Restore drills.md", "---\ntags: [backup]\n---\n# Restore drills\n\n## Set up\n"),
+            ("z/Notes.md", "# Notes\n\n[[restore-drills]]\n"),
+            ("z/Anchors.md", "# Anchors\n\n[[Restore drills#Set-up]]\n"),
+            ("z/Backup MOC.md", "---\ntags: [moc, backup]\n---\n# Backup MOC\n"),
+        ],
+    );
+    let engine = open(&vault);
+    for n in 0..5 {
+        engine
+            .propose_new_note(&ProposeNewArgs {
+                title: format!("Idea {n}"),
+                body: "An idea.\n".into(),
+                reason: "test".into(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let fixed = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(fixed.proposals.len(), 1, "{:#?}", fixed);
+    assert_eq!(unstaged(&fixed), [("inbox_headroom", 2)]);
+    let messages = fixed.unstaged_messages();
+    assert!(
+        messages[0].starts_with("2 fixes not staged: the audit stages only while a quarter"),
+        "{messages:?}"
+    );
+    assert_eq!(pending_proposals(&engine).len(), 6);
+    // What `kb-index rm` stages still fits.
+    engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/Notes.md".into(), reason: "not needed".into() })
+        .unwrap();
+    let again = audit(&engine, AuditArgs { fix: true, ..Default::default() });
+    assert_eq!(again.proposals, Vec::<String>::new());
+    assert_eq!(pending_proposals(&engine).len(), 7);
 }
 
 /// Issue 15: `get_vault_overview {since}` lists the notes added, changed and

@@ -1353,14 +1353,20 @@ async fn issue15_audit_vault_and_overview_since_over_mcp() {
     assert_eq!(error_code(&garbled), "invalid_argument");
     client.cancel().await.unwrap();
 
-    // At access propose the fixes are staged, one proposal per note.
+    // At access propose the mechanical fixes are staged, one proposal per kind
+    // (in the messy vault only the map of content's line); the rest are counted.
     let (_tmp, messy) = common::messy_vault();
     let client = connect(&messy, "propose").await;
     let fixed = call(&client, "audit_vault", json!({"fix": true, "limit": 1})).await.unwrap();
     assert_ne!(fixed.is_error, Some(true), "{fixed:?}");
-    assert_eq!(fixed.structured_content.unwrap()["proposals"].as_array().unwrap().len(), 4);
+    let text = fixed.content[0].as_text().unwrap().text.clone();
+    let fixed = fixed.structured_content.unwrap();
+    assert_eq!(fixed["proposals"].as_array().unwrap().len(), 1, "{fixed}");
+    assert_eq!(fixed["unstaged"], json!({"suggestion": 4}));
+    assert!(text.contains("4 fixes left as suggestions"), "{text}");
+    assert!(text.contains("[suggestion: link to z/备份仓库.md instead of `备份仓`]"), "{text}");
     let pending = call(&client, "list_proposals", json!({})).await.unwrap().structured_content.unwrap();
-    assert_eq!(pending["proposals"].as_array().unwrap().len(), 4, "{pending}");
+    assert_eq!(pending["proposals"].as_array().unwrap().len(), 1, "{pending}");
     client.cancel().await.unwrap();
 }
 
@@ -1379,7 +1385,8 @@ fn issue15_kb_index_audit_reports_and_fixes() {
         text.contains("z/Backup MOC.md:7: error [broken_link] [[备份仓]] leads to no note or file"),
         "{text}"
     );
-    assert!(text.contains("    fix: link to z/备份仓库.md instead of `备份仓`"), "{text}");
+    assert!(text.contains("    suggestion: link to z/备份仓库.md instead of `备份仓`"), "{text}");
+    assert!(text.contains("    fix: add [[孤立笔记]] to z/Backup MOC.md"), "{text}");
     assert!(text.trim_end().ends_with("21 findings, 7 errors (ambiguous_link 1, broken_anchor 2, broken_link 2, duplicate_title 2, empty_note 1, frontmatter 3, moc_missing 1, orphan 2, oversize_note 1, skipped_file 1, unlinked_mention 2, unregistered_tag 3)"), "{text}");
     let json = kb_index(&["audit", "z/daily", "--json"]);
     let audit: Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -1392,15 +1399,28 @@ fn issue15_kb_index_audit_reports_and_fixes() {
     let before = std::fs::read(vault.join("z/Backup MOC.md")).unwrap();
     let staged = kb_index(&["audit", "--fix"]);
     let text = String::from_utf8_lossy(&staged.stdout);
-    assert!(text.contains("staged 4 fix proposals: "), "{text}");
+    let id = text.split("staged 1 fix proposal: ").nth(1).and_then(|rest| rest.split(';').next()).unwrap();
+    assert!(text.contains("4 fixes left as suggestions"), "{text}");
     assert_eq!(std::fs::read(vault.join("z/Backup MOC.md")).unwrap(), before, "--fix alone writes no note");
+    // The line is pending now: a second call does not stage it again.
+    let again = kb_index(&["audit", "--fix"]);
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        text.contains("no mechanical fix staged") && text.contains("a pending proposal already changes"),
+        "{text}"
+    );
+    let rejected = kb_index(&["inbox", "reject", id, "--reason", "test"]);
+    assert!(rejected.status.success(), "{rejected:?}");
     let applied = kb_index(&["audit", "--fix", "--yes", "--checks", "broken_link,moc_missing"]);
     let text = String::from_utf8_lossy(&applied.stdout);
-    assert!(text.contains("applied 1 fix proposal: ") && text.contains("after the fixes: 1 error"), "{text}");
+    assert!(
+        text.contains("applied 1 fix proposal: ") && text.contains("after the fixes: 2 errors"),
+        "{text}"
+    );
     assert!(
         std::fs::read_to_string(vault.join("z/Backup MOC.md"))
             .unwrap()
-            .ends_with("- [[备份仓库]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n")
+            .ends_with("- [[备份仓]]\n- [[Nonexistent thing]]\n- [[孤立笔记]]\n")
     );
 }
 

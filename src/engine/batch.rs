@@ -5,17 +5,27 @@
 use super::Engine;
 use super::types::*;
 use crate::error::Result;
+use crate::vault::Limits;
 use crate::write::{self, NewNote, PatchRequest};
 
 impl Engine {
     /// `propose_batch`: plans every item in order on the current catalog, then stages one proposal.
     pub fn propose_batch(&self, args: &ProposeBatchArgs) -> Result<ProposeBatchResult> {
+        self.propose_batch_within(args, &self.config().limits)
+    }
+
+    /// [`Engine::propose_batch`] under `limits`: the audit's fixes stage
+    /// under caps lower than the configured ones, to leave other proposals room.
+    pub(super) fn propose_batch_within(
+        &self,
+        args: &ProposeBatchArgs,
+        limits: &Limits,
+    ) -> Result<ProposeBatchResult> {
         let reason = write::required_reason(&args.reason)?;
         let items: Vec<write::BatchItem> = args.items.iter().map(|item| write_item(item, &reason)).collect();
         let catalog = self.catalog();
         let view = catalog.view();
         let sandbox = self.sandbox();
-        let limits = &self.config().limits;
         let now = jiff::Timestamp::now();
         let planned = write::plan_batch(&sandbox, limits, &view, &items, now)?;
         let target = planned.plan.files.first().map(|op| op.path.clone()).unwrap_or_default();

@@ -321,7 +321,8 @@ pub(super) fn audit(a: &Audit) -> String {
         };
         let _ = write!(out, "\n- {severity} {} {}{line}: {}", f.check.name(), f.path, f.message);
         if let Some(fix) = &f.fix {
-            let _ = write!(out, " [fix: {}]", fix.summary);
+            let what = if fix.mechanical { "fix" } else { "suggestion" };
+            let _ = write!(out, " [{what}: {}]", fix.summary);
         }
     }
     if !a.proposals.is_empty() {
@@ -331,6 +332,9 @@ pub(super) fn audit(a: &Audit) -> String {
             count(a.proposals.len() as u64, "proposal"),
             a.proposals.join(", ")
         );
+    }
+    for message in a.unstaged_messages() {
+        let _ = write!(out, "\n{message}");
     }
     if let Some(cursor) = &a.next_cursor {
         let _ = write!(out, "\n[more: call again with cursor {cursor}]");

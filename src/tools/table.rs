@@ -149,7 +149,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "audit_vault",
         title: "Audit the vault",
-        description: "Find what needs care: broken links, orphans, frontmatter against kb.toml's [lint], duplicate titles, unlinked mentions, notes missing from their tag's MOC...; paged by `next_cursor`; `fix` stages the mechanical fixes.",
+        description: "Find what needs care: broken links, orphans, [lint] frontmatter, duplicate titles, unlinked mentions, notes missing from a MOC...; paged by `next_cursor`; `fix` stages mechanical fixes.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<AuditArgs>,

@@ -88,7 +88,7 @@ pub use propose::{StagedPlan, propose_new, propose_patch, required_reason, stage
 pub use recover::{interrupted, recover};
 pub use relink::{LinkEdit, apply_link_edits, relink};
 pub use revert::{RevertPlan, plan_revert};
-pub use review::{FileChange, Overlap, Review, overlaps_of, review};
+pub use review::{FileChange, Overlap, Review, overlaps_of, pending_paths, review};
 
 use serde::{Deserialize, Serialize};
 

@@ -155,6 +155,19 @@ pub fn overlaps_of(sandbox: &Sandbox, id: &str) -> Result<Vec<Overlap>> {
     overlaps(sandbox, &inbox, &located, &touched(sandbox, &located))
 }
 
+/// Every vault path a pending proposal touches ([`touched`]), lowercased as
+/// [`overlaps`] compares them: a new proposal changing one of them from the
+/// same base would go stale when the other is applied.
+pub fn pending_paths(sandbox: &Sandbox) -> Result<BTreeSet<String>> {
+    let inbox = Inbox::of(sandbox);
+    let mut paths = BTreeSet::new();
+    for file in pending_files(sandbox, &inbox)? {
+        let Ok(located) = locate(sandbox, &file, ProposalStatus::Pending) else { continue };
+        paths.extend(touched(sandbox, &located).into_iter().map(|path| path.to_lowercase()));
+    }
+    Ok(paths)
+}
+
 /// The vault paths a pending proposal touches: its note, or every path its plan
 /// moves, writes or trashes, from the plan file alone (a move's rewrites are
 /// not rebuilt from the thousands of notes a hub's move may rewrite). A plan

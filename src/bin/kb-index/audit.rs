@@ -1,8 +1,10 @@
 //! `kb-index audit [FOLDER] [--json] [--fix [--yes]]`: what `audit_vault`
 //! finds, for a person: every finding (all pages) by path, then the counts per
-//! check. `--fix` stages the mechanical fixes as proposals (one per note) for
-//! review with `kb-index inbox`; `--yes` also applies them. The index is brought
-//! up to date first. Exit 1 when any finding is an error.
+//! check, each finding's fix marked mechanical or a suggestion. `--fix` stages
+//! the mechanical fixes as proposals (one batch per kind of fix) for review
+//! with `kb-index inbox`, and says which fixes it left unstaged and why;
+//! `--yes` also applies them. The index is brought up to date first. Exit 1
+//! when any finding is an error.
 
 use std::io::Write;
 
@@ -23,7 +25,7 @@ pub(crate) struct AuditCmdArgs {
     /// Print JSON (the tool's structured result, every page in one).
     #[arg(short, long)]
     json: bool,
-    /// Stage the mechanical fixes as proposals, one per note (see `kb-index inbox list`).
+    /// Stage the mechanical fixes as proposals, one per kind of fix (see `kb-index inbox list`).
     #[arg(long)]
     pub(crate) fix: bool,
     /// With --fix: apply the staged fixes too.
@@ -91,7 +93,8 @@ pub(crate) fn run(
             let line = f.line.map_or(String::new(), |l| format!(":{}", paint.line(&l.to_string())));
             writeln!(out, "{}{line}: {severity} [{}] {}", paint.path(&f.path), f.check.name(), f.message)?;
             if let Some(fix) = &f.fix {
-                writeln!(out, "    fix: {}", fix.summary)?;
+                let what = if fix.mechanical { "fix" } else { "suggestion" };
+                writeln!(out, "    {what}: {}", fix.summary)?;
             }
         }
         let counts: Vec<String> =
@@ -115,7 +118,10 @@ pub(crate) fn run(
                 )?;
             }
         } else if args.fix {
-            writeln!(out, "no mechanical fix to stage")?;
+            writeln!(out, "no mechanical fix staged")?;
+        }
+        for message in audit.unstaged_messages() {
+            writeln!(out, "{message}")?;
         }
     }
     // After applying, what is left decides.

@@ -1,11 +1,18 @@
 //! The link checks: broken links, broken heading and block anchors, ambiguous
 //! links; and, for the broken-link findings an answer returns, the note each
 //! link most likely meant (by name similarity, then closeness in the link graph).
+//!
+//! A fix is mechanical (`fix: true` stages it) only when the link wrote the
+//! one note's name, or the one heading, differently (`spelling.rs`): then there
+//! is nothing to guess. The nearest name or heading otherwise found is a
+//! suggestion: `Chapter 2` for a missing `Chapter 3` may be the note meant, or
+//! the link may wait for a chapter not yet written.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::findings::Findings;
+use super::spelling::{fits_in_link, folded};
 use super::{NAMED_MAX, Scope};
 use crate::engine::Engine;
 use crate::engine::types::{AuditCheck, Finding, Fix};
@@ -63,25 +70,36 @@ pub(super) fn check(scope: &Scope<'_>, run: &(dyn Fn(AuditCheck) -> bool + Sync)
     }
 }
 
-/// A link to a heading `target` does not have; fixed by the heading nearest by
-/// name, when there is one (not for Markdown links: their anchors are slugs).
+/// A link to a heading `target` does not have; fixed by the one heading it
+/// wrote differently (mechanical), else suggested the heading nearest by name,
+/// when there is one (not for Markdown links: their anchors are slugs).
 fn missing_heading(record: &NoteRecord, link: &LinkRef<'_>, target: &NoteRecord, findings: &mut Findings) {
     let wanted = match link.anchor {
         Some(AnchorRef::Heading(h)) => h.rsplit('#').next().unwrap_or(h),
         _ => "",
     };
-    let near = target
-        .headings
-        .iter()
-        .map(|h| (edit_distance(&wanted.to_lowercase(), &h.text.to_lowercase()), h.text))
-        .filter(|(d, _)| *d <= (wanted.chars().count() / 3).max(1))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, text)| text.to_owned());
+    let key = folded(wanted);
+    let same: Vec<&str> =
+        target.headings.iter().filter(|h| key.is_some() && folded(h.text) == key).map(|h| h.text).collect();
+    let (near, mechanical) = match same.as_slice() {
+        [only] => (Some((*only).to_owned()), fits_in_link(only)),
+        _ => {
+            let near = target
+                .headings
+                .iter()
+                .map(|h| (edit_distance(&wanted.to_lowercase(), &h.text.to_lowercase()), h.text))
+                .filter(|(d, _)| *d <= (wanted.chars().count() / 3).max(1))
+                .min_by_key(|(d, _)| *d)
+                .map(|(_, text)| text.to_owned());
+            (near, false)
+        }
+    };
     let fix = near.as_ref().filter(|_| link.kind != LinkKind::Markdown).map(|heading| Fix {
         path: record.path.clone(),
         summary: format!("point the link at the heading `{heading}`"),
         old: Some(wanted.to_owned()),
         new: heading.clone(),
+        mechanical,
     });
     let hint = near.map_or(String::new(), |h| format!("; did you mean `{h}`?"));
     findings.push(
@@ -157,7 +175,8 @@ pub(super) fn link_name(
 
 impl Engine {
     /// Gives the broken-link findings among `findings` the fix of the note each
-    /// link most likely meant, when there is one. Looked for only here, for the
+    /// link most likely meant, when there is one: mechanical when the link
+    /// wrote its name differently and no other note's. Looked for only here, for the
     /// findings an answer returns: comparing a misspelt name with every note's
     /// names costs a few milliseconds in a large vault.
     pub(super) fn suggest_notes(&self, findings: &mut [Finding]) {
@@ -179,15 +198,25 @@ impl Engine {
                     && broken_message(link) == finding.message
             });
             let Some((link, _)) = link.filter(|(link, _)| link.kind != LinkKind::Markdown) else { continue };
-            let candidates = nearest
-                .entry(link.target.trim().to_lowercase())
-                .or_insert_with(|| names.nearest(link.target, &mut counts));
-            if let Some(to) = meant_note(graph, from, candidates) {
+            let same: Vec<usize> =
+                names.written_as(link.target).iter().copied().filter(|&n| n != from).collect();
+            let (to, mechanical) = match same.as_slice() {
+                [only] => (Some(*only), true),
+                _ => {
+                    let candidates = nearest
+                        .entry(link.target.trim().to_lowercase())
+                        .or_insert_with(|| names.nearest(link.target, &mut counts));
+                    (meant_note(graph, from, candidates), false)
+                }
+            };
+            if let Some(to) = to {
+                let new = link_name(graph, records, attachments, to);
                 finding.fix = Some(Fix {
                     path: finding.path.clone(),
                     summary: format!("link to {} instead of `{}`", records[to].path, link.target),
                     old: Some(link.target.to_owned()),
-                    new: link_name(graph, records, attachments, to),
+                    mechanical: mechanical && fits_in_link(&new),
+                    new,
                 });
             }
         }
@@ -233,7 +262,9 @@ fn near_in_graph(graph: &Graph, a: usize, b: usize) -> bool {
 }
 
 /// Lowercased names (file names, titles, aliases) of notes, with a bigram
-/// index to find the ones close to a misspelt link target quickly.
+/// index to find the ones close to a misspelt link target quickly, and the
+/// notes of each folded name (paths without `.md` too) to find the ones a
+/// target only writes differently.
 #[derive(Debug)]
 pub(super) struct NameIndex {
     names: Vec<(String, usize)>,
@@ -241,6 +272,8 @@ pub(super) struct NameIndex {
     /// longer or shorter than the target is more than `most` edits away.
     lengths: Vec<u32>,
     bigrams: HashMap<(char, char), Vec<u32>>,
+    /// Notes by folded name (`spelling::folded`), each note once, in order.
+    folded: HashMap<String, Vec<usize>>,
 }
 
 fn bigrams(text: &str) -> Vec<(char, char)> {
@@ -254,14 +287,31 @@ fn bigrams(text: &str) -> Vec<(char, char)> {
 impl NameIndex {
     pub(super) fn new(records: &[Arc<NoteRecord>]) -> NameIndex {
         let mut names: Vec<(String, usize)> = Vec::new();
+        let mut folded_names: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, record) in records.iter().enumerate().filter(|(_, r)| r.kind == NoteKind::Note) {
             let mut own: Vec<String> = vec![record.stem().to_lowercase(), record.title.trim().to_lowercase()];
             own.extend(record.aliases.iter().map(|a| a.trim().to_lowercase()));
             own.sort();
             own.dedup();
+            for name in own.iter().map(String::as_str).chain([strip_md(&record.path)]) {
+                if let Some(key) = folded(name) {
+                    let notes = folded_names.entry(key).or_default();
+                    if notes.last() != Some(&i) {
+                        notes.push(i);
+                    }
+                }
+            }
             names.extend(own.into_iter().filter(|n| !n.is_empty()).map(|n| (n, i)));
         }
-        NameIndex::of(names)
+        let mut index = NameIndex::of(names);
+        index.folded = folded_names;
+        index
+    }
+
+    /// The notes one of whose names (or path) `target` writes differently
+    /// (`spelling.rs`), ignoring a `.md`.
+    fn written_as(&self, target: &str) -> &[usize] {
+        folded(strip_md(target.trim())).and_then(|key| self.folded.get(&key)).map_or(&[], Vec::as_slice)
     }
 
     /// The index of lowercased names, each with its note.
@@ -273,7 +323,7 @@ impl NameIndex {
             }
         }
         let lengths = names.iter().map(|(name, _)| name.chars().count() as u32).collect();
-        NameIndex { names, lengths, bigrams: bigram_map }
+        NameIndex { names, lengths, bigrams: bigram_map, folded: HashMap::new() }
     }
 
     /// The notes closest to `target` by name (within a quarter of its length in

@@ -15,8 +15,9 @@
 //! frontmatter diagnostics), `notes.rs` (orphans, duplicate titles, maps of
 //! content, sizes, skipped files), `text.rs` (the checks that read notes' text),
 //! `findings.rs` (the findings of one audit, their counts and pages),
-//! `mentions.rs` (unlinked mentions), `cursor.rs` (order and paging) and `fix.rs`
-//! (fixes staged as proposals).
+//! `mentions.rs` (unlinked mentions), `cursor.rs` (order and paging), `fix.rs`
+//! (mechanical fixes staged as proposals) and `spelling.rs` (when a fix is
+//! mechanical).
 
 mod cursor;
 mod findings;
@@ -24,6 +25,7 @@ mod fix;
 mod links;
 mod mentions;
 mod notes;
+mod spelling;
 mod tags;
 mod text;
 
@@ -151,7 +153,8 @@ impl KeptAudit {
 impl Engine {
     /// `audit_vault` (and `kb-index audit`): the findings of the checks asked
     /// for, one page of them; with `fix`, the mechanical fixes staged as
-    /// proposals, one per note (the caller checks the access level).
+    /// proposals, one batch per kind of fix, and the fixes left unstaged by
+    /// reason (the caller checks the access level).
     pub fn audit_vault(&self, args: &AuditArgs) -> Result<Audit> {
         let limit = AUDIT_LIMIT.check("limit", args.limit)? as usize;
         let checks: BTreeSet<AuditCheck> = match &args.checks {
@@ -176,12 +179,12 @@ impl Engine {
             *counts.entry(check.name().to_owned()).or_default() += n;
         }
         let errors = *errors;
-        let proposals = if args.fix {
+        let (proposals, unstaged) = if args.fix {
             let mut all = findings.listed().to_vec();
             self.suggest_notes(&mut all);
             self.stage_fixes(&all)?
         } else {
-            Vec::new()
+            (Vec::new(), BTreeMap::new())
         };
         let total = findings.len() as u64;
         let key = after
@@ -198,6 +201,7 @@ impl Engine {
             findings: page,
             next_cursor,
             proposals,
+            unstaged,
         })
     }
 

@@ -114,6 +114,7 @@ pub(super) fn moc_missing(scope: &Scope<'_>, findings: &mut Findings) {
                     summary: format!("add [[{name}]] to {}", map.path),
                     old: None,
                     new: format!("- [[{name}]]"),
+                    mechanical: super::spelling::fits_in_link(&name),
                 }),
             );
         }

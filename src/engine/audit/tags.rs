@@ -2,11 +2,18 @@
 //! from the registry `kb.toml` names (fixed by the registered tag nearest each),
 //! and the frontmatter diagnostics parsing left on a note. The `[lint]` rules
 //! read the frontmatter itself (`text.rs`).
+//!
+//! A tag's fix is mechanical only when the tag is the one registered tag
+//! written differently (`spelling.rs`: `#to_read` for `#to-read`), its parents
+//! included. A registered tag sharing only the last segment (`#work/health`
+//! for `#personal/health`, `#type/synthesis` for `#synthesis`) or a few edits
+//! away (`#git` for `#gitt`) is a suggestion: it may mean something else.
 
 use std::collections::{HashMap, HashSet};
 
 use super::Scope;
 use super::findings::Findings;
+use super::spelling::folded;
 use crate::engine::types::{AuditCheck, Fix};
 use crate::vault::edit_distance;
 
@@ -23,9 +30,12 @@ pub(super) fn unregistered(scope: &Scope<'_>, findings: &mut Findings) {
         );
         return;
     };
-    let registered: Vec<String> = listing.tags.iter().map(|t| t.to_lowercase()).collect();
+    let mut registered: Vec<String> = listing.tags.iter().map(|t| t.to_lowercase()).collect();
+    registered.sort();
+    registered.dedup();
     let known: HashSet<&str> = registered.iter().map(String::as_str).collect();
-    let mut near_cache: HashMap<String, Option<&str>> = HashMap::new();
+    let registered_folded: Vec<Option<String>> = registered.iter().map(|r| folded(r)).collect();
+    let mut near_cache: HashMap<String, Option<(&str, bool)>> = HashMap::new();
     for &i in &scope.in_scope {
         let record = &scope.records[i];
         if record.path == registry {
@@ -37,13 +47,27 @@ pub(super) fn unregistered(scope: &Scope<'_>, findings: &mut Findings) {
             if known.contains(key.as_str()) || !seen.insert(key.clone()) {
                 continue;
             }
-            let near = *near_cache.entry(key.clone()).or_insert_with(|| nearest_tag(&key, &registered));
-            let fix = near.map(|near| Fix {
+            let near = *near_cache.entry(key.clone()).or_insert_with(|| {
+                let own = folded(&key);
+                let same: Vec<&str> = registered
+                    .iter()
+                    .zip(&registered_folded)
+                    .filter(|(_, f)| own.is_some() && **f == own)
+                    .map(|(r, _)| r.as_str())
+                    .collect();
+                match same.as_slice() {
+                    [only] => Some((*only, true)),
+                    _ => nearest_tag(&key, &registered).map(|near| (near, false)),
+                }
+            });
+            let fix = near.map(|(near, mechanical)| Fix {
                 path: record.path.clone(),
                 summary: format!("use the registered tag #{near} instead of #{tag}"),
                 old: Some(tag.clone()),
                 new: near.to_owned(),
+                mechanical,
             });
+            let near = near.map(|(near, _)| near);
             let hint = near.map_or(String::new(), |n| format!("; did you mean #{n}?"));
             findings.push(
                 AuditCheck::UnregisteredTag,

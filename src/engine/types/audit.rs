@@ -121,7 +121,8 @@ pub struct AuditArgs {
     pub fix: bool,
 }
 
-/// A mechanical fix: what to change in which note.
+/// A fix: what to change in which note; mechanical, or a suggestion for a
+/// person to judge.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Fix {
     /// The note the fix changes.
@@ -130,9 +131,15 @@ pub struct Fix {
     pub summary: String,
     /// The text replaced (absent: `new` is appended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub old: Option<String>,
     /// The text written instead.
     pub new: String,
+    /// Whether `fix: true` stages it: the one note name, heading or registered
+    /// tag the text wrote differently (case, spacing, punctuation, accents), or
+    /// a map of content's missing line. Absent: a suggestion only.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub mechanical: bool,
 }
 
 /// One finding.
@@ -146,11 +153,13 @@ pub struct Finding {
     pub path: String,
     /// 1-based line, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
     pub line: Option<u32>,
     /// What is wrong.
     pub message: String,
-    /// A mechanical fix, when there is one.
+    /// A fix, when there is one: mechanical, or a suggestion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Fix")]
     pub fix: Option<Fix>,
 }
 
@@ -169,8 +178,109 @@ pub struct Audit {
     pub findings: Vec<Finding>,
     /// Pass as `cursor` for the next page; absent on the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub next_cursor: Option<String>,
-    /// With `fix`: the proposals staged, one per note.
+    /// With `fix`: the proposals staged, one batch per kind of fix.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proposals: Vec<String>,
+    /// With `fix`: the fixes not staged, by reason (`suggestion`,
+    /// `code_or_comment`, `note_changed`, `too_large`, `pending`, `later`,
+    /// `inbox_headroom`: [`UnstagedReason`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unstaged: BTreeMap<String, u64>,
+}
+
+impl Audit {
+    /// What each count of `unstaged` means, for a person, in its order.
+    pub fn unstaged_messages(&self) -> Vec<String> {
+        self.unstaged
+            .iter()
+            .filter_map(|(name, fixes)| {
+                UnstagedReason::ALL.into_iter().find(|r| r.name() == name).map(|r| r.explain(*fixes))
+            })
+            .collect()
+    }
+}
+
+/// Why `fix: true` left a fix unstaged: the keys of [`Audit::unstaged`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum UnstagedReason {
+    /// Not mechanical: a guess for a person to judge.
+    Suggestion,
+    /// Its only place is inside code or a comment.
+    CodeOrComment,
+    /// Not where the audit found it: the note changed, or cannot be read.
+    NoteChanged,
+    /// The note with its fixes would pass `[limits] proposal_max_bytes`.
+    TooLarge,
+    /// A pending proposal already changes the note.
+    Pending,
+    /// Its note is in another kind's proposal of this call, or its kind's
+    /// proposal holds all the notes a batch may.
+    Later,
+    /// Staging it would leave the inbox too little room for other proposals.
+    InboxHeadroom,
+}
+
+impl UnstagedReason {
+    /// Every reason.
+    pub const ALL: [UnstagedReason; 7] = [
+        UnstagedReason::Suggestion,
+        UnstagedReason::CodeOrComment,
+        UnstagedReason::NoteChanged,
+        UnstagedReason::TooLarge,
+        UnstagedReason::Pending,
+        UnstagedReason::Later,
+        UnstagedReason::InboxHeadroom,
+    ];
+
+    /// Its key in `unstaged`.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnstagedReason::Suggestion => "suggestion",
+            UnstagedReason::CodeOrComment => "code_or_comment",
+            UnstagedReason::NoteChanged => "note_changed",
+            UnstagedReason::TooLarge => "too_large",
+            UnstagedReason::Pending => "pending",
+            UnstagedReason::Later => "later",
+            UnstagedReason::InboxHeadroom => "inbox_headroom",
+        }
+    }
+
+    /// What leaving `fixes` fixes unstaged for this reason means, and what to
+    /// do, for a person.
+    pub fn explain(self, fixes: u64) -> String {
+        let what = if fixes == 1 { "1 fix".to_owned() } else { format!("{fixes} fixes") };
+        match self {
+            UnstagedReason::Suggestion => format!(
+                "{what} left as suggestions: not the same name, heading or tag written differently (a name \
+                 differing in a digit, a tag sharing only its last segment, another heading); a person judges \
+                 each finding's fix"
+            ),
+            UnstagedReason::CodeOrComment => format!(
+                "{what} not staged: their only place is inside code or a comment (an unclosed fence, an HTML \
+                 or YAML comment); make them by hand if they are right"
+            ),
+            UnstagedReason::NoteChanged => format!(
+                "{what} not staged: their text is no longer where the audit found it, or the note cannot be \
+                 read; audit again"
+            ),
+            UnstagedReason::TooLarge => {
+                format!("{what} not staged: their note would pass [limits] proposal_max_bytes")
+            }
+            UnstagedReason::Pending => format!(
+                "{what} not staged: a pending proposal already changes their note; once the person applies or \
+                 rejects it, audit with fix again"
+            ),
+            UnstagedReason::Later => format!(
+                "{what} wait for a later call: their note is in a proposal of another kind staged now, or \
+                 their kind's proposal is full; once the person reviews these, audit with fix again"
+            ),
+            UnstagedReason::InboxHeadroom => format!(
+                "{what} not staged: the audit stages only while a quarter of the inbox's room \
+                 ([limits] pending_max_count, pending_max_bytes) stays free for other proposals; ask the \
+                 person to apply or reject some"
+            ),
+        }
+    }
 }

@@ -20,7 +20,7 @@ mod recent;
 mod search;
 
 pub use access::{Access, Actor, Caller};
-pub use audit::{Audit, AuditArgs, AuditCheck, Finding, Fix, Severity};
+pub use audit::{Audit, AuditArgs, AuditCheck, Finding, Fix, Severity, UnstagedReason};
 pub use batch::{BatchItem, ProposeBatchArgs, ProposeBatchResult, RevertArgs, RevertResult};
 pub use bounds::{
     AUDIT_LIMIT, Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT,
