@@ -96,6 +96,13 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The files holding the texts the plan holds, whose permissions the files
+    /// staging it may not exceed: every note it rewrites, moves or trashes, as
+    /// it is now. A note it creates has no file behind it yet.
+    pub(super) fn notes_held(&self) -> Result<Vec<NotePath>> {
+        self.files.iter().filter(|op| op.before.is_some()).map(|op| NotePath::parse(&op.path)).collect()
+    }
+
     /// The plan as staged (rewrites of notes as their spans, see the module
     /// docs) and the change of every file as a person reviews it. Each rewrite
     /// is diffed once for both, in parallel: a hub's move rewrites thousands of notes.
