@@ -700,7 +700,9 @@ pub(super) fn forward(
         (FileOpKind::Trash, _) => {
             let trash = trash.ok_or_else(|| Error::internal("a trash operation without its trash path"))?;
             if current(sandbox, trash)?.as_deref() != Some(before.as_bytes()) {
-                sandbox.write_atomic(trash, before.as_bytes(), WriteMode::CreateNew)?;
+                // The copy keeps the note's mode: a private note stays private in the trash.
+                let note = sandbox.permissions_of(std::slice::from_ref(&path))?;
+                sandbox.write_atomic_from(trash, before.as_bytes(), WriteMode::CreateNew, &note)?;
             }
             hook()?;
             sandbox.remove_note(&path, before.as_bytes()).map(|_| ())
@@ -760,10 +762,13 @@ pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, trash: Option<&
             sandbox.rename_note(&to, &path, before.as_bytes())
         }
         FileOpKind::Trash => {
-            sandbox.write_atomic(
+            // The note comes back with the mode its copy in the trash kept.
+            let note = sandbox.permissions_of(trash.map_or(&[], std::slice::from_ref))?;
+            sandbox.write_atomic_from(
                 &sandbox.resolve_note_target(&op.path)?,
                 before.as_bytes(),
                 WriteMode::CreateNew,
+                &note,
             )?;
             if let Some(trash) = trash {
                 let _ = sandbox.remove_inbox_file(trash);
