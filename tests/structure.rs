@@ -1,7 +1,9 @@
 //! Structural proposals (issue 14): moves of notes and folders with every link
 //! rewritten in its own form, deletes to the trash, and the multi-file apply
 //! that makes them all or nothing (checked before writing, journaled, a crash
-//! at any step rolled back or completed, one audit line, one index update).
+//! at any step rolled back or completed, one audit line, one index update);
+//! none of their files more readable than the notes whose text they hold
+//! (issue 34).
 
 #![allow(
     clippy::disallowed_methods,
@@ -2488,4 +2490,291 @@ fn a_hundred_kills_of_a_batch_leave_the_notes_before_or_after_and_nothing_added(
         mid_apply >= kills / 5,
         "only {mid_apply} of {kills} kills landed in the apply: it measured little"
     );
+}
+// --------------------------------------- a private note's text stays private (issue 34, item 2)
+
+/// The notes of [`private_vault`]: each holds a word no other file holds, and has its own mode.
+#[cfg(unix)]
+const PRIVATE_NOTES: [(&str, &str, u32); 3] = [
+    ("z/p/secret.md", "kestrel", 0o600),
+    ("z/p/shared.md", "heron", 0o640),
+    ("z/p/open.md", "plover", 0o644),
+];
+
+/// A vault with the [`PRIVATE_NOTES`], each with its mode, and `z/hub.md` linking them all.
+#[cfg(unix)]
+fn private_vault() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let (tmp, vault) = common::temp_vault();
+    for (path, word, mode) in PRIVATE_NOTES {
+        put(&vault, path, &format!("# {word}\n\nOnly this note says {word}.\n"));
+        fs::set_permissions(vault.join(path), fs::Permissions::from_mode(mode)).unwrap();
+    }
+    put(&vault, "z/hub.md", "[[secret]] [[shared]] [[open]]\n");
+    (tmp, vault)
+}
+
+#[cfg(unix)]
+fn mode_of(vault: &Path, rel: &str) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(vault.join(rel)).unwrap().permissions().mode() & 0o777
+}
+
+/// The mode this process gives a new file (its umask decides).
+#[cfg(unix)]
+fn default_mode(vault: &Path) -> u32 {
+    put(vault, "z/probe.md", "probe");
+    let mode = mode_of(vault, "z/probe.md");
+    fs::remove_file(vault.join("z/probe.md")).unwrap();
+    mode
+}
+
+/// Checks every file of the vault (its index folder left out) holding the
+/// word of one of the [`PRIVATE_NOTES`]: it is no more readable than the
+/// strictest of the notes whose words it holds. Returns those files.
+#[cfg(unix)]
+fn check_private_text(vault: &Path) -> Vec<String> {
+    let mut holding = Vec::new();
+    let walk = walkdir::WalkDir::new(vault).sort_by_file_name().into_iter();
+    for entry in walk.filter_entry(|entry| entry.file_name() != ".kb") {
+        let entry = entry.unwrap();
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let rel = entry.path().strip_prefix(vault).unwrap().to_string_lossy().replace('\\', "/");
+        let text = String::from_utf8_lossy(&fs::read(entry.path()).unwrap()).into_owned();
+        let strictest = PRIVATE_NOTES
+            .iter()
+            .filter(|(_, word, _)| text.contains(word))
+            .map(|(_, _, mode)| *mode)
+            .reduce(|all, mode| all & mode);
+        let Some(strictest) = strictest else { continue };
+        let mode = mode_of(vault, &rel);
+        assert_eq!(
+            mode & !strictest,
+            0,
+            "{rel} is {mode:o}, holding the text of a note that is {strictest:o}"
+        );
+        holding.push(rel);
+    }
+    holding
+}
+
+/// Asserts that one of `files` lies under `folder` and ends in `suffix`.
+#[cfg(unix)]
+fn assert_among(files: &[String], folder: &str, suffix: &str) {
+    assert!(
+        files.iter().any(|file| file.starts_with(folder) && file.ends_with(suffix)),
+        "no {folder}…{suffix} among {files:#?}"
+    );
+}
+
+/// Reverts an applied proposal and applies the revert, checking its staged
+/// plan on the way (its diff holds text only where a note's text changes).
+#[cfg(unix)]
+fn revert_and_apply(engine: &Engine, vault: &Path, id: &str) -> String {
+    let reverted = revert(engine, id).unwrap();
+    let holding = check_private_text(vault);
+    assert_among(&holding, "inbox/revert/", ".plan.json");
+    apply(engine, &reverted.proposal_id);
+    reverted.proposal_id
+}
+
+#[cfg(unix)]
+#[test]
+fn issue_34_a_moves_files_are_no_more_readable_than_the_note_and_a_revert_keeps_its_mode() {
+    let (_tmp, vault) = private_vault();
+    let engine = open(&vault);
+    let moved = mv(&engine, "z/p/secret.md", "z/q/hidden.md").unwrap();
+    let holding = check_private_text(&vault);
+    assert_among(&holding, "inbox/move/", ".plan.json");
+    assert_among(&holding, "inbox/move/", ".diff");
+
+    apply(&engine, &moved.proposal_id);
+    assert_eq!(mode_of(&vault, "z/q/hidden.md"), 0o600);
+    let holding = check_private_text(&vault);
+    assert_among(&holding, "inbox/applied/", ".plan.json");
+    assert_among(&holding, "inbox/applied/", ".diff");
+
+    revert_and_apply(&engine, &vault, &moved.proposal_id);
+    assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600);
+    check_private_text(&vault);
+}
+
+#[cfg(unix)]
+#[test]
+fn issue_34_a_folder_moves_files_take_the_strictest_mode_of_its_notes() {
+    let (_tmp, vault) = private_vault();
+    let engine = open(&vault);
+    let moved = mv(&engine, "z/p", "z/archive/p").unwrap();
+    assert_eq!(moved.moves.len(), 3);
+    let holding = check_private_text(&vault);
+    assert_among(&holding, "inbox/move/", ".plan.json");
+    let plan = holding.iter().find(|file| file.ends_with(".plan.json")).unwrap();
+    assert_eq!(mode_of(&vault, plan) & !0o600, 0, "the plan holds all three notes");
+
+    apply(&engine, &moved.proposal_id);
+    for (path, _, mode) in PRIVATE_NOTES {
+        let moved_to = path.replace("z/p/", "z/archive/p/");
+        assert_eq!(mode_of(&vault, &moved_to), mode, "{moved_to}");
+    }
+    assert_among(&check_private_text(&vault), "inbox/applied/", ".plan.json");
+
+    revert_and_apply(&engine, &vault, &moved.proposal_id);
+    for (path, _, mode) in PRIVATE_NOTES {
+        assert_eq!(mode_of(&vault, path), mode, "{path} is back with its own mode");
+    }
+    check_private_text(&vault);
+}
+
+#[cfg(unix)]
+#[test]
+fn issue_34_a_deleted_note_keeps_its_mode_in_the_trash_and_when_a_revert_brings_it_back() {
+    let (_tmp, vault) = private_vault();
+    let engine = open(&vault);
+    let deleted = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/p/secret.md".into(), reason: "private".into() })
+        .unwrap();
+    let holding = check_private_text(&vault);
+    assert_among(&holding, "inbox/delete/", ".plan.json");
+
+    apply(&engine, &deleted.proposal_id);
+    let holding = check_private_text(&vault);
+    assert_among(&holding, "inbox/applied/", ".plan.json");
+    assert_among(&holding, "inbox/trash/", "/z/p/secret.md");
+
+    // Back from the trash, to the trash again (the revert's own), and back again.
+    let back = revert_and_apply(&engine, &vault, &deleted.proposal_id);
+    assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600);
+    let gone = revert_and_apply(&engine, &vault, &back);
+    assert!(!vault.join("z/p/secret.md").exists());
+    let trashed = check_private_text(&vault).into_iter().filter(|file| file.starts_with("inbox/trash/"));
+    assert_eq!(trashed.count(), 2, "the delete's copy and the revert's");
+    revert_and_apply(&engine, &vault, &gone);
+    assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600);
+    check_private_text(&vault);
+}
+
+#[cfg(unix)]
+#[test]
+fn issue_34_a_batchs_files_take_the_strictest_mode_and_its_revert_gives_each_note_its_own() {
+    let (_tmp, vault) = private_vault();
+    let engine = open(&vault);
+    let staged = batch(
+        &engine,
+        serde_json::json!([
+            {"kind": "new", "title": "Fresh", "folder": "z", "body": "Nothing private.\n", "reason": "r"},
+            {"kind": "patch", "path": "z/p/secret.md", "base_hash": hash_of(&vault, "z/p/secret.md"),
+             "edits": [{"op": "append", "content": "More.\n"}]},
+            {"kind": "move", "from": "z/p/open.md", "to": "z/q/open2.md"},
+            {"kind": "delete", "path": "z/p/shared.md"},
+        ]),
+    )
+    .unwrap();
+    let holding = check_private_text(&vault);
+    assert_among(&holding, "inbox/batch/", ".plan.json");
+    assert_among(&holding, "inbox/batch/", ".diff");
+
+    apply(&engine, &staged.proposal_id);
+    let holding = check_private_text(&vault);
+    assert_among(&holding, "inbox/applied/", ".plan.json");
+    assert_among(&holding, "inbox/trash/", "/z/p/shared.md");
+    assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600);
+    assert_eq!(mode_of(&vault, "z/q/open2.md"), 0o644);
+    assert_eq!(mode_of(&vault, "z/Fresh.md"), default_mode(&vault), "a new note has no note behind it");
+
+    revert_and_apply(&engine, &vault, &staged.proposal_id);
+    for (path, _, mode) in PRIVATE_NOTES {
+        assert_eq!(
+            mode_of(&vault, path),
+            mode,
+            "{path} is back with its own mode, not the batch's strictest"
+        );
+    }
+    check_private_text(&vault);
+}
+
+/// A new note made private after its apply: a revert's copy of it in the
+/// trash, and the note a revert of that revert brings back, keep its mode.
+#[cfg(unix)]
+#[test]
+fn issue_34_a_reverted_new_note_keeps_the_mode_given_it_since() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_tmp, vault) = private_vault();
+    let engine = open(&vault);
+    let new = engine
+        .propose_new_note(&ProposeNewArgs {
+            title: "Diary".into(),
+            body: "Made private once written.\n".into(),
+            reason: "keep".into(),
+            ..ProposeNewArgs::default()
+        })
+        .unwrap();
+    apply(&engine, &new.proposal_id);
+    fs::set_permissions(vault.join("z/Diary.md"), fs::Permissions::from_mode(0o600)).unwrap();
+    let trashed = revert(&engine, &new.proposal_id).unwrap();
+    apply(&engine, &trashed.proposal_id);
+    // Every copy of its text in the inbox but the staged note, written before
+    // there was a note to take a mode from.
+    let staged = Path::new(&new.files[0]).file_name().unwrap().to_string_lossy().into_owned();
+    let copies: Vec<String> = common::snapshot(&vault.join("inbox"))
+        .into_iter()
+        .filter(|(path, bytes)| {
+            !path.ends_with(&format!("/{staged}")) && String::from_utf8_lossy(bytes).contains("once written")
+        })
+        .map(|(path, _)| format!("inbox/{path}"))
+        .collect();
+    assert_among(&copies, "inbox/trash/", "/z/Diary.md");
+    assert_among(&copies, "inbox/applied/", ".plan.json");
+    for copy in &copies {
+        assert_eq!(mode_of(&vault, copy) & !0o600, 0, "{copy}");
+    }
+    let back = revert(&engine, &trashed.proposal_id).unwrap();
+    apply(&engine, &back.proposal_id);
+    assert_eq!(mode_of(&vault, "z/Diary.md"), 0o600);
+}
+
+/// A delete rolled back after its note went to the trash puts the note back with its mode.
+#[cfg(unix)]
+#[test]
+fn issue_34_a_rolled_back_delete_puts_the_note_back_with_its_mode() {
+    let (_tmp, vault) = private_vault();
+    let engine = open(&vault);
+    let deleted = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/p/secret.md".into(), reason: "private".into() })
+        .unwrap();
+    let sandbox = sandbox(&vault);
+    let mut crash = |at: Step| if at == Step::File(0) { Err(Error::internal("crash")) } else { Ok(()) };
+    let err =
+        write::apply_with_failpoint(&sandbox, &deleted.proposal_id, Actor::Cli, &mut |_| Ok(()), &mut crash)
+            .unwrap_err();
+    assert_eq!(err.message, "crash");
+    assert!(!vault.join("z/p/secret.md").exists(), "in the trash when it crashed");
+    let recovery = write::recover(&sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
+    assert!(recovery.failed.is_empty(), "{recovery:?}");
+    assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600);
+}
+
+/// With the trash emptied, a note a revert brings back takes the mode of the
+/// plan holding its text instead (staged no more readable than the note was):
+/// emptied after the revert was staged, and before.
+#[cfg(unix)]
+#[test]
+fn issue_34_a_note_brought_back_after_the_trash_was_emptied_stays_private() {
+    let (_tmp, vault) = private_vault();
+    let engine = open(&vault);
+    let deleted = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/p/secret.md".into(), reason: "private".into() })
+        .unwrap();
+    apply(&engine, &deleted.proposal_id);
+    let back = revert(&engine, &deleted.proposal_id).unwrap();
+    fs::remove_dir_all(vault.join("inbox/trash")).unwrap();
+    apply(&engine, &back.proposal_id);
+    assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600, "emptied after the revert was staged");
+
+    let gone = revert_and_apply(&engine, &vault, &back.proposal_id);
+    fs::remove_dir_all(vault.join("inbox/trash")).unwrap();
+    revert_and_apply(&engine, &vault, &gone);
+    assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600, "emptied before");
+    check_private_text(&vault);
 }

@@ -82,8 +82,14 @@ impl Engine {
         text: &str,
     ) -> Result<(Vec<BrokenBy>, Vec<BrokenBy>)> {
         let catalog = self.catalog();
-        let change =
-            FileOp { op, path: path.to_owned(), to: None, before: None, after: Some(text.to_owned()) };
+        let change = FileOp {
+            op,
+            path: path.to_owned(),
+            to: None,
+            before: None,
+            after: Some(text.to_owned()),
+            kept: None,
+        };
         let effects = write::link_effects(&catalog.view(), &[change])?;
         Ok(split_breaks(effects))
     }

@@ -36,8 +36,8 @@ mod vault_dir;
 pub use displaced::{Discards, LATE_SAVE_GRACE, LateSave};
 pub use encoding::{hex, percent_decode, unhex};
 pub use fs::{
-    FileStat, OpenedFile, Scan, ScannedFile, SkippedFile, TEMPLATE_SETTINGS, WriteMode, ensure_dir,
-    read_template_settings, read_vault_config,
+    FileStat, NotePermissions, OpenedFile, Scan, ScannedFile, SkippedFile, TEMPLATE_SETTINGS, WriteMode,
+    ensure_dir, read_template_settings, read_vault_config,
 };
 pub use inbox_owner::ForeignInbox;
 pub use index_dir::{
@@ -193,17 +193,26 @@ impl Sandbox {
         fs::write_atomic(self, path, bytes, mode, None)
     }
 
-    /// [`Sandbox::write_atomic`] for a file made from a note (a staged copy of it
-    /// in the inbox): it is never more readable than that note, whose missing
-    /// permission bits it takes away from the default mode.
+    /// What a file holding the text of all these files (notes, or their copies
+    /// in the inbox: a trashed note, an archived plan) may allow: the
+    /// permission bits every one of them has. With no file, the default mode
+    /// stands.
+    pub fn permissions_of(&self, files: &[NotePath]) -> Result<NotePermissions> {
+        fs::permissions_of(self, files)
+    }
+
+    /// [`Sandbox::write_atomic`] for a file made from notes (a staged copy or
+    /// plan, a note's copy in the trash, a note a revert brings back): it is
+    /// never more readable than those notes, `notes` being what they all allow
+    /// ([`Sandbox::permissions_of`]); the default mode loses every bit they lack.
     pub fn write_atomic_from(
         &self,
         path: &NotePath,
         bytes: &[u8],
         mode: WriteMode,
-        note: &NotePath,
+        notes: &NotePermissions,
     ) -> Result<()> {
-        fs::write_atomic(self, path, bytes, mode, Some(note))
+        fs::write_atomic(self, path, bytes, mode, Some(notes))
     }
 
     /// Replaces a note with `bytes` provided it still holds exactly `base`,

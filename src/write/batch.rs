@@ -206,13 +206,23 @@ impl<'a> Virtual<'a> {
         let mut ops = Vec::new();
         for touched in self.touched {
             let op = match (touched.origin, touched.now) {
-                (None, Some(path)) => {
-                    FileOp { op: FileOpKind::Create, path, to: None, before: None, after: Some(touched.text) }
-                }
+                (None, Some(path)) => FileOp {
+                    op: FileOpKind::Create,
+                    path,
+                    to: None,
+                    before: None,
+                    after: Some(touched.text),
+                    kept: None,
+                },
                 (None, None) => continue,
-                (Some((path, before)), None) => {
-                    FileOp { op: FileOpKind::Trash, path, to: None, before: Some(before), after: None }
-                }
+                (Some((path, before)), None) => FileOp {
+                    op: FileOpKind::Trash,
+                    path,
+                    to: None,
+                    before: Some(before),
+                    after: None,
+                    kept: None,
+                },
                 (Some((path, before)), Some(now)) if now == path => {
                     if before == touched.text {
                         continue;
@@ -223,6 +233,7 @@ impl<'a> Virtual<'a> {
                         to: None,
                         before: Some(before),
                         after: Some(touched.text),
+                        kept: None,
                     }
                 }
                 (Some((path, before)), Some(now)) => FileOp {
@@ -231,6 +242,7 @@ impl<'a> Virtual<'a> {
                     to: Some(now),
                     before: Some(before),
                     after: Some(touched.text),
+                    kept: None,
                 },
             };
             ops.push(op);
@@ -294,6 +306,7 @@ pub fn plan_batch(
                     to: None,
                     before: None,
                     after: Some(text),
+                    kept: None,
                 };
                 (vec![op], vec![path.clone()], ItemPlanned { kind: "new", path, to: None })
             }
@@ -308,6 +321,7 @@ pub fn plan_batch(
                     to: None,
                     before: Some(before),
                     after: Some(patched),
+                    kept: None,
                 };
                 (vec![op], vec![path.clone()], ItemPlanned { kind: "patch", path, to: None })
             }

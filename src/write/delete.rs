@@ -105,6 +105,7 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
         to: None,
         before: Some(text),
         after: None,
+        kept: None,
     };
     Ok((Plan { schema: PLAN_SCHEMA, summary, files: vec![op] }, breaks))
 }

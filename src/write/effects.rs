@@ -211,6 +211,7 @@ mod tests {
             to: None,
             before: None,
             after: Some(text.to_owned()),
+            kept: None,
         }
     }
 
@@ -221,6 +222,7 @@ mod tests {
             to: None,
             before: None,
             after: Some(text.to_owned()),
+            kept: None,
         }
     }
 

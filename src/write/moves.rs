@@ -466,6 +466,7 @@ pub fn plan_move(
             to: Some(new.clone()),
             before: Some(texts[&index].clone()),
             after: Some(staged[&index].clone()),
+            kept: None,
         });
     }
     for &index in &affected {
@@ -479,6 +480,7 @@ pub fn plan_move(
             to: None,
             before: Some(texts[&index].clone()),
             after: Some(staged[&index].clone()),
+            kept: None,
         });
     }
     let plural = |n: usize, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });

@@ -20,7 +20,7 @@ use super::{Actor, Applied, ProposalStatus, Step};
 use serde_json::json;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{Discards, FileStat, LateSave, NotePath, Prepared, Sandbox};
+use crate::sandbox::{Area, Discards, FileStat, LateSave, NotePath, Prepared, Sandbox};
 
 use super::apply::{after_write_multi, archive_dir, archive_files, journal_of};
 
@@ -39,6 +39,31 @@ pub(super) fn trash_paths(
             _ => Ok(None),
         })
         .collect()
+}
+
+/// The inbox file keeping each operation's note apart from the vault (see
+/// [`plan::forward`]): where a trashed note's copy goes ([`trash_paths`]), and
+/// the file a note brought back takes its permissions from: the one its text
+/// was kept in ([`FileOp::kept`]) or, when that is gone (the trash emptied
+/// since), the proposal's own plan, which holds the text too and was staged
+/// no more readable than that file. `None` for the other operations.
+pub(super) fn kept_paths(
+    sandbox: &Sandbox,
+    inbox: &Inbox,
+    archive: &str,
+    located: &Located,
+    plan: &Plan,
+) -> Result<Vec<Option<NotePath>>> {
+    let mut kept = trash_paths(inbox, archive, located.id(), plan)?;
+    for (op, kept) in plan.files.iter().zip(&mut kept) {
+        let Some(copy) = &op.kept else { continue };
+        let copy = NotePath::parse(copy)?;
+        if sandbox.area_of(&copy) != Some(Area::Inbox) {
+            return Err(tampered(located.id(), &format!("its plan keeps {} outside the inbox", op.path)));
+        }
+        *kept = Some(if sandbox.stat(&copy)?.is_some() { copy } else { located.content_path()? });
+    }
+    Ok(kept)
 }
 
 /// The operations whose new text is written beside their note ahead of
@@ -107,10 +132,10 @@ pub(super) fn apply(
     plan::check_read(sandbox, &plan, &reads)?;
     drop(reads);
     let archive = archive_dir(inbox, ProposalStatus::Applied, &proposal::today())?;
-    let trash = trash_paths(inbox, &archive, &id, &plan)?;
+    let kept = kept_paths(sandbox, inbox, &archive, &located, &plan)?;
     // The folders this apply may create, named before any is, so that a roll-back
     // (here or by recovery after a crash) removes those it leaves empty.
-    let folders = new_folders(sandbox, &plan, &trash)?;
+    let folders = new_folders(sandbox, &plan, &kept)?;
     let journal = Journal { folders, ..journal_of(&located, Action::Apply, &archive) };
     journal::write(sandbox, inbox, &journal)?;
     failpoint(Step::Claimed)?;
@@ -126,7 +151,7 @@ pub(super) fn apply(
     let mut prepared = match prepared {
         Ok(prepared) => prepared,
         Err(err) => {
-            remove_new_folders(sandbox, &plan, &trash, &journal.folders);
+            remove_new_folders(sandbox, &plan, &kept, &journal.folders);
             let _ = journal::clear(sandbox, inbox);
             return Err(err);
         }
@@ -145,7 +170,7 @@ pub(super) fn apply(
         let mut crashed: Option<Error> = None;
         let mut hook = || failpoint(Step::Swapping).inspect_err(|err| crashed = Some(err.clone()));
         let ready = prepared[number].take();
-        let done = plan::forward(sandbox, op, &id, trash[number].as_ref(), &mut hook, ready, &mut discards);
+        let done = plan::forward(sandbox, op, &id, kept[number].as_ref(), &mut hook, ready, &mut discards);
         if let Some(crash) = crashed {
             std::mem::forget(prepared);
             discards.forget();
@@ -153,9 +178,9 @@ pub(super) fn apply(
         }
         if let Err(err) = done {
             drop(prepared);
-            roll_back(sandbox, &plan.files[..=number], &id, &trash);
+            roll_back(sandbox, &plan.files[..=number], &id, &kept);
             discards.remove();
-            remove_new_folders(sandbox, &plan, &trash, &journal.folders);
+            remove_new_folders(sandbox, &plan, &kept, &journal.folders);
             let _ = journal::clear(sandbox, inbox);
             return Err(err);
         }
@@ -167,9 +192,9 @@ pub(super) fn apply(
     }
     // The renames and swaps reach the disk before the commit point.
     if let Err(err) = sandbox.flush_files() {
-        roll_back(sandbox, &plan.files, &id, &trash);
+        roll_back(sandbox, &plan.files, &id, &kept);
         discards.remove();
-        remove_new_folders(sandbox, &plan, &trash, &journal.folders);
+        remove_new_folders(sandbox, &plan, &kept, &journal.folders);
         let _ = journal::clear(sandbox, inbox);
         return Err(err);
     }
@@ -178,9 +203,9 @@ pub(super) fn apply(
     let late = discards.late_saves();
     if !late.is_empty() {
         let err = put_back_late_saves(sandbox, inbox, &plan, &id, late);
-        roll_back(sandbox, &plan.files, &id, &trash);
+        roll_back(sandbox, &plan.files, &id, &kept);
         discards.remove();
-        remove_new_folders(sandbox, &plan, &trash, &journal.folders);
+        remove_new_folders(sandbox, &plan, &kept, &journal.folders);
         let _ = journal::clear(sandbox, inbox);
         return Err(err);
     }
@@ -264,21 +289,21 @@ impl Drop for Removing {
 }
 
 /// Where each operation leaves a file: a created note, a move's destination,
-/// a trashed note's place in the trash.
-fn destinations<'a>(plan: &'a Plan, trash: &'a [Option<NotePath>]) -> impl Iterator<Item = &'a str> {
-    plan.files.iter().zip(trash).filter_map(|(op, trash)| match op.op {
+/// a trashed note's place in the trash (`kept`: see [`kept_paths`]).
+fn destinations<'a>(plan: &'a Plan, kept: &'a [Option<NotePath>]) -> impl Iterator<Item = &'a str> {
+    plan.files.iter().zip(kept).filter_map(|(op, kept)| match op.op {
         plan::FileOpKind::Create => Some(op.path.as_str()),
         plan::FileOpKind::Move => op.to.as_deref(),
-        plan::FileOpKind::Trash => trash.as_ref().map(NotePath::as_str),
+        plan::FileOpKind::Trash => kept.as_ref().map(NotePath::as_str),
         plan::FileOpKind::Write => None,
     })
 }
 
 /// The folders leading to the plan's destinations, shallowest first.
-fn destination_folders(plan: &Plan, trash: &[Option<NotePath>]) -> Vec<String> {
+fn destination_folders(plan: &Plan, kept: &[Option<NotePath>]) -> Vec<String> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut out = Vec::new();
-    for path in destinations(plan, trash) {
+    for path in destinations(plan, kept) {
         for (at, _) in path.match_indices('/') {
             if seen.insert(&path[..at]) {
                 out.push(path[..at].to_owned());
@@ -290,9 +315,9 @@ fn destination_folders(plan: &Plan, trash: &[Option<NotePath>]) -> Vec<String> {
 
 /// The folders the plan's destinations need that do not exist now, shallowest
 /// first (a folder under a missing one is missing too, and not looked at).
-fn new_folders(sandbox: &Sandbox, plan: &Plan, trash: &[Option<NotePath>]) -> Result<Vec<String>> {
+fn new_folders(sandbox: &Sandbox, plan: &Plan, kept: &[Option<NotePath>]) -> Result<Vec<String>> {
     let mut missing: Vec<String> = Vec::new();
-    for folder in destination_folders(plan, trash) {
+    for folder in destination_folders(plan, kept) {
         let under_missing = missing
             .iter()
             .any(|parent| folder.strip_prefix(parent.as_str()).is_some_and(|rest| rest.starts_with('/')));
@@ -308,11 +333,11 @@ fn new_folders(sandbox: &Sandbox, plan: &Plan, trash: &[Option<NotePath>]) -> Re
 /// from its journal) that are empty now; only ones leading to the plan's
 /// destinations, whatever the journal says. Best effort: a folder that holds
 /// anything is kept.
-fn remove_new_folders(sandbox: &Sandbox, plan: &Plan, trash: &[Option<NotePath>], created: &[String]) {
+fn remove_new_folders(sandbox: &Sandbox, plan: &Plan, kept: &[Option<NotePath>], created: &[String]) {
     if created.is_empty() {
         return;
     }
-    let ours: HashSet<String> = destination_folders(plan, trash).into_iter().collect();
+    let ours: HashSet<String> = destination_folders(plan, kept).into_iter().collect();
     let mut folders: Vec<&String> = created.iter().filter(|folder| ours.contains(*folder)).collect();
     folders.sort_by_key(|folder| std::cmp::Reverse(folder.matches('/').count()));
     for folder in folders {
@@ -356,9 +381,9 @@ fn ours(op: &FileOp, bytes: &[u8]) -> bool {
 
 /// Undoes `ops` (the ones started), last first. Best effort: an operation that
 /// cannot be undone is left for the person (its file holds a save of theirs).
-pub(super) fn roll_back(sandbox: &Sandbox, ops: &[FileOp], id: &str, trash: &[Option<NotePath>]) {
+pub(super) fn roll_back(sandbox: &Sandbox, ops: &[FileOp], id: &str, kept: &[Option<NotePath>]) {
     for (number, op) in ops.iter().enumerate().rev() {
-        let _ = plan::backward(sandbox, op, id, trash.get(number).and_then(Option::as_ref));
+        let _ = plan::backward(sandbox, op, id, kept.get(number).and_then(Option::as_ref));
     }
 }
 
@@ -371,12 +396,12 @@ pub(super) fn recover_pending(
     journal: &Journal,
 ) -> Result<()> {
     let plan = proposal::read_plan(sandbox, located)?;
-    let trash = trash_paths(inbox, &journal.archive, located.id(), &plan)?;
+    let kept = kept_paths(sandbox, inbox, &journal.archive, located, &plan)?;
     for (number, op) in plan.files.iter().enumerate().rev() {
-        plan::backward(sandbox, op, located.id(), trash[number].as_ref())?;
+        plan::backward(sandbox, op, located.id(), kept[number].as_ref())?;
     }
     sweep_temps(sandbox, inbox, &plan, located.id());
-    remove_new_folders(sandbox, &plan, &trash, &journal.folders);
+    remove_new_folders(sandbox, &plan, &kept, &journal.folders);
     Ok(())
 }
 
@@ -384,19 +409,11 @@ pub(super) fn recover_pending(
 /// every operation forward; returns the paths to index.
 pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<Vec<NotePath>> {
     let plan = proposal::read_plan(sandbox, located)?;
-    let trash = trash_paths(inbox, &located.dir, located.id(), &plan)?;
+    let kept = kept_paths(sandbox, inbox, &located.dir, located, &plan)?;
     // Unused: without prepared files, each swap removes what it replaced.
     let mut discards = Discards::default();
     for (number, op) in plan.files.iter().enumerate() {
-        plan::forward(
-            sandbox,
-            op,
-            located.id(),
-            trash[number].as_ref(),
-            &mut || Ok(()),
-            None,
-            &mut discards,
-        )?;
+        plan::forward(sandbox, op, located.id(), kept[number].as_ref(), &mut || Ok(()), None, &mut discards)?;
     }
     sweep_temps(sandbox, inbox, &plan, located.id());
     touched(&plan)

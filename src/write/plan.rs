@@ -63,6 +63,12 @@ pub struct FileOp {
     /// The note's text after (absent for a trash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// A create that brings a note back (a revert of its delete): the inbox
+    /// file its text was kept in (its copy in the trash, or the archived plan
+    /// holding it when that copy is gone). The note gets back that file's
+    /// permissions, which are its own; a new note, without one, gets the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 impl FileOp {
@@ -96,6 +102,18 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The files holding the texts the plan holds, whose permissions the files
+    /// staging it may not exceed: every note it rewrites, moves or trashes, as
+    /// it is now, and the file each note it brings back was kept in. A new
+    /// note it creates has no file behind it.
+    pub(super) fn notes_held(&self) -> Result<Vec<NotePath>> {
+        self.files
+            .iter()
+            .filter_map(|op| if op.before.is_some() { Some(&op.path) } else { op.kept.as_ref() })
+            .map(|path| NotePath::parse(path))
+            .collect()
+    }
+
     /// The plan as staged (rewrites of notes as their spans, see the module
     /// docs) and the change of every file as a person reviews it. Each rewrite
     /// is diffed once for both, in parallel: a hub's move rewrites thousands of notes.
@@ -158,6 +176,8 @@ struct StoredOp {
     after_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     splices: Option<Vec<Splice>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kept: Option<String>,
 }
 
 impl StoredOp {
@@ -171,6 +191,7 @@ impl StoredOp {
             before_sha256: None,
             after_sha256: None,
             splices: None,
+            kept: op.kept.clone(),
         }
     }
 
@@ -196,6 +217,7 @@ impl StoredOp {
             before_sha256: Some(content_hash(before.as_bytes())),
             after_sha256: Some(content_hash(after.as_bytes())),
             splices: Some(splices),
+            kept: None,
         }
     }
 
@@ -323,7 +345,9 @@ impl PlanFile {
                 FileOpKind::Move => op.to.is_some() && op.before.is_some() && op.after.is_some(),
                 FileOpKind::Trash => op.to.is_none() && op.before.is_some() && op.after.is_none(),
             };
-            if !fits {
+            // Only a note brought back was kept somewhere.
+            let kept_fits = op.kept.is_none() || op.op == FileOpKind::Create;
+            if !fits || !kept_fits {
                 return Err(Error::new(
                     ErrorCode::ProposalTampered,
                     format!("its plan's operation on {} lacks the fields it needs", op.path),
@@ -368,8 +392,14 @@ impl PlanFile {
             .into_par_iter()
             .map(|op| {
                 if !op.is_compact() {
-                    let op =
-                        FileOp { op: op.op, path: op.path, to: op.to, before: op.before, after: op.after };
+                    let op = FileOp {
+                        op: op.op,
+                        path: op.path,
+                        to: op.to,
+                        before: op.before,
+                        after: op.after,
+                        kept: op.kept,
+                    };
                     return Ok((op, None));
                 }
                 let now = current(sandbox, &NotePath::parse(&op.path)?)?;
@@ -377,8 +407,14 @@ impl PlanFile {
                     let unknown = unknown_text(&op.path);
                     (unknown.clone(), unknown)
                 });
-                let op =
-                    FileOp { op: op.op, path: op.path, to: None, before: Some(before), after: Some(after) };
+                let op = FileOp {
+                    op: op.op,
+                    path: op.path,
+                    to: None,
+                    before: Some(before),
+                    after: Some(after),
+                    kept: None,
+                };
                 Ok((op, Some(now)))
             })
             .collect::<Result<Vec<(FileOp, Read)>>>()?
@@ -520,7 +556,8 @@ enum State {
     Foreign,
 }
 
-fn state(sandbox: &Sandbox, op: &FileOp, trash: Option<&NotePath>) -> Result<State> {
+/// `kept`: where a trashed note's copy is (see [`forward`]).
+fn state(sandbox: &Sandbox, op: &FileOp, kept: Option<&NotePath>) -> Result<State> {
     let path = NotePath::parse(&op.path)?;
     let now = current(sandbox, &path)?;
     let holds = |bytes: &Option<Vec<u8>>, text: &Option<String>| match (bytes, text) {
@@ -555,11 +592,11 @@ fn state(sandbox: &Sandbox, op: &FileOp, trash: Option<&NotePath>) -> Result<Sta
             }
         }
         FileOpKind::Trash => {
-            let kept = match trash {
-                Some(trash) => current(sandbox, trash)?,
+            let copy = match kept {
+                Some(kept) => current(sandbox, kept)?,
                 None => None,
             };
-            if now.is_none() && holds(&kept, &op.before) {
+            if now.is_none() && holds(&copy, &op.before) {
                 State::After
             } else if holds(&now, &op.before) {
                 State::Before
@@ -635,12 +672,14 @@ fn settled(path: &NotePath, from: &str, replaced: Replaced) -> Result<()> {
 
 /// Carries one operation forward from whatever state it is in; with its new
 /// bytes `prepared` (see [`prepare`]), the flush is left to the caller and the
-/// file it replaces to `discards`.
+/// file it replaces to `discards`. `kept` is the inbox file keeping the note
+/// apart from the vault: where a trash puts the note's copy, or the file a
+/// note brought back takes its permissions from (see [`FileOp::kept`]).
 pub(super) fn forward(
     sandbox: &Sandbox,
     op: &FileOp,
     id: &str,
-    trash: Option<&NotePath>,
+    kept: Option<&NotePath>,
     hook: &mut dyn FnMut() -> Result<()>,
     prepared: Option<Prepared>,
     discards: &mut Discards,
@@ -654,15 +693,18 @@ pub(super) fn forward(
         }
         (_, prepared) => prepared,
     };
-    match (op.op, state(sandbox, op, trash)?) {
+    match (op.op, state(sandbox, op, kept)?) {
         (_, State::After) => Ok(()),
         (_, State::Foreign) => Err(foreign(op)),
         (FileOpKind::Create, _) => {
             hook()?;
-            sandbox.write_atomic(
+            // A note brought back gets back its permissions; a new one has none to take.
+            let note = sandbox.permissions_of(kept.map_or(&[], std::slice::from_ref))?;
+            sandbox.write_atomic_from(
                 &sandbox.resolve_note_target(&op.path)?,
                 after.as_bytes(),
                 WriteMode::CreateNew,
+                &note,
             )
         }
         (FileOpKind::Write, _) => {
@@ -686,7 +728,7 @@ pub(super) fn forward(
             }
         }
         (FileOpKind::Trash, _) => {
-            let trash = trash.ok_or_else(|| Error::internal("a trash operation without its trash path"))?;
+            let trash = kept.ok_or_else(|| Error::internal("a trash operation without its trash path"))?;
             hook()?;
             let copy = Inbox::of(sandbox).conflict_copy(&path, id)?;
             sandbox.trash_note(&path, trash, before.as_bytes(), &copy, discards)
@@ -720,12 +762,12 @@ fn forward_prepared_write(
 }
 
 /// Undoes one operation from whatever state it is in; a file someone else
-/// changed meanwhile is left as it is (their save wins).
-pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, trash: Option<&NotePath>) -> Result<()> {
+/// changed meanwhile is left as it is (their save wins). `kept` as for [`forward`].
+pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, kept: Option<&NotePath>) -> Result<()> {
     let path = NotePath::parse(&op.path)?;
     let before = op.before.as_deref().unwrap_or_default();
     let after = op.after.as_deref().unwrap_or_default();
-    let state = state(sandbox, op, trash)?;
+    let state = state(sandbox, op, kept)?;
     if matches!(state, State::Before | State::Foreign) {
         return Ok(());
     }
@@ -740,13 +782,22 @@ pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, trash: Option<&
             sandbox.rename_note(&to, &path, before.as_bytes())
         }
         FileOpKind::Trash => {
+            // The trashed note itself goes back, its file and mode with it; a
+            // copy of its text, where that is gone, with the mode the trash kept.
             let path = sandbox.resolve_note_target(&op.path)?;
-            match trash {
-                // The trashed note itself goes back, its mode with it.
+            match kept {
                 Some(trash) if current(sandbox, trash)?.as_deref() == Some(before.as_bytes()) => {
                     sandbox.untrash_note(trash, &path)
                 }
-                _ => sandbox.write_atomic(&path, before.as_bytes(), WriteMode::CreateNew),
+                _ => {
+                    let held: Vec<NotePath> = kept
+                        .filter(|trash| matches!(sandbox.stat(trash), Ok(Some(_))))
+                        .cloned()
+                        .into_iter()
+                        .collect();
+                    let note = sandbox.permissions_of(&held)?;
+                    sandbox.write_atomic_from(&path, before.as_bytes(), WriteMode::CreateNew, &note)
+                }
             }
         }
     }
@@ -782,6 +833,22 @@ fn entry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_note_brought_back_names_the_file_it_was_kept_in() {
+        let plan = |op: &str, fields: &str| {
+            format!(r#"{{"schema":1,"summary":"s","files":[{{"op":"{op}","path":"z/a.md",{fields}}}]}}"#)
+        };
+        let restore = plan("create", r#""after":"x","kept":"inbox/trash/2026-01-01/0123abcd/z/a.md""#);
+        assert!(PlanFile::parse(restore.as_bytes()).is_ok());
+        for other in [
+            plan("trash", r#""before":"x","kept":"z/b.md""#),
+            plan("write", r#""before":"x","after":"y","kept":"z/b.md""#),
+        ] {
+            let err = PlanFile::parse(other.as_bytes()).unwrap_err();
+            assert_eq!(err.code, ErrorCode::ProposalTampered, "{other}");
+        }
+    }
 
     #[test]
     fn splices_rebuild_both_texts_exactly() {

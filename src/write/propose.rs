@@ -48,7 +48,7 @@ pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Time
         created_at: proposal::rfc3339(now),
     };
     let meta_file = inbox.path(&format!("new/{stem}{META_SUFFIX}"))?;
-    stage(sandbox, limits, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)], None)?;
+    stage(sandbox, limits, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)], &[])?;
     Ok(Staged {
         proposal_id: id,
         kind: ProposalKind::New,
@@ -171,7 +171,7 @@ pub fn propose_patch(
             (&diff_file, diff.as_bytes()),
             (&meta_file, &metadata_bytes(&meta)?),
         ],
-        Some(&target),
+        std::slice::from_ref(&target),
     )?;
     Ok(Staged {
         proposal_id: id,
@@ -301,23 +301,17 @@ fn metadata_bytes(meta: &Metadata) -> Result<Vec<u8>> {
 }
 
 /// Writes the files in order, each create-new; on failure removes the ones
-/// written. Files staged from a note (`from`) are no more readable than it is.
-/// First checks the caps on pending proposals.
-fn stage(
-    sandbox: &Sandbox,
-    limits: &Limits,
-    files: &[(&NotePath, &[u8])],
-    from: Option<&NotePath>,
-) -> Result<()> {
+/// written. They hold the text of the notes `from` (a patched note, every
+/// note a plan holds), so none is more readable than the most private of
+/// those (with none, they get the default mode). First checks the caps on
+/// pending proposals.
+fn stage(sandbox: &Sandbox, limits: &Limits, files: &[(&NotePath, &[u8])], from: &[NotePath]) -> Result<()> {
     let inbox = Inbox::of(sandbox);
     let adding: u64 = files.iter().map(|(_, bytes)| bytes.len() as u64).sum();
     check_pending_caps(sandbox, &inbox, limits, adding)?;
+    let notes = sandbox.permissions_of(from)?;
     for (done, (path, bytes)) in files.iter().enumerate() {
-        let written = match from {
-            Some(note) => sandbox.write_atomic_from(path, bytes, WriteMode::CreateNew, note),
-            None => sandbox.write_atomic(path, bytes, WriteMode::CreateNew),
-        };
-        if let Err(err) = written {
+        if let Err(err) = sandbox.write_atomic_from(path, bytes, WriteMode::CreateNew, &notes) {
             for (written, _) in &files[..done] {
                 let _ = sandbox.remove_inbox_file(written);
             }
@@ -390,7 +384,8 @@ pub struct StagedPlan {
 
 /// Stages a multi-file proposal: `inbox/<kind>/<stem>.plan.json` (every file
 /// operation with its text before and after), `<stem>.diff` (its summary line,
-/// then every file's diff) and last `<stem>.proposal.json`.
+/// then every file's diff) and last `<stem>.proposal.json`, none more readable
+/// than the most private note whose text the plan holds.
 pub fn stage_plan(
     sandbox: &Sandbox,
     limits: &Limits,
@@ -433,7 +428,7 @@ pub fn stage_plan(
         sandbox,
         limits,
         &[(&content_file, &bytes), (&diff_file, diff.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)],
-        None,
+        &plan.notes_held()?,
     )?;
     Ok(StagedPlan {
         proposal_id: id,

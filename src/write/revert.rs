@@ -8,8 +8,9 @@
 //! diff, read backwards, gives the bytes before (checked against the base hash
 //! the metadata recorded). Every operation is inverted and their order
 //! reversed: writes swap their before and after, moves move back, trashed notes
-//! are created again from their kept bytes (the trash copy stays), created
-//! notes go to the trash. A file the apply wrote that has changed since (or a
+//! are created again from their kept bytes (the trash copy stays, and the note
+//! gets back its permissions from it: [`FileOp::kept`]), created notes go to
+//! the trash. A file the apply wrote that has changed since (or a
 //! path a note would return to that is taken) is `stale_base`, listing them
 //! all: a revert never overwrites later work.
 
@@ -17,11 +18,12 @@ use serde_json::json;
 
 use super::diff::undo_diff;
 use super::journal;
+use super::multi::trash_paths;
 use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan, PlanFile};
 use super::proposal::{FILE_MAX_BYTES, Inbox, find_applied, intact, tampered};
 use super::{ProposalKind, audit::AuditLog};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::Sandbox;
+use crate::sandbox::{NotePath, Sandbox};
 use crate::vault::content_hash;
 
 /// A planned revert.
@@ -65,6 +67,7 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
                 to: None,
                 before: Some(written),
                 after: None,
+                kept: None,
             };
             (vec![op], format!("new {}", meta.target))
         }
@@ -84,13 +87,24 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
                 to: None,
                 before: Some(written),
                 after: Some(before),
+                kept: None,
             };
             (vec![op], format!("patch {}", meta.target))
         }
         _ => {
             let plan =
                 PlanFile::parse(&content).map_err(|err| tampered(id, &err.message))?.hydrate(sandbox)?;
-            (plan.files.iter().rev().map(inverse).collect(), plan.summary)
+            // Where each trashed note was kept: its copy, or this archived plan once the trash is emptied.
+            let mut kept = Vec::new();
+            for trash in trash_paths(&inbox, &located.dir, id, &plan)? {
+                kept.push(match trash {
+                    Some(copy) if sandbox.stat(&copy)?.is_some() => Some(copy),
+                    Some(_) => Some(located.content_path()?),
+                    None => None,
+                });
+            }
+            let ops = plan.files.iter().zip(kept).rev().map(|(op, kept)| inverse(op, kept)).collect();
+            (ops, plan.summary)
         }
     };
     check_unchanged(sandbox, id, &ops)?;
@@ -102,8 +116,8 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
     })
 }
 
-/// The operation that undoes `op`.
-fn inverse(op: &FileOp) -> FileOp {
+/// The operation that undoes `op`; `kept`: where a note it trashed was kept.
+fn inverse(op: &FileOp, kept: Option<NotePath>) -> FileOp {
     match op.op {
         FileOpKind::Create => FileOp {
             op: FileOpKind::Trash,
@@ -111,6 +125,7 @@ fn inverse(op: &FileOp) -> FileOp {
             to: None,
             before: op.after.clone(),
             after: None,
+            kept: None,
         },
         FileOpKind::Write => FileOp {
             op: FileOpKind::Write,
@@ -118,6 +133,7 @@ fn inverse(op: &FileOp) -> FileOp {
             to: None,
             before: op.after.clone(),
             after: op.before.clone(),
+            kept: None,
         },
         FileOpKind::Move => FileOp {
             op: FileOpKind::Move,
@@ -125,6 +141,7 @@ fn inverse(op: &FileOp) -> FileOp {
             to: Some(op.path.clone()),
             before: op.after.clone(),
             after: op.before.clone(),
+            kept: None,
         },
         FileOpKind::Trash => FileOp {
             op: FileOpKind::Create,
@@ -132,6 +149,7 @@ fn inverse(op: &FileOp) -> FileOp {
             to: None,
             before: None,
             after: op.before.clone(),
+            kept: kept.map(|kept| kept.as_str().to_owned()),
         },
     }
 }

@@ -32,5 +32,5 @@ pub(super) use resolve::{
 };
 pub(super) use walk::scan;
 pub use walk::{Scan, ScannedFile, SkippedFile};
-pub(super) use write::{Access, TempFile, sync_dir, write_atomic};
-pub use write::{WriteMode, ensure_dir};
+pub(super) use write::{Access, TempFile, permissions_of, sync_dir, write_atomic};
+pub use write::{NotePermissions, WriteMode, ensure_dir};

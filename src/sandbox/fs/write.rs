@@ -1,6 +1,10 @@
 //! Atomic writes: a temporary file in the same folder, fsync, then rename (or
 //! link, for a file that must not exist yet), so a note is never seen half
 //! written; and the folders they need.
+//!
+//! A file written from notes (a staged copy, a plan, a trash copy, a note a
+//! revert brings back) holds their text, so it is never more readable than
+//! the most private of them: [`NotePermissions`] is what they all allow.
 
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io::{self, Write};
@@ -25,12 +29,69 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).map_err(|err| Error::io(dir.display(), &err))
 }
 
+/// The permissions a file holding the text of some notes may have: only
+/// what every one of them allows ([`Sandbox::permissions_of`]). With no note
+/// behind it, a file gets the default mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotePermissions {
+    /// The permission bits all the notes have.
+    #[cfg(unix)]
+    mode: u32,
+    /// Whether one of the notes is read-only.
+    #[cfg(not(unix))]
+    read_only: bool,
+}
+
+impl NotePermissions {
+    /// What a file of no note may have: anything the default mode gives.
+    const ANY: NotePermissions = NotePermissions {
+        #[cfg(unix)]
+        mode: 0o777,
+        #[cfg(not(unix))]
+        read_only: false,
+    };
+
+    /// What both allow.
+    fn and(self, other: NotePermissions) -> NotePermissions {
+        NotePermissions {
+            #[cfg(unix)]
+            mode: self.mode & other.mode,
+            #[cfg(not(unix))]
+            read_only: self.read_only || other.read_only,
+        }
+    }
+
+    fn of(meta: &Metadata) -> NotePermissions {
+        NotePermissions {
+            #[cfg(unix)]
+            mode: std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+            #[cfg(not(unix))]
+            read_only: meta.permissions().readonly(),
+        }
+    }
+}
+
+/// The permissions every file in `files` allows (notes, or copies of notes in
+/// the inbox), each reached like a write target: through real folders of the
+/// vault. Read in parallel: a hub's move holds the text of thousands of notes.
+pub(in crate::sandbox) fn permissions_of(sandbox: &Sandbox, files: &[NotePath]) -> Result<NotePermissions> {
+    use rayon::prelude::*;
+    files
+        .par_iter()
+        .map(|file| {
+            let disk = walk_write_chain(sandbox, file, false)?;
+            let meta = fs::metadata(&disk).map_err(|err| Error::io(file, &err))?;
+            Ok(NotePermissions::of(&meta))
+        })
+        .try_reduce(|| NotePermissions::ANY, |all, one| Ok(all.and(one)))
+}
+
 pub(in crate::sandbox) fn write_atomic(
     sandbox: &Sandbox,
     path: &NotePath,
     bytes: &[u8],
     mode: WriteMode,
-    like: Option<&NotePath>,
+    notes: Option<&NotePermissions>,
 ) -> Result<()> {
     match sandbox.policy.area_of(path) {
         Some(Area::Inbox) => {}
@@ -42,14 +103,7 @@ pub(in crate::sandbox) fn write_atomic(
     if mode == WriteMode::CreateNew && fs::symlink_metadata(&target).is_ok() {
         return Err(target_exists(path));
     }
-    let source = match like {
-        Some(like) => {
-            let disk = walk_write_chain(sandbox, like, false)?;
-            Some(fs::metadata(&disk).map_err(|err| Error::io(like, &err))?)
-        }
-        None => None,
-    };
-    let access = source.as_ref().map_or(Access::Default, Access::AtMost);
+    let access = notes.map_or(Access::Default, |notes| Access::AtMost(*notes));
     let temp = TempFile::create(parent, path.file_name()).map_err(|err| Error::io(path, &err))?;
     temp.fill(bytes, access).map_err(|err| Error::io(path, &err))?;
     match mode {
@@ -97,9 +151,10 @@ pub(in crate::sandbox) enum Access<'a> {
     Default,
     /// Exactly those of the file it replaces: mode, and owner where the process may.
     Same(&'a Metadata),
-    /// No more than those of the file it comes from (a staged copy of a note):
-    /// the default mode with the source's missing permission bits taken away.
-    AtMost(&'a Metadata),
+    /// No more than the notes whose text it holds allow (a staged copy of a
+    /// note, a plan of several): the default mode with every permission bit
+    /// one of them lacks taken away.
+    AtMost(NotePermissions),
 }
 
 impl TempFile {
@@ -177,7 +232,7 @@ fn set_access(file: &File, access: Access<'_>) -> io::Result<()> {
     let mode = match access {
         Access::Default => return Ok(()),
         Access::Same(like) => like.mode() & 0o7777,
-        Access::AtMost(like) => own.mode() & like.mode() & 0o777,
+        Access::AtMost(notes) => own.mode() & notes.mode & 0o777,
     };
     if own.mode() & 0o7777 != mode {
         file.set_permissions(fs::Permissions::from_mode(mode))?;
@@ -195,10 +250,15 @@ fn set_access(file: &File, access: Access<'_>) -> io::Result<()> {
 
 #[cfg(not(unix))]
 fn set_access(file: &File, access: Access<'_>) -> io::Result<()> {
-    if let Access::Same(like) | Access::AtMost(like) = access
-        && like.permissions().readonly()
-    {
-        file.set_permissions(like.permissions())?;
+    let read_only = match access {
+        Access::Default => false,
+        Access::Same(like) => like.permissions().readonly(),
+        Access::AtMost(notes) => notes.read_only,
+    };
+    if read_only {
+        let mut permissions = file.metadata()?.permissions();
+        permissions.set_readonly(true);
+        file.set_permissions(permissions)?;
     }
     Ok(())
 }
