@@ -1,17 +1,16 @@
 //! kb-mcp: controlled access for AI agents to a local Obsidian-style Markdown vault.
 //!
-//! The layers point one way (see `ARCHITECTURE.md`):
-//! `error <- sandbox <- vault <- {index, write} <- engine <- tools <- server <- bins`.
+//! Two crates, layers pointing one way (see `ARCHITECTURE.md`): the engine
+//! crate `kb-engine` (`error <- sandbox <- vault <- {index, write} <- engine <-
+//! eval`), knowing no protocol, and this one, `engine <- tools <- server <-
+//! bins`, the only code that knows rmcp, tokio and HTTP. The engine's modules
+//! are re-exported here under their own names, so `kb_mcp::engine` is
+//! `kb_engine::engine`.
 
-pub mod engine;
-pub mod error;
-pub mod eval;
-pub mod index;
-pub mod sandbox;
+pub use kb_engine::{engine, error, eval, index, sandbox, vault, write};
+
 pub mod server;
 pub mod tools;
-pub mod vault;
-pub mod write;
 
 /// Every program built on this library (the server, `kb-index`, the tests and
 /// the benchmarks) allocates through mimalloc. A search builds a few dozen

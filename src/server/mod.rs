@@ -10,7 +10,7 @@
 //! most every two seconds. Stdout carries JSON-RPC only; logs are JSON lines on
 //! stderr and never contain note text. At the debug level (`--log-level debug`
 //! or `KB_LOG=debug`) each request also gets a line saying where its time went
-//! ([`timing`]).
+//! (`timing`).
 
 mod blocking;
 mod confirm;

@@ -2,7 +2,7 @@
 //! schemas, access levels, and the mapping from a call to one engine method.
 //!
 //! This layer and `server` are the only ones that know rmcp and JSON Schema.
-//! Every tool is declared once in [`TOOLS`](table::TOOLS); `tools/list` and `tools/call` both
+//! Every tool is declared once in `TOOLS`; `tools/list` and `tools/call` both
 //! read that table, so a tool not granted to the caller's access level is absent
 //! from the list and refused when called anyway. Arguments are validated
 //! against the very schema the tool publishes: a mismatch is an `isError` result

@@ -8,6 +8,10 @@
 //! family of subcommands lives in its own file.
 
 #![allow(
+    rustdoc::invalid_html_tags,
+    reason = "doc comments here are clap's help text, where `<vault>` and `<date>` are what a person reads"
+)]
+#![allow(
     clippy::disallowed_methods,
     clippy::disallowed_types,
     reason = "the binaries read their own files (token file, suites, reports) and check the folders they are given"

@@ -160,7 +160,7 @@ impl Graph {
     /// the attachments are this graph's.
     ///
     /// Only the links whose resolution can change are resolved again (see
-    /// [`Recheck`]).
+    /// `Recheck`).
     #[allow(clippy::too_many_arguments)]
     pub fn after_change<'t>(
         &self,

@@ -29,11 +29,11 @@ impl Engine {
         }
     }
 
-    /// `read_note`. A note up to [`WHOLE_MAX`] is read and parsed whole (the parse
+    /// `read_note`. A note up to `WHOLE_MAX` is read and parsed whole (the parse
     /// cached by content hash); a larger one is hashed in one streaming pass that
     /// keeps only its first `WHOLE_MAX` bytes (parsed for title, frontmatter, outline
     /// and sections) and the requested page. Frontmatter and outline are capped to
-    /// the page size (see [`METADATA_BUDGET`]).
+    /// the page size (see `METADATA_BUDGET`).
     pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
         let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
         let (path, anchor) = self.locate(&name)?;

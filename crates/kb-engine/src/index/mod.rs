@@ -8,12 +8,12 @@
 //! released right after the commit, after which the reader is reloaded by hand so
 //! the very next search sees the change.
 //!
-//! The files: [`open`] (opening and repairing a folder), [`writer`] (updates
-//! and commits), [`search`] (requests, hits, running a query), [`query`] (the
-//! query built from a question), [`tokenizer`] and [`script`] (how text becomes
-//! terms), [`snippet`], [`fuzzy`], [`fusion`] (a question's two rankings as one), [`schema`] (from `index-schema/`),
-//! [`baseline`] (the plain BM25 index evaluations compare against),
-//! [`language`] (which language a note and a query are in), [`language_column`] (the notes' languages kept per segment), [`read_only`], [`errors`].
+//! The files: `open` (opening and repairing a folder), `writer` (updates
+//! and commits), `search` (requests, hits, running a query), `query` (the
+//! query built from a question), `tokenizer` and `script` (how text becomes
+//! terms), `snippet`, `fuzzy`, `fusion` (a question's two rankings as one), `schema` (from `index-schema/`),
+//! `baseline` (the plain BM25 index evaluations compare against),
+//! `language` (which language a note and a query are in), `language_column` (the notes' languages kept per segment), `read_only`, `errors`.
 
 mod baseline;
 mod errors;

@@ -62,7 +62,7 @@ impl OpenedFile {
         Ok(bytes)
     }
 
-    /// Streams the file from its start, [`CHUNK_BYTES`] at a time, calling
+    /// Streams the file from its start, `CHUNK_BYTES` at a time, calling
     /// `visit(offset, chunk)`; stops early when `visit` returns false. Returns the
     /// bytes visited.
     pub fn for_each_chunk(&self, mut visit: impl FnMut(u64, &[u8]) -> bool) -> Result<u64> {

@@ -93,7 +93,7 @@ impl FileOp {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
-    /// Always [`PLAN_SCHEMA`].
+    /// Always `PLAN_SCHEMA`.
     pub schema: u32,
     /// One line for a person ("move a.md → b.md, rewrite 3 links in 2 notes").
     pub summary: String,

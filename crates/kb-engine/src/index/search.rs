@@ -215,7 +215,7 @@ pub struct SearchOutcome {
 }
 
 impl SearchIndex {
-    /// Runs a search. A question put as a sentence (see [`QUESTION_WORDS_MIN`])
+    /// Runs a search. A question put as a sentence (see `QUESTION_WORDS_MIN`)
     /// asked through a tool (with `texts`) is also ranked by the other tool, and
     /// its page ordered by both rankings (`fusion`).
     pub fn search(&self, request: &SearchRequest<'_>) -> Result<SearchOutcome> {

@@ -155,8 +155,8 @@ pub fn overlaps_of(sandbox: &Sandbox, id: &str) -> Result<Vec<Overlap>> {
     overlaps(sandbox, &inbox, &located, &touched(sandbox, &located))
 }
 
-/// Every vault path a pending proposal touches ([`touched`]), lowercased as
-/// [`overlaps`] compares them: a new proposal changing one of them from the
+/// Every vault path a pending proposal touches (`touched`), lowercased as
+/// `overlaps` compares them: a new proposal changing one of them from the
 /// same base would go stale when the other is applied.
 pub fn pending_paths(sandbox: &Sandbox) -> Result<BTreeSet<String>> {
     let inbox = Inbox::of(sandbox);
