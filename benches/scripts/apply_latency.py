@@ -6,7 +6,7 @@ apply_proposal round trip (checks, atomic write, archive, index update, audit li
 then search for the note's unique word and require it to be found right away (the
 index update is visible before apply returns). Prints median, p90 and max.
 
-    python3 benches/scripts/apply_latency.py [--vault ../shared/corpora/obsidian-help] [--rounds 40]
+    python3 benches/scripts/apply_latency.py [--vault ../shared/corpora/obsidian-help] [--rounds 40] [--kind new|patch]
 
 Needs `cargo build --release` first. The vault is copied to a temp folder (the
 corpus is never written); the index goes to a temp folder too. Stdlib only.
@@ -66,6 +66,8 @@ def main():
     parser.add_argument("--vault", default=str(ROOT.parent / "shared/corpora/obsidian-help"))
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--binary", default=str(ROOT / "target/release/kb-mcp"))
+    parser.add_argument("--kind", choices=["new", "patch"], default="new",
+                        help="new: apply new notes; patch: apply patches of one note (a swap, watched for late saves)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp) / "vault"
@@ -76,7 +78,13 @@ def main():
         times = []
         for round_ in range(args.rounds):
             word = f"quokka{round_}zeta"
-            staged = server.tool("propose_new_note", {"title": f"Apply latency {round_}", "body": f"A note about {word}.\n", "reason": "benchmark"})
+            if args.kind == "new" or round_ == 0:
+                staged = server.tool("propose_new_note", {"title": f"Apply latency {round_}", "body": f"A note about {word}.\n", "reason": "benchmark"})
+                target = staged["target"]
+            else:
+                base = server.tool("read_note", {"path": target})["hash"]
+                staged = server.tool("propose_note_patch", {"path": target, "base_hash": base, "reason": "benchmark",
+                                                            "edits": [{"op": "append", "content": f"About {word}.\n"}]})
             started = time.perf_counter()
             applied = server.tool("apply_proposal", {"proposal_id": staged["proposal_id"]})
             elapsed = (time.perf_counter() - started) * 1000
@@ -85,9 +93,11 @@ def main():
             assert found["total"] == 1, f"{word} not searchable right after apply"
             times.append(elapsed)
         server.close()
+    if args.kind == "patch":
+        times = times[1:]  # the first round created the note the others patch
     times.sort()
     p90 = times[int(len(times) * 0.9) - 1]
-    print(f"vault: {args.vault} ({notes} notes), {args.rounds} applies")
+    print(f"vault: {args.vault} ({notes} notes), {len(times)} applies of kind {args.kind}")
     print(f"apply_proposal end to end: median {statistics.median(times):.1f} ms, p90 {p90:.1f} ms, max {times[-1]:.1f} ms")
 
 

@@ -8,8 +8,9 @@
 //! close, as an autosave does): those bytes land in the displaced file, not in
 //! the note, and removing that file would lose them. So an apply keeps every
 //! displaced file ([`Discards`]) and, before its commit point, waits until
-//! [`LATE_SAVE_GRACE`] has passed since its last swap and looks at each file
-//! again ([`Discards::late_saves`]): one that changed holds a late save, which
+//! [`LATE_SAVE_GRACE`] has passed since its last swap and (on Linux) until no
+//! process holds one open any more, then looks at each file again
+//! ([`Discards::late_saves`]): one that changed holds a late save, which
 //! goes back to the note's name ([`Sandbox::put_back_late_save`]) while the
 //! apply is rolled back. A crash during the wait leaves the files under
 //! kb-mcp's temporary names, where recovery's sweep finds them.
@@ -18,6 +19,7 @@
 //! apart as a conflict copy in the inbox, never among the notes
 //! ([`Sandbox::keep_conflict_copy`]), where the overview and the review list it.
 
+use std::collections::HashSet;
 use std::fs::{self, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -35,6 +37,9 @@ use crate::error::{Error, ErrorCode, Result};
 /// microseconds after its open unless the machine stalls it; this covers a
 /// stall of a tenth of a second.
 pub const LATE_SAVE_GRACE: Duration = Duration::from_millis(100);
+
+/// The longest an apply waits for another process to close a file it displaced.
+const HELD_OPEN_WAIT: Duration = Duration::from_secs(5);
 
 /// Threads removing discarded files: the waits are the journal's, not the CPU's.
 const DISCARD_THREADS: usize = 8;
@@ -145,12 +150,20 @@ impl Discards {
     }
 
     /// Waits until [`LATE_SAVE_GRACE`] has passed since the last file was
-    /// displaced, then takes out and returns those written to since they were
-    /// checked. The rest stay, to be removed (or, trashed, kept).
+    /// displaced, and, where the system tells, until no process holds one of
+    /// them open any more (at most [`HELD_OPEN_WAIT`]): an editor stalled
+    /// between its open and its write still writes after. Then takes out and
+    /// returns those written to since they were checked. The rest stay, to be
+    /// removed (or, trashed, kept).
     pub fn late_saves(&mut self) -> Vec<LateSave> {
         let Some(last) = self.last else { return Vec::new() };
         if let Some(wait) = LATE_SAVE_GRACE.checked_sub(last.elapsed()) {
             std::thread::sleep(wait);
+        }
+        let files: HashSet<&Path> = self.files.iter().map(|displaced| displaced.file.as_path()).collect();
+        let since = Instant::now();
+        while held_open(&files) && since.elapsed() < HELD_OPEN_WAIT {
+            std::thread::sleep(Duration::from_millis(5));
         }
         let (late, kept): (Vec<Displaced>, Vec<Displaced>) =
             std::mem::take(&mut self.files).into_iter().partition(|displaced| {
@@ -201,6 +214,28 @@ fn remove_all(files: Vec<Displaced>) {
             });
         }
     });
+}
+
+/// Whether any process holds one of `files` open, where the system tells
+/// (Linux: the open files each process lists under `/proc`, those of the
+/// same user at least); elsewhere `false`, and only the grace protects.
+#[cfg(target_os = "linux")]
+fn held_open(files: &HashSet<&Path>) -> bool {
+    let Ok(processes) = fs::read_dir("/proc") else { return false };
+    processes.flatten().any(|process| {
+        let numbered =
+            process.file_name().to_str().is_some_and(|name| name.bytes().all(|b| b.is_ascii_digit()));
+        numbered
+            && fs::read_dir(process.path().join("fd")).is_ok_and(|open| {
+                open.flatten()
+                    .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| files.contains(target.as_path())))
+            })
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn held_open(_: &HashSet<&Path>) -> bool {
+    false
 }
 
 /// Renames `from` to `to` unless `to` exists, in one step where the system can.
@@ -441,6 +476,24 @@ mod tests {
                 fs::remove_file(file).unwrap();
             }
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_writer_stalled_past_the_grace_is_waited_for() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let (mut discards, files) = watched(dir.path(), 2);
+        // Opened before the check, written well after the grace.
+        let mut editor = fs::OpenOptions::new().append(true).open(&files[0]).unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(LATE_SAVE_GRACE * 3);
+            editor.write_all(b"the person's line\n").unwrap();
+        });
+        let late = discards.late_saves();
+        writer.join().unwrap();
+        assert_eq!(late.len(), 1, "the stalled writer's save was not waited for");
+        assert_eq!(late[0].displaced.file, files[0]);
     }
 
     #[test]

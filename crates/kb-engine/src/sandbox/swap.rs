@@ -212,19 +212,30 @@ fn settle(
 }
 
 /// Opens the note for reading; `None` when it is gone. Refuses anything that is
-/// not the regular file on the path.
+/// not the regular file on the path. A save by rename landing between the open
+/// and the check is an editor at work, not an attack: the note is opened again
+/// (a few times) and the caller compares whatever it holds then.
 fn open_note(target: &Path) -> io::Result<Option<File>> {
-    let file = match File::open(target) {
-        Ok(file) => file,
-        Err(err) if is_missing(&err) => return Ok(None),
-        Err(err) => return Err(err),
-    };
-    let opened = file.metadata()?;
-    let on_path = fs::symlink_metadata(target)?;
-    if !opened.is_file() || !on_path.is_file() || !same_file(&opened, &on_path) {
-        return Err(io::Error::other("the note changed while it was being opened"));
+    for _ in 0..8 {
+        let file = match File::open(target) {
+            Ok(file) => file,
+            Err(err) if is_missing(&err) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let opened = file.metadata()?;
+        let on_path = match fs::symlink_metadata(target) {
+            Ok(meta) => meta,
+            Err(err) if is_missing(&err) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        if !opened.is_file() || !on_path.is_file() {
+            return Err(io::Error::other("the note is not a regular file"));
+        }
+        if same_file(&opened, &on_path) {
+            return Ok(Some(file));
+        }
     }
-    Ok(Some(file))
+    Err(io::Error::other("the note kept changing while it was being opened"))
 }
 
 fn read_all(file: &mut File) -> io::Result<Vec<u8>> {

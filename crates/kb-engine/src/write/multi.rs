@@ -359,15 +359,17 @@ fn prepare_all(sandbox: &Sandbox, plan: &Plan) -> Result<Vec<Option<Prepared>>> 
 /// of the text after), and the files its swaps replaced (the text before).
 /// Anything else may hold a person's save: it is kept apart in the inbox as a
 /// conflict copy (`conflicts.rs`), never left among the notes.
-fn sweep_temps(sandbox: &Sandbox, inbox: &Inbox, plan: &Plan, id: &str) {
+pub(super) fn sweep_temps(sandbox: &Sandbox, inbox: &Inbox, plan: &Plan, id: &str) -> Vec<String> {
+    let mut done = Vec::new();
     for op in &plan.files {
         for path in op.touched() {
             let Ok(note) = NotePath::parse(path) else { continue };
             let Ok(copy) = inbox.conflict_copy(&note, id) else { continue };
             let mut ours = |bytes: &[u8]| ours(op, bytes);
-            let _ = sandbox.sweep_note_temps(&note, &mut ours, &copy);
+            done.extend(sandbox.sweep_note_temps(&note, &mut ours, &copy).unwrap_or_default());
         }
     }
+    done
 }
 
 /// Whether a temporary file beside one of `op`'s notes can only be kb-mcp's:
@@ -400,6 +402,7 @@ pub(super) fn recover_pending(
     for (number, op) in plan.files.iter().enumerate().rev() {
         plan::backward(sandbox, op, located.id(), kept[number].as_ref())?;
     }
+    // Before the folders: a prepared file left in a new folder keeps it.
     sweep_temps(sandbox, inbox, &plan, located.id());
     remove_new_folders(sandbox, &plan, &kept, &journal.folders);
     Ok(())
@@ -415,6 +418,5 @@ pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Locat
     for (number, op) in plan.files.iter().enumerate() {
         plan::forward(sandbox, op, located.id(), kept[number].as_ref(), &mut || Ok(()), None, &mut discards)?;
     }
-    sweep_temps(sandbox, inbox, &plan, located.id());
     touched(&plan)
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::apply::{archive_files, lock, move_leftover, rejection_name, target_holds_content};
 use super::audit::{AuditLog, Rejection, finish_apply, finish_reject};
 use super::journal::{self, Action, Journal};
-use super::proposal::{FILE_MAX_BYTES, Inbox, Located, META_SUFFIX, locate, pending_files, validate};
+use super::proposal::{self, FILE_MAX_BYTES, Inbox, Located, META_SUFFIX, locate, pending_files, validate};
 use super::{Actor, Applied, ProposalKind, ProposalStatus, Recovery};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox};
@@ -144,6 +144,51 @@ fn sweep_note_temps(sandbox: &Sandbox, inbox: &Inbox) -> Vec<String> {
     done
 }
 
+/// Settles the temporary files beside the notes of the proposal a journal
+/// names, wherever it is now (pending or archived): a crash during its apply
+/// may have left a prepared text, or a file a swap replaced that was still
+/// watched for a late save (`sandbox/displaced.rs`). Ours are removed; anything
+/// else is kept apart as a conflict copy.
+fn sweep_journaled(sandbox: &Sandbox, inbox: &Inbox, journal: &Journal) -> Vec<String> {
+    let status = match journal.action {
+        Action::Apply => ProposalStatus::Applied,
+        Action::Reject => return Vec::new(),
+    };
+    let located = [
+        journal.archived_meta().map(|meta| (meta, status)),
+        journal.pending_meta(inbox).map(|meta| (meta, ProposalStatus::Pending)),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|(meta, status)| {
+        matches!(sandbox.stat(&meta), Ok(Some(_))).then(|| locate(sandbox, &meta, status).ok()).flatten()
+    });
+    let Some(located) = located.filter(|located| located.id() == journal.proposal_id) else {
+        return Vec::new();
+    };
+    if located.meta.kind.is_multi() {
+        if located.status == ProposalStatus::Pending {
+            // Rolled back: `multi::recover_pending` swept before removing folders.
+            return Vec::new();
+        }
+        return match proposal::read_plan(sandbox, &located) {
+            Ok(plan) => super::multi::sweep_temps(sandbox, inbox, &plan, located.id()),
+            Err(_) => Vec::new(),
+        };
+    }
+    let Ok(target) = NotePath::parse(&located.meta.target) else { return Vec::new() };
+    let Ok(copy) = inbox.conflict_copy(&target, located.id()) else { return Vec::new() };
+    let staged = located.content_path().ok().and_then(|file| sandbox.read(&file, FILE_MAX_BYTES).ok());
+    let meta = &located.meta;
+    let mut ours = |bytes: &[u8]| {
+        let hash = content_hash(bytes);
+        hash == meta.content_sha256
+            || meta.base_sha256.as_deref() == Some(hash.as_str())
+            || staged.as_deref().is_some_and(|staged| staged.starts_with(bytes))
+    };
+    sandbox.sweep_note_temps(&target, &mut ours, &copy).unwrap_or_default()
+}
+
 /// Whether a file stem is one a proposal's files have: `<slug>-<8 hex digits>`.
 fn is_stem(stem: &str) -> bool {
     stem.rsplit_once('-').is_some_and(|(slug, short)| {
@@ -187,6 +232,9 @@ pub(super) fn recover_locked(
     };
     match settle(sandbox, inbox, log, &journal, actor, index, &mut done) {
         Ok(()) => {
+            // What the interrupted apply displaced, beside its notes, whatever it
+            // was settled to (a crash may come after the commit point too).
+            done.summary.swept.extend(sweep_journaled(sandbox, inbox, &journal));
             if let Err(err) = journal::clear(sandbox, inbox) {
                 done.summary.failed.push(format!("the apply journal: {}", err.message));
             }

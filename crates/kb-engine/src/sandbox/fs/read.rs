@@ -85,16 +85,35 @@ impl OpenedFile {
     }
 }
 
+/// How often a read resolves, opens and verifies a file again when the file
+/// changed between the check and the open: an editor saving by rename replaces
+/// the note under the same name, which is no attack. Every try runs every
+/// check, so a symlink swapped in is refused whatever the count.
+const OPEN_TRIES: usize = 8;
+
 pub(in crate::sandbox) fn open_read(sandbox: &Sandbox, path: &NotePath) -> Result<OpenedFile> {
     let area = logical_area(sandbox, path, Use::Internal)?;
-    let real = real_file(sandbox, path, area)?.ok_or_else(|| missing(path))?;
-    let file = File::open(&real.canonical).map_err(|err| Error::io(path, &err))?;
-    let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
-    if !opened.is_file() {
-        return Err(Error::denied(format!("{path} is not a regular file")));
+    let mut tries = 0;
+    loop {
+        let real = real_file(sandbox, path, area)?.ok_or_else(|| missing(path))?;
+        let file = File::open(&real.canonical).map_err(|err| Error::io(path, &err))?;
+        let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
+        if !opened.is_file() {
+            return Err(Error::denied(format!("{path} is not a regular file")));
+        }
+        match verify_opened(sandbox, path, area, &real, &file, &opened) {
+            Ok(()) => {
+                return Ok(OpenedFile {
+                    file,
+                    len: opened.len(),
+                    modified: opened.modified().ok(),
+                    path: path.clone(),
+                });
+            }
+            Err(_) if tries + 1 < OPEN_TRIES => tries += 1,
+            Err(err) => return Err(err),
+        }
     }
-    verify_opened(sandbox, path, area, &real, &file, &opened)?;
-    Ok(OpenedFile { file, len: opened.len(), modified: opened.modified().ok(), path: path.clone() })
 }
 
 pub(in crate::sandbox) fn read(sandbox: &Sandbox, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
