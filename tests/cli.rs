@@ -617,3 +617,27 @@ fn a_move_and_a_patch_of_one_note_each_name_the_other() {
     let (_, out, _) = kb_index(&vault, &["--color", "never", "inbox", "show", &new]);
     assert!(!out.contains("other pending proposal"), "{out}");
 }
+
+/// Issue 34, "first hour": `kb-index search --folder Nope` printed nothing but
+/// "0 notes shown", as if the folder held no match; the tools did the same
+/// with `folder`. A folder that does not exist is `not_found` naming it, for
+/// the searches as for `ls` and `audit`.
+#[test]
+fn issue_34_a_folder_that_does_not_exist_is_an_error_naming_it() {
+    let (_tmp, vault) = vault();
+    for args in [
+        &["search", "lighthouse", "--folder", "z/Nope"][..],
+        &["search", "lighthouse", "--titles", "--folder", "z/Nope"],
+        &["search", "lighthouse", "--content", "--folder", "z/Nope"],
+        &["ls", "z/Nope"],
+        &["audit", "z/Nope"],
+    ] {
+        let (code, out, err) = kb_index(&vault, args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("not_found") && err.contains("Nope"), "{args:?}: {err}");
+        assert!(err.contains("kb-index ls"), "{args:?} says how to see the folders: {err}");
+    }
+    let (code, out, err) = kb_index(&vault, &["search", "lighthouse", "--folder", "z"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("z/lighthouse.md"), "{out}");
+}

@@ -83,7 +83,7 @@ impl Engine {
         let sort = args.sort.unwrap_or_default();
         let folder = self.existing_folder(
             args.folder.as_deref(),
-            "call list_notes without `folder` to see the top-level folders",
+            "list_notes without `folder` (`kb-index ls`) shows the top-level folders",
         )?;
         let tag = args.tag.as_deref().map(|t| t.trim().trim_start_matches('#').to_lowercase());
         if tag.as_deref().is_some_and(str::is_empty) {
