@@ -1370,7 +1370,8 @@ async fn issue15_audit_vault_and_overview_since_over_mcp() {
     client.cancel().await.unwrap();
 }
 
-/// Issue 15: `kb-index audit` prints every finding and exits 1 on errors;
+/// Issue 15: `kb-index audit` prints the errors and warnings (`-v` also the
+/// info findings) and exits 1 on errors;
 /// `--fix` stages the fixes, `--fix --yes` applies them; an unknown check is bad usage.
 #[test]
 fn issue15_kb_index_audit_reports_and_fixes() {
@@ -1388,6 +1389,23 @@ fn issue15_kb_index_audit_reports_and_fixes() {
     assert!(text.contains("    suggestion: link to z/备份仓库.md instead of `备份仓`"), "{text}");
     assert!(text.contains("    fix: add [[孤立笔记]] to z/Backup MOC.md"), "{text}");
     assert!(text.trim_end().ends_with("21 findings, 7 errors (ambiguous_link 1, broken_anchor 2, broken_link 2, duplicate_title 2, empty_note 1, frontmatter 3, moc_missing 1, orphan 2, oversize_note 1, skipped_file 1, unlinked_mention 2, unregistered_tag 3)"), "{text}");
+    // Issue 34, "first hour": info lines (orphans, unlinked mentions) drowned the
+    // errors; they are counted by default and listed with -v; --json keeps all.
+    assert!(!text.contains(": info ["), "{text}");
+    assert!(
+        text.contains(
+            "4 info findings not listed (orphans, unlinked mentions); `kb-index audit -v` lists them"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.lines().filter(|l| l.contains(": error [") || l.contains(": warning [")).count(), 17);
+    let verbose = kb_index(&["audit", "-v"]);
+    let listed = String::from_utf8_lossy(&verbose.stdout);
+    assert_eq!(listed.lines().filter(|l| l.contains(": info [")).count(), 4, "{listed}");
+    assert!(!listed.contains("not listed"), "{listed}");
+    assert!(listed.trim_end().ends_with(text.trim_end().lines().last().unwrap()), "{listed}");
+    let every: Value = serde_json::from_slice(&kb_index(&["audit", "--json"]).stdout).unwrap();
+    assert_eq!(every["findings"].as_array().unwrap().len(), 21, "--json lists every finding");
     let json = kb_index(&["audit", "z/daily", "--json"]);
     let audit: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(audit["total"], 3, "{audit}");
