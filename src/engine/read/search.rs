@@ -208,6 +208,7 @@ fn cut_snippets(sandbox: &Sandbox, record: &NoteRecord, terms: &BTreeSet<String>
             text: s.text,
             heading: s.heading.map(|h| cut_chars(&h, TEXT_MAX_CHARS)),
             line: s.line,
+            marks: s.marks,
         })
         .collect()
 }
