@@ -624,6 +624,66 @@ fn typos_fall_back_to_fuzzy_matching_and_explain_says_why_a_note_ranked() {
     assert!(engine.search_knowledge(&search("备份仓库")).unwrap().results[0].explain.is_none());
 }
 
+/// Issue 34: a `since` cursor taken before the audit log was truncated or
+/// replaced (a person clearing `inbox/_applied.jsonl`, a backup restored) read
+/// the new log from the old offset: the proposals applied since were missed or
+/// cut mid-line, and `changes` did not say it was incomplete. The cursor now
+/// carries a check of the log's last bytes: a log that is not the one it was
+/// taken from is read from its start and the answer is `incomplete`.
+#[test]
+fn issue_34_a_since_cursor_past_a_truncated_audit_log_is_incomplete() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let apply_new = |title: &str| {
+        let staged = engine
+            .propose_new_note(&ProposeNewArgs {
+                title: title.into(),
+                body: "text\n".into(),
+                reason: "test".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        engine
+            .apply_proposal(
+                &ApplyArgs { proposal_id: staged.proposal_id.clone() },
+                kb_mcp::engine::types::Actor::Mcp,
+            )
+            .unwrap();
+        staged.proposal_id
+    };
+    let since =
+        |cursor: &str| engine.overview_since(Caller::Agent(Access::Read), Some(cursor)).unwrap().changes;
+    let applied =
+        |changes: &Changes| changes.applied.iter().map(|e| e.proposal_id.clone()).collect::<Vec<_>>();
+    let log = vault.join("inbox/_applied.jsonl");
+    apply_new("First note");
+    apply_new("Second note");
+    let cursor = engine.overview(Caller::Agent(Access::Read)).unwrap().changes.cursor;
+    assert!(applied(&since(&cursor)).is_empty() && !since(&cursor).incomplete);
+
+    // The log cleared, then three applies: longer than the cursor's offset again.
+    std::fs::write(&log, "").unwrap();
+    let new: Vec<String> = ["Third note", "Fourth note", "Fifth note"].into_iter().map(apply_new).collect();
+    let changes = since(&cursor);
+    assert!(changes.incomplete, "a replaced log is not read from the old offset: {changes:?}");
+    assert_eq!(applied(&changes), new, "every line of the new log");
+    let later = since(&changes.cursor);
+    assert!(!later.incomplete && later.applied.is_empty(), "the new cursor is the new log's: {later:?}");
+
+    // Cut to its first line, shorter than the cursor's offset: that line is not dropped.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let first = &text[..=text.find('\n').unwrap()];
+    std::fs::write(&log, first).unwrap();
+    let changes = since(&later.cursor);
+    assert!(changes.incomplete, "{changes:?}");
+    assert_eq!(applied(&changes), new[..1], "{changes:?}");
+    // Grown as usual: complete, only the new line.
+    let sixth = apply_new("Sixth note");
+    let grown = since(&changes.cursor);
+    assert!(!grown.incomplete, "{grown:?}");
+    assert_eq!(applied(&grown), [sixth]);
+}
+
 /// Issue 13, "weak results must look weak": a hit found only by typo tolerance
 /// came back with no snippets and `matched: []`, and a `search_knowledge` hit
 /// found by its text alone said nothing of why it ranked.

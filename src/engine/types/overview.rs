@@ -155,7 +155,8 @@ pub struct Changes {
     pub applied: Vec<ProposalEvent>,
     /// Proposals rejected.
     pub rejected: Vec<ProposalEvent>,
-    /// True when some changes are missing (too many, or the index was rebuilt).
+    /// True when some changes are missing (too many, the index rebuilt, or the
+    /// audit log truncated or replaced since the cursor).
     #[serde(default, skip_serializing_if = "super::is_false")]
     pub incomplete: bool,
 }
