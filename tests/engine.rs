@@ -1318,6 +1318,78 @@ fn issue15_list_notes_pages_stay_stable_while_notes_change() {
     }
 }
 
+/// Issue 34: by time, a note edited between two pages moved in front of the
+/// cursor and no later page listed it. Now the notes modified since the first
+/// page come after the others, oldest change first: a note not listed yet and
+/// edited (even twice) is listed, one edited after its page is listed again
+/// with its new time, a new note is listed, and no other note twice.
+#[test]
+fn issue_34_list_notes_by_time_misses_no_note_edited_between_pages() {
+    let (_tmp, vault) = common::temp_vault();
+    let folder = vault.join("z/timed");
+    std::fs::create_dir_all(&folder).unwrap();
+    let base = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+    let put = |n: u64, at: std::time::SystemTime| {
+        let file = folder.join(format!("note {n:02}.md"));
+        std::fs::write(&file, format!("---\ncreated: 2020-01-{:02}\n---\n# Note {n:02}\n", n + 1)).unwrap();
+        std::fs::File::options().write(true).open(&file).unwrap().set_modified(at).unwrap();
+    };
+    for sort in [ListSort::Updated, ListSort::Created] {
+        for n in 0..12u64 {
+            put(n, base + std::time::Duration::from_secs(60 * n));
+        }
+        let engine = open(&vault);
+        let args = |cursor: Option<String>| ListNotesArgs {
+            folder: Some("z/timed".into()),
+            sort: Some(sort),
+            limit: Some(4),
+            cursor,
+            ..Default::default()
+        };
+        let first = engine.list_notes(&args(None)).unwrap();
+        let listed: Vec<&str> = first.notes.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(
+            listed,
+            ["z/timed/note 11.md", "z/timed/note 10.md", "z/timed/note 09.md", "z/timed/note 08.md"]
+        );
+        let mut seen: Vec<String> = listed.iter().map(|p| (*p).to_owned()).collect();
+        let mut cursor = first.next_cursor;
+        let mut edits = 0;
+        while let Some(next) = cursor {
+            // Between pages: the oldest note not listed yet is edited, once on
+            // the first turn and again on the second; a listed note too; a note comes.
+            if edits < 2 {
+                let now = std::time::SystemTime::now() + std::time::Duration::from_secs(edits);
+                put(0, now);
+                if edits == 0 {
+                    put(10, now);
+                    std::fs::write(folder.join("note new.md"), "# New\n").unwrap();
+                }
+                engine.sync(false, None).unwrap();
+                edits += 1;
+            }
+            let page = engine.list_notes(&args(Some(next))).unwrap();
+            seen.extend(page.notes.iter().map(|n| n.path.clone()));
+            cursor = page.next_cursor;
+            assert!(seen.len() < 40, "paging does not end: {seen:?}");
+        }
+        for n in 0..12u64 {
+            let path = format!("z/timed/note {n:02}.md");
+            assert!(seen.contains(&path), "{sort:?}: {path} was missed: {seen:?}");
+        }
+        assert!(seen.iter().any(|p| p == "z/timed/note new.md"), "{sort:?}: {seen:?}");
+        let twice: Vec<&String> =
+            seen.iter().filter(|p| seen.iter().filter(|q| q == p).count() > 1).collect();
+        assert!(
+            twice.iter().all(|p| *p == "z/timed/note 10.md"),
+            "{sort:?}: only the note edited after its page comes twice: {seen:?}"
+        );
+        assert_eq!(seen.iter().filter(|p| *p == "z/timed/note 00.md").count(), 1, "{sort:?}: {seen:?}");
+        drop(engine);
+        std::fs::remove_file(folder.join("note new.md")).unwrap();
+    }
+}
+
 /// The unlinked mentions of every note, as `audit_vault` lists them.
 fn mentions(engine: &Engine) -> Vec<(String, Option<u32>, String)> {
     let args =
