@@ -1853,3 +1853,82 @@ fn issue34_a_call_sent_just_before_stdin_closes_is_answered_before_exit() {
     assert_eq!(applied["result"]["structuredContent"]["status"], "applied", "{applied}");
     assert!(vault.join("z/Last call.md").exists());
 }
+
+/// Issue 34: answers flooded an agent. A folder move of 19,000 notes answered
+/// 30.6 MB (every moved note and every diff line), and an `invalid_argument`
+/// echoed a 1.26 MB argument. Now a proposal's diff is cut at 64 KiB (a last
+/// line says how much is left out and that `kb-index inbox show ID` shows it
+/// whole), `moves` lists 100 notes (`moves_omitted` counts the rest), a
+/// delete names 100 links of each kind (`unlisted`), an apply's audit line
+/// lists 100 files (`files_omitted`), and an error's message keeps its first
+/// 750 and last 250 characters, saying how many it left out.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue34_answers_cap_diffs_move_lists_and_echoed_values() {
+    let (_tmp, vault) = common::temp_vault();
+    std::fs::create_dir_all(vault.join("z/many")).unwrap();
+    for n in 0..150 {
+        std::fs::write(vault.join(format!("z/many/note {n:03}.md")), format!("# Note {n}\n\nSee [[hub]].\n"))
+            .unwrap();
+    }
+    std::fs::write(vault.join("z/hub.md"), "# Hub\n").unwrap();
+    let long: String = (0..6000).map(|n| format!("line {n} of a long note\n")).collect();
+    std::fs::write(vault.join("z/long.md"), &long).unwrap();
+    let client = connect(&vault, "apply").await;
+    let size = |result: &CallToolResult| serde_json::to_string(result).unwrap().len();
+
+    let note = call(&client, "read_note", json!({"path": "z/long.md", "max_bytes": 1024})).await.unwrap();
+    let hash = note.structured_content.unwrap()["hash"].as_str().unwrap().to_owned();
+    let patch = call(
+        &client,
+        "propose_note_patch",
+        json!({"path": "z/long.md", "base_hash": hash, "reason": "rewrite",
+               "edits": [{"op": "replace_all", "content": long.replace("line", "row")}]}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(patch.is_error, Some(true), "{patch:?}");
+    let staged = patch.structured_content.clone().unwrap();
+    let id = staged["proposal_id"].as_str().unwrap();
+    let diff = staged["diff"].as_str().unwrap();
+    assert!(diff.len() < 64 * 1024 + 400, "{}", diff.len());
+    let last = diff.lines().last().unwrap();
+    assert!(last.contains("more lines") && last.contains(&format!("`kb-index inbox show {id}`")), "{last}");
+    assert_eq!(staged["added"], 6000, "the counts are the whole diff's");
+    assert!(size(&patch) < 3 * 64 * 1024, "{}", size(&patch));
+
+    let moved = call(&client, "propose_move", json!({"from": "z/many", "to": "z/moved", "reason": "tidy"}))
+        .await
+        .unwrap();
+    let staged = moved.structured_content.clone().unwrap();
+    assert_eq!(staged["moves"].as_array().unwrap().len(), 100, "{staged}");
+    assert_eq!(staged["moves_omitted"], 50);
+    assert!(moved.content[0].as_text().unwrap().text.contains("(150 notes move"), "{moved:?}");
+    let applied =
+        call(&client, "apply_proposal", json!({"proposal_id": staged["proposal_id"]})).await.unwrap();
+    let audit = &applied.structured_content.clone().unwrap()["audit"];
+    assert_eq!(audit["files"].as_array().unwrap().len(), 100, "{audit}");
+    assert!(audit["files_omitted"].as_u64().unwrap() >= 50, "{audit}");
+
+    let deleted =
+        call(&client, "propose_delete", json!({"path": "z/hub.md", "reason": "gone"})).await.unwrap();
+    let staged = deleted.structured_content.clone().unwrap();
+    assert_eq!(staged["breaks"].as_array().unwrap().len(), 100, "{staged}");
+    assert_eq!(staged["unlisted"], 50);
+
+    // An echoed argument: a schema error and a path error.
+    let huge = "a".repeat(1_260_000);
+    for (tool, arguments) in [
+        ("search_knowledge", json!({"query": "x", "limit": huge})),
+        ("read_note", json!({"path": format!("z/{huge}.md")})),
+        ("list_notes", json!({"folder": "z", "cursor": huge})),
+    ] {
+        let result = call(&client, tool, arguments).await.unwrap();
+        let text = &result.content[0].as_text().unwrap().text;
+        assert!(text.len() < 4096, "{tool} answered {} bytes", text.len());
+        let message = error_object(&result)["message"].as_str().unwrap().to_owned();
+        if tool == "search_knowledge" {
+            assert!(message.contains("characters left out") && message.ends_with("\"integer\""), "{message}");
+        }
+    }
+    client.cancel().await.unwrap();
+}

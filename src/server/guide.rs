@@ -113,7 +113,10 @@ pub(super) fn get(
 ) -> Result<GetPromptResult, McpError> {
     let prompt = PROMPTS.iter().find(|p| p.name == name).ok_or_else(|| {
         McpError::invalid_params(
-            format!("unknown prompt `{name}`; prompts/list has the available ones"),
+            format!(
+                "unknown prompt `{}`; prompts/list has the available ones",
+                crate::error::cut_middle(name, 200)
+            ),
             None,
         )
     })?;

@@ -219,7 +219,7 @@ pub(super) fn proposed_move(r: &ProposeMoveResult) -> String {
     format!(
         "staged proposal {} ({} notes move, {} links rewritten in {} notes); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
         r.proposal_id,
-        r.moves.len(),
+        r.moves.len() as u64 + r.moves_omitted,
         r.rewrites.links,
         r.rewrites.notes,
         r.diff
@@ -233,6 +233,13 @@ pub(super) fn proposed_delete(r: &ProposeDeleteResult) -> String {
         r.target,
         r.breaks.len()
     );
+    if r.unlisted > 0 {
+        let _ = write!(
+            out,
+            " (and {} more not listed: `kb-index inbox show {}` lists all)",
+            r.unlisted, r.proposal_id
+        );
+    }
     for b in &r.breaks {
         let _ = write!(out, "\n- {}:{} {}", b.path, b.line, b.link);
     }
