@@ -933,3 +933,35 @@ fn issue34_a_second_request_with_an_id_in_flight_is_refused_over_http_and_none_h
     let refused = server.logged_once(&["duplicate_id"], Duration::from_secs(10));
     assert_eq!(refused.lines().filter(|l| l.contains("duplicate_id")).count(), duplicates.len(), "{refused}");
 }
+
+/// Issue 34: a request of hundreds of thousands of keys made rmcp build a tree
+/// of it (the 4 MiB body cap allows 350,000 keys, a few hundred MiB of tree).
+/// The gate counts the body's JSON values first and answers a request of more
+/// than 100,000 with a JSON-RPC error carrying its id and naming the limit; the
+/// server stays small and the session keeps working.
+#[test]
+fn issue34_a_request_of_too_many_values_is_answered_at_the_gate() {
+    let (server, secrets) = Server::start(&[("alice", Access::Read)], &[]);
+    let auth = bearer(&secrets[0]);
+    let session = open_session(server.addr, &auth, json!({}));
+    let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
+    let keys: String = (0..300_000).map(|n| format!(r#""k{n}":0"#)).collect::<Vec<_>>().join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"keys","method":"tools/call","params":{{"name":"search_knowledge","arguments":{{"query":"x",{keys}}}}}}}"#
+    );
+    assert!(body.len() < 4 << 20, "{}", body.len());
+    let reply = post(server.addr, &headers, &body, None);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer = &messages(&reply)[0];
+    assert_eq!(answer["id"], "keys", "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("100000 JSON values"), "{answer}");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+    if let Some(peak) = status.lines().find(|l| l.starts_with("VmHWM:")) {
+        let kib: u64 = peak.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(kib < 200 * 1024, "the server grew to {} MiB", kib / 1024);
+    }
+    let ping = post(server.addr, &headers, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#, None);
+    assert_eq!(messages(&ping)[0]["result"], json!({}), "the session still works");
+    assert!(server.logged().contains("too_many_values"), "{}", server.logged());
+}

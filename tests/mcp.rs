@@ -1932,3 +1932,55 @@ async fn issue34_answers_cap_diffs_move_lists_and_echoed_values() {
     }
     client.cancel().await.unwrap();
 }
+
+/// The most memory the process `pid` has held (`VmHWM`), in MiB; `None` off Linux.
+fn peak_mib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? / 1024)
+}
+
+/// Issue 34: a 12 MB request of a million keys raised the server to 798 MiB
+/// (two trees of it were built before the schema refused it). Its JSON values
+/// are now counted as it is read, building nothing: past 100,000 the request
+/// is answered with an error naming the limit and carrying its id, and the
+/// server stays small; a notification that large is dropped unanswered.
+#[test]
+fn issue34_a_request_of_a_million_keys_is_refused_before_it_is_built() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "read", json!({}));
+    let keys: String = (0..1_000_000).map(|n| format!(r#""k{n}":0"#)).collect::<Vec<_>>().join(",");
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":"keys","method":"tools/call","params":{{"name":"search_knowledge","arguments":{{"query":"x",{keys}}}}}}}"#
+    );
+    assert!(line.len() > 11_000_000 && line.len() < 16 << 20, "{}", line.len());
+    let before = peak_mib(server.pid());
+    server.send(&line);
+    let answer = server.next();
+    assert_eq!(answer["id"], "keys", "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("100000 JSON values"), "names the limit: {message}");
+    assert_eq!(answer["error"]["data"]["limit_values"], 100_000, "{answer}");
+    if let (Some(before), Some(after)) = (before, peak_mib(server.pid())) {
+        assert!(after < before + 100, "the server grew from {before} MiB to {after} MiB");
+        eprintln!("peak memory: {before} MiB before the request, {after} MiB after");
+    }
+    // A notification that large gets no answer; the next request does.
+    server.send(&format!(r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{{keys}}}}}"#));
+    server.send(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#);
+    assert_eq!(server.next()["id"], "after");
+    // A large but ordinary request still passes.
+    let items: Vec<Value> = (0..2000).map(|n| json!(format!("tag{n}"))).collect();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "ok", "method": "tools/call",
+            "params": {"name": "search_knowledge", "arguments": {"query": "备份", "tags": items}}})
+        .to_string(),
+    );
+    let answer = server.next();
+    assert_eq!(answer["id"], "ok");
+    assert!(answer["result"].is_object(), "{answer}");
+    let (rest, log) = server.finish();
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(log.contains("too_many_values"), "{log}");
+}

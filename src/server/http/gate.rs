@@ -20,7 +20,9 @@ use super::origin::OriginPattern;
 use super::serve::Drain;
 use super::sessions::{Sessions, is_initialize};
 use crate::server::log;
-use crate::server::rpc::{INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, unusable_id_message};
+use crate::server::rpc::{
+    INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, too_many_values, unusable_id_message,
+};
 use crate::server::tokens::TokenStore;
 
 /// The header that names a Streamable HTTP session.
@@ -87,6 +89,17 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
         }
         Ok(Ok(bytes)) => bytes,
     };
+    // Counted before rmcp builds a tree of the body (a million keys cost hundreds of MiB).
+    if parts.method == Method::POST {
+        match too_many_values(&bytes) {
+            Some(Ok(reply)) => return answer_here(&reply, "too_many_values"),
+            Some(Err(why)) => {
+                log(json!({ "event": "rpc_dropped", "why": why }));
+                return StatusCode::ACCEPTED.into_response();
+            }
+            None => {}
+        }
+    }
     let session = parts.headers.get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let opening = match &session {
         Some(id) => {
