@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use kb_mcp::engine::types::Access;
 use kb_mcp::server::TokenFile;
+use rmcp::ClientServiceExt as _;
 use rmcp::model::*;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -63,7 +64,17 @@ struct Server {
 impl Server {
     /// Starts a server; `tokens` are (name, scope) pairs created first.
     fn start(tokens: &[(&str, Access)], extra: &[&str]) -> (Server, Vec<String>) {
+        Server::start_on(tokens, extra, |_| {})
+    }
+
+    /// [`Server::start`] on the test vault as `prepare` leaves it.
+    fn start_on(
+        tokens: &[(&str, Access)],
+        extra: &[&str],
+        prepare: impl FnOnce(&Path),
+    ) -> (Server, Vec<String>) {
         let (tmp, vault) = common::temp_vault();
+        prepare(&vault);
         let file = tmp.path().join("tokens.json");
         let mut stored = TokenFile::default();
         let secrets: Vec<String> =
@@ -128,6 +139,23 @@ impl Server {
         ClientConfig::new(ClientCapabilities::default(), Implementation::new("kb-mcp-http-tests", "0"))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .serve(transport)
+            .await
+            .unwrap()
+    }
+
+    /// A client speaking 2026-07-28: no session, each request on its own.
+    async fn connect_without_session(&self, token: &str) -> Client {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.url()).auth_header(token.to_owned()),
+        );
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("kb-mcp-http-tests", "0"))
+            .with_protocol_version(ProtocolVersion::V_2026_07_28)
+            .serve_with_lifecycle(
+                transport,
+                rmcp::ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
             .await
             .unwrap()
     }
@@ -964,4 +992,89 @@ fn issue34_a_request_of_too_many_values_is_answered_at_the_gate() {
     let ping = post(server.addr, &headers, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#, None);
     assert_eq!(messages(&ping)[0]["result"], json!({}), "the session still works");
     assert!(server.logged().contains("too_many_values"), "{}", server.logged());
+}
+
+/// Issue 34: a revoked token's open stream stayed open. Revocation closed the
+/// token's sessions, which ended their standalone streams, but a request still
+/// in flight (here an apply waiting for the person's confirmation) kept its
+/// answer stream open as long as it waited. Now every stream the token holds
+/// ends within a sweep of the revocation, a request's with a JSON-RPC error
+/// answering it; the apply never happens.
+#[test]
+fn issue34_a_revoked_tokens_request_in_flight_ends_at_revocation() {
+    let (server, secrets) = Server::start(&[("alice", Access::Apply), ("bob", Access::Read)], &[]);
+    let addr = server.addr;
+    let auth = bearer(&secrets[0]);
+    let session = open_session(addr, &auth, json!({"elicitation": {}}));
+    let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
+    let stage = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "propose_new_note",
+        "arguments": {"title": "Held then revoked", "body": "staged\n", "reason": "test"}}});
+    let staged = messages(&post(addr, &headers, &stage.to_string(), None)).pop().unwrap();
+    let proposal = staged["result"]["structuredContent"]["proposal_id"].as_str().unwrap().to_owned();
+    let apply = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}});
+    let mut held = Streaming::open(addr, &headers, &apply.to_string());
+    assert_eq!(held.next()["method"], "elicitation/create");
+    held.0.get_ref().set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+
+    let (code, _, err) = kb_mcp(&["token", "revoke", "alice", "--tokens", server.tokens.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let revoked = Instant::now();
+    let answer = held.next();
+    let took = revoked.elapsed();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("revoked"), "{answer}");
+    assert!(took < Duration::from_secs(3), "the stream ended {} ms after the revocation", took.as_millis());
+    let mut rest = String::new();
+    let _ = held.0.read_to_string(&mut rest);
+    assert!(!rest.contains("\"result\""), "no other answer: {rest}");
+    assert!(!server.vault.join("z/Held then revoked.md").exists(), "the apply never happened");
+    let bobs = post(addr, &[("Authorization", &bearer(&secrets[1]))], INITIALIZE, None);
+    assert_eq!(bobs.status, 200, "other tokens are untouched");
+    let log = server.logged_once(&["stream_closed"], Duration::from_secs(10));
+    assert!(log.contains(r#""why":"token revoked""#), "{log}");
+}
+
+/// Issue 34: a revoked token's open stream stayed open 10 s. A request without
+/// a session (MCP 2026-07-28) has no session for revocation to close: one
+/// waiting for the vault's recovery (the test holds the inbox lock, as another
+/// process's apply would) kept its stream open until its wait ran out, 10 s,
+/// and was then answered. Now it ends within a sweep of the revocation with a
+/// JSON-RPC error saying why.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue34_a_revoked_tokens_sessionless_request_ends_at_revocation() {
+    let held: Arc<Mutex<Option<std::fs::File>>> = Arc::default();
+    let lock = held.clone();
+    let (server, secrets) = Server::start_on(&[("alice", Access::Read)], &[], move |vault| {
+        std::fs::create_dir_all(vault.join("inbox")).unwrap();
+        std::fs::write(vault.join("inbox/_applying.json"), "{}").unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(vault.join("inbox/_apply.lock"))
+            .unwrap();
+        file.lock().unwrap();
+        *lock.lock().unwrap() = Some(file);
+    });
+    let client = server.connect_without_session(&secrets[0]).await;
+    let pending = tokio::spawn(async move {
+        let result = call(&client, "search_note_content", json!({"query": "备份"})).await;
+        (client, result)
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!pending.is_finished(), "the call waits for the recovery");
+    let tokens = server.tokens.clone();
+    let (code, _, err) = tokio::task::block_in_place(|| {
+        kb_mcp(&["token", "revoke", "alice", "--tokens", tokens.to_str().unwrap()])
+    });
+    assert_eq!(code, 0, "{err}");
+    let revoked = Instant::now();
+    let (_client, result) = tokio::time::timeout(Duration::from_secs(30), pending).await.unwrap().unwrap();
+    let took = revoked.elapsed();
+    let error = format!("{result:?}");
+    assert!(result.is_err() && error.contains("revoked"), "{error}");
+    assert!(took < Duration::from_secs(3), "the stream ended {} ms after the revocation", took.as_millis());
+    drop(held);
 }

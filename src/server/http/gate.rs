@@ -14,9 +14,10 @@ use serde_json::json;
 
 use super::in_flight::{IdClaim, IdsInFlight};
 use super::limits::{
-    BODY_TIMEOUT, BodyError, MAX_BODY_BYTES, RateLimiter, Watched, read_capped, timeout_event,
+    BODY_TIMEOUT, BodyError, MAX_BODY_BYTES, RateLimiter, Watched, ending_event, read_capped, timeout_event,
 };
 use super::origin::OriginPattern;
+use super::revocation::{EndsAtRevocation, REVOKED_MESSAGE, Revocations};
 use super::serve::Drain;
 use super::sessions::{Sessions, is_initialize};
 use crate::server::log;
@@ -37,6 +38,8 @@ pub(super) struct Gate {
     pub(super) drain: Arc<Drain>,
     pub(super) sessions: Sessions,
     pub(super) in_flight: IdsInFlight,
+    /// Ends a revoked token's open streams.
+    pub(super) revocations: Revocations,
 }
 
 /// The checks in front of the MCP service, in order (see the module docs).
@@ -139,13 +142,19 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
         None
     };
     let method = parts.method.clone();
+    let revoked = gate.revocations.of(grant.key);
     parts.extensions.insert(grant.access);
     parts.extensions.insert(grant);
     let timed_out = timeout_event(&bytes);
+    let revoked_event = ending_event(&bytes, -32000, REVOKED_MESSAGE);
     let request = Request::from_parts(parts, Body::from(bytes));
-    // The standalone GET stream lives as long as the session: neither counted nor timed.
+    // The standalone GET stream lives as long as the session (or its token): neither counted nor timed.
     if method == Method::GET {
-        return next.run(request).await;
+        let response = next.run(request).await;
+        if !is_event_stream(&response) {
+            return response;
+        }
+        return response.map(|body| Body::new(EndsAtRevocation::new(body, revoked, None)));
     }
     if method == Method::DELETE {
         let response = next.run(request).await;
@@ -170,19 +179,21 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             {
                 opening.opened(id);
             }
-            let is_stream = response
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            let is_stream = is_event_stream(&response);
             response.map(|body| {
-                Body::new(Watched {
+                let watched = Body::new(Watched {
                     inner: body,
                     deadline: Box::pin(tokio::time::sleep_until(deadline)),
                     last_event: if is_stream { timed_out } else { None },
                     ended: false,
                     _in_flight: in_flight,
                     claim,
-                })
+                });
+                if is_stream {
+                    Body::new(EndsAtRevocation::new(watched, revoked, revoked_event))
+                } else {
+                    watched
+                }
             })
         }
         Err(_) => {
@@ -190,6 +201,14 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             refuse(StatusCode::GATEWAY_TIMEOUT, "the request took too long", &[])
         }
     }
+}
+
+/// Whether a response is a stream of server-sent events.
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
 }
 
 /// What rmcp would answer wrongly or not at all is answered here: a request

@@ -22,8 +22,9 @@
 //! Sessions belong to the token that opened them: another token naming a
 //! session gets 404, as if it did not exist; one token holds at most
 //! `--sessions-per-token` sessions (429 beyond, saying how to end one); a
-//! revoked token's sessions, and the event streams open in them, are closed
-//! within about half a second (the token file is checked four times a second).
+//! revoked token's sessions, and every event stream it holds open (a request
+//! still in flight answered with an error), are closed within about half a
+//! second (the token file is checked four times a second).
 //! `DELETE /mcp` ends a session with 204 (rmcp says 202, which clients such as
 //! the official Python SDK take for a failure).
 //!
@@ -38,13 +39,15 @@
 //! defaults), [`serve`] (listener, connections, shutdown), [`gate`] (the checks
 //! above), [`origin`] (allowed origins and hosts), [`limits`] (body cap, rate
 //! limit, timeouts), [`sessions`] (ownership, caps, idle sweep, revocation),
-//! [`in_flight`] (the ids in flight per session).
+//! [`revocation`] (a revoked token's open streams end), [`in_flight`] (the ids
+//! in flight per session).
 
 mod gate;
 mod in_flight;
 mod limits;
 mod options;
 mod origin;
+mod revocation;
 mod serve;
 mod sessions;
 

@@ -22,6 +22,7 @@ use super::in_flight::IdsInFlight;
 use super::limits::{MAX_BODY_BYTES, RateLimiter};
 use super::options::HttpOptions;
 use super::origin::{LOOPBACK_ORIGINS, OriginPattern, allowed_hosts};
+use super::revocation::Revocations;
 use super::sessions::{Sessions, sweep_sessions};
 use crate::engine::types::Access;
 use crate::error::{Error, Result};
@@ -74,6 +75,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         drain: Arc::new(Drain::default()),
         sessions: Sessions::new(sessions, http.sessions_per_token, http.session_idle),
         in_flight: IdsInFlight::default(),
+        revocations: Revocations::default(),
     });
     tokio::spawn(sweep_sessions(gate.clone(), sessions_stop.child_token()));
     let app = Router::new()
