@@ -1078,3 +1078,46 @@ async fn issue34_a_revoked_tokens_sessionless_request_ends_at_revocation() {
     assert!(took < Duration::from_secs(3), "the stream ended {} ms after the revocation", took.as_millis());
     drop(held);
 }
+
+/// Issue 34, "first hour": a forgotten `--allowed-host` got a bare 403 with
+/// nothing logged (rmcp refused the Host itself), and an Origin refusal did
+/// not name the origin. Both are now refused at the gate with a JSON log line
+/// naming the host or origin and the flag that allows it, and a 403 body
+/// saying the same.
+#[test]
+fn issue34_a_refused_host_or_origin_is_logged_with_the_flag_that_allows_it() {
+    let (server, secrets) = Server::start(&[("alice", Access::Read)], &["--allowed-host", "kb.example.com"]);
+    let auth = bearer(&secrets[0]);
+    let refused =
+        post(server.addr, &[("Host", "tunnel.example.net:443"), ("Authorization", &auth)], INITIALIZE, None);
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused.body.contains("`tunnel.example.net:443`")
+            && refused.body.contains("`--allowed-host tunnel.example.net`"),
+        "{}",
+        refused.body
+    );
+    let log = server.logged_once(&["host not allowed"], Duration::from_secs(10));
+    let line: Value =
+        serde_json::from_str(log.lines().find(|l| l.contains("host not allowed")).unwrap()).unwrap();
+    assert_eq!(line["host"], "tunnel.example.net:443", "{line}");
+    assert_eq!(line["fix"], "--allowed-host tunnel.example.net", "{line}");
+
+    let refused = post(
+        server.addr,
+        &[("Origin", "https://chat.example.org"), ("Authorization", &auth)],
+        INITIALIZE,
+        None,
+    );
+    assert_eq!(refused.status, 403);
+    assert!(refused.body.contains("`--allow-origin https://chat.example.org`"), "{}", refused.body);
+    let log = server.logged_once(&["origin not allowed"], Duration::from_secs(10));
+    let line: Value =
+        serde_json::from_str(log.lines().find(|l| l.contains("origin not allowed")).unwrap()).unwrap();
+    assert_eq!(line["origin"], "https://chat.example.org", "{line}");
+    assert_eq!(line["fix"], "--allow-origin https://chat.example.org", "{line}");
+
+    let allowed =
+        post(server.addr, &[("Host", "KB.example.com"), ("Authorization", &auth)], INITIALIZE, None);
+    assert_eq!(allowed.status, 200, "{}", allowed.body);
+}

@@ -16,10 +16,11 @@ use super::in_flight::{IdClaim, IdsInFlight};
 use super::limits::{
     BODY_TIMEOUT, BodyError, MAX_BODY_BYTES, RateLimiter, Watched, ending_event, read_capped, timeout_event,
 };
-use super::origin::OriginPattern;
+use super::origin::{HostAllowList, OriginPattern, host_name};
 use super::revocation::{EndsAtRevocation, REVOKED_MESSAGE, Revocations};
 use super::serve::Drain;
 use super::sessions::{Sessions, is_initialize};
+use crate::error::cut_middle;
 use crate::server::log;
 use crate::server::rpc::{
     INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, too_many_values, unusable_id_message,
@@ -32,6 +33,8 @@ const HEADER_SESSION_ID: &str = "mcp-session-id";
 /// Everything the per-request checks need.
 pub(super) struct Gate {
     pub(super) tokens: TokenStore,
+    /// The `Host` values allowed (rmcp checks them again).
+    pub(super) hosts: HostAllowList,
     pub(super) origins: Vec<OriginPattern>,
     pub(super) limiter: RateLimiter,
     pub(super) request_timeout: Duration,
@@ -59,11 +62,39 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return too_large();
     }
+    if let Some(host) = request.headers().get(header::HOST).and_then(|h| h.to_str().ok())
+        && gate.hosts.allows(host) == Some(false)
+    {
+        // A tunnel's or proxy's name forgotten at start: say which flag allows it.
+        let host = cut_middle(host, 200);
+        let fix = format!("--allowed-host {}", host_name(&host));
+        log(
+            json!({ "event": "http_refused", "status": 403, "why": "host not allowed", "host": host, "fix": fix }),
+        );
+        return refuse_owned(
+            StatusCode::FORBIDDEN,
+            format!(
+                "the Host `{host}` is not allowed (a protection against DNS rebinding); if clients reach this \
+                 server by that name (a tunnel or reverse proxy), start kb-mcp with `{fix}`"
+            ),
+        );
+    }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let allowed = origin.to_str().ok().is_some_and(|o| gate.origins.iter().any(|p| p.matches(o)));
+        let text = origin.to_str().ok();
+        let allowed = text.is_some_and(|o| gate.origins.iter().any(|p| p.matches(o)));
         if !allowed {
-            log(json!({ "event": "http_refused", "status": 403, "why": "origin not allowed" }));
-            return refuse(StatusCode::FORBIDDEN, "this Origin is not allowed", &[]);
+            let origin = cut_middle(text.unwrap_or("(not text)"), 200);
+            let fix = format!("--allow-origin {origin}");
+            log(json!({
+                "event": "http_refused", "status": 403, "why": "origin not allowed", "origin": origin, "fix": fix,
+            }));
+            return refuse_owned(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "the Origin `{origin}` is not allowed; if a web page at that origin should reach this server, \
+                     start kb-mcp with `{fix}`"
+                ),
+            );
         }
     }
     let Some(grant) = bearer(request.headers()).and_then(|token| gate.tokens.verify(token)) else {
