@@ -1984,3 +1984,59 @@ fn issue34_a_request_of_a_million_keys_is_refused_before_it_is_built() {
     assert!(rest.is_empty(), "{rest:?}");
     assert!(log.contains("too_many_values"), "{log}");
 }
+
+/// Issue 34, "first hour": a vault with its own `Inbox/` was refused only at
+/// the first proposal. The server now says so at start (a `warning` line on
+/// stderr), `get_vault_overview` lists it in `warnings`, and `kb-index status`
+/// prints it, each with the `kb.toml` line that fixes it; once fixed, none.
+#[test]
+fn issue34_a_persons_own_inbox_is_reported_at_start_with_the_line_that_fixes_it() {
+    let (_tmp, vault) = common::temp_person_vault();
+    let fix = r#"put `inbox = "_kb-inbox"` under `[vault]` in kb.toml"#;
+    let mut server = common::RawStdio::start(&vault, "read", json!({}));
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_vault_overview"}})
+            .to_string(),
+    );
+    let overview = server.next();
+    let warnings =
+        overview["result"]["structuredContent"]["warnings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{overview}");
+    let warning = warnings[0].as_str().unwrap();
+    assert!(
+        warning.contains("proposals are refused") && warning.contains("Inbox/") && warning.contains(fix),
+        "{warning}"
+    );
+    let text = overview["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("warning: proposals are refused"), "{text}");
+    let (_, log) = server.finish();
+    let logged = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["event"] == "warning")
+        .unwrap_or_else(|| panic!("no warning at start: {log}"));
+    assert!(logged["message"].as_str().unwrap().contains(fix), "{logged}");
+
+    let status = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .arg("status")
+        .arg("--vault")
+        .arg(&vault)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        printed
+            .lines()
+            .any(|line| line.starts_with("warning    proposals are refused") && line.contains(fix)),
+        "{printed}"
+    );
+
+    std::fs::write(vault.join("kb.toml"), "[vault]\ninbox = \"_kb-inbox\"\n").unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(["status", "--json", "--vault"])
+        .arg(&vault)
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert!(json.get("warnings").is_none(), "fixed: {json}");
+}

@@ -17,6 +17,10 @@ use crate::write::{self, Break, FileOp, FileOpKind, NewNote, PatchRequest};
 /// How many similar notes a new proposal reports.
 const SIMILAR: usize = 5;
 
+/// The `kb.toml` line (under `[vault]`) that gives kb-mcp an inbox of its own
+/// when the vault has an `Inbox/` of the person's.
+const OWN_INBOX_LINE: &str = "inbox = \"_kb-inbox\"";
+
 impl Engine {
     /// `propose_new_note`.
     pub fn propose_new_note(&self, args: &ProposeNewArgs) -> Result<ProposeNewResult> {
@@ -284,12 +288,29 @@ impl Engine {
                     if count > shown.len() { ", ..." } else { "" },
                 ),
             )
-            .with_hint(
-                "choose another inbox in kb.toml, e.g. add `[vault]` with `inbox = \"_kb-inbox\"` (a folder \
+            .with_hint(format!(
+                "choose another inbox in kb.toml, e.g. add `[vault]` with `{OWN_INBOX_LINE}` (a folder \
                  kb-mcp may own), and call again: the server takes the change in at once, no restart needed; \
-                 reading and searching work meanwhile",
-            ),
+                 reading and searching work meanwhile"
+            )),
         )
+    }
+
+    /// What the person should fix for kb-mcp to work fully, each in a sentence
+    /// that says how: the overview's `warnings`, the server's log at start and
+    /// `kb-index status`. Now: an inbox among the person's own notes, which
+    /// refuses every proposal until `kb.toml` names another.
+    pub fn warnings(&self) -> Vec<String> {
+        self.inbox_conflict()
+            .into_iter()
+            .map(|conflict| {
+                format!(
+                    "{}. To fix it, put `{OWN_INBOX_LINE}` under `[vault]` in kb.toml (a folder kb-mcp may \
+                     own); a running server takes it in at once",
+                    conflict.message
+                )
+            })
+            .collect()
     }
 
     /// `kb-index inbox reject`.

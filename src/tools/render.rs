@@ -40,6 +40,9 @@ pub(super) fn overview(o: &Overview) -> String {
         o.access
     );
     out.push_str(&skipped_lines(o.index.skipped_files, &o.index.skipped));
+    for warning in &o.warnings {
+        let _ = write!(out, "\nwarning: {warning}");
+    }
     let c = &o.changes;
     let notes = c.added.len() + c.changed.len() + c.removed.len();
     if notes + c.applied.len() + c.rejected.len() > 0 {

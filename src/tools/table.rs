@@ -42,7 +42,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, access level, and `changes` (its `cursor` as a later `since`: what changed since).",
+        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, access level, and `changes` (its `cursor` as a later `since`: what changed since).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,

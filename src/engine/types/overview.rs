@@ -105,6 +105,10 @@ pub struct Overview {
     pub server: ServerIdentity,
     /// What changed since `since` (only `cursor` without it).
     pub changes: Changes,
+    /// What the person should fix for kb-mcp to work fully, each saying how
+    /// (an `Inbox/` of their own where proposals would go). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// `get_vault_overview` arguments.
