@@ -73,7 +73,7 @@ mod slug;
 mod yaml;
 
 pub use apply::{ApplyIndex, NewText, apply, apply_with_failpoint, apply_with_index, reject};
-pub use audit::{AuditSince, audit_since};
+pub use audit::{AuditMark, AuditSince, audit_since};
 pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, links_changed, plan_batch};
 pub use conflicts::{ConflictCopy, conflict_copies};
 pub use delete::{Break, plan_delete};
