@@ -2778,3 +2778,28 @@ fn issue_34_a_note_brought_back_after_the_trash_was_emptied_stays_private() {
     assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600, "emptied before");
     check_private_text(&vault);
 }
+
+// ---------------------------------------------------------------------------
+// Issue 34, item 10: what a move rewrites, and how
+
+/// A link inside an indented code block is code, not a link: a move leaves
+/// it as written (it rewrote it), while the links around it follow the note.
+#[test]
+fn issue_34_a_move_leaves_a_link_in_indented_code_as_written() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/mv/a.md", "# A\n");
+    put(
+        &vault,
+        "z/mv/l.md",
+        "[[a]]\n\n    [[a]] in code\n\n\t[t](a.md) too\n\n- item\n\n    [t](a.md) in the item\n",
+    );
+    let engine = open(&vault);
+    let before = broken(&engine);
+    let staged = mv(&engine, "z/mv/a.md", "z/mv/b.md").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(
+        read(&vault, "z/mv/l.md"),
+        "[[b]]\n\n    [[a]] in code\n\n\t[t](a.md) too\n\n- item\n\n    [t](b.md) in the item\n"
+    );
+    assert_eq!(broken(&engine), before);
+}
