@@ -2803,3 +2803,21 @@ fn issue_34_a_move_leaves_a_link_in_indented_code_as_written() {
     );
     assert_eq!(broken(&engine), before);
 }
+
+/// A link by alias sent to its note's name gains display text; its `|` is
+/// escaped in a GFM table row (header row included), and only there: a line
+/// that merely holds a `|` is no table.
+#[test]
+fn issue_34_only_a_table_row_escapes_the_display_bar() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/mv/b.md", "---\naliases: [x]\n---\n# B\n");
+    put(&vault, "z/mv/c.md", "# C\n");
+    put(&vault, "z/mv/l.md", "a | b and [[x]]\n\n`|` [[x]]\n\n| [[x]] | h |\n| --- | --- |\n| [[x]] | z |\n");
+    let engine = open(&vault);
+    let staged = mv(&engine, "z/mv/c.md", "z/mv/x.md").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(
+        read(&vault, "z/mv/l.md"),
+        "a | b and [[b|x]]\n\n`|` [[b|x]]\n\n| [[b\\|x]] | h |\n| --- | --- |\n| [[b\\|x]] | z |\n"
+    );
+}

@@ -358,7 +358,7 @@ pub fn plan_move(
                         && old.display.is_none()
                         && by_another_name(old, text, &was)
                     {
-                        keep_shown_text(text, old, &mut edit);
+                        keep_shown_text(text, old, old_spans.in_table(old.span.start), &mut edit);
                     }
                     edits.push(edit);
                 }

@@ -243,11 +243,14 @@ impl<'t> Scanner<'t> {
             && table_cells(&self.text[self.prev_start..self.prev_end]) == table_cells(text)
         {
             // A GFM table: its header was the paragraph's last line.
+            self.out.table_rows.push(Span { start: self.prev_start, end: self.prev_end });
+            self.out.table_rows.push(Span { start: offset, end: offset + line.len() });
             self.para = None;
             self.table = true;
             return;
         }
         if self.table {
+            self.out.table_rows.push(Span { start: offset, end: offset + line.len() });
             self.text_line(line, 0, offset, line_no, false);
             return;
         }
