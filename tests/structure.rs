@@ -2821,3 +2821,30 @@ fn issue_34_only_a_table_row_escapes_the_display_bar() {
         "a | b and [[b|x]]\n\n`|` [[b|x]]\n\n| [[b\\|x]] | h |\n| --- | --- |\n| [[b\\|x]] | z |\n"
     );
 }
+
+/// The old name a move adds to a block list of aliases goes in as one more
+/// item: the list's comments and layout stay (they were dropped).
+#[test]
+fn issue_34_an_alias_added_by_a_move_keeps_the_lists_comments() {
+    let (_tmp, vault) = common::temp_vault();
+    let cases = [
+        (
+            "---\naliases:\n  - first  # the old name\n  # more to come\n  - second\ntags: [t]\n---\n# A\n",
+            "---\naliases:\n  - first  # the old name\n  # more to come\n  - second\n  - a\ntags: [t]\n---\n# A\n",
+        ),
+        (
+            "---\naliases:\n- one\n\n# comment after the list\ntitle: T\n---\n",
+            "---\naliases:\n- one\n- a\n\n# comment after the list\ntitle: T\n---\n",
+        ),
+        ("---\naliases: [one, \"two\"]  # flow\n---\n", "---\naliases: [one, \"two\", a]  # flow\n---\n"),
+    ];
+    for (number, (text, _)) in cases.into_iter().enumerate() {
+        put(&vault, &format!("z/al{number}/a.md"), text);
+    }
+    let engine = open(&vault);
+    for (number, (_, expected)) in cases.into_iter().enumerate() {
+        let staged = mv(&engine, &format!("z/al{number}/a.md"), &format!("z/al{number}/b.md")).unwrap();
+        apply(&engine, &staged.proposal_id);
+        assert_eq!(read(&vault, &format!("z/al{number}/b.md")), expected, "case {number}");
+    }
+}

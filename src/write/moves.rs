@@ -21,15 +21,14 @@ use rayon::prelude::*;
 
 use serde_json::json;
 
+use super::alias::add_alias;
 use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
 use super::relink::{LinkEdit, apply_link_edits, by_another_name, keep_shown_text, relink, shortest_suffix};
-use super::yaml;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox, strip_md};
 use crate::vault::graph::{Broken, Graph, Resolution, Resolver};
 use crate::vault::{
-    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, frontmatter_keys, note_spans,
-    parse_note,
+    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, note_spans, parse_note,
 };
 
 /// Largest note a move reads.
@@ -497,44 +496,4 @@ pub fn plan_move(
         ),
     };
     Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
-}
-
-/// Adds `alias` to a note's `aliases` (when its file name changes), editing
-/// only that frontmatter entry, or adding one.
-fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result<String> {
-    let new_stem = strip_md(new.rsplit('/').next().unwrap_or(new));
-    if new_stem == alias {
-        return Ok(text.to_owned());
-    }
-    let path = NotePath::parse(old)?;
-    let mut aliases = parse_note(&path, text).aliases;
-    if aliases.iter().any(|a| a.trim() == alias) {
-        return Ok(text.to_owned());
-    }
-    aliases.push(alias.to_owned());
-    let line = format!("{}\n", yaml::entry("aliases", &json!(aliases))?);
-    let keys = frontmatter_keys(text);
-    let bom = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
-    let mut out = String::with_capacity(text.len() + line.len() + 8);
-    if let Some(key) = keys.iter().find(|key| key.key == "aliases") {
-        out.push_str(&text[..key.entry.start]);
-        out.push_str(&line);
-        out.push_str(&text[key.entry.end..]);
-    } else if let Some(last) = keys.last() {
-        out.push_str(&text[..last.entry.end]);
-        out.push_str(&line);
-        out.push_str(&text[last.entry.end..]);
-    } else if text[bom..].starts_with("---") && crate::vault::parse_frontmatter(text).is_some() {
-        let first_line = text[bom..].find('\n').map_or(text.len(), |at| bom + at + 1);
-        out.push_str(&text[..first_line]);
-        out.push_str(&line);
-        out.push_str(&text[first_line..]);
-    } else {
-        out.push_str(&text[..bom]);
-        out.push_str("---\n");
-        out.push_str(&line);
-        out.push_str("---\n");
-        out.push_str(&text[bom..]);
-    }
-    Ok(out)
 }
