@@ -2848,3 +2848,80 @@ fn issue_34_an_alias_added_by_a_move_keeps_the_lists_comments() {
         assert_eq!(read(&vault, &format!("z/al{number}/b.md")), expected, "case {number}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// Issue 34, item 10: names compared NFC-normalised; no stray invisible
+// character in a name a proposal creates
+
+fn new_note(engine: &Engine, title: &str, folder: &str) -> kb_mcp::error::Result<ProposeNewResult> {
+    engine.propose_new_note(&ProposeNewArgs {
+        title: title.to_owned(),
+        body: "text\n".to_owned(),
+        reason: "names".to_owned(),
+        folder: Some(folder.to_owned()),
+        ..ProposeNewArgs::default()
+    })
+}
+
+/// `café` written precomposed (NFC, as most keyboards type it) and
+/// decomposed (NFD, as macOS file names often are) is one name: a link or a
+/// `ref` in either form finds the note in the other, and no proposal creates
+/// the other form's twin beside it (nor a twin differing only in case).
+#[test]
+fn issue_34_names_compare_nfc_normalised() {
+    let (nfc, nfd) = ("caf\u{e9}", "cafe\u{301}");
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, &format!("z/nf/{nfd}.md"), "# Decomposed\n");
+    put(&vault, "z/nf/l.md", &format!("[[{nfc}]] and [t]({nfc}.md)\n"));
+    put(&vault, "z/nf/other.md", "# Other\n");
+    let engine = open(&vault);
+    let backlinks = engine.backlinks(&format!("z/nf/{nfd}.md")).unwrap();
+    assert_eq!(backlinks, ["z/nf/l.md", "z/nf/l.md"], "both links find the decomposed note");
+    let read = engine
+        .read_note(&ReadNoteArgs { reference: Some(nfc.to_owned()), ..ReadNoteArgs::default() })
+        .unwrap();
+    assert_eq!(read.path, format!("z/nf/{nfd}.md"));
+
+    let err = new_note(&engine, nfc, "z/nf").unwrap_err();
+    assert_eq!(err.code, ErrorCode::TargetExists, "{err}");
+    assert!(err.message.contains(&format!("z/nf/{nfd}.md")), "{err}");
+    for to in [format!("z/nf/{nfc}.md"), "z/nf/CAFE\u{301}.md".to_owned()] {
+        let err = mv(&engine, "z/nf/other.md", &to).unwrap_err();
+        assert_eq!(err.code, ErrorCode::TargetExists, "{to}: {err}");
+        assert!(err.message.contains(&format!("z/nf/{nfd}.md")), "{to}: {err}");
+    }
+}
+
+/// A name a proposal creates holds no invisible character that could make
+/// it read as another (`ca\u200bfe`), while a joiner that a script or an
+/// emoji sequence needs stays; for a new note the server drops a stray one
+/// from the title. A note already named so stays readable.
+#[test]
+fn issue_34_a_new_name_holds_no_stray_zero_width_character() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/zw/a.md", "# A\n");
+    put(&vault, "z/zw/ex\u{200b}isting.md", "# Existing\n");
+    let engine = open(&vault);
+    let existing = engine
+        .read_note(&ReadNoteArgs { path: Some("z/zw/ex\u{200b}isting.md".into()), ..ReadNoteArgs::default() })
+        .unwrap();
+    assert_eq!(existing.title, "Existing");
+    for refused in
+        ["z/zw/ca\u{200b}fe.md", "z/zw/a\u{200d}b.md", "z/zw/\u{200c}lead.md", "z/new\u{200b}folder/a.md"]
+    {
+        let err = mv(&engine, "z/zw/a.md", refused).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PathDenied, "{refused:?}: {err}");
+        assert!(err.message.contains("U+200"), "{refused:?}: {err}");
+    }
+    for accepted in [
+        "z/zw/家庭 \u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}.md",
+        "z/zw/\u{645}\u{6cc}\u{200c}\u{62e}\u{648}\u{627}\u{647}\u{645}.md",
+    ] {
+        let staged = mv(&engine, "z/zw/a.md", accepted).unwrap_or_else(|err| panic!("{accepted:?}: {err}"));
+        assert_eq!(staged.moves[0].to, accepted);
+    }
+    let staged = new_note(&engine, "ca\u{200b}fe", "z/zw").unwrap();
+    assert_eq!(staged.target, "z/zw/cafe.md");
+    let err = new_note(&engine, "fine", "z/zw/new\u{200b}folder").unwrap_err();
+    assert_eq!(err.code, ErrorCode::PathDenied, "{err}");
+}
