@@ -51,6 +51,7 @@
 //! zone with its offset; archive folders are named by the local date, the date
 //! a person looking at the inbox expects.
 
+mod alias;
 mod apply;
 mod audit;
 mod batch;
