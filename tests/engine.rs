@@ -684,6 +684,27 @@ fn issue_34_a_since_cursor_past_a_truncated_audit_log_is_incomplete() {
     assert_eq!(applied(&grown), [sixth]);
 }
 
+/// A conflict copy kept apart by an apply (`inbox/conflicts/<date>/…`) made
+/// the inbox look like a folder of the person's own (`conflicts` was not among
+/// the names kb-mcp creates there): every later proposal was refused, telling
+/// the person to move the inbox. The inbox stays kb-mcp's.
+#[test]
+fn issue_34_a_kept_conflict_copy_leaves_the_inbox_kb_mcps() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let folder = vault.join("inbox/conflicts/2026-12-06/z");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("备份仓库.conflict-1a2b3c4d.md"), "a save\n").unwrap();
+    assert!(engine.inbox_conflict().is_none(), "{:?}", engine.inbox_conflict());
+    let staged = engine.propose_new_note(&ProposeNewArgs {
+        title: "After a conflict".into(),
+        body: "text\n".into(),
+        reason: "test".into(),
+        ..Default::default()
+    });
+    assert!(staged.is_ok(), "{staged:?}");
+}
+
 /// Issue 13, "weak results must look weak": a hit found only by typo tolerance
 /// came back with no snippets and `matched: []`, and a `search_knowledge` hit
 /// found by its text alone said nothing of why it ranked.
