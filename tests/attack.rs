@@ -921,9 +921,9 @@ fn rpc_code_of(code: &str) -> i64 {
 ///   `not_found` unless it names an indexed note, `invalid_argument` when its
 ///   name part (before `#`) is blank.
 /// - A **folder** (`search_*`, `recall_context`, `propose_new_note`,
-///   `list_notes`) is `path_denied` exactly where a path would be; a missing
-///   folder is no error (a search finds nothing, a proposal may create the
-///   folder) except for `list_notes` (`not_found`: there is nothing to list), and
+///   `list_notes`, `audit_vault`) is `path_denied` exactly where a path would
+///   be; a missing folder is `not_found` (a search in it would find nothing and
+///   look like an answer) except for `propose_new_note`, which may create it;
 ///   an empty one means "no folder" (search everywhere, the first notes root, or
 ///   the vault's top level).
 /// - `apply_proposal` takes no path: every input is `proposal_not_found`.
@@ -974,6 +974,20 @@ impl Row {
         )
     }
 
+    /// A well-formed folder that does not exist: every tool reading a folder
+    /// says so (`not_found`); a new note may still create it.
+    fn missing_folder(self, why: &'static str) -> Row {
+        [
+            Target::KnowledgeFolder,
+            Target::ContentFolder,
+            Target::RecallFolder,
+            Target::ListFolder,
+            Target::AuditFolder,
+        ]
+        .into_iter()
+        .fold(self, |row, target| row.except(target, Want::Code("not_found"), why))
+    }
+
     fn want(&self, target: Target) -> Want {
         use Target::*;
         // A batch item answers as the tool it stands for.
@@ -1015,11 +1029,13 @@ impl Row {
                 KnowledgeFolder | ContentFolder | RecallFolder | ListFolder | AuditFolder | NewFolder,
                 Kind::Denied,
             ) => Want::Code("path_denied"),
-            (ListFolder | AuditFolder, Kind::Missing) => Want::Code("not_found"),
-            (ListFolder | AuditFolder, Kind::Empty) => Want::Accept,
-            (KnowledgeFolder | ContentFolder | RecallFolder | NewFolder, Kind::Missing | Kind::Empty) => {
+            (KnowledgeFolder | ContentFolder | RecallFolder | ListFolder | AuditFolder, Kind::Missing) => {
+                Want::Code("not_found")
+            }
+            (KnowledgeFolder | ContentFolder | RecallFolder | ListFolder | AuditFolder, Kind::Empty) => {
                 Want::Accept
             }
+            (NewFolder, Kind::Missing | Kind::Empty) => Want::Accept,
             (ApplyId, _) => Want::Code("proposal_not_found"),
             (BatchPatchPath | BatchNewFolder | BatchDeletePath | BatchMoveFrom | BatchMoveTo, _) => {
                 unreachable!("answered as the single tool above")
@@ -1151,8 +1167,7 @@ fn table(fx: &Fixture) -> Vec<Row> {
         // sandbox allows it): not Markdown as a file, a new folder as a folder.
         denied("z/备份仓库.md\u{FF1A}secret")
             .folder_accepted("U+FF1A is allowed in names: as a folder, one inside the notes root")
-            .except(Target::ListFolder, Want::Code("not_found"), "a well-formed folder that does not exist")
-            .except(Target::AuditFolder, Want::Code("not_found"), "a well-formed folder that does not exist"),
+            .missing_folder("a well-formed folder that does not exist"),
         // NUL and control characters.
         denied("z/备份仓库.md\0"),
         denied("z/\0../../etc/passwd"),

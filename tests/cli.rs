@@ -235,7 +235,7 @@ fn issue_13_search_takes_every_word_and_finds_titles_and_text_together() {
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], " 1. z/alpha.md  Alpha");
-    assert_eq!(lines[1], "      3: The **lighthouse** **keeper**.");
+    assert_eq!(lines[1], "      3: The lighthouse keeper.", "piped: plain text");
     assert_eq!(*lines.last().unwrap(), "2 notes shown; 2 by title, 2 by text");
     let (code, out, _) = kb_index(&vault, &["search", "keeper", "-c", "-n", "1000"]);
     assert_eq!(code, 0);
@@ -616,4 +616,55 @@ fn a_move_and_a_patch_of_one_note_each_name_the_other() {
     let new = propose_new(&vault, "Harbour");
     let (_, out, _) = kb_index(&vault, &["--color", "never", "inbox", "show", &new]);
     assert!(!out.contains("other pending proposal"), "{out}");
+}
+
+/// Issue 34, "first hour": `kb-index search --folder Nope` printed nothing but
+/// "0 notes shown", as if the folder held no match; the tools did the same
+/// with `folder`. A folder that does not exist is `not_found` naming it, for
+/// the searches as for `ls` and `audit`.
+#[test]
+fn issue_34_a_folder_that_does_not_exist_is_an_error_naming_it() {
+    let (_tmp, vault) = vault();
+    for args in [
+        &["search", "lighthouse", "--folder", "z/Nope"][..],
+        &["search", "lighthouse", "--titles", "--folder", "z/Nope"],
+        &["search", "lighthouse", "--content", "--folder", "z/Nope"],
+        &["ls", "z/Nope"],
+        &["audit", "z/Nope"],
+    ] {
+        let (code, out, err) = kb_index(&vault, args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("not_found") && err.contains("Nope"), "{args:?}: {err}");
+        assert!(err.contains("kb-index ls"), "{args:?} says how to see the folders: {err}");
+    }
+    let (code, out, err) = kb_index(&vault, &["search", "lighthouse", "--folder", "z"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("z/lighthouse.md"), "{out}");
+}
+
+/// Issue 34, "first hour": piped `kb-index search` marked matches with `**`,
+/// which mixed with the notes' own bold (`A **bold claim** about the
+/// **lighthouse**`): a program could not tell them apart. Piped, snippets are
+/// the note's text as written; `--marks` keeps the marks; with colour, matches
+/// are coloured and the note's own `**` stays.
+#[test]
+fn issue_34_piped_search_prints_the_notes_text_without_match_marks() {
+    let (_tmp, vault) = vault();
+    std::fs::write(vault.join("z/bold.md"), "# Bold\n\nA **bold claim** about the lighthouse.\n").unwrap();
+    let snippet = |args: &[&str]| {
+        let (code, out, err) = kb_index(&vault, args);
+        assert_eq!(code, 0, "{err}");
+        out.lines().find(|line| line.contains("bold claim")).expect(&out).trim_start().to_owned()
+    };
+    assert_eq!(snippet(&["search", "lighthouse", "-c"]), "3: A **bold claim** about the lighthouse.");
+    assert_eq!(
+        snippet(&["search", "lighthouse", "-c", "--marks"]),
+        "3: A **bold claim** about the **lighthouse**."
+    );
+    assert_eq!(
+        snippet(&["search", "lighthouse", "-c", "--color", "always"]),
+        "\x1b[32m3\x1b[0m: A **bold claim** about the \x1b[1;31mlighthouse\x1b[0m."
+    );
+    let (_, out, _) = kb_index(&vault, &["search", "lighthouse", "-c", "-j"]);
+    assert!(out.contains("about the **lighthouse**."), "JSON keeps the tools' marks: {out}");
 }

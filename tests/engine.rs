@@ -624,6 +624,87 @@ fn typos_fall_back_to_fuzzy_matching_and_explain_says_why_a_note_ranked() {
     assert!(engine.search_knowledge(&search("备份仓库")).unwrap().results[0].explain.is_none());
 }
 
+/// Issue 34: a `since` cursor taken before the audit log was truncated or
+/// replaced (a person clearing `inbox/_applied.jsonl`, a backup restored) read
+/// the new log from the old offset: the proposals applied since were missed or
+/// cut mid-line, and `changes` did not say it was incomplete. The cursor now
+/// carries a check of the log's last bytes: a log that is not the one it was
+/// taken from is read from its start and the answer is `incomplete`.
+#[test]
+fn issue_34_a_since_cursor_past_a_truncated_audit_log_is_incomplete() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let apply_new = |title: &str| {
+        let staged = engine
+            .propose_new_note(&ProposeNewArgs {
+                title: title.into(),
+                body: "text\n".into(),
+                reason: "test".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        engine
+            .apply_proposal(
+                &ApplyArgs { proposal_id: staged.proposal_id.clone() },
+                kb_mcp::engine::types::Actor::Mcp,
+            )
+            .unwrap();
+        staged.proposal_id
+    };
+    let since =
+        |cursor: &str| engine.overview_since(Caller::Agent(Access::Read), Some(cursor)).unwrap().changes;
+    let applied =
+        |changes: &Changes| changes.applied.iter().map(|e| e.proposal_id.clone()).collect::<Vec<_>>();
+    let log = vault.join("inbox/_applied.jsonl");
+    apply_new("First note");
+    apply_new("Second note");
+    let cursor = engine.overview(Caller::Agent(Access::Read)).unwrap().changes.cursor;
+    assert!(applied(&since(&cursor)).is_empty() && !since(&cursor).incomplete);
+
+    // The log cleared, then three applies: longer than the cursor's offset again.
+    std::fs::write(&log, "").unwrap();
+    let new: Vec<String> = ["Third note", "Fourth note", "Fifth note"].into_iter().map(apply_new).collect();
+    let changes = since(&cursor);
+    assert!(changes.incomplete, "a replaced log is not read from the old offset: {changes:?}");
+    assert_eq!(applied(&changes), new, "every line of the new log");
+    let later = since(&changes.cursor);
+    assert!(!later.incomplete && later.applied.is_empty(), "the new cursor is the new log's: {later:?}");
+
+    // Cut to its first line, shorter than the cursor's offset: that line is not dropped.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let first = &text[..=text.find('\n').unwrap()];
+    std::fs::write(&log, first).unwrap();
+    let changes = since(&later.cursor);
+    assert!(changes.incomplete, "{changes:?}");
+    assert_eq!(applied(&changes), new[..1], "{changes:?}");
+    // Grown as usual: complete, only the new line.
+    let sixth = apply_new("Sixth note");
+    let grown = since(&changes.cursor);
+    assert!(!grown.incomplete, "{grown:?}");
+    assert_eq!(applied(&grown), [sixth]);
+}
+
+/// A conflict copy kept apart by an apply (`inbox/conflicts/<date>/…`) made
+/// the inbox look like a folder of the person's own (`conflicts` was not among
+/// the names kb-mcp creates there): every later proposal was refused, telling
+/// the person to move the inbox. The inbox stays kb-mcp's.
+#[test]
+fn issue_34_a_kept_conflict_copy_leaves_the_inbox_kb_mcps() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let folder = vault.join("inbox/conflicts/2026-12-06/z");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("备份仓库.conflict-1a2b3c4d.md"), "a save\n").unwrap();
+    assert!(engine.inbox_conflict().is_none(), "{:?}", engine.inbox_conflict());
+    let staged = engine.propose_new_note(&ProposeNewArgs {
+        title: "After a conflict".into(),
+        body: "text\n".into(),
+        reason: "test".into(),
+        ..Default::default()
+    });
+    assert!(staged.is_ok(), "{staged:?}");
+}
+
 /// Issue 13, "weak results must look weak": a hit found only by typo tolerance
 /// came back with no snippets and `matched: []`, and a `search_knowledge` hit
 /// found by its text alone said nothing of why it ranked.
@@ -1255,6 +1336,78 @@ fn issue15_list_notes_pages_stay_stable_while_notes_change() {
         }
         std::fs::remove_file(folder.join("note 00a.md")).unwrap();
         engine.sync(false, None).unwrap();
+    }
+}
+
+/// Issue 34: by time, a note edited between two pages moved in front of the
+/// cursor and no later page listed it. Now the notes modified since the first
+/// page come after the others, oldest change first: a note not listed yet and
+/// edited (even twice) is listed, one edited after its page is listed again
+/// with its new time, a new note is listed, and no other note twice.
+#[test]
+fn issue_34_list_notes_by_time_misses_no_note_edited_between_pages() {
+    let (_tmp, vault) = common::temp_vault();
+    let folder = vault.join("z/timed");
+    std::fs::create_dir_all(&folder).unwrap();
+    let base = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+    let put = |n: u64, at: std::time::SystemTime| {
+        let file = folder.join(format!("note {n:02}.md"));
+        std::fs::write(&file, format!("---\ncreated: 2020-01-{:02}\n---\n# Note {n:02}\n", n + 1)).unwrap();
+        std::fs::File::options().write(true).open(&file).unwrap().set_modified(at).unwrap();
+    };
+    for sort in [ListSort::Updated, ListSort::Created] {
+        for n in 0..12u64 {
+            put(n, base + std::time::Duration::from_secs(60 * n));
+        }
+        let engine = open(&vault);
+        let args = |cursor: Option<String>| ListNotesArgs {
+            folder: Some("z/timed".into()),
+            sort: Some(sort),
+            limit: Some(4),
+            cursor,
+            ..Default::default()
+        };
+        let first = engine.list_notes(&args(None)).unwrap();
+        let listed: Vec<&str> = first.notes.iter().map(|n| n.path.as_str()).collect();
+        assert_eq!(
+            listed,
+            ["z/timed/note 11.md", "z/timed/note 10.md", "z/timed/note 09.md", "z/timed/note 08.md"]
+        );
+        let mut seen: Vec<String> = listed.iter().map(|p| (*p).to_owned()).collect();
+        let mut cursor = first.next_cursor;
+        let mut edits = 0;
+        while let Some(next) = cursor {
+            // Between pages: the oldest note not listed yet is edited, once on
+            // the first turn and again on the second; a listed note too; a note comes.
+            if edits < 2 {
+                let now = std::time::SystemTime::now() + std::time::Duration::from_secs(edits);
+                put(0, now);
+                if edits == 0 {
+                    put(10, now);
+                    std::fs::write(folder.join("note new.md"), "# New\n").unwrap();
+                }
+                engine.sync(false, None).unwrap();
+                edits += 1;
+            }
+            let page = engine.list_notes(&args(Some(next))).unwrap();
+            seen.extend(page.notes.iter().map(|n| n.path.clone()));
+            cursor = page.next_cursor;
+            assert!(seen.len() < 40, "paging does not end: {seen:?}");
+        }
+        for n in 0..12u64 {
+            let path = format!("z/timed/note {n:02}.md");
+            assert!(seen.contains(&path), "{sort:?}: {path} was missed: {seen:?}");
+        }
+        assert!(seen.iter().any(|p| p == "z/timed/note new.md"), "{sort:?}: {seen:?}");
+        let twice: Vec<&String> =
+            seen.iter().filter(|p| seen.iter().filter(|q| q == p).count() > 1).collect();
+        assert!(
+            twice.iter().all(|p| *p == "z/timed/note 10.md"),
+            "{sort:?}: only the note edited after its page comes twice: {seen:?}"
+        );
+        assert_eq!(seen.iter().filter(|p| *p == "z/timed/note 00.md").count(), 1, "{sort:?}: {seen:?}");
+        drop(engine);
+        std::fs::remove_file(folder.join("note new.md")).unwrap();
     }
 }
 

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use kb_mcp::engine::types::Access;
 use kb_mcp::server::TokenFile;
+use rmcp::ClientServiceExt as _;
 use rmcp::model::*;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -63,7 +64,17 @@ struct Server {
 impl Server {
     /// Starts a server; `tokens` are (name, scope) pairs created first.
     fn start(tokens: &[(&str, Access)], extra: &[&str]) -> (Server, Vec<String>) {
+        Server::start_on(tokens, extra, |_| {})
+    }
+
+    /// [`Server::start`] on the test vault as `prepare` leaves it.
+    fn start_on(
+        tokens: &[(&str, Access)],
+        extra: &[&str],
+        prepare: impl FnOnce(&Path),
+    ) -> (Server, Vec<String>) {
         let (tmp, vault) = common::temp_vault();
+        prepare(&vault);
         let file = tmp.path().join("tokens.json");
         let mut stored = TokenFile::default();
         let secrets: Vec<String> =
@@ -128,6 +139,23 @@ impl Server {
         ClientConfig::new(ClientCapabilities::default(), Implementation::new("kb-mcp-http-tests", "0"))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .serve(transport)
+            .await
+            .unwrap()
+    }
+
+    /// A client speaking 2026-07-28: no session, each request on its own.
+    async fn connect_without_session(&self, token: &str) -> Client {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.url()).auth_header(token.to_owned()),
+        );
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("kb-mcp-http-tests", "0"))
+            .with_protocol_version(ProtocolVersion::V_2026_07_28)
+            .serve_with_lifecycle(
+                transport,
+                rmcp::ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
             .await
             .unwrap()
     }
@@ -932,4 +960,164 @@ fn issue34_a_second_request_with_an_id_in_flight_is_refused_over_http_and_none_h
     assert_eq!(messages(&ping).pop().unwrap(), json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
     let refused = server.logged_once(&["duplicate_id"], Duration::from_secs(10));
     assert_eq!(refused.lines().filter(|l| l.contains("duplicate_id")).count(), duplicates.len(), "{refused}");
+}
+
+/// Issue 34: a request of hundreds of thousands of keys made rmcp build a tree
+/// of it (the 4 MiB body cap allows 350,000 keys, a few hundred MiB of tree).
+/// The gate counts the body's JSON values first and answers a request of more
+/// than 100,000 with a JSON-RPC error carrying its id and naming the limit; the
+/// server stays small and the session keeps working.
+#[test]
+fn issue34_a_request_of_too_many_values_is_answered_at_the_gate() {
+    let (server, secrets) = Server::start(&[("alice", Access::Read)], &[]);
+    let auth = bearer(&secrets[0]);
+    let session = open_session(server.addr, &auth, json!({}));
+    let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
+    let keys: String = (0..300_000).map(|n| format!(r#""k{n}":0"#)).collect::<Vec<_>>().join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"keys","method":"tools/call","params":{{"name":"search_knowledge","arguments":{{"query":"x",{keys}}}}}}}"#
+    );
+    assert!(body.len() < 4 << 20, "{}", body.len());
+    let reply = post(server.addr, &headers, &body, None);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer = &messages(&reply)[0];
+    assert_eq!(answer["id"], "keys", "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("100000 JSON values"), "{answer}");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+    if let Some(peak) = status.lines().find(|l| l.starts_with("VmHWM:")) {
+        let kib: u64 = peak.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(kib < 200 * 1024, "the server grew to {} MiB", kib / 1024);
+    }
+    let ping = post(server.addr, &headers, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#, None);
+    assert_eq!(messages(&ping)[0]["result"], json!({}), "the session still works");
+    assert!(server.logged().contains("too_many_values"), "{}", server.logged());
+}
+
+/// Issue 34: a revoked token's open stream stayed open. Revocation closed the
+/// token's sessions, which ended their standalone streams, but a request still
+/// in flight (here an apply waiting for the person's confirmation) kept its
+/// answer stream open as long as it waited. Now every stream the token holds
+/// ends within a sweep of the revocation, a request's with a JSON-RPC error
+/// answering it; the apply never happens.
+#[test]
+fn issue34_a_revoked_tokens_request_in_flight_ends_at_revocation() {
+    let (server, secrets) = Server::start(&[("alice", Access::Apply), ("bob", Access::Read)], &[]);
+    let addr = server.addr;
+    let auth = bearer(&secrets[0]);
+    let session = open_session(addr, &auth, json!({"elicitation": {}}));
+    let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
+    let stage = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "propose_new_note",
+        "arguments": {"title": "Held then revoked", "body": "staged\n", "reason": "test"}}});
+    let staged = messages(&post(addr, &headers, &stage.to_string(), None)).pop().unwrap();
+    let proposal = staged["result"]["structuredContent"]["proposal_id"].as_str().unwrap().to_owned();
+    let apply = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "apply_proposal", "arguments": {"proposal_id": proposal}}});
+    let mut held = Streaming::open(addr, &headers, &apply.to_string());
+    assert_eq!(held.next()["method"], "elicitation/create");
+    held.0.get_ref().set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+
+    let (code, _, err) = kb_mcp(&["token", "revoke", "alice", "--tokens", server.tokens.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let revoked = Instant::now();
+    let answer = held.next();
+    let took = revoked.elapsed();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("revoked"), "{answer}");
+    assert!(took < Duration::from_secs(3), "the stream ended {} ms after the revocation", took.as_millis());
+    let mut rest = String::new();
+    let _ = held.0.read_to_string(&mut rest);
+    assert!(!rest.contains("\"result\""), "no other answer: {rest}");
+    assert!(!server.vault.join("z/Held then revoked.md").exists(), "the apply never happened");
+    let bobs = post(addr, &[("Authorization", &bearer(&secrets[1]))], INITIALIZE, None);
+    assert_eq!(bobs.status, 200, "other tokens are untouched");
+    let log = server.logged_once(&["stream_closed"], Duration::from_secs(10));
+    assert!(log.contains(r#""why":"token revoked""#), "{log}");
+}
+
+/// Issue 34: a revoked token's open stream stayed open 10 s. A request without
+/// a session (MCP 2026-07-28) has no session for revocation to close: one
+/// waiting for the vault's recovery (the test holds the inbox lock, as another
+/// process's apply would) kept its stream open until its wait ran out, 10 s,
+/// and was then answered. Now it ends within a sweep of the revocation with a
+/// JSON-RPC error saying why.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue34_a_revoked_tokens_sessionless_request_ends_at_revocation() {
+    let held: Arc<Mutex<Option<std::fs::File>>> = Arc::default();
+    let lock = held.clone();
+    let (server, secrets) = Server::start_on(&[("alice", Access::Read)], &[], move |vault| {
+        std::fs::create_dir_all(vault.join("inbox")).unwrap();
+        std::fs::write(vault.join("inbox/_applying.json"), "{}").unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(vault.join("inbox/_apply.lock"))
+            .unwrap();
+        file.lock().unwrap();
+        *lock.lock().unwrap() = Some(file);
+    });
+    let client = server.connect_without_session(&secrets[0]).await;
+    let pending = tokio::spawn(async move {
+        let result = call(&client, "search_note_content", json!({"query": "备份"})).await;
+        (client, result)
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!pending.is_finished(), "the call waits for the recovery");
+    let tokens = server.tokens.clone();
+    let (code, _, err) = tokio::task::block_in_place(|| {
+        kb_mcp(&["token", "revoke", "alice", "--tokens", tokens.to_str().unwrap()])
+    });
+    assert_eq!(code, 0, "{err}");
+    let revoked = Instant::now();
+    let (_client, result) = tokio::time::timeout(Duration::from_secs(30), pending).await.unwrap().unwrap();
+    let took = revoked.elapsed();
+    let error = format!("{result:?}");
+    assert!(result.is_err() && error.contains("revoked"), "{error}");
+    assert!(took < Duration::from_secs(3), "the stream ended {} ms after the revocation", took.as_millis());
+    drop(held);
+}
+
+/// Issue 34, "first hour": a forgotten `--allowed-host` got a bare 403 with
+/// nothing logged (rmcp refused the Host itself), and an Origin refusal did
+/// not name the origin. Both are now refused at the gate with a JSON log line
+/// naming the host or origin and the flag that allows it, and a 403 body
+/// saying the same.
+#[test]
+fn issue34_a_refused_host_or_origin_is_logged_with_the_flag_that_allows_it() {
+    let (server, secrets) = Server::start(&[("alice", Access::Read)], &["--allowed-host", "kb.example.com"]);
+    let auth = bearer(&secrets[0]);
+    let refused =
+        post(server.addr, &[("Host", "tunnel.example.net:443"), ("Authorization", &auth)], INITIALIZE, None);
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused.body.contains("`tunnel.example.net:443`")
+            && refused.body.contains("`--allowed-host tunnel.example.net`"),
+        "{}",
+        refused.body
+    );
+    let log = server.logged_once(&["host not allowed"], Duration::from_secs(10));
+    let line: Value =
+        serde_json::from_str(log.lines().find(|l| l.contains("host not allowed")).unwrap()).unwrap();
+    assert_eq!(line["host"], "tunnel.example.net:443", "{line}");
+    assert_eq!(line["fix"], "--allowed-host tunnel.example.net", "{line}");
+
+    let refused = post(
+        server.addr,
+        &[("Origin", "https://chat.example.org"), ("Authorization", &auth)],
+        INITIALIZE,
+        None,
+    );
+    assert_eq!(refused.status, 403);
+    assert!(refused.body.contains("`--allow-origin https://chat.example.org`"), "{}", refused.body);
+    let log = server.logged_once(&["origin not allowed"], Duration::from_secs(10));
+    let line: Value =
+        serde_json::from_str(log.lines().find(|l| l.contains("origin not allowed")).unwrap()).unwrap();
+    assert_eq!(line["origin"], "https://chat.example.org", "{line}");
+    assert_eq!(line["fix"], "--allow-origin https://chat.example.org", "{line}");
+
+    let allowed =
+        post(server.addr, &[("Host", "KB.example.com"), ("Authorization", &auth)], INITIALIZE, None);
+    assert_eq!(allowed.status, 200, "{}", allowed.body);
 }

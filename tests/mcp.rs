@@ -1370,7 +1370,8 @@ async fn issue15_audit_vault_and_overview_since_over_mcp() {
     client.cancel().await.unwrap();
 }
 
-/// Issue 15: `kb-index audit` prints every finding and exits 1 on errors;
+/// Issue 15: `kb-index audit` prints the errors and warnings (`-v` also the
+/// info findings) and exits 1 on errors;
 /// `--fix` stages the fixes, `--fix --yes` applies them; an unknown check is bad usage.
 #[test]
 fn issue15_kb_index_audit_reports_and_fixes() {
@@ -1388,6 +1389,23 @@ fn issue15_kb_index_audit_reports_and_fixes() {
     assert!(text.contains("    suggestion: link to z/备份仓库.md instead of `备份仓`"), "{text}");
     assert!(text.contains("    fix: add [[孤立笔记]] to z/Backup MOC.md"), "{text}");
     assert!(text.trim_end().ends_with("21 findings, 7 errors (ambiguous_link 1, broken_anchor 2, broken_link 2, duplicate_title 2, empty_note 1, frontmatter 3, moc_missing 1, orphan 2, oversize_note 1, skipped_file 1, unlinked_mention 2, unregistered_tag 3)"), "{text}");
+    // Issue 34, "first hour": info lines (orphans, unlinked mentions) drowned the
+    // errors; they are counted by default and listed with -v; --json keeps all.
+    assert!(!text.contains(": info ["), "{text}");
+    assert!(
+        text.contains(
+            "4 info findings not listed (orphans, unlinked mentions); `kb-index audit -v` lists them"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.lines().filter(|l| l.contains(": error [") || l.contains(": warning [")).count(), 17);
+    let verbose = kb_index(&["audit", "-v"]);
+    let listed = String::from_utf8_lossy(&verbose.stdout);
+    assert_eq!(listed.lines().filter(|l| l.contains(": info [")).count(), 4, "{listed}");
+    assert!(!listed.contains("not listed"), "{listed}");
+    assert!(listed.trim_end().ends_with(text.trim_end().lines().last().unwrap()), "{listed}");
+    let every: Value = serde_json::from_slice(&kb_index(&["audit", "--json"]).stdout).unwrap();
+    assert_eq!(every["findings"].as_array().unwrap().len(), 21, "--json lists every finding");
     let json = kb_index(&["audit", "z/daily", "--json"]);
     let audit: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(audit["total"], 3, "{audit}");
@@ -1834,4 +1852,191 @@ fn issue34_a_call_sent_just_before_stdin_closes_is_answered_before_exit() {
     assert_eq!(applied["id"], "last", "{applied}");
     assert_eq!(applied["result"]["structuredContent"]["status"], "applied", "{applied}");
     assert!(vault.join("z/Last call.md").exists());
+}
+
+/// Issue 34: answers flooded an agent. A folder move of 19,000 notes answered
+/// 30.6 MB (every moved note and every diff line), and an `invalid_argument`
+/// echoed a 1.26 MB argument. Now a proposal's diff is cut at 64 KiB (a last
+/// line says how much is left out and that `kb-index inbox show ID` shows it
+/// whole), `moves` lists 100 notes (`moves_omitted` counts the rest), a
+/// delete names 100 links of each kind (`unlisted`), an apply's audit line
+/// lists 100 files (`files_omitted`), and an error's message keeps its first
+/// 750 and last 250 characters, saying how many it left out.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue34_answers_cap_diffs_move_lists_and_echoed_values() {
+    let (_tmp, vault) = common::temp_vault();
+    std::fs::create_dir_all(vault.join("z/many")).unwrap();
+    for n in 0..150 {
+        std::fs::write(vault.join(format!("z/many/note {n:03}.md")), format!("# Note {n}\n\nSee [[hub]].\n"))
+            .unwrap();
+    }
+    std::fs::write(vault.join("z/hub.md"), "# Hub\n").unwrap();
+    let long: String = (0..6000).map(|n| format!("line {n} of a long note\n")).collect();
+    std::fs::write(vault.join("z/long.md"), &long).unwrap();
+    let client = connect(&vault, "apply").await;
+    let size = |result: &CallToolResult| serde_json::to_string(result).unwrap().len();
+
+    let note = call(&client, "read_note", json!({"path": "z/long.md", "max_bytes": 1024})).await.unwrap();
+    let hash = note.structured_content.unwrap()["hash"].as_str().unwrap().to_owned();
+    let patch = call(
+        &client,
+        "propose_note_patch",
+        json!({"path": "z/long.md", "base_hash": hash, "reason": "rewrite",
+               "edits": [{"op": "replace_all", "content": long.replace("line", "row")}]}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(patch.is_error, Some(true), "{patch:?}");
+    let staged = patch.structured_content.clone().unwrap();
+    let id = staged["proposal_id"].as_str().unwrap();
+    let diff = staged["diff"].as_str().unwrap();
+    assert!(diff.len() < 64 * 1024 + 400, "{}", diff.len());
+    let last = diff.lines().last().unwrap();
+    assert!(last.contains("more lines") && last.contains(&format!("`kb-index inbox show {id}`")), "{last}");
+    assert_eq!(staged["added"], 6000, "the counts are the whole diff's");
+    assert!(size(&patch) < 3 * 64 * 1024, "{}", size(&patch));
+
+    let moved = call(&client, "propose_move", json!({"from": "z/many", "to": "z/moved", "reason": "tidy"}))
+        .await
+        .unwrap();
+    let staged = moved.structured_content.clone().unwrap();
+    assert_eq!(staged["moves"].as_array().unwrap().len(), 100, "{staged}");
+    assert_eq!(staged["moves_omitted"], 50);
+    assert!(moved.content[0].as_text().unwrap().text.contains("(150 notes move"), "{moved:?}");
+    let applied =
+        call(&client, "apply_proposal", json!({"proposal_id": staged["proposal_id"]})).await.unwrap();
+    let audit = &applied.structured_content.clone().unwrap()["audit"];
+    assert_eq!(audit["files"].as_array().unwrap().len(), 100, "{audit}");
+    assert!(audit["files_omitted"].as_u64().unwrap() >= 50, "{audit}");
+
+    let deleted =
+        call(&client, "propose_delete", json!({"path": "z/hub.md", "reason": "gone"})).await.unwrap();
+    let staged = deleted.structured_content.clone().unwrap();
+    assert_eq!(staged["breaks"].as_array().unwrap().len(), 100, "{staged}");
+    assert_eq!(staged["unlisted"], 50);
+
+    // An echoed argument: a schema error and a path error.
+    let huge = "a".repeat(1_260_000);
+    for (tool, arguments) in [
+        ("search_knowledge", json!({"query": "x", "limit": huge})),
+        ("read_note", json!({"path": format!("z/{huge}.md")})),
+        ("list_notes", json!({"folder": "z", "cursor": huge})),
+    ] {
+        let result = call(&client, tool, arguments).await.unwrap();
+        let text = &result.content[0].as_text().unwrap().text;
+        assert!(text.len() < 4096, "{tool} answered {} bytes", text.len());
+        let message = error_object(&result)["message"].as_str().unwrap().to_owned();
+        if tool == "search_knowledge" {
+            assert!(message.contains("characters left out") && message.ends_with("\"integer\""), "{message}");
+        }
+    }
+    client.cancel().await.unwrap();
+}
+
+/// The most memory the process `pid` has held (`VmHWM`), in MiB; `None` off Linux.
+fn peak_mib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? / 1024)
+}
+
+/// Issue 34: a 12 MB request of a million keys raised the server to 798 MiB
+/// (two trees of it were built before the schema refused it). Its JSON values
+/// are now counted as it is read, building nothing: past 100,000 the request
+/// is answered with an error naming the limit and carrying its id, and the
+/// server stays small; a notification that large is dropped unanswered.
+#[test]
+fn issue34_a_request_of_a_million_keys_is_refused_before_it_is_built() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "read", json!({}));
+    let keys: String = (0..1_000_000).map(|n| format!(r#""k{n}":0"#)).collect::<Vec<_>>().join(",");
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":"keys","method":"tools/call","params":{{"name":"search_knowledge","arguments":{{"query":"x",{keys}}}}}}}"#
+    );
+    assert!(line.len() > 11_000_000 && line.len() < 16 << 20, "{}", line.len());
+    let before = peak_mib(server.pid());
+    server.send(&line);
+    let answer = server.next();
+    assert_eq!(answer["id"], "keys", "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("100000 JSON values"), "names the limit: {message}");
+    assert_eq!(answer["error"]["data"]["limit_values"], 100_000, "{answer}");
+    if let (Some(before), Some(after)) = (before, peak_mib(server.pid())) {
+        assert!(after < before + 100, "the server grew from {before} MiB to {after} MiB");
+        eprintln!("peak memory: {before} MiB before the request, {after} MiB after");
+    }
+    // A notification that large gets no answer; the next request does.
+    server.send(&format!(r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{{keys}}}}}"#));
+    server.send(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#);
+    assert_eq!(server.next()["id"], "after");
+    // A large but ordinary request still passes.
+    let items: Vec<Value> = (0..2000).map(|n| json!(format!("tag{n}"))).collect();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": "ok", "method": "tools/call",
+            "params": {"name": "search_knowledge", "arguments": {"query": "备份", "tags": items}}})
+        .to_string(),
+    );
+    let answer = server.next();
+    assert_eq!(answer["id"], "ok");
+    assert!(answer["result"].is_object(), "{answer}");
+    let (rest, log) = server.finish();
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(log.contains("too_many_values"), "{log}");
+}
+
+/// Issue 34, "first hour": a vault with its own `Inbox/` was refused only at
+/// the first proposal. The server now says so at start (a `warning` line on
+/// stderr), `get_vault_overview` lists it in `warnings`, and `kb-index status`
+/// prints it, each with the `kb.toml` line that fixes it; once fixed, none.
+#[test]
+fn issue34_a_persons_own_inbox_is_reported_at_start_with_the_line_that_fixes_it() {
+    let (_tmp, vault) = common::temp_person_vault();
+    let fix = r#"put `inbox = "_kb-inbox"` under `[vault]` in kb.toml"#;
+    let mut server = common::RawStdio::start(&vault, "read", json!({}));
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_vault_overview"}})
+            .to_string(),
+    );
+    let overview = server.next();
+    let warnings =
+        overview["result"]["structuredContent"]["warnings"].as_array().cloned().unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{overview}");
+    let warning = warnings[0].as_str().unwrap();
+    assert!(
+        warning.contains("proposals are refused") && warning.contains("Inbox/") && warning.contains(fix),
+        "{warning}"
+    );
+    let text = overview["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("warning: proposals are refused"), "{text}");
+    let (_, log) = server.finish();
+    let logged = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["event"] == "warning")
+        .unwrap_or_else(|| panic!("no warning at start: {log}"));
+    assert!(logged["message"].as_str().unwrap().contains(fix), "{logged}");
+
+    let status = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .arg("status")
+        .arg("--vault")
+        .arg(&vault)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        printed
+            .lines()
+            .any(|line| line.starts_with("warning    proposals are refused") && line.contains(fix)),
+        "{printed}"
+    );
+
+    std::fs::write(vault.join("kb.toml"), "[vault]\ninbox = \"_kb-inbox\"\n").unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(["status", "--json", "--vault"])
+        .arg(&vault)
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert!(json.get("warnings").is_none(), "fixed: {json}");
 }

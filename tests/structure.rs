@@ -2778,3 +2778,150 @@ fn issue_34_a_note_brought_back_after_the_trash_was_emptied_stays_private() {
     assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600, "emptied before");
     check_private_text(&vault);
 }
+
+// ---------------------------------------------------------------------------
+// Issue 34, item 10: what a move rewrites, and how
+
+/// A link inside an indented code block is code, not a link: a move leaves
+/// it as written (it rewrote it), while the links around it follow the note.
+#[test]
+fn issue_34_a_move_leaves_a_link_in_indented_code_as_written() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/mv/a.md", "# A\n");
+    put(
+        &vault,
+        "z/mv/l.md",
+        "[[a]]\n\n    [[a]] in code\n\n\t[t](a.md) too\n\n- item\n\n    [t](a.md) in the item\n",
+    );
+    let engine = open(&vault);
+    let before = broken(&engine);
+    let staged = mv(&engine, "z/mv/a.md", "z/mv/b.md").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(
+        read(&vault, "z/mv/l.md"),
+        "[[b]]\n\n    [[a]] in code\n\n\t[t](a.md) too\n\n- item\n\n    [t](b.md) in the item\n"
+    );
+    assert_eq!(broken(&engine), before);
+}
+
+/// A link by alias sent to its note's name gains display text; its `|` is
+/// escaped in a GFM table row (header row included), and only there: a line
+/// that merely holds a `|` is no table.
+#[test]
+fn issue_34_only_a_table_row_escapes_the_display_bar() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/mv/b.md", "---\naliases: [x]\n---\n# B\n");
+    put(&vault, "z/mv/c.md", "# C\n");
+    put(&vault, "z/mv/l.md", "a | b and [[x]]\n\n`|` [[x]]\n\n| [[x]] | h |\n| --- | --- |\n| [[x]] | z |\n");
+    let engine = open(&vault);
+    let staged = mv(&engine, "z/mv/c.md", "z/mv/x.md").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(
+        read(&vault, "z/mv/l.md"),
+        "a | b and [[b|x]]\n\n`|` [[b|x]]\n\n| [[b\\|x]] | h |\n| --- | --- |\n| [[b\\|x]] | z |\n"
+    );
+}
+
+/// The old name a move adds to a block list of aliases goes in as one more
+/// item: the list's comments and layout stay (they were dropped).
+#[test]
+fn issue_34_an_alias_added_by_a_move_keeps_the_lists_comments() {
+    let (_tmp, vault) = common::temp_vault();
+    let cases = [
+        (
+            "---\naliases:\n  - first  # the old name\n  # more to come\n  - second\ntags: [t]\n---\n# A\n",
+            "---\naliases:\n  - first  # the old name\n  # more to come\n  - second\n  - a\ntags: [t]\n---\n# A\n",
+        ),
+        (
+            "---\naliases:\n- one\n\n# comment after the list\ntitle: T\n---\n",
+            "---\naliases:\n- one\n- a\n\n# comment after the list\ntitle: T\n---\n",
+        ),
+        ("---\naliases: [one, \"two\"]  # flow\n---\n", "---\naliases: [one, \"two\", a]  # flow\n---\n"),
+    ];
+    for (number, (text, _)) in cases.into_iter().enumerate() {
+        put(&vault, &format!("z/al{number}/a.md"), text);
+    }
+    let engine = open(&vault);
+    for (number, (_, expected)) in cases.into_iter().enumerate() {
+        let staged = mv(&engine, &format!("z/al{number}/a.md"), &format!("z/al{number}/b.md")).unwrap();
+        apply(&engine, &staged.proposal_id);
+        assert_eq!(read(&vault, &format!("z/al{number}/b.md")), expected, "case {number}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Issue 34, item 10: names compared NFC-normalised; no stray invisible
+// character in a name a proposal creates
+
+fn new_note(engine: &Engine, title: &str, folder: &str) -> kb_mcp::error::Result<ProposeNewResult> {
+    engine.propose_new_note(&ProposeNewArgs {
+        title: title.to_owned(),
+        body: "text\n".to_owned(),
+        reason: "names".to_owned(),
+        folder: Some(folder.to_owned()),
+        ..ProposeNewArgs::default()
+    })
+}
+
+/// `café` written precomposed (NFC, as most keyboards type it) and
+/// decomposed (NFD, as macOS file names often are) is one name: a link or a
+/// `ref` in either form finds the note in the other, and no proposal creates
+/// the other form's twin beside it (nor a twin differing only in case).
+#[test]
+fn issue_34_names_compare_nfc_normalised() {
+    let (nfc, nfd) = ("caf\u{e9}", "cafe\u{301}");
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, &format!("z/nf/{nfd}.md"), "# Decomposed\n");
+    put(&vault, "z/nf/l.md", &format!("[[{nfc}]] and [t]({nfc}.md)\n"));
+    put(&vault, "z/nf/other.md", "# Other\n");
+    let engine = open(&vault);
+    let backlinks = engine.backlinks(&format!("z/nf/{nfd}.md")).unwrap();
+    assert_eq!(backlinks, ["z/nf/l.md", "z/nf/l.md"], "both links find the decomposed note");
+    let read = engine
+        .read_note(&ReadNoteArgs { reference: Some(nfc.to_owned()), ..ReadNoteArgs::default() })
+        .unwrap();
+    assert_eq!(read.path, format!("z/nf/{nfd}.md"));
+
+    let err = new_note(&engine, nfc, "z/nf").unwrap_err();
+    assert_eq!(err.code, ErrorCode::TargetExists, "{err}");
+    assert!(err.message.contains(&format!("z/nf/{nfd}.md")), "{err}");
+    for to in [format!("z/nf/{nfc}.md"), "z/nf/CAFE\u{301}.md".to_owned()] {
+        let err = mv(&engine, "z/nf/other.md", &to).unwrap_err();
+        assert_eq!(err.code, ErrorCode::TargetExists, "{to}: {err}");
+        assert!(err.message.contains(&format!("z/nf/{nfd}.md")), "{to}: {err}");
+    }
+}
+
+/// A name a proposal creates holds no invisible character that could make
+/// it read as another (`ca\u200bfe`), while a joiner that a script or an
+/// emoji sequence needs stays; for a new note the server drops a stray one
+/// from the title. A note already named so stays readable.
+#[test]
+fn issue_34_a_new_name_holds_no_stray_zero_width_character() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/zw/a.md", "# A\n");
+    put(&vault, "z/zw/ex\u{200b}isting.md", "# Existing\n");
+    let engine = open(&vault);
+    let existing = engine
+        .read_note(&ReadNoteArgs { path: Some("z/zw/ex\u{200b}isting.md".into()), ..ReadNoteArgs::default() })
+        .unwrap();
+    assert_eq!(existing.title, "Existing");
+    for refused in
+        ["z/zw/ca\u{200b}fe.md", "z/zw/a\u{200d}b.md", "z/zw/\u{200c}lead.md", "z/new\u{200b}folder/a.md"]
+    {
+        let err = mv(&engine, "z/zw/a.md", refused).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PathDenied, "{refused:?}: {err}");
+        assert!(err.message.contains("U+200"), "{refused:?}: {err}");
+    }
+    for accepted in [
+        "z/zw/家庭 \u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}.md",
+        "z/zw/\u{645}\u{6cc}\u{200c}\u{62e}\u{648}\u{627}\u{647}\u{645}.md",
+    ] {
+        let staged = mv(&engine, "z/zw/a.md", accepted).unwrap_or_else(|err| panic!("{accepted:?}: {err}"));
+        assert_eq!(staged.moves[0].to, accepted);
+    }
+    let staged = new_note(&engine, "ca\u{200b}fe", "z/zw").unwrap();
+    assert_eq!(staged.target, "z/zw/cafe.md");
+    let err = new_note(&engine, "fine", "z/zw/new\u{200b}folder").unwrap_err();
+    assert_eq!(err.code, ErrorCode::PathDenied, "{err}");
+}

@@ -1104,6 +1104,33 @@ fn issue_14_fences_open_at_most_three_columns_in() {
     check_all("fences", cases, |text: &str| link_summary(parse(text)));
 }
 
+/// Issue 34, item 10: text indented four columns where it cannot continue a
+/// paragraph is an indented code block, as Obsidian shows it: its links, tags
+/// and block ids are not there (a move rewrote a link inside one). Indentation
+/// counts from a list item's content column, so nested list content (spaces
+/// or Obsidian's tabs) stays text.
+#[test]
+fn issue_34_an_indented_code_block_holds_no_link() {
+    let cases: &[(&str, &[&str])] = &[
+        ("text\n\n    [[code]] #t ^id\n\n[[out]]\n", &["wikilink@5 out"]),
+        ("\t[[tab code]]\n", &[]),
+        ("# H\n    [[after a heading]]\n", &[]),
+        ("para\n    [[lazy continuation]]\n", &["wikilink@2 lazy continuation"]),
+        ("- item\n\n    [[item paragraph]]\n", &["wikilink@3 item paragraph"]),
+        ("- item\n\n      [[code in the item]]\n", &[]),
+        ("1. a\n2. b\n\n       [[code in b]]\n", &[]),
+        ("- a\n\t- b\n\n\t\t[[nested paragraph]]\n", &["wikilink@4 nested paragraph"]),
+        ("- a\n\n        [[deep]]\n\nafter [[x]]\n", &["wikilink@5 x"]),
+    ];
+    check_all("indented code", cases, |text: &str| {
+        let note = parse(text);
+        let mut out = link_summary(note.clone());
+        out.extend(note.tags.iter().map(|t| format!("tag {t}")));
+        out.extend(note.block_ids.iter().map(|b| format!("id {b}")));
+        out
+    });
+}
+
 /// Where our Markdown model differs from CommonMark + GFM (the `markdown`
 /// crate) on purpose. The reference-parser property test below does not
 /// generate these constructs; each is a choice, not an oversight.
@@ -1114,27 +1141,24 @@ fn issue_14_fences_open_at_most_three_columns_in() {
 ///    HTML).
 /// 2. Headings count only at the top level: a heading inside a block quote or a
 ///    list item is not in the outline (the reference nests it).
-/// 3. Indented code blocks are not modelled: text indented four columns after
-///    a blank line is read as text, its links are links (in a vault, deep
-///    indentation is nearly always nested list content).
-/// 4. Lists are modelled only as far as placing a fence goes (a fence in a list
-///    item is indented from the item's content column and ends with the item);
-///    list items do not nest otherwise.
-/// 5. An inline HTML comment that spans lines hides every line up to its `-->`
+/// 3. Lists are modelled only as far as placing a fence and indented code goes
+///    (both count from the last item's content column, and a fence in an item
+///    ends with it); list items do not nest otherwise.
+/// 4. An inline HTML comment that spans lines hides every line up to its `-->`
 ///    (before the next blank line), even a line that would start a block (a
 ///    heading, a fence) and so end the paragraph for the reference.
-/// 6. A heading's text is its source text: inline Markdown (links, emphasis,
+/// 5. A heading's text is its source text: inline Markdown (links, emphasis,
 ///    escapes, comments) is kept as written, where the reference gives the
 ///    rendered words.
-/// 7. A GFM table's rows are not split into cells: a row's links and tags count
+/// 6. A GFM table's rows are not split into cells: a row's links and tags count
 ///    wherever they are, and a delimiter row needs the header's cell count.
-/// 8. HTML blocks other than comments (`<div>`, `<details>`) are text: links in
+/// 7. HTML blocks other than comments (`<div>`, `<details>`) are text: links in
 ///    them count, as Obsidian shows them.
-/// 9. A Markdown link is only `[text](destination)` on one line; reference
+/// 8. A Markdown link is only `[text](destination)` on one line; reference
 ///    links (`[text][label]`), autolinks and links spanning lines are not
 ///    recorded.
-/// 10. A note that opens with a `---` line has frontmatter up to the next `---`
-///     line (the reference reads a thematic break and text).
+/// 9. A note that opens with a `---` line has frontmatter up to the next `---`
+///    line (the reference reads a thematic break and text).
 ///
 /// Where the reference itself strays from GFM, the generator steers around it
 /// (and says so where it does): `# #todo` is read as the heading `todo`; a table
@@ -1142,7 +1166,7 @@ fn issue_14_fences_open_at_most_three_columns_in() {
 /// over the next rows; after a table lazily continuing a list item or a quote,
 /// later tables are not recognised; two `---` lines right under a setext
 /// heading are read as a heading `---`. Inputs on which it panics are skipped.
-const INTENDED_DIFFERENCES: usize = 10;
+const INTENDED_DIFFERENCES: usize = 9;
 
 /// Inline pieces of generated notes: words, links of every form, tags, code,
 /// comments.
@@ -1185,9 +1209,8 @@ fn block() -> impl Strategy<Value = String> {
             |(indent, fence, line, close)| {
                 let pad = " ".repeat(indent);
                 if indent > 3 {
-                    // Not a fence: paragraph text (after a blank line it would be
-                    // indented code, difference 3).
-                    return format!("\npara\n{pad}{fence}\n{pad}{line}");
+                    // Not a fence: paragraph text, or after a blank line indented code.
+                    return format!("\npara\n{pad}{fence}\n{pad}{line}\n\n{pad}{line}");
                 }
                 let closing = if close { format!("\n{pad}{fence}") } else { String::new() };
                 format!("{pad}{fence}\n{pad}{line}\n# word inside{closing}")
@@ -1219,7 +1242,7 @@ fn block() -> impl Strategy<Value = String> {
 
 fn generated_note() -> impl Strategy<Value = String> {
     proptest::collection::vec((block(), any::<bool>()), 0..10).prop_map(|blocks| {
-        // Not `---` first: that opens frontmatter (difference 10).
+        // Not `---` first: that opens frontmatter (difference 9).
         let mut out = String::from("intro");
         for (block, tight) in blocks {
             if !out.is_empty() {
@@ -1287,12 +1310,12 @@ proptest! {
     /// apart from [`INTENDED_DIFFERENCES`].
     #[test]
     fn issue_14_model_agrees_with_the_reference_parser(text in generated_note()) {
-        prop_assert_eq!(INTENDED_DIFFERENCES, 10);
+        prop_assert_eq!(INTENDED_DIFFERENCES, 9);
         let Some(reference) = reference(&text) else { return Ok(()) };
         let model = spans(&text);
         let literal = |at: usize| reference.literal.iter().any(|r| r.contains(&at));
         // Headings: level, line and text (whitespace collapsed; inline Markdown
-        // is kept as written, difference 6, so such a text is not compared).
+        // is kept as written, difference 5, so such a text is not compared).
         let plain = |ours: &str| !ours.contains(['(', '*', '\\', '<', '`']);
         let ours: Vec<(u8, u32, Option<String>)> = model
             .headings

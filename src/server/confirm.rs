@@ -64,7 +64,8 @@ pub(super) async fn apply(
     }
     if let Some(answer) = responses.and_then(|r| r.get(KEY)) {
         let result: ElicitResult = serde_json::from_value(answer.clone()).map_err(|e| {
-            McpError::invalid_params(format!("the confirmation answer is malformed: {e}"), None)
+            let problem = crate::error::cut_middle(&e.to_string(), crate::error::MESSAGE_MAX_CHARS);
+            McpError::invalid_params(format!("the confirmation answer is malformed: {problem}"), None)
         })?;
         return Ok(if accepted(&result) { Confirmation::Proceed } else { Confirmation::Declined });
     }

@@ -13,7 +13,7 @@ use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMes
 use crate::engine::types::Access;
 
 const FIND: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
-Start: recall_context {question} gathers the notes that bear on a question within a token budget; get_vault_overview shows the vault, its standards and whether the index is fresh.
+Start: recall_context {topic} (a topic or a question) gathers the notes that bear on it within a token budget; get_vault_overview shows the vault, its standards and whether the index is fresh.
 Find: search_knowledge (what notes are about: titles, aliases, tags, descriptions) and search_note_content (text inside notes); write queries in the language of the notes you look for (Chinese and English both work as typed); then read_note. Explore: get_related_notes, list_tags, list_recent_notes, list_notes (a folder's notes and subfolders), list_standards; audit_vault finds broken links, orphans and other problems.
 Use only paths that tools returned; all paths are vault-relative with forward slashes.";
 
@@ -113,7 +113,10 @@ pub(super) fn get(
 ) -> Result<GetPromptResult, McpError> {
     let prompt = PROMPTS.iter().find(|p| p.name == name).ok_or_else(|| {
         McpError::invalid_params(
-            format!("unknown prompt `{name}`; prompts/list has the available ones"),
+            format!(
+                "unknown prompt `{}`; prompts/list has the available ones",
+                crate::error::cut_middle(name, 200)
+            ),
             None,
         )
     })?;
@@ -201,6 +204,44 @@ mod tests {
         for access in [Access::Read, Access::Propose, Access::Apply] {
             assert!(skill.contains(&format!("- `{}`: ", access.as_str())), "{access:?}");
         }
+    }
+
+    /// Every `tool {arg, …}` the instructions, the prompts and the skill write
+    /// names arguments the tool takes (the instructions once said
+    /// `recall_context {question}`, whose argument is `topic`).
+    #[test]
+    fn every_argument_named_beside_a_tool_is_one_it_takes() {
+        let mut texts = vec![super::super::resources::SKILL.to_owned()];
+        for access in [Access::Read, Access::Propose, Access::Apply] {
+            texts.push(instructions(access));
+        }
+        texts.extend(PROMPTS.iter().flat_map(|p| [p.template, p.propose, p.read]).map(str::to_owned));
+        let tools = crate::tools::list(Access::Apply);
+        let mut checked = 0;
+        for text in &texts {
+            for tool in &tools {
+                let name = format!("{} {{", tool.name);
+                for (at, _) in text.match_indices(&name) {
+                    let rest = &text[at + name.len()..];
+                    let inside = &rest[..rest.find('}').expect("a `{` closed on the same text")];
+                    let properties = tool.input_schema.get("properties").and_then(|p| p.as_object());
+                    for argument in inside.split([',', '|']) {
+                        let argument = argument.split([':', '?', '=']).next().unwrap_or_default().trim();
+                        if argument.is_empty() || argument == "…" || argument == "..." {
+                            continue;
+                        }
+                        checked += 1;
+                        assert!(
+                            properties.is_some_and(|p| p.contains_key(argument)),
+                            "`{} {{{inside}}}` names `{argument}`, which {} does not take",
+                            tool.name,
+                            tool.name
+                        );
+                    }
+                }
+            }
+        }
+        assert!(checked > 0, "no `tool {{arg}}` found: the test looks at nothing");
     }
 
     #[test]

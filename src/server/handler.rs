@@ -97,6 +97,7 @@ fn breakdown(
 /// Maps an engine error to a JSON-RPC error (for resources and prompts, which have no `isError`).
 fn rpc_error(error: &Error) -> McpError {
     use crate::error::ErrorCode::*;
+    let error = &error.bounded();
     let data = Some(json!({ "code": error.code.as_str(), "hint": error.hint }));
     match error.code {
         NotFound => McpError::resource_not_found(error.message.clone(), data),
@@ -299,7 +300,11 @@ impl ServerHandler for KbServer {
                 ),
                 None,
             )),
-            other => Err(McpError::new(RpcCode::METHOD_NOT_FOUND, format!("unknown method `{other}`"), None)),
+            other => Err(McpError::new(
+                RpcCode::METHOD_NOT_FOUND,
+                format!("unknown method `{}`", crate::error::cut_middle(other, 200)),
+                None,
+            )),
         }
     }
 }

@@ -203,6 +203,10 @@ impl Shared {
             }
             break (engine, watcher);
         };
+        // Said once at start, not only at the first proposal it would refuse.
+        for warning in engine.warnings() {
+            log(json!({ "event": "warning", "message": warning }));
+        }
         // Ready even when the sync failed over an existing index: that index is
         // served, and its searches keep saying they may be stale.
         let _ = sender.send(Readiness::Ready(engine.clone()));

@@ -46,6 +46,7 @@ pub fn admit(
     arguments: Option<JsonObject>,
 ) -> Result<Result<Value, CallToolResult>, McpError> {
     let Some(tool) = def(name) else {
+        let name = crate::error::cut_middle(name, 200);
         return Err(McpError::invalid_params(
             format!("unknown tool `{name}`; call tools/list for the available tools"),
             None,

@@ -20,9 +20,12 @@ pub(super) fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result
 /// The contract's error result: `isError` with the JSON `{"error": {code,
 /// message, hint, …}}` (the code's [default hint](crate::error::ErrorCode::default_hint)
 /// where the error names none) as its one text content and no `structuredContent`
+/// (its message, hint and details cut to the bounds of [`Error::bounded`]: an
+/// error naming an argument never echoes a megabyte of it)
 /// (clients on the TypeScript SDK 1.x check any `structuredContent` against the
 /// tool's output schema, errors included, and would show a schema error instead).
 pub fn error_result(error: &Error) -> CallToolResult {
+    let error = &error.bounded();
     let hint = error.hint.as_deref().unwrap_or(error.code.default_hint());
     let mut object = json!({ "code": error.code.as_str(), "message": error.message, "hint": hint });
     if let Some(Value::Object(details)) = &error.details {
@@ -72,6 +75,7 @@ pub fn invoke(
     arguments: Value,
 ) -> Result<CallToolResult, McpError> {
     let Some(tool) = def(name) else {
+        let name = crate::error::cut_middle(name, 200);
         return Err(McpError::invalid_params(format!("unknown tool `{name}`"), None));
     };
     match (tool.run)(Call { engine, context, name: tool.name, arguments }) {

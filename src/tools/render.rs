@@ -40,6 +40,9 @@ pub(super) fn overview(o: &Overview) -> String {
         o.access
     );
     out.push_str(&skipped_lines(o.index.skipped_files, &o.index.skipped));
+    for warning in &o.warnings {
+        let _ = write!(out, "\nwarning: {warning}");
+    }
     let c = &o.changes;
     let notes = c.added.len() + c.changed.len() + c.removed.len();
     if notes + c.applied.len() + c.rejected.len() > 0 {
@@ -219,7 +222,7 @@ pub(super) fn proposed_move(r: &ProposeMoveResult) -> String {
     format!(
         "staged proposal {} ({} notes move, {} links rewritten in {} notes); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
         r.proposal_id,
-        r.moves.len(),
+        r.moves.len() as u64 + r.moves_omitted,
         r.rewrites.links,
         r.rewrites.notes,
         r.diff
@@ -233,6 +236,13 @@ pub(super) fn proposed_delete(r: &ProposeDeleteResult) -> String {
         r.target,
         r.breaks.len()
     );
+    if r.unlisted > 0 {
+        let _ = write!(
+            out,
+            " (and {} more not listed: `kb-index inbox show {}` lists all)",
+            r.unlisted, r.proposal_id
+        );
+    }
     for b in &r.breaks {
         let _ = write!(out, "\n- {}:{} {}", b.path, b.line, b.link);
     }

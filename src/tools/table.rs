@@ -42,7 +42,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, access level, and `changes` (its `cursor` as a later `since`: what changed since).",
+        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, access level, and `changes` (its `cursor` as a later `since`: what changed since).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -76,7 +76,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "read_note",
         title: "Read a note",
-        description: "Read a note or standard by `path` (z/备份仓库.md) or `ref`, a wikilink target (备份仓库#Heading): text, frontmatter, outline, `hash` (a patch's base_hash). Pages of 64 KiB; while `truncated`, call again with `offset` = `next_offset`.",
+        description: "Read a note or standard by `path` or `ref` (a wikilink target: 备份仓库#Heading): text, frontmatter, outline, `hash` (a patch's base_hash). Pages of 64 KiB; while `truncated`, pass `offset` = `next_offset`.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ReadNoteArgs>,
@@ -139,7 +139,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "The vault's ls: notes directly in a folder and, on the first page, its subfolders with note counts. Pass `next_cursor` as `cursor` (same folder, tag, sort) for more.",
+        description: "The vault's ls: a folder's notes and, on page 1, its subfolders with note counts. More: `cursor` = `next_cursor` (same folder, tag, sort); by time, notes changed meanwhile come last, none missed.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,

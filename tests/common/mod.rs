@@ -200,6 +200,11 @@ impl RawStdio {
         server
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Writes one line (a newline is added) and flushes it.
     pub fn send(&mut self, line: &str) {
         use std::io::Write;

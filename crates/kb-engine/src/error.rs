@@ -132,6 +132,51 @@ pub struct Error {
     pub details: Option<serde_json::Value>,
 }
 
+/// The most characters of an error's message, or of its hint, in an answer.
+pub const MESSAGE_MAX_CHARS: usize = 1_000;
+/// The most characters of one string in an error's details, in an answer.
+pub const DETAIL_MAX_CHARS: usize = 500;
+/// The most items of one list in an error's details, in an answer.
+pub const DETAIL_MAX_ITEMS: usize = 100;
+
+/// `text` within `max` characters: its start and its end (where a message
+/// usually says the rule that was broken), the cut said in between
+/// (`… [1258000 characters left out] …`). Unchanged when it fits.
+pub fn cut_middle(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let tail = max / 4;
+    let head = max - tail;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(at, _)| at);
+    let tail_start = text.char_indices().nth(total - tail).map_or(text.len(), |(at, _)| at);
+    format!("{} … [{} characters left out] … {}", &text[..head_end], total - head - tail, &text[tail_start..])
+}
+
+/// A details value within the answer's bounds (see [`Error::bounded`]): a list
+/// cut to its first items says how many it left out in a last string item.
+fn bounded_value(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => Value::String(cut_middle(text, DETAIL_MAX_CHARS)),
+        Value::Array(items) => {
+            let mut kept: Vec<Value> = items.iter().take(DETAIL_MAX_ITEMS).map(bounded_value).collect();
+            if items.len() > DETAIL_MAX_ITEMS {
+                kept.push(Value::String(format!("… {} more", items.len() - DETAIL_MAX_ITEMS)));
+            }
+            Value::Array(kept)
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .take(DETAIL_MAX_ITEMS)
+                .map(|(key, value)| (cut_middle(key, DETAIL_MAX_CHARS), bounded_value(value)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -153,6 +198,21 @@ impl Error {
     pub fn with_details(mut self, details: serde_json::Value) -> Self {
         self.details = Some(details);
         self
+    }
+
+    /// The error as an answer carries it: the message and hint within
+    /// [`MESSAGE_MAX_CHARS`] each (a message naming a value an agent sent
+    /// echoes it, and a megabyte argument must not come back whole), each
+    /// string in the details within [`DETAIL_MAX_CHARS`] and each list within
+    /// [`DETAIL_MAX_ITEMS`].
+    #[must_use]
+    pub fn bounded(&self) -> Error {
+        Error {
+            code: self.code,
+            message: cut_middle(&self.message, MESSAGE_MAX_CHARS),
+            hint: self.hint.as_deref().map(|hint| cut_middle(hint, MESSAGE_MAX_CHARS)),
+            details: self.details.as_ref().map(bounded_value),
+        }
     }
 
     /// `invalid_argument`.
@@ -241,6 +301,25 @@ impl std::error::Error for Error {}
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_answer_carries_the_start_and_end_of_a_long_message_and_says_the_cut() {
+        let echoed = format!("\"{}\" is not of type \"integer\"", "a".repeat(1_260_000));
+        let error = Error::invalid(echoed).with_details(serde_json::json!({
+            "problems": (0..150).map(|n| serde_json::json!({"argument": "x".repeat(900), "n": n})).collect::<Vec<_>>(),
+        }));
+        let bounded = error.bounded();
+        assert!(bounded.message.chars().count() < MESSAGE_MAX_CHARS + 60, "{}", bounded.message.len());
+        assert!(bounded.message.ends_with("is not of type \"integer\""), "{}", &bounded.message[900..]);
+        let total = error.message.chars().count();
+        let cut = format!("[{} characters left out]", total - MESSAGE_MAX_CHARS);
+        assert!(bounded.message.contains(&cut), "{}", &bounded.message[700..800]);
+        let problems = bounded.details.unwrap()["problems"].as_array().unwrap().clone();
+        assert_eq!(problems.len(), DETAIL_MAX_ITEMS + 1);
+        assert_eq!(problems[DETAIL_MAX_ITEMS], "… 50 more");
+        assert!(problems[0]["argument"].as_str().unwrap().chars().count() < DETAIL_MAX_CHARS + 40);
+        assert_eq!(cut_middle("short", 10), "short");
+    }
+
     use super::*;
 
     #[test]

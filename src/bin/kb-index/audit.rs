@@ -1,6 +1,8 @@
-//! `kb-index audit [FOLDER] [--json] [--fix [--yes]]`: what `audit_vault`
-//! finds, for a person: every finding (all pages) by path, then the counts per
-//! check, each finding's fix marked mechanical or a suggestion. `--fix` stages
+//! `kb-index audit [FOLDER] [-v] [--json] [--fix [--yes]]`: what `audit_vault`
+//! finds, for a person: the errors and warnings (all pages) by path, then the
+//! counts per check, each finding's fix marked mechanical or a suggestion. Info
+//! findings (orphans, unlinked mentions: often thousands in a large vault) are
+//! counted, not listed, unless `-v` asks for them; `--json` holds every one. `--fix` stages
 //! the mechanical fixes as proposals (one batch per kind of fix) for review
 //! with `kb-index inbox`, and says which fixes it left unstaged and why;
 //! `--yes` also applies them. The index is brought up to date first. Exit 1
@@ -22,9 +24,12 @@ pub(crate) struct AuditCmdArgs {
     /// Only these checks (comma-separated, e.g. broken_link,orphan; default: all).
     #[arg(long, value_delimiter = ',')]
     checks: Vec<String>,
-    /// Print JSON (the tool's structured result, every page in one).
+    /// Print JSON (the tool's structured result, every page in one, info findings included).
     #[arg(short, long)]
     json: bool,
+    /// Also list the info findings (orphans, unlinked mentions); by default they are only counted.
+    #[arg(short, long)]
+    verbose: bool,
     /// Stage the mechanical fixes as proposals, one per kind of fix (see `kb-index inbox list`).
     #[arg(long)]
     pub(crate) fix: bool,
@@ -84,7 +89,12 @@ pub(crate) fn run(
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&audit).unwrap_or_default())?;
     } else {
+        let mut info_hidden = 0u64;
         for f in &audit.findings {
+            if f.severity == Severity::Info && !args.verbose {
+                info_hidden += 1;
+                continue;
+            }
             let severity = match f.severity {
                 Severity::Error => paint.bad("error"),
                 Severity::Warning => paint.strong("warning"),
@@ -96,6 +106,13 @@ pub(crate) fn run(
                 let what = if fix.mechanical { "fix" } else { "suggestion" };
                 writeln!(out, "    {what}: {}", fix.summary)?;
             }
+        }
+        if info_hidden > 0 {
+            writeln!(
+                out,
+                "{} not listed (orphans, unlinked mentions); `kb-index audit -v` lists them",
+                count(info_hidden, "info finding")
+            )?;
         }
         let counts: Vec<String> =
             audit.counts.iter().filter(|(_, n)| **n > 0).map(|(check, n)| format!("{check} {n}")).collect();

@@ -18,18 +18,19 @@ pub(crate) enum ColorChoice {
 /// Colours for a terminal; plain text otherwise.
 pub(crate) struct Paint {
     on: bool,
+    /// Whether stdout is a terminal (a person reads it, not a program).
+    terminal: bool,
 }
 
 impl Paint {
     pub(crate) fn new(choice: ColorChoice) -> Paint {
+        let terminal = std::io::stdout().is_terminal();
         let on = match choice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
+            ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         };
-        Paint { on }
+        Paint { on, terminal }
     }
 
     fn wrap(&self, code: &str, text: &str) -> String {
@@ -56,16 +57,25 @@ impl Paint {
     pub(crate) fn line(&self, text: &str) -> String {
         self.wrap("32", text)
     }
-    /// A snippet whose matches are marked `**…**`: on a terminal the marks
-    /// become colour; plain, they stay as they are.
-    pub(crate) fn snippet(&self, text: &str) -> String {
-        if !self.on {
-            return text.to_owned();
+    /// A snippet whose matches the search marked `**…**` at `marks` (the
+    /// note's own `**bold**` is its text and stays): with colour, a match is
+    /// coloured; on a terminal without colour, or when `keep_marks` asks, it
+    /// keeps its `**`; piped, it is plain text, so a program reading it sees
+    /// the note's words as written.
+    pub(crate) fn snippet(&self, text: &str, marks: &[(usize, usize)], keep_marks: bool) -> String {
+        let keep = keep_marks || (self.terminal && !self.on);
+        let mut out = String::with_capacity(text.len());
+        let mut cursor = 0;
+        for &(start, end) in marks {
+            let Some(inner) = text.get(start + 2..end.saturating_sub(2)).filter(|_| start >= cursor) else {
+                continue;
+            };
+            out.push_str(&text[cursor..start]);
+            let shown = if keep { format!("**{inner}**") } else { inner.to_owned() };
+            out.push_str(&self.wrap("1;31", &shown));
+            cursor = end;
         }
-        let mut out = String::new();
-        for (i, piece) in text.split("**").enumerate() {
-            if i % 2 == 1 { out.push_str(&self.wrap("1;31", piece)) } else { out.push_str(piece) }
-        }
+        out.push_str(&text[cursor..]);
         out
     }
     /// A unified diff: headers bold, hunk lines cyan, additions green, removals red.

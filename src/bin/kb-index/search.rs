@@ -3,7 +3,8 @@
 //! default (fused as `recall_context` fuses them), `--titles` or `--content`
 //! narrows to one. The index is brought up to date first (incremental: about
 //! 0.1 s on 6,280 notes); when it cannot be, a warning says the answer may be
-//! stale. Exit 1 when nothing matched.
+//! stale. Matches are coloured on a terminal; piped, snippets are the notes'
+//! plain text (`--marks` keeps the tools' `**…**`). Exit 1 when nothing matched.
 
 use std::io::Write;
 
@@ -48,6 +49,11 @@ pub(crate) struct SearchArgs {
     /// Print only the paths of the notes found, one a line (as `rg -l`).
     #[arg(short = 'l', long = "files-with-matches")]
     paths: bool,
+    /// Mark matches in snippets with **…** even when the output is not a terminal
+    /// (piped, snippets are plain text; on a terminal matches are coloured, or
+    /// marked when colour is off).
+    #[arg(long)]
+    marks: bool,
 }
 
 pub(crate) fn run(
@@ -143,7 +149,7 @@ impl Shown<'_> {
                     out,
                     "      {}: {}",
                     self.paint.line(&snippet.line.to_string()),
-                    self.paint.snippet(&snippet.text)
+                    self.paint.snippet(&snippet.text, &snippet.marks, self.args.marks)
                 )?;
             }
         }

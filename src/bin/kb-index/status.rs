@@ -69,6 +69,9 @@ pub(crate) fn run(
             i.stale.added, i.stale.changed, i.stale.removed
         )?;
     }
+    for warning in &overview.warnings {
+        writeln!(out, "warning    {warning}")?;
+    }
     write_changes(out, &overview.changes, since.is_some())?;
     Ok(if overview.index.fresh { 0 } else { 1 })
 }

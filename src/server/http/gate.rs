@@ -14,13 +14,17 @@ use serde_json::json;
 
 use super::in_flight::{IdClaim, IdsInFlight};
 use super::limits::{
-    BODY_TIMEOUT, BodyError, MAX_BODY_BYTES, RateLimiter, Watched, read_capped, timeout_event,
+    BODY_TIMEOUT, BodyError, MAX_BODY_BYTES, RateLimiter, Watched, ending_event, read_capped, timeout_event,
 };
-use super::origin::OriginPattern;
+use super::origin::{HostAllowList, OriginPattern, host_name};
+use super::revocation::{EndsAtRevocation, REVOKED_MESSAGE, Revocations};
 use super::serve::Drain;
 use super::sessions::{Sessions, is_initialize};
+use crate::error::cut_middle;
 use crate::server::log;
-use crate::server::rpc::{INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, unusable_id_message};
+use crate::server::rpc::{
+    INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, too_many_values, unusable_id_message,
+};
 use crate::server::tokens::TokenStore;
 
 /// The header that names a Streamable HTTP session.
@@ -29,12 +33,16 @@ const HEADER_SESSION_ID: &str = "mcp-session-id";
 /// Everything the per-request checks need.
 pub(super) struct Gate {
     pub(super) tokens: TokenStore,
+    /// The `Host` values allowed (rmcp checks them again).
+    pub(super) hosts: HostAllowList,
     pub(super) origins: Vec<OriginPattern>,
     pub(super) limiter: RateLimiter,
     pub(super) request_timeout: Duration,
     pub(super) drain: Arc<Drain>,
     pub(super) sessions: Sessions,
     pub(super) in_flight: IdsInFlight,
+    /// Ends a revoked token's open streams.
+    pub(super) revocations: Revocations,
 }
 
 /// The checks in front of the MCP service, in order (see the module docs).
@@ -54,11 +62,39 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return too_large();
     }
+    if let Some(host) = request.headers().get(header::HOST).and_then(|h| h.to_str().ok())
+        && gate.hosts.allows(host) == Some(false)
+    {
+        // A tunnel's or proxy's name forgotten at start: say which flag allows it.
+        let host = cut_middle(host, 200);
+        let fix = format!("--allowed-host {}", host_name(&host));
+        log(
+            json!({ "event": "http_refused", "status": 403, "why": "host not allowed", "host": host, "fix": fix }),
+        );
+        return refuse_owned(
+            StatusCode::FORBIDDEN,
+            format!(
+                "the Host `{host}` is not allowed (a protection against DNS rebinding); if clients reach this \
+                 server by that name (a tunnel or reverse proxy), start kb-mcp with `{fix}`"
+            ),
+        );
+    }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let allowed = origin.to_str().ok().is_some_and(|o| gate.origins.iter().any(|p| p.matches(o)));
+        let text = origin.to_str().ok();
+        let allowed = text.is_some_and(|o| gate.origins.iter().any(|p| p.matches(o)));
         if !allowed {
-            log(json!({ "event": "http_refused", "status": 403, "why": "origin not allowed" }));
-            return refuse(StatusCode::FORBIDDEN, "this Origin is not allowed", &[]);
+            let origin = cut_middle(text.unwrap_or("(not text)"), 200);
+            let fix = format!("--allow-origin {origin}");
+            log(json!({
+                "event": "http_refused", "status": 403, "why": "origin not allowed", "origin": origin, "fix": fix,
+            }));
+            return refuse_owned(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "the Origin `{origin}` is not allowed; if a web page at that origin should reach this server, \
+                     start kb-mcp with `{fix}`"
+                ),
+            );
         }
     }
     let Some(grant) = bearer(request.headers()).and_then(|token| gate.tokens.verify(token)) else {
@@ -87,6 +123,17 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
         }
         Ok(Ok(bytes)) => bytes,
     };
+    // Counted before rmcp builds a tree of the body (a million keys cost hundreds of MiB).
+    if parts.method == Method::POST {
+        match too_many_values(&bytes) {
+            Some(Ok(reply)) => return answer_here(&reply, "too_many_values"),
+            Some(Err(why)) => {
+                log(json!({ "event": "rpc_dropped", "why": why }));
+                return StatusCode::ACCEPTED.into_response();
+            }
+            None => {}
+        }
+    }
     let session = parts.headers.get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let opening = match &session {
         Some(id) => {
@@ -126,13 +173,19 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
         None
     };
     let method = parts.method.clone();
+    let revoked = gate.revocations.of(grant.key);
     parts.extensions.insert(grant.access);
     parts.extensions.insert(grant);
     let timed_out = timeout_event(&bytes);
+    let revoked_event = ending_event(&bytes, -32000, REVOKED_MESSAGE);
     let request = Request::from_parts(parts, Body::from(bytes));
-    // The standalone GET stream lives as long as the session: neither counted nor timed.
+    // The standalone GET stream lives as long as the session (or its token): neither counted nor timed.
     if method == Method::GET {
-        return next.run(request).await;
+        let response = next.run(request).await;
+        if !is_event_stream(&response) {
+            return response;
+        }
+        return response.map(|body| Body::new(EndsAtRevocation::new(body, revoked, None)));
     }
     if method == Method::DELETE {
         let response = next.run(request).await;
@@ -157,19 +210,21 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             {
                 opening.opened(id);
             }
-            let is_stream = response
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            let is_stream = is_event_stream(&response);
             response.map(|body| {
-                Body::new(Watched {
+                let watched = Body::new(Watched {
                     inner: body,
                     deadline: Box::pin(tokio::time::sleep_until(deadline)),
                     last_event: if is_stream { timed_out } else { None },
                     ended: false,
                     _in_flight: in_flight,
                     claim,
-                })
+                });
+                if is_stream {
+                    Body::new(EndsAtRevocation::new(watched, revoked, revoked_event))
+                } else {
+                    watched
+                }
             })
         }
         Err(_) => {
@@ -177,6 +232,14 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             refuse(StatusCode::GATEWAY_TIMEOUT, "the request took too long", &[])
         }
     }
+}
+
+/// Whether a response is a stream of server-sent events.
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
 }
 
 /// What rmcp would answer wrongly or not at all is answered here: a request

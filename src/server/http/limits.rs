@@ -48,13 +48,15 @@ pub(super) async fn read_capped(mut body: Body, limit: usize) -> Result<Bytes, B
 /// gets an answer instead of a broken stream (-32001, "request timed out", as
 /// MCP SDKs call it).
 pub(super) fn timeout_event(body: &[u8]) -> Option<Bytes> {
-    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let id = message.get("id").filter(|_| message.get("method").is_some())?;
-    let error = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": -32001, "message": "the request timed out on the server; it may still complete" },
-    });
+    ending_event(body, -32001, "the request timed out on the server; it may still complete")
+}
+
+/// For a JSON-RPC request, a server-sent event answering it with the error
+/// `code` and `message`: what a stream cut short carries last.
+pub(super) fn ending_event(body: &[u8], code: i64, message: &str) -> Option<Bytes> {
+    let request: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let id = request.get("id").filter(|_| request.get("method").is_some())?;
+    let error = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
     Some(Bytes::from(format!("event: message\ndata: {error}\n\n")))
 }
 

@@ -5,9 +5,11 @@
 //! rmcp's `StreamableHttpService` speaks the protocol; this module puts a gate
 //! in front of it and runs the listener. The gate checks every request, in this
 //! order, before the service sees it: the server is not shutting down (503); a
-//! declared body size within [`MAX_BODY_BYTES`](limits::MAX_BODY_BYTES) (413); the `Origin` header, when
-//! a browser sends one, on the allow-list (403: DNS-rebinding protection, as the
-//! MCP specification requires); an `Authorization: Bearer` token from the token
+//! declared body size within [`MAX_BODY_BYTES`](limits::MAX_BODY_BYTES) (413); the `Host` header and
+//! the `Origin` header, when a browser sends one, on their allow-lists (403:
+//! DNS-rebinding protection, as the MCP specification requires; the refusal is
+//! logged and its body names the host or origin and the flag that allows it,
+//! `--allowed-host` or `--allow-origin`); an `Authorization: Bearer` token from the token
 //! file (401 with `WWW-Authenticate`, and nothing about the vault); the token's
 //! request rate (429 with `Retry-After`); the body itself, read within a time
 //! limit and the size cap (408, 413). The token's scope then rides in the
@@ -16,14 +18,16 @@
 //! is answered at the gate with a JSON-RPC error: an id rmcp cannot hold
 //! (answered as sent), an id in flight in the same session. A request that runs past the request timeout gets 504,
 //! or, once its answer has begun streaming, a JSON-RPC timeout error (-32001)
-//! that ends the stream. rmcp itself checks the `Host` header against the
-//! allowed hosts. Headers must arrive within 10 s; sessions expire when idle.
+//! that ends the stream. rmcp checks the `Host` header again. Headers must
+//! arrive within 10 s; sessions expire when idle. A body of more than 100,000
+//! JSON values is answered at the gate before rmcp parses it.
 //!
 //! Sessions belong to the token that opened them: another token naming a
 //! session gets 404, as if it did not exist; one token holds at most
 //! `--sessions-per-token` sessions (429 beyond, saying how to end one); a
-//! revoked token's sessions, and the event streams open in them, are closed
-//! within about half a second (the token file is checked four times a second).
+//! revoked token's sessions, and every event stream it holds open (a request
+//! still in flight answered with an error), are closed within about half a
+//! second (the token file is checked four times a second).
 //! `DELETE /mcp` ends a session with 204 (rmcp says 202, which clients such as
 //! the official Python SDK take for a failure).
 //!
@@ -38,13 +42,15 @@
 //! defaults), [`serve`] (listener, connections, shutdown), [`gate`] (the checks
 //! above), [`origin`] (allowed origins and hosts), [`limits`] (body cap, rate
 //! limit, timeouts), [`sessions`] (ownership, caps, idle sweep, revocation),
-//! [`in_flight`] (the ids in flight per session).
+//! [`revocation`] (a revoked token's open streams end), [`in_flight`] (the ids
+//! in flight per session).
 
 mod gate;
 mod in_flight;
 mod limits;
 mod options;
 mod origin;
+mod revocation;
 mod serve;
 mod sessions;
 

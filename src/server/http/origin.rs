@@ -19,6 +19,47 @@ pub(super) fn allowed_hosts(local: SocketAddr, extra: &[String]) -> Vec<String> 
     hosts
 }
 
+/// The `Host` values allowed, judged as rmcp judges them (which checks again
+/// after the gate): the host name without case or IPv6 brackets, and the port
+/// when the allowed entry names one. The gate checks first so that a refusal
+/// is logged and says which flag allows the host.
+pub(super) struct HostAllowList(Vec<(String, Option<u16>)>);
+
+impl HostAllowList {
+    pub(super) fn new(allowed: &[String]) -> HostAllowList {
+        HostAllowList(allowed.iter().filter_map(|entry| authority(entry)).collect())
+    }
+
+    /// Whether a `Host` header's value is allowed; `None` when it is no
+    /// host at all (rmcp answers that with 400).
+    pub(super) fn allows(&self, host: &str) -> Option<bool> {
+        let (name, port) = authority(host)?;
+        Some(
+            self.0.iter().any(|(allowed, allowed_port)| {
+                *allowed == name && allowed_port.is_none_or(|p| Some(p) == port)
+            }),
+        )
+    }
+}
+
+/// The name of a `Host` value, as `--allowed-host` takes it (no port, no brackets).
+pub(super) fn host_name(host: &str) -> String {
+    authority(host).map_or_else(|| host.to_owned(), |(name, _)| name)
+}
+
+/// `host[:port]` as a lowercase name without IPv6 brackets, and the port.
+fn authority(text: &str) -> Option<(String, Option<u16>)> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let (host, port) = match ::http::uri::Authority::try_from(text) {
+        Ok(parsed) => (parsed.host().to_owned(), parsed.port_u16()),
+        Err(_) => (text.to_owned(), None),
+    };
+    Some((host.trim_matches(['[', ']']).to_ascii_lowercase(), port))
+}
+
 /// An allowed browser origin: `scheme://host[:port]`, or `:*` for any port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct OriginPattern {
@@ -88,6 +129,29 @@ pub fn is_loopback(ip: IpAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_match_name_and_port_when_one_is_given() {
+        let hosts = HostAllowList::new(&allowed_hosts(
+            "127.0.0.1:8765".parse().unwrap(),
+            &["kb.example.com".to_owned(), "tunnel.example:8443".to_owned()],
+        ));
+        for (host, allowed) in [
+            ("127.0.0.1:8765", true),
+            ("localhost", true),
+            ("[::1]:8765", true),
+            ("KB.example.com:443", true),
+            ("tunnel.example:8443", true),
+            ("tunnel.example:443", false),
+            ("evil.example", false),
+            ("kb.example.com.evil", false),
+        ] {
+            assert_eq!(hosts.allows(host), Some(allowed), "{host}");
+        }
+        assert_eq!(hosts.allows(""), None);
+        assert_eq!(host_name("Tunnel.Example:443"), "tunnel.example");
+        assert_eq!(host_name("[2001:db8::1]:8765"), "2001:db8::1");
+    }
 
     #[test]
     fn origins_match_scheme_host_and_port() {

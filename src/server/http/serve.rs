@@ -21,7 +21,8 @@ use super::gate::{Gate, guard};
 use super::in_flight::IdsInFlight;
 use super::limits::{MAX_BODY_BYTES, RateLimiter};
 use super::options::HttpOptions;
-use super::origin::{LOOPBACK_ORIGINS, OriginPattern, allowed_hosts};
+use super::origin::{HostAllowList, LOOPBACK_ORIGINS, OriginPattern, allowed_hosts};
+use super::revocation::Revocations;
 use super::sessions::{Sessions, sweep_sessions};
 use crate::engine::types::Access;
 use crate::error::{Error, Result};
@@ -54,8 +55,9 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         .map(|o| (*o).to_owned())
         .chain(http.allowed_origins.iter().cloned())
         .collect();
+    let hosts = allowed_hosts(local, &http.allowed_hosts);
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(allowed_hosts(local, &http.allowed_hosts))
+        .with_allowed_hosts(hosts.clone())
         .with_allowed_origins(origins.clone())
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(sessions_stop.child_token());
@@ -68,12 +70,14 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
     );
     let gate = Arc::new(Gate {
         tokens,
+        hosts: HostAllowList::new(&hosts),
         origins: origins.iter().filter_map(|o| OriginPattern::parse(o)).collect(),
         limiter: RateLimiter::new(http.rate),
         request_timeout: http.request_timeout,
         drain: Arc::new(Drain::default()),
         sessions: Sessions::new(sessions, http.sessions_per_token, http.session_idle),
         in_flight: IdsInFlight::default(),
+        revocations: Revocations::default(),
     });
     tokio::spawn(sweep_sessions(gate.clone(), sessions_stop.child_token()));
     let app = Router::new()

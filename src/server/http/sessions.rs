@@ -162,13 +162,17 @@ impl Sessions {
     }
 }
 
-/// Every [`SWEEP_EVERY`], closes the sessions of revoked tokens and idle ones.
+/// Every [`SWEEP_EVERY`], ends the open streams of revoked tokens (see
+/// [`super::revocation`]) and closes their sessions and idle ones.
 pub(super) async fn sweep_sessions(gate: Arc<Gate>, stop: CancellationToken) {
     let mut ticks = tokio::time::interval(SWEEP_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = ticks.tick() => gate.sessions.sweep(&gate.tokens).await,
+            _ = ticks.tick() => {
+                gate.revocations.end_revoked(&gate.tokens.keys());
+                gate.sessions.sweep(&gate.tokens).await;
+            }
             () = stop.cancelled() => return,
         }
     }

@@ -32,6 +32,8 @@ pub(in crate::server) struct Reply {
 impl Reply {
     /// A JSON-RPC error.
     pub(in crate::server) fn error(id: Option<SentId>, code: i64, message: &str) -> Reply {
+        // A message may name what was sent (an argument's key): never a megabyte of it.
+        let message = crate::error::cut_middle(message, crate::error::MESSAGE_MAX_CHARS);
         Reply { id, outcome: ("error", json!({ "code": code, "message": message })) }
     }
 

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::surrogates::{MARK, lone_surrogates, mark_lone_surrogates};
 use crate::server::rpc::{
-    INVALID_REQUEST, IdField, MessageScan, PARSE_ERROR, Reply, SentId, unusable_id_message,
+    INVALID_REQUEST, IdField, MessageScan, PARSE_ERROR, Reply, SentId, too_many_values, unusable_id_message,
 };
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -41,6 +41,12 @@ pub(super) fn classify(raw: &[u8]) -> Verdict {
     let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
     if raw.iter().all(u8::is_ascii_whitespace) {
         return Verdict::Skip;
+    }
+    // Counted before any tree of the line is built (a million keys made two).
+    match too_many_values(raw) {
+        Some(Ok(reply)) => return Verdict::Answer { reply, why: "too_many_values" },
+        Some(Err(why)) => return Verdict::Drop { why },
+        None => {}
     }
     let (text, bad_byte) = match std::str::from_utf8(raw) {
         Ok(text) => (Cow::Borrowed(text), None),

@@ -31,11 +31,12 @@ impl Engine {
         let target = planned.plan.files.first().map(|op| op.path.clone()).unwrap_or_default();
         let staged =
             write::stage_plan(&sandbox, limits, ProposalKind::Batch, &target, &reason, &planned.plan, now)?;
+        let id = staged.proposal_id;
         Ok(ProposeBatchResult {
-            proposal_id: staged.proposal_id,
+            diff: super::bounded::cap_diff(staged.diff, &id),
+            proposal_id: id,
             kind: ProposalKind::Batch,
             files: staged.files,
-            diff: staged.diff,
             vault_changed: false,
         })
     }
@@ -67,11 +68,12 @@ impl Engine {
             &planned.plan,
             jiff::Timestamp::now(),
         )?;
+        let id = staged.proposal_id;
         Ok(RevertResult {
-            proposal_id: staged.proposal_id,
+            diff: super::bounded::cap_diff(staged.diff, &id),
+            proposal_id: id,
             kind: ProposalKind::Revert,
             files: staged.files,
-            diff: staged.diff,
             vault_changed: false,
         })
     }

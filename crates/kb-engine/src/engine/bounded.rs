@@ -8,7 +8,7 @@
 //! request. So: files up to [`WHOLE_MAX`] are read whole, larger ones through a
 //! window; snippets come from the first [`SNIPPET_WINDOW`] bytes; parses are cached
 //! by path and content hash; and answers cap frontmatter, outlines, tags and aliases,
-//! saying how much they left out.
+//! and a proposal's diff, saying how much they left out.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -36,6 +36,50 @@ pub(super) const METADATA_BUDGET: (usize, usize) = (2 * 1024, 32 * 1024);
 pub(super) const HIT_LIST_MAX: usize = 20;
 /// Total text kept in the parse cache, in bytes of the parsed notes.
 const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The most bytes of a diff a proposal's answer carries (whole lines; the
+/// rest is counted): a folder move of 19,000 notes answered 30 MB. The whole
+/// diff stays in the inbox, and the answer says how the person sees it.
+pub(super) const DIFF_MAX_BYTES: usize = 64 * 1024;
+
+/// A proposal's diff within [`DIFF_MAX_BYTES`]: its first whole lines, then a
+/// line saying how much was left out and where the whole diff is.
+pub(super) fn cap_diff(diff: String, proposal_id: &str) -> String {
+    if diff.len() <= DIFF_MAX_BYTES {
+        return diff;
+    }
+    let mut cut = DIFF_MAX_BYTES;
+    while !diff.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let cut = diff[..cut].rfind('\n').map_or(0, |at| at + 1);
+    let rest = &diff[cut..];
+    let lines = rest.lines().count();
+    format!(
+        "{}… {lines} more lines ({} bytes) of the diff are left out of this answer; the whole diff is \
+         staged in the inbox, and the person sees it with `kb-index inbox show {proposal_id}`\n",
+        &diff[..cut],
+        rest.len()
+    )
+}
+
+/// The most files of an applied proposal's audit line an answer lists.
+const AUDIT_FILES_LISTED: usize = 100;
+
+/// An audit line as an answer carries it: a multi-file proposal's `files`
+/// (every file, with its hashes: 19,000 for a large folder move) cut to the
+/// first [`AUDIT_FILES_LISTED`], `files_omitted` counting the rest (the line in
+/// `inbox/_applied.jsonl` keeps every one).
+pub(super) fn cap_audit_line(mut line: Value) -> Value {
+    if let Some(Value::Array(files)) = line.get_mut("files")
+        && files.len() > AUDIT_FILES_LISTED
+    {
+        let omitted = files.len() - AUDIT_FILES_LISTED;
+        files.truncate(AUDIT_FILES_LISTED);
+        line["files_omitted"] = Value::from(omitted as u64);
+    }
+    line
+}
 
 /// `text` cut to `max` characters, with `…` when something was cut.
 pub(super) fn cut_chars(text: &str, max: usize) -> String {

@@ -5,7 +5,10 @@
 //! added, changed and removed (the index's own records, kept in the commit's
 //! metadata), and the audit log says which proposals were applied or rejected
 //! and by whom. A cursor is where both were at the last look: the commit count
-//! and the audit log's length, so the next look reads only the log's new end.
+//! and the audit log's length with a check of its last bytes, so the next
+//! look reads only the log's new end, and knows when the log it finds is not
+//! the one the cursor was taken from (truncated, rotated, replaced): then the
+//! answer is `incomplete`.
 //! A change whose note an applied proposal wrote is credited to that proposal's
 //! `by` (`mcp` or `cli`); any other was made outside kb-mcp (`outside`).
 
@@ -17,25 +20,44 @@ use super::Engine;
 use super::types::{ChangedNote, Changes, ProposalEvent};
 use crate::error::{Error, Result};
 use crate::index::ChangeOp;
-use crate::write::audit_since;
+use crate::write::{AuditMark, audit_since};
 
 /// Most notes each list holds; past that, `incomplete` is set.
 const LIST_MAX: usize = 500;
 
-/// `c1` and the hex of `commit\naudit log offset`.
-fn encode(seq: u64, log_end: u64) -> String {
-    super::cursor::encode("c1", &format!("{seq}\n{log_end}"))
+/// `c2` and the hex of `commit\naudit log offset\ncheck of the bytes before it`.
+fn encode(seq: u64, log: &AuditMark) -> String {
+    let check = log.check.as_deref().unwrap_or_default();
+    super::cursor::encode("c2", &format!("{seq}\n{}\n{check}", log.offset))
 }
 
-fn decode(text: &str) -> Result<(u64, u64)> {
+/// A cursor's commit and audit log mark; a `c1` cursor (before the check) has none.
+fn decode(text: &str) -> Result<(u64, AuditMark)> {
     let cut: String = text.chars().take(40).collect();
     let bad = || {
         Error::invalid(format!("`since` {cut:?} is not a cursor get_vault_overview returned"))
             .with_hint("pass the `changes.cursor` of an earlier overview unchanged, or leave `since` out")
     };
-    let text = super::cursor::decode("c1", text).ok_or_else(bad)?;
-    let (seq, end) = text.split_once('\n').ok_or_else(bad)?;
-    Ok((seq.parse().map_err(|_| bad())?, end.parse().map_err(|_| bad())?))
+    let (text, checked) = match super::cursor::decode("c2", text) {
+        Some(text) => (text, true),
+        None => (super::cursor::decode("c1", text).ok_or_else(bad)?, false),
+    };
+    let mut fields = text.split('\n');
+    let seq = fields.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
+    let offset = fields.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
+    let check = if checked {
+        let check = fields.next().ok_or_else(bad)?;
+        if check.len() > 16 || !check.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        Some(check.to_owned())
+    } else {
+        None
+    };
+    if fields.next().is_some() {
+        return Err(bad());
+    }
+    Ok((seq, AuditMark { offset, check }))
 }
 
 fn text(line: &Value, key: &str) -> String {
@@ -47,16 +69,16 @@ impl Engine {
     /// the last full build) and the audit log's recent end, with a cursor for
     /// next time: what `kb-index status` shows without `--since`.
     pub fn recent_changes(&self) -> Result<Changes> {
-        self.changes_since(Some(&encode(0, 0)))
+        self.changes_since(Some(&encode(0, &AuditMark::default())))
     }
 
     /// The `changes` block: since the cursor `since`, or empty with a fresh cursor.
     pub(crate) fn changes_since(&self, since: Option<&str>) -> Result<Changes> {
         let cursor = since.map(decode).transpose()?;
-        let journal = self.index().changes_since(cursor.map(|(seq, _)| seq));
-        let log = audit_since(&self.sandbox(), cursor.map(|(_, end)| end))?;
+        let journal = self.index().changes_since(cursor.as_ref().map(|(seq, _)| *seq));
+        let log = audit_since(&self.sandbox(), cursor.as_ref().map(|(_, mark)| mark))?;
         let mut changes = Changes {
-            cursor: encode(journal.seq, log.end),
+            cursor: encode(journal.seq, &log.end),
             incomplete: !journal.complete || log.missed,
             ..Changes::default()
         };

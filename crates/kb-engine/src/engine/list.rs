@@ -6,6 +6,15 @@
 //! cut by a cursor that names the last note returned (its sort key and path), not
 //! a position, so notes added or removed between two calls never shift a page:
 //! a note is never listed twice, and one that stays is never missed.
+//!
+//! By time (`updated`, `created`) an edit moves a note, and an edit between two
+//! pages would move a note not listed yet in front of the cursor, where no later
+//! page looks. So the first page fixes a bound: the newest modification time the
+//! catalog holds then (or the present, if that is later). The notes modified up
+//! to the bound are listed first, newest first; the notes modified after it
+//! (edited or added while paging) follow, oldest change first, so a note edited
+//! again moves further on, never behind the cursor. No note present throughout is
+//! missed; a note edited after its page is listed again with its new time.
 
 use super::Engine;
 use super::bounded::{HIT_LIST_MAX, TEXT_MAX_CHARS, cap_list, cut_chars};
@@ -18,9 +27,23 @@ use crate::vault::NoteRecord;
 /// Most subfolders one answer lists (the rest are counted in `folders_omitted`).
 const FOLDERS_MAX: usize = 500;
 
-/// Where a page starts: after the note with this sort key and path.
+/// Where a note stands in a listing by time: modified up to the bound of the
+/// first page (listed first), or after it (listed after those).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    /// Unchanged since the first page: by the sort key, newest first.
+    Before,
+    /// Modified since: by modification time, oldest first.
+    Since,
+}
+
+/// Where a page starts: after the note at this phase, sort key and path.
 #[derive(Debug, PartialEq, Eq)]
 struct Cursor {
+    /// The first page's bound (nanoseconds; 0 when sorted by path).
+    bound: i64,
+    phase: Phase,
+    /// The sort key in `Before`, the modification time in `Since`.
     key: i128,
     path: String,
 }
@@ -36,9 +59,13 @@ fn scope(folder: &str, tag: &str, sort: ListSort) -> String {
 }
 
 impl Cursor {
-    /// `l1` and the hex of `scope\nkey\npath`: opaque to the agent, checked on return.
+    /// `l2` and the hex of `scope\nbound\nphase\nkey\npath`: opaque to the agent, checked on return.
     fn encode(&self, scope: &str) -> String {
-        super::cursor::encode("l1", &format!("{scope}\n{}\n{}", self.key, self.path))
+        let phase = match self.phase {
+            Phase::Before => 0,
+            Phase::Since => 1,
+        };
+        super::cursor::encode("l2", &format!("{scope}\n{}\n{phase}\n{}\n{}", self.bound, self.key, self.path))
     }
 
     fn decode(text: &str, scope: &str) -> Result<Cursor> {
@@ -46,14 +73,38 @@ impl Cursor {
             Error::invalid(format!("`cursor` {:?} is not a cursor list_notes returned", cut(text)))
                 .with_hint("pass the `next_cursor` of the previous answer unchanged, or leave `cursor` out to start again")
         };
-        let text = super::cursor::decode("l1", text).ok_or_else(bad)?;
-        let (front, path) = text.rsplit_once('\n').ok_or_else(bad)?;
-        let (given, key) = front.rsplit_once('\n').ok_or_else(bad)?;
+        let text = super::cursor::decode("l2", text).ok_or_else(bad)?;
+        // The path is last and holds no newline; the scope (a tag may hold one) is first.
+        let mut fields = text.rsplitn(5, '\n');
+        let (Some(path), Some(key), Some(phase), Some(bound), Some(given)) =
+            (fields.next(), fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return Err(bad());
+        };
         if given != scope {
             return Err(Error::invalid("`cursor` belongs to a listing with another folder, tag or sort")
                 .with_hint("pass the same folder, tag and sort as the call that returned the cursor"));
         }
-        Ok(Cursor { key: key.parse().map_err(|_| bad())?, path: path.to_owned() })
+        let phase = match phase {
+            "0" => Phase::Before,
+            "1" => Phase::Since,
+            _ => return Err(bad()),
+        };
+        Ok(Cursor {
+            bound: bound.parse().map_err(|_| bad())?,
+            phase,
+            key: key.parse().map_err(|_| bad())?,
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// A note's place in a listing: its phase, then its key in that phase (larger
+/// first in `Before`, smaller first in `Since`), then its path.
+fn place(phase: Phase, key: i128, path: &str) -> (Phase, i128, &str) {
+    match phase {
+        Phase::Before => (phase, -key, path),
+        Phase::Since => (phase, key, path),
     }
 }
 
@@ -83,7 +134,7 @@ impl Engine {
         let sort = args.sort.unwrap_or_default();
         let folder = self.existing_folder(
             args.folder.as_deref(),
-            "call list_notes without `folder` to see the top-level folders",
+            "list_notes without `folder` (`kb-index ls`) shows the top-level folders",
         )?;
         let tag = args.tag.as_deref().map(|t| t.trim().trim_start_matches('#').to_lowercase());
         if tag.as_deref().is_some_and(str::is_empty) {
@@ -101,12 +152,7 @@ impl Engine {
         let start = records.partition_point(|r| r.path.as_str() < prefix.as_str());
         let end = start + records[start..].partition_point(|r| r.path.starts_with(&prefix));
         let mut folders: Vec<FolderCount> = Vec::new();
-        let mut notes: Vec<(i128, &NoteRecord)> = Vec::new();
-        let key = |record: &NoteRecord| match sort {
-            ListSort::Path => 0,
-            ListSort::Updated => i128::from(record.modified_ns),
-            ListSort::Created => created_nanos(record),
-        };
+        let mut notes: Vec<&NoteRecord> = Vec::new();
         match tag.as_deref() {
             // Only the tagged records of the folder's run are looked at.
             Some(tag) => {
@@ -120,7 +166,7 @@ impl Engine {
                             Some(last) if last.path[prefix.len()..] == *sub => last.notes += 1,
                             _ => folders.push(FolderCount { path: format!("{prefix}{sub}"), notes: 1 }),
                         },
-                        None => notes.push((key(record), record)),
+                        None => notes.push(record),
                     }
                 }
             }
@@ -138,30 +184,55 @@ impl Engine {
                             at += count;
                         }
                         None => {
-                            notes.push((key(record), record));
+                            notes.push(record);
                             at += 1;
                         }
                     }
                 }
             }
         }
-        // Newest first for times; by path within one key (and for `path`).
-        notes.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.path.cmp(&b.1.path)));
+        // By time, the bound of the first page decides each note's phase (see the module docs).
+        let bound = match (&cursor, sort) {
+            (_, ListSort::Path) => 0,
+            (Some(cursor), _) => cursor.bound,
+            (None, _) => {
+                let newest = records.iter().map(|r| r.modified_ns).max().unwrap_or(0);
+                newest.min(jiff::Timestamp::now().as_nanosecond().try_into().unwrap_or(i64::MAX))
+            }
+        };
+        let placed = |record: &NoteRecord| -> (Phase, i128) {
+            match sort {
+                ListSort::Path => (Phase::Before, 0),
+                _ if record.modified_ns > bound => (Phase::Since, i128::from(record.modified_ns)),
+                ListSort::Updated => (Phase::Before, i128::from(record.modified_ns)),
+                ListSort::Created => (Phase::Before, created_nanos(record)),
+            }
+        };
+        let mut notes: Vec<(Phase, i128, &NoteRecord)> = notes
+            .into_iter()
+            .map(|record| {
+                let (phase, key) = placed(record);
+                (phase, key, record)
+            })
+            .collect();
+        // Newest first for times (oldest change first after the bound); by path within one key.
+        notes.sort_by(|a, b| place(a.0, a.1, &a.2.path).cmp(&place(b.0, b.1, &b.2.path)));
         let total = notes.len() as u64;
         let from = match &cursor {
             None => 0,
-            Some(after) => notes.partition_point(|(key, record)| {
-                *key > after.key || (*key == after.key && record.path.as_str() <= after.path.as_str())
-            }),
+            Some(after) => {
+                let after = place(after.phase, after.key, &after.path);
+                notes.partition_point(|(phase, key, record)| place(*phase, *key, &record.path) <= after)
+            }
         };
         let page = &notes[from..(from + limit).min(notes.len())];
-        let next_cursor = (from + page.len() < notes.len())
-            .then(|| page.last())
-            .flatten()
-            .map(|(key, record)| Cursor { key: *key, path: record.path.clone() }.encode(&scope));
+        let next_cursor =
+            (from + page.len() < notes.len()).then(|| page.last()).flatten().map(|(phase, key, record)| {
+                Cursor { bound, phase: *phase, key: *key, path: record.path.clone() }.encode(&scope)
+            });
         let notes = page
             .iter()
-            .map(|(_, record)| {
+            .map(|(_, _, record)| {
                 let (tags, tags_omitted) = cap_list(&record.tags, HIT_LIST_MAX);
                 ListedNote {
                     path: record.path.clone(),

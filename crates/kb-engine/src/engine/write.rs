@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::Engine;
+use super::bounded::{cap_audit_line, cap_diff};
 use super::types::*;
 use crate::error::Result;
 use crate::index::SearchScope;
@@ -15,6 +16,10 @@ use crate::write::{self, Break, FileOp, FileOpKind, NewNote, PatchRequest};
 
 /// How many similar notes a new proposal reports.
 const SIMILAR: usize = 5;
+
+/// The `kb.toml` line (under `[vault]`) that gives kb-mcp an inbox of its own
+/// when the vault has an `Inbox/` of the person's.
+const OWN_INBOX_LINE: &str = "inbox = \"_kb-inbox\"";
 
 impl Engine {
     /// `propose_new_note`.
@@ -106,13 +111,14 @@ impl Engine {
             write::propose_patch(&self.sandbox(), &self.config().limits, &request, jiff::Timestamp::now())?;
         let (breaks, redirected) = self.link_effects(FileOpKind::Write, &staged.target, &staged.text)?;
         let (breaks, redirected, unlisted) = listed(breaks, redirected);
+        let id = staged.proposal_id;
         Ok(ProposePatchResult {
-            proposal_id: staged.proposal_id,
+            diff: cap_diff(staged.diff.unwrap_or_default(), &id),
+            proposal_id: id,
             kind: staged.kind,
             target: staged.target,
             base_hash: staged.base_hash.unwrap_or_default(),
             content_hash: staged.content_hash,
-            diff: staged.diff.unwrap_or_default(),
             added: staged.added,
             removed: staged.removed,
             breaks,
@@ -141,13 +147,20 @@ impl Engine {
             &planned.plan,
             jiff::Timestamp::now(),
         )?;
+        let moves_omitted = planned.moves.len().saturating_sub(MOVES_LISTED) as u64;
         Ok(ProposeMoveResult {
-            proposal_id: staged.proposal_id,
             kind: ProposalKind::Move,
-            moves: planned.moves.into_iter().map(|(from, to)| MovedNote { from, to }).collect(),
+            moves: planned
+                .moves
+                .into_iter()
+                .take(MOVES_LISTED)
+                .map(|(from, to)| MovedNote { from, to })
+                .collect(),
+            moves_omitted,
             rewrites: Rewrites { notes: planned.notes, links: planned.links },
             files: staged.files,
-            diff: staged.diff,
+            diff: cap_diff(staged.diff, &staged.proposal_id),
+            proposal_id: staged.proposal_id,
             vault_changed: false,
         })
     }
@@ -160,6 +173,7 @@ impl Engine {
         let sandbox = self.sandbox();
         let (plan, links) = write::plan_delete(&sandbox, &view, &args.path)?;
         let (breaks, redirected) = split_breaks(links);
+        let (breaks, redirected, unlisted) = listed(breaks, redirected);
         let target = plan.files[0].path.clone();
         let staged = write::stage_plan(
             &sandbox,
@@ -176,6 +190,7 @@ impl Engine {
             target,
             redirected,
             breaks,
+            unlisted,
             files: staged.files,
             vault_changed: false,
         })
@@ -223,7 +238,7 @@ impl Engine {
             target: applied.target,
             new_hash: applied.new_hash,
             archive: applied.archive,
-            audit: applied.audit,
+            audit: cap_audit_line(applied.audit),
             index: IndexUpdate { updated: applied.index_error.is_none(), error: applied.index_error },
         })
     }
@@ -273,12 +288,29 @@ impl Engine {
                     if count > shown.len() { ", ..." } else { "" },
                 ),
             )
-            .with_hint(
-                "choose another inbox in kb.toml, e.g. add `[vault]` with `inbox = \"_kb-inbox\"` (a folder \
+            .with_hint(format!(
+                "choose another inbox in kb.toml, e.g. add `[vault]` with `{OWN_INBOX_LINE}` (a folder \
                  kb-mcp may own), and call again: the server takes the change in at once, no restart needed; \
-                 reading and searching work meanwhile",
-            ),
+                 reading and searching work meanwhile"
+            )),
         )
+    }
+
+    /// What the person should fix for kb-mcp to work fully, each in a sentence
+    /// that says how: the overview's `warnings`, the server's log at start and
+    /// `kb-index status`. Now: an inbox among the person's own notes, which
+    /// refuses every proposal until `kb.toml` names another.
+    pub fn warnings(&self) -> Vec<String> {
+        self.inbox_conflict()
+            .into_iter()
+            .map(|conflict| {
+                format!(
+                    "{}. To fix it, put `{OWN_INBOX_LINE}` under `[vault]` in kb.toml (a folder kb-mcp may \
+                     own); a running server takes it in at once",
+                    conflict.message
+                )
+            })
+            .collect()
     }
 
     /// `kb-index inbox reject`.
@@ -341,10 +373,14 @@ fn summary(view: write::Description) -> String {
     format!("{change}.\nReason given: {}", view.reason)
 }
 
-/// How many links of each list a new note's or a patch's answer names: a
-/// new note named like a much-linked note can take thousands of links, and
-/// the answer stays small (`kb-index inbox show` names every one).
+/// How many links of each list a new note's, a patch's or a delete's answer
+/// names: a new note named like a much-linked note can take thousands of links,
+/// and the answer stays small (`kb-index inbox show` names every one).
 const LINKS_LISTED: usize = 100;
+
+/// How many notes a move's answer lists in `moves` (the rest are counted in
+/// `moves_omitted`; `kb-index inbox show` names every one).
+const MOVES_LISTED: usize = 100;
 
 /// The first [`LINKS_LISTED`] of each list, and how many were left out.
 fn listed(mut breaks: Vec<BrokenBy>, mut redirected: Vec<BrokenBy>) -> (Vec<BrokenBy>, Vec<BrokenBy>, u32) {

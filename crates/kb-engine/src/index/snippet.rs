@@ -24,6 +24,10 @@ const WINDOW: usize = 220;
 pub struct Snippet {
     /// The excerpt with matched terms in `**…**`.
     pub text: String,
+    /// Where each `**…**` this module added lies in `text` (byte ranges, the
+    /// marks included): a note's own `**bold**` is text, not a match, and a
+    /// reader that shows matches otherwise (colour, or nothing) must tell them apart.
+    pub marks: Vec<(usize, usize)>,
     /// The heading the line sits under, if any.
     pub heading: Option<String>,
     /// 1-based line in the file.
@@ -75,7 +79,8 @@ pub(crate) fn snippets(
             let end = line_starts.get(index + 1).map_or(body.len(), |next| next - 1);
             let line = (first_body_line + index) as u32;
             let heading = headings.iter().rev().find(|h| h.line <= line).map(|h| h.text.clone());
-            Snippet { text: render(body, start, end, &matches.spans), heading, line }
+            let (text, marks) = render(body, start, end, &matches.spans);
+            Snippet { text, marks, heading, line }
         })
         .collect()
 }
@@ -143,8 +148,9 @@ struct LineMatches {
 /// Renders the line `body[start..end]` (or a window of it) with spans in `**`.
 /// A long line's window neither starts nor ends inside a word or a match; a
 /// match where `**` would break the line's Markdown (inside code, a link or a
-/// URL, or text already in `**bold**`) is left as written.
-fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
+/// URL, or text already in `**bold**`) is left as written. Returns the text and
+/// where its marked matches are (see [`Snippet::marks`]).
+fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> (String, Vec<Span>) {
     let line = body[start..end].trim_end_matches('\r');
     let end = start + line.len();
     let char_count = line.chars().count();
@@ -201,22 +207,28 @@ fn render(body: &str, start: usize, end: usize, spans: &[Span]) -> String {
         out.push('…');
     }
     let mut cursor = from;
+    let mut marks = Vec::new();
     for &(s, e) in spans {
         let (s, e) = (s.max(from), e.min(to));
         if s >= e || s < cursor || inside_markup(s, e) {
             continue;
         }
         out.push_str(&body[cursor..s]);
+        let mark = out.len();
         out.push_str("**");
         out.push_str(&body[s..e]);
         out.push_str("**");
+        marks.push((mark, out.len()));
         cursor = e;
     }
     out.push_str(&body[cursor..to]);
     if to < end {
         out.push('…');
     }
-    out.trim().to_owned()
+    // Trimming never cuts a mark (it starts and ends with `*`), only moves it.
+    let lead = out.len() - out.trim_start().len();
+    let marks = marks.into_iter().map(|(s, e)| (s - lead, e - lead)).collect();
+    (out.trim().to_owned(), marks)
 }
 
 /// Bytes either side of a snippet's window in which markup (code, links,
@@ -367,6 +379,7 @@ mod tests {
             got,
             [Snippet {
                 text: "同步**远程仓库**的设置很重要。".into(),
+                marks: vec![(6, 22)],
                 heading: Some("同步不等于备份".into()),
                 line: 7
             }]
@@ -395,7 +408,16 @@ mod tests {
         assert_eq!(got[0].line, 2);
         assert!(got[0].text.starts_with('…') && got[0].text.ends_with('…'), "{}", got[0].text);
         assert!(got[0].text.contains("**git** **remote**"));
-        assert_eq!(got[1], Snippet { text: "intro **git**".into(), heading: None, line: 1 });
+        assert_eq!(
+            got[1],
+            Snippet { text: "intro **git**".into(), marks: vec![(6, 13)], heading: None, line: 1 }
+        );
+        for snippet in &got {
+            for &(s, e) in &snippet.marks {
+                let marked = &snippet.text[s..e];
+                assert!(marked.starts_with("**") && marked.ends_with("**") && e - s > 4, "{marked}");
+            }
+        }
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod inbox_owner;
 mod index_dir;
 mod lock;
 mod machine;
+mod names;
 mod notes;
 mod path;
 mod policy;
@@ -46,6 +47,7 @@ pub use index_dir::{
 };
 pub use lock::InboxLock;
 pub use machine::spare_cores;
+pub use names::{is_zero_width, name_key, new_name_refusal, stray_zero_width, twin_among, twin_key};
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};

@@ -155,7 +155,7 @@ impl Sandbox {
 
 /// The disk path of a vault folder, every existing component on the way checked
 /// to be a real folder (see [`walk_write_chain`]); nothing is created.
-fn walk_to_folder(sandbox: &Sandbox, folder: &NotePath) -> Result<std::path::PathBuf> {
+pub(super) fn walk_to_folder(sandbox: &Sandbox, folder: &NotePath) -> Result<std::path::PathBuf> {
     let inside = NotePath::parse(&format!("{folder}/_"))?;
     let probe = walk_write_chain(sandbox, &inside, false)?;
     Ok(probe.parent().unwrap_or(sandbox.root()).to_path_buf())

@@ -174,8 +174,9 @@ const INVISIBLE: &str = "an invisible or text-direction character";
 /// Invisible and text-direction characters: they make a path read differently
 /// from what it is. Zero-width space, non-joiner and joiner (U+200B..U+200D) are
 /// not among them: Khmer and Thai separate words with U+200B, Persian, Indic
-/// scripts and emoji join with U+200C/U+200D (obsidian-help has 122 such file
-/// names), and none of them can act as a separator.
+/// scripts and emoji join with U+200C/U+200D (obsidian-help has 91 such file
+/// names), and none of them can act as a separator. A name a proposal creates
+/// holds them only where a script needs them (`names.rs`).
 pub fn is_invisible(c: char) -> bool {
     matches!(
         c,

@@ -213,50 +213,95 @@ pub(super) fn finish_reject(
 
 /// Most of the audit log one look reads: older lines are reported as missed.
 const SINCE_MAX_BYTES: u64 = 4 << 20;
+/// How many bytes before an offset its [`AuditMark::check`] covers: the end of
+/// the last line, whose time and proposal id no other log repeats.
+const CHECK_BYTES: u64 = 256;
 
-/// The audit log's lines after an offset, and where the next look starts.
+/// A place in the audit log: an offset, and a check of the bytes before it, so
+/// that a later look can tell the same log grown from a log truncated or
+/// replaced since (whose bytes at that offset are not the ones it ended with).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditMark {
+    /// The offset just after a complete line (0: the log's start).
+    pub offset: u64,
+    /// 16 hex digits of the SHA-256 of the up to 256 bytes before `offset`
+    /// (empty at offset 0); `None` when the mark carries no check (an older cursor).
+    pub check: Option<String>,
+}
+
+/// The audit log's lines after a mark, and where the next look starts.
 #[derive(Debug, Clone, Default)]
 pub struct AuditSince {
-    /// The complete lines after the offset, oldest first (lines that are not
+    /// The complete lines after the mark, oldest first (lines that are not
     /// JSON objects are left out).
     pub lines: Vec<Value>,
-    /// The offset just after the last complete line.
-    pub end: u64,
+    /// Just after the last complete line.
+    pub end: AuditMark,
     /// Whether lines were skipped: more than 4 MiB were written since, or the
-    /// log is shorter than the offset (not the log it was taken from).
+    /// log is not the one the mark was taken from (shorter than its offset, or
+    /// other bytes before it: truncated, rotated or replaced). Then the lines
+    /// are those of the log's last 4 MiB.
     pub missed: bool,
 }
 
-/// The lines appended to the audit log after byte `from` (`None`: none, only
-/// the offset to look from next time). Reads from the offset to the end, never
+/// The check of the bytes before `offset` (see [`AuditMark::check`]).
+fn check_before(file: &crate::sandbox::OpenedFile, offset: u64) -> Result<String> {
+    if offset == 0 {
+        return Ok(String::new());
+    }
+    let from = offset.saturating_sub(CHECK_BYTES);
+    let bytes = file.read_at(from, usize::try_from(offset - from).unwrap_or(usize::MAX))?;
+    let hash = crate::vault::content_hash(&bytes);
+    Ok(hash.trim_start_matches("sha256:").chars().take(16).collect())
+}
+
+/// The lines appended to the audit log after the mark `from` (`None`: none,
+/// only the mark to look from next time). Reads from the mark to the end, never
 /// the whole log.
-pub fn audit_since(sandbox: &Sandbox, from: Option<u64>) -> Result<AuditSince> {
+pub fn audit_since(sandbox: &Sandbox, from: Option<&AuditMark>) -> Result<AuditSince> {
     let path = Inbox::of(sandbox).audit_log()?;
     let file = match sandbox.open_read(&path) {
         Ok(file) => file,
         Err(err) if err.code == ErrorCode::NotFound => {
-            return Ok(AuditSince { lines: Vec::new(), end: 0, missed: from.is_some_and(|f| f > 0) });
+            let missed = from.is_some_and(|f| f.offset > 0);
+            let end = AuditMark { offset: 0, check: Some(String::new()) };
+            return Ok(AuditSince { lines: Vec::new(), end, missed });
         }
         Err(err) => return Err(err),
     };
     let len = file.len();
+    // The log the mark was taken from only grows: the bytes before its offset
+    // are still the ones it checked.
+    let same_log = |mark: &AuditMark| -> Result<bool> {
+        Ok(mark.offset <= len
+            && match &mark.check {
+                Some(check) => *check == check_before(&file, mark.offset)?,
+                None => true,
+            })
+    };
     let (start, missed) = match from {
         // Only the end is wanted: the last line's end is within its last 1 MiB.
         None => (len.saturating_sub(LINE_MAX_BYTES), false),
-        Some(from) if from > len => (len.saturating_sub(SINCE_MAX_BYTES), true),
-        Some(from) if len - from > SINCE_MAX_BYTES => (len - SINCE_MAX_BYTES, true),
-        Some(from) => (from, false),
+        Some(mark) if !same_log(mark)? => (len.saturating_sub(SINCE_MAX_BYTES), true),
+        Some(mark) if len - mark.offset > SINCE_MAX_BYTES => (len - SINCE_MAX_BYTES, true),
+        Some(mark) => (mark.offset, false),
     };
-    let bytes = file.read_at(start, usize::try_from(len - start).unwrap_or(usize::MAX))?;
+    // One byte before the start says whether it is a line's start.
+    let lead = u64::from(start > 0);
+    let read = file.read_at(start - lead, usize::try_from(len - start + lead).unwrap_or(usize::MAX))?;
+    let inside_a_line = lead == 1 && read.first() != Some(&b'\n');
+    let bytes = &read[usize::from(lead == 1)..];
     let Some(last) = bytes.iter().rposition(|&b| b == b'\n') else {
-        return Ok(AuditSince { lines: Vec::new(), end: start, missed });
+        let end = AuditMark { offset: start, check: Some(check_before(&file, start)?) };
+        return Ok(AuditSince { lines: Vec::new(), end, missed });
     };
-    let end = start + last as u64 + 1;
+    let end_offset = start + last as u64 + 1;
+    let end = AuditMark { offset: end_offset, check: Some(check_before(&file, end_offset)?) };
     if from.is_none() {
         return Ok(AuditSince { lines: Vec::new(), end, missed });
     }
     // Started inside a line (lines were skipped): drop its rest.
-    let first = if missed { bytes.iter().position(|&b| b == b'\n').map_or(0, |at| at + 1) } else { 0 };
+    let first = if inside_a_line { bytes.iter().position(|&b| b == b'\n').map_or(0, |at| at + 1) } else { 0 };
     let lines = bytes[first.min(last)..last]
         .split(|&b| b == b'\n')
         .filter_map(|line| serde_json::from_slice::<Value>(line).ok())

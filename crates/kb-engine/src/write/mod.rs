@@ -51,6 +51,7 @@
 //! zone with its offset; archive folders are named by the local date, the date
 //! a person looking at the inbox expects.
 
+mod alias;
 mod apply;
 mod audit;
 mod batch;
@@ -73,7 +74,7 @@ mod slug;
 mod yaml;
 
 pub use apply::{ApplyIndex, NewText, apply, apply_with_failpoint, apply_with_index, reject};
-pub use audit::{AuditSince, audit_since};
+pub use audit::{AuditMark, AuditSince, audit_since};
 pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, links_changed, plan_batch};
 pub use conflicts::{ConflictCopy, conflict_copies};
 pub use delete::{Break, plan_delete};

@@ -21,15 +21,14 @@ use rayon::prelude::*;
 
 use serde_json::json;
 
+use super::alias::add_alias;
 use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
 use super::relink::{LinkEdit, apply_link_edits, by_another_name, keep_shown_text, relink, shortest_suffix};
-use super::yaml;
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{NotePath, Sandbox, strip_md};
+use crate::sandbox::{NotePath, Sandbox, name_key, strip_md, twin_among};
 use crate::vault::graph::{Broken, Graph, Resolution, Resolver};
 use crate::vault::{
-    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, frontmatter_keys, note_spans,
-    parse_note,
+    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, note_spans, parse_note,
 };
 
 /// Largest note a move reads.
@@ -115,6 +114,7 @@ fn moved_notes(
     }
     let from_path = writable(sandbox, from)?;
     let to_path = writable(sandbox, to)?;
+    sandbox.check_new_names(&to_path)?;
     let notes_only = |path: &str| view.records.iter().any(|r| r.path == path && r.kind == NoteKind::Note);
     if from_path.is_markdown() {
         if !to_path.is_markdown() {
@@ -131,6 +131,10 @@ fn moved_notes(
     }
     if to.to_lowercase().starts_with(&format!("{}/", from.to_lowercase())) {
         return Err(Error::invalid(format!("cannot move the folder {from} into itself ({to})")));
+    }
+    // A folder beside `to` named as `to` in another spelling would be its twin.
+    if let Some(twin) = sandbox.twin_of(&to_path)?.filter(|twin| twin != &to_path && twin != &from_path) {
+        return Err(taken(to, &twin));
     }
     let prefix = format!("{from}/");
     let moves: Vec<(String, String)> = view
@@ -155,6 +159,21 @@ fn moved_notes(
     Ok(moves)
 }
 
+/// `target_exists` for a destination `new` that `twin` holds already (the
+/// very name, or the same name in another case or normalisation).
+fn taken(new: &str, twin: &NotePath) -> Error {
+    let what = if twin.as_str() == new {
+        format!("{new} already exists")
+    } else {
+        format!(
+            "{new} is taken: {twin} has the same name written another way (case, accents or invisible characters)"
+        )
+    };
+    Error::new(ErrorCode::TargetExists, what)
+        .with_hint("choose another `to`, or move that note away first")
+        .with_details(json!({ "target": new, "existing": twin.as_str() }))
+}
+
 /// Plans moving a note or a folder (see the module docs).
 pub fn plan_move(
     sandbox: &Sandbox,
@@ -164,21 +183,32 @@ pub fn plan_move(
     keep_alias: bool,
 ) -> Result<MovePlan> {
     let moves = moved_notes(sandbox, view, from, to)?;
-    // Every note's path by its lowercase form, built once: a folder of 1,000
-    // notes must not compare each with the whole vault.
-    let mut by_lowercase: HashMap<String, Vec<&str>> = HashMap::with_capacity(view.records.len());
+    // Every note's path by its name key (NFC, lowercase), built once: a folder
+    // of 1,000 notes must not compare each with the whole vault.
+    let mut by_key: HashMap<String, Vec<&str>> = HashMap::with_capacity(view.records.len());
     for record in view.records {
-        by_lowercase.entry(record.path.to_lowercase()).or_default().push(&record.path);
+        by_key.entry(name_key(&record.path)).or_default().push(&record.path);
     }
+    // The names in each destination folder, listed once.
+    let mut folders: HashMap<String, Vec<String>> = HashMap::new();
     let mut moved: HashMap<&str, &str> = HashMap::new();
     for (old, new) in &moves {
         let target = sandbox.resolve_note_target(new)?;
-        let case_only = old.to_lowercase() == new.to_lowercase();
-        let taken = by_lowercase.get(&new.to_lowercase()).is_some_and(|paths| paths.iter().any(|p| p != old));
-        if !case_only && (taken || sandbox.stat(&target)?.is_some()) {
-            return Err(Error::new(ErrorCode::TargetExists, format!("{new} already exists"))
-                .with_hint("choose another `to`, or move that note away first")
-                .with_details(json!({ "target": new })));
+        let same_name = name_key(old) == name_key(new);
+        let note_twin = by_key.get(&name_key(new)).and_then(|paths| paths.iter().find(|p| *p != old));
+        if let Some(&twin) = note_twin.filter(|_| !same_name) {
+            return Err(taken(new, &NotePath::parse(twin)?));
+        }
+        let names = match folders.entry(target.parent().to_owned()) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(sandbox.names_in(target.parent())?)
+            }
+        };
+        // A file of the folder named as the destination in another spelling
+        // (the note itself aside: a case-only rename finds its own name).
+        if let Some(twin) = twin_among(names, &target).filter(|twin| twin.as_str() != old) {
+            return Err(taken(new, &twin));
         }
         sandbox.resolve_note_target(old)?;
         moved.insert(old.as_str(), new.as_str());
@@ -198,10 +228,10 @@ pub fn plan_move(
         let index = index_of[old.as_str()];
         affected.insert(index);
         watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
-        new_stems.insert(strip_md(new.rsplit('/').next().unwrap_or(new)).to_lowercase());
+        new_stems.insert(name_key(strip_md(new.rsplit('/').next().unwrap_or(new))));
     }
     for (index, record) in view.records.iter().enumerate() {
-        let named = |name: &str| new_stems.contains(&name.trim().to_lowercase());
+        let named = |name: &str| new_stems.contains(&name_key(name.trim()));
         if named(record.stem()) || record.aliases.iter().any(|alias| named(alias)) {
             watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
         }
@@ -358,7 +388,7 @@ pub fn plan_move(
                         && old.display.is_none()
                         && by_another_name(old, text, &was)
                     {
-                        keep_shown_text(text, old, &mut edit);
+                        keep_shown_text(text, old, old_spans.in_table(old.span.start), &mut edit);
                     }
                     edits.push(edit);
                 }
@@ -497,44 +527,4 @@ pub fn plan_move(
         ),
     };
     Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
-}
-
-/// Adds `alias` to a note's `aliases` (when its file name changes), editing
-/// only that frontmatter entry, or adding one.
-fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result<String> {
-    let new_stem = strip_md(new.rsplit('/').next().unwrap_or(new));
-    if new_stem == alias {
-        return Ok(text.to_owned());
-    }
-    let path = NotePath::parse(old)?;
-    let mut aliases = parse_note(&path, text).aliases;
-    if aliases.iter().any(|a| a.trim() == alias) {
-        return Ok(text.to_owned());
-    }
-    aliases.push(alias.to_owned());
-    let line = format!("{}\n", yaml::entry("aliases", &json!(aliases))?);
-    let keys = frontmatter_keys(text);
-    let bom = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
-    let mut out = String::with_capacity(text.len() + line.len() + 8);
-    if let Some(key) = keys.iter().find(|key| key.key == "aliases") {
-        out.push_str(&text[..key.entry.start]);
-        out.push_str(&line);
-        out.push_str(&text[key.entry.end..]);
-    } else if let Some(last) = keys.last() {
-        out.push_str(&text[..last.entry.end]);
-        out.push_str(&line);
-        out.push_str(&text[last.entry.end..]);
-    } else if text[bom..].starts_with("---") && crate::vault::parse_frontmatter(text).is_some() {
-        let first_line = text[bom..].find('\n').map_or(text.len(), |at| bom + at + 1);
-        out.push_str(&text[..first_line]);
-        out.push_str(&line);
-        out.push_str(&text[first_line..]);
-    } else {
-        out.push_str(&text[..bom]);
-        out.push_str("---\n");
-        out.push_str(&line);
-        out.push_str("---\n");
-        out.push_str(&text[bom..]);
-    }
-    Ok(out)
 }

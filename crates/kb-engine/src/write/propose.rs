@@ -102,10 +102,20 @@ pub(super) fn build_new(
     };
     let target_text = if folder.is_empty() { format!("{slug}.md") } else { format!("{folder}/{slug}.md") };
     let target = sandbox.resolve_note_target(&target_text)?;
-    if sandbox.stat(&target)?.is_some() {
-        return Err(Error::new(ErrorCode::TargetExists, format!("{target} already exists"))
+    sandbox.check_new_names(&target)?;
+    // The very name, or a twin in another case, normalisation or with
+    // invisible characters (`café` precomposed beside `café` decomposed).
+    if let Some(twin) = sandbox.twin_of(&target)? {
+        let what = if twin == target {
+            format!("{target} already exists")
+        } else {
+            format!(
+                "{target} is taken: {twin} has the same name written another way (case, accents or invisible characters)"
+            )
+        };
+        return Err(Error::new(ErrorCode::TargetExists, what)
             .with_hint("read that note and propose a patch to it, or choose another title or folder")
-            .with_details(json!({ "target": target.as_str() })));
+            .with_details(json!({ "target": target.as_str(), "existing": twin.as_str() })));
     }
 
     let mut frontmatter = vec![

@@ -144,37 +144,22 @@ pub(super) fn by_another_name(link: &LinkSpan, text: &str, was: &str) -> bool {
 
 /// Makes `edit` (of a wikilink without display text) keep the text the link
 /// showed: `[[x]]` rewritten to `[[b]]` becomes `[[b|x]]`, an anchor kept
-/// before the display (`[[b#h|x]]`). In a table row (a `|` outside every
-/// wikilink of its line), where a bare `|` would end the cell, it is `\|`.
-pub(super) fn keep_shown_text(text: &str, link: &LinkSpan, edit: &mut LinkEdit) {
+/// before the display (`[[b#h|x]]`). In a GFM table row (`in_table`, from the
+/// Markdown model), where a bare `|` would end the cell, it is `\|`; a line
+/// that merely holds a `|` is no table.
+pub(super) fn keep_shown_text(text: &str, link: &LinkSpan, in_table: bool, edit: &mut LinkEdit) {
     let whole = link.span.of(text);
     if !whole.ends_with("]]") {
         return;
     }
     let close = link.span.end - 2;
-    let line_start = text[..link.span.start].rfind('\n').map_or(0, |at| at + 1);
-    let line_end = text[link.span.end..].find('\n').map_or(text.len(), |at| link.span.end + at);
-    let bar = if bar_outside_wikilinks(&text[line_start..line_end]) { "\\|" } else { "|" };
+    let bar = if in_table { "\\|" } else { "|" };
     let mut shown = std::mem::take(&mut edit.text);
     shown.push_str(&text[link.target.end..close]);
     shown.push_str(bar);
     shown.push_str(link.target.of(text));
     edit.text = shown;
     edit.span = Span { start: link.target.start, end: close };
-}
-
-/// Whether `line` holds a `|` outside every `[[…]]`: a table row's cell
-/// border (a link's own `|` separates its display text).
-fn bar_outside_wikilinks(line: &str) -> bool {
-    let mut rest = line;
-    loop {
-        let open = rest.find("[[").unwrap_or(rest.len());
-        if rest[..open].contains('|') {
-            return true;
-        }
-        let Some(close) = rest[open..].find("]]") else { return false };
-        rest = &rest[open + close + 2..];
-    }
 }
 
 /// The shortest trailing part of a wikilink's path (`b/x/dup` of `z/b/x/dup`)

@@ -4,13 +4,14 @@
 //! on every platform a vault is synced to and must pass [`NotePath::parse`]:
 //! letters of every script are kept (Chinese titles stay Chinese, `：` included),
 //! characters that Windows, macOS, Linux or Obsidian links forbid become `-`,
-//! invisible characters are dropped, reserved Windows device names get a `-note`
+//! invisible characters are dropped (a zero-width joiner only where no script
+//! or emoji sequence needs it), reserved Windows device names get a `-note`
 //! suffix, and the result is at most [`MAX_SLUG_BYTES`] long. Which characters
 //! and names are forbidden or invisible is the path layer's one table
 //! (`sandbox::forbidden_char`, `is_invisible`, `is_device_name`), so a slug never
 //! refuses what a path accepts.
 
-use crate::sandbox::{NotePath, forbidden_char, is_device_name, is_invisible, strip_md};
+use crate::sandbox::{NotePath, forbidden_char, is_device_name, is_invisible, stray_zero_width, strip_md};
 
 /// Longest slug, in bytes (cut on a character boundary).
 pub(super) const MAX_SLUG_BYTES: usize = 80;
@@ -19,6 +20,7 @@ const UNTITLED: &str = "untitled";
 
 /// The file name (without `.md`) for a title.
 pub(super) fn slug(title: &str) -> String {
+    let title = without_stray_zero_width(title);
     let mut out = String::with_capacity(title.len());
     let mut chars = title.chars().peekable();
     while let Some(c) = chars.next() {
@@ -42,6 +44,16 @@ pub(super) fn slug(title: &str) -> String {
         slug = finish(&sanitize(&slug));
     }
     if is_valid(&slug) { slug } else { UNTITLED.to_owned() }
+}
+
+/// `title` without the zero-width characters a new name may not hold
+/// (`sandbox::stray_zero_width`): a joiner an emoji or a script needs stays.
+fn without_stray_zero_width(title: &str) -> String {
+    let mut out = title.to_owned();
+    while let Some((at, c)) = stray_zero_width(&out) {
+        out.replace_range(at..at + c.len_utf8(), "");
+    }
+    out
 }
 
 /// Trims, bounds the length, avoids device names; `untitled` when nothing is left.
@@ -114,7 +126,8 @@ mod tests {
             ("  .hidden note.  ", "hidden note"),
             ("Rust~1 notes", "Rust-1 notes"),
             ("a\u{AD}b\u{202E}c", "abc"),
-            ("a\u{200B}b", "a\u{200B}b"),
+            ("a\u{200B}b", "ab"),
+            ("家 \u{1f468}\u{200d}\u{1f469}", "家 \u{1f468}\u{200d}\u{1f469}"),
             ("x／y：z", "x-y：z"),
             ("%2e%2e", "2e-2e"),
             ("tabs\tand\nlines", "tabs and lines"),

@@ -25,6 +25,12 @@ pub(super) fn entry(key: &str, value: &Value) -> Result<String> {
     }
 }
 
+/// A string as one item of a list: `flow` for an item of `[...]`, else for a
+/// block list's `- item`. Plain when that reads back the same, else quoted.
+pub(super) fn list_item(text: &str, flow: bool) -> String {
+    scalar(text, if flow { Context::Flow } else { Context::Block })
+}
+
 /// Where a string is written: plain scalars are more restricted inside flow
 /// collections and as keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -167,7 +167,7 @@ impl Engine {
         };
         let folder = self.existing_folder(
             args.folder.as_deref(),
-            "call list_notes to see the vault's folders, or leave `folder` out",
+            "list_notes (`kb-index ls`) shows the vault's folders; or leave `folder` out",
         )?;
         let scope = cursor::scope(&checks, &folder);
         let after = args.cursor.as_deref().map(|text| cursor::decode(text, &scope)).transpose()?;

@@ -65,6 +65,7 @@ impl Engine {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             },
             changes,
+            warnings: self.warnings(),
         })
     }
 }

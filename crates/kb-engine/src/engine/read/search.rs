@@ -28,12 +28,15 @@ const FEEDBACK_WINDOW: u64 = 16 * 1024;
 const READ_FILE_MAX: u64 = 64 * 1024 * 1024;
 
 impl Engine {
-    /// The `folder` argument of a search, checked by the sandbox.
+    /// The `folder` argument of a search, checked by the sandbox: a folder that
+    /// is not there is `not_found` (a search in it would find nothing and look
+    /// like an answer).
     fn search_folder(&self, args: &SearchArgs) -> Result<Option<NotePath>> {
-        match args.folder.as_deref() {
-            Some(folder) => self.sandbox().resolve_folder(folder),
-            None => Ok(None),
-        }
+        let folder = self.existing_folder(
+            args.folder.as_deref(),
+            "list_notes (`kb-index ls`) shows the vault's folders; or leave `folder` out to search everywhere",
+        )?;
+        if folder.is_empty() { Ok(None) } else { NotePath::parse(&folder).map(Some) }
     }
 
     fn search_request<'a>(
@@ -205,6 +208,7 @@ fn cut_snippets(sandbox: &Sandbox, record: &NoteRecord, terms: &BTreeSet<String>
             text: s.text,
             heading: s.heading.map(|h| cut_chars(&h, TEXT_MAX_CHARS)),
             line: s.line,
+            marks: s.marks,
         })
         .collect()
 }

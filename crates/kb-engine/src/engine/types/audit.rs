@@ -145,9 +145,12 @@ pub struct Fix {
 /// One finding.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 pub struct Finding {
-    /// The check that found it.
+    /// The check that found it (published as a plain string, as every
+    /// result's enum: `tools/list` has no room for the list twice).
+    #[schemars(with = "String")]
     pub check: AuditCheck,
-    /// How serious it is.
+    /// How serious it is: `error`, `warning` or `info`.
+    #[schemars(with = "String")]
     pub severity: Severity,
     /// The note (or file) concerned.
     pub path: String,
@@ -167,6 +170,7 @@ pub struct Finding {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Audit {
     /// The checks run.
+    #[schemars(with = "Vec<String>")]
     pub checks_run: Vec<AuditCheck>,
     /// Findings per check, on all pages.
     pub counts: BTreeMap<String, u64>,

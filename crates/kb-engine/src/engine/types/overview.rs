@@ -105,6 +105,10 @@ pub struct Overview {
     pub server: ServerIdentity,
     /// What changed since `since` (only `cursor` without it).
     pub changes: Changes,
+    /// What the person should fix for kb-mcp to work fully, each saying how
+    /// (an `Inbox/` of their own where proposals would go). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// `get_vault_overview` arguments.
@@ -155,7 +159,8 @@ pub struct Changes {
     pub applied: Vec<ProposalEvent>,
     /// Proposals rejected.
     pub rejected: Vec<ProposalEvent>,
-    /// True when some changes are missing (too many, or the index was rebuilt).
+    /// True when some changes are missing (too many, the index rebuilt, or the
+    /// audit log truncated or replaced since the cursor).
     #[serde(default, skip_serializing_if = "super::is_false")]
     pub incomplete: bool,
 }

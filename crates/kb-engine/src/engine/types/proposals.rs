@@ -126,7 +126,7 @@ pub struct ProposePatchResult {
     pub base_hash: String,
     /// `sha256:<hex>` of the patched note.
     pub content_hash: String,
-    /// Unified diff.
+    /// Unified diff, cut at 64 KiB (a last line says how much is left out).
     pub diff: String,
     /// Lines added.
     pub added: u32,
@@ -188,19 +188,27 @@ pub struct ProposeMoveResult {
     /// `move`.
     #[schemars(with = "String")]
     pub kind: ProposalKind,
-    /// The notes that move.
+    /// The notes that move (the first 100).
     pub moves: Vec<MovedNote>,
+    /// Notes that move but are not listed in `moves`.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub moves_omitted: u64,
     /// The links rewritten so they still resolve.
     pub rewrites: Rewrites,
     /// The inbox files written.
     pub files: Vec<String>,
-    /// A summary line, then every file's diff (a move as a rename).
+    /// A summary line, then every file's diff (a move as a rename), cut at
+    /// 64 KiB (a last line says how much is left out).
     pub diff: String,
     /// Always false.
     pub vault_changed: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
@@ -246,6 +254,9 @@ pub struct ProposeDeleteResult {
     /// Links that will lead to another note instead, with `to` (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirected: Vec<BrokenBy>,
+    /// Links of the two lists not named (each names 100 at most).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unlisted: u32,
     /// The inbox files written.
     pub files: Vec<String>,
     /// Always false.
@@ -340,7 +351,8 @@ pub struct ApplyResult {
     pub new_hash: String,
     /// Where the proposal's files were archived.
     pub archive: String,
-    /// The line appended to the audit log.
+    /// The line appended to the audit log (a multi-file proposal's `files`
+    /// cut to 100, `files_omitted` counting the rest).
     pub audit: serde_json::Value,
     /// The index update.
     pub index: IndexUpdate,

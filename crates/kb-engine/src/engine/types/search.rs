@@ -89,6 +89,12 @@ pub struct SnippetOut {
     pub heading: Option<String>,
     /// 1-based line in the file.
     pub line: u32,
+    /// Where each match's `**…**` lies in `text` (byte ranges, marks
+    /// included), apart from the note's own `**bold**`: not published (the
+    /// command line colours matches, or shows plain text, by it).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub marks: Vec<(usize, usize)>,
 }
 
 /// One `search_note_content` hit.

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rayon::prelude::*;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 
 use super::resolver::{Broken, Files, Resolution, Resolver, Target, anchored, id};
 use crate::sandbox::strip_md;
@@ -387,16 +388,23 @@ impl Recheck {
     }
 }
 
-/// A hash of `text` lowercased as the resolver's tables lowercase names, with
-/// `ς` taken for `σ` (the one letter whose lowercase depends on where it
-/// stands), so any text that lowercases to the same name hashes alike. Made
-/// without building the lowercase text: every link of the vault is hashed.
+/// A hash of `text` as the resolver's tables key names (NFC-normalised, then
+/// lowercased), with `ς` taken for `σ` (the one letter whose lowercase
+/// depends on where it stands), so any text that keys to the same name hashes
+/// alike. Made without building the key: every link of the vault is hashed.
 fn folded_hash(text: &str) -> u64 {
     // FNV-1a over the lowercased characters.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for c in text.chars().flat_map(char::to_lowercase) {
-        let c = if c == 'ς' { 'σ' } else { c };
-        hash = (hash ^ u64::from(u32::from(c))).wrapping_mul(0x0000_0100_0000_01b3);
+    let mut add = |c: char| {
+        for c in c.to_lowercase() {
+            let c = if c == 'ς' { 'σ' } else { c };
+            hash = (hash ^ u64::from(u32::from(c))).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    if text.is_ascii() || is_nfc_quick(text.chars()) == IsNormalized::Yes {
+        text.chars().for_each(&mut add);
+    } else {
+        text.nfc().for_each(&mut add);
     }
     hash
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::strip_md;
+use crate::sandbox::{name_key, strip_md};
 use crate::vault::{AnchorRef, LinkKind, LinkRef, NoteRecord, heading_key};
 
 /// Where a link leads. Indexes are `u32` (a vault has far fewer than 4 billion
@@ -41,7 +41,7 @@ pub(super) fn id(index: usize) -> u32 {
     u32::try_from(index).unwrap_or(u32::MAX)
 }
 
-/// Keys (lowercased names) mapped to the notes or files carrying them, held as
+/// Keys (names as [`name_key`] gives them) mapped to the notes or files carrying them, held as
 /// sorted `(hash of the key, index)` pairs: 12 bytes an entry where a map of
 /// owned lowercase strings took about 150. A lookup hashes the key, takes the
 /// run of equal hashes and keeps the entries whose own key really is the one
@@ -94,8 +94,10 @@ fn path_rank(path: &str) -> (usize, usize, &str) {
     (path.matches('/').count(), path.len(), path)
 }
 
+/// A name as the tables key it: NFC-normalised and lowercased ([`name_key`]),
+/// so `café` typed precomposed finds a file named decomposed.
 fn lower(text: &str) -> String {
-    text.to_lowercase()
+    name_key(text)
 }
 
 /// Whether `text` lowercased is `key` (already lowercased): without building

@@ -1,7 +1,9 @@
 //! The block pass: one walk over the lines of a body with a few bytes of state
 //! (an open code fence, an open paragraph, a GFM table, an HTML comment, the
 //! content column of the last list item), deciding for each line whether it is
-//! code, a comment, a heading, a table row or text to scan for links and tags.
+//! code (fenced, or indented four columns past the list item it may belong to
+//! where it cannot continue a paragraph), a comment, a heading, a table row or
+//! text to scan for links and tags.
 //!
 //! Block quotes are understood as far as fences and headings go (a fence opened
 //! in a quote ends with the quote; a heading counts only outside quotes), list
@@ -187,6 +189,11 @@ impl<'t> Scanner<'t> {
             }
             _ => {}
         }
+        if relative >= 4 && self.para.is_none() && !self.table {
+            // Indented code (from the list item's content column, so nested
+            // list content is not): it cannot interrupt a paragraph.
+            return;
+        }
         if relative <= 3 {
             if let Some((marker, len)) = opens_fence(opener.as_bytes()) {
                 let item = self.list_content.filter(|&column| indent >= column || opener.len() < text.len());
@@ -236,11 +243,14 @@ impl<'t> Scanner<'t> {
             && table_cells(&self.text[self.prev_start..self.prev_end]) == table_cells(text)
         {
             // A GFM table: its header was the paragraph's last line.
+            self.out.table_rows.push(Span { start: self.prev_start, end: self.prev_end });
+            self.out.table_rows.push(Span { start: offset, end: offset + line.len() });
             self.para = None;
             self.table = true;
             return;
         }
         if self.table {
+            self.out.table_rows.push(Span { start: offset, end: offset + line.len() });
             self.text_line(line, 0, offset, line_no, false);
             return;
         }

@@ -117,6 +117,8 @@ pub(super) struct Scanned {
     pub(super) prose: Option<Vec<Span>>,
     /// With `prose`: the code spans and inline comments inside those stretches.
     pub(super) hidden: Vec<Span>,
+    /// The lines of GFM tables (header and delimiter rows included), in file order.
+    pub(super) table_rows: Vec<Span>,
 }
 
 /// The Markdown model of a note: where each of its headings, links, inline tags
@@ -131,6 +133,17 @@ pub struct NoteSpans {
     pub tags: Vec<TagSpan>,
     /// Block ids.
     pub block_ids: Vec<BlockIdSpan>,
+    /// The lines of GFM tables, header and delimiter rows included (without
+    /// their line endings), in file order: where a `|` ends a cell.
+    pub table_rows: Vec<Span>,
+}
+
+impl NoteSpans {
+    /// Whether the byte at `at` lies in a row of a GFM table.
+    pub fn in_table(&self, at: usize) -> bool {
+        let next = self.table_rows.partition_point(|row| row.end < at);
+        self.table_rows.get(next).is_some_and(|row| row.start <= at)
+    }
 }
 
 /// The spans of a note's text, read exactly as [`parse_note`](super::parse_note)
@@ -144,6 +157,7 @@ pub fn note_spans(path: &NotePath, text: &str) -> NoteSpans {
         links: scanned.links,
         tags: scanned.tags,
         block_ids: scanned.block_ids,
+        table_rows: scanned.table_rows,
     }
 }
 
