@@ -151,7 +151,7 @@ impl Discards {
 
     /// Waits until [`LATE_SAVE_GRACE`] has passed since the last file was
     /// displaced, and, where the system tells, until no process holds one of
-    /// them open any more (at most [`HELD_OPEN_WAIT`]): an editor stalled
+    /// them open any more (at most `HELD_OPEN_WAIT`): an editor stalled
     /// between its open and its write still writes after. Then takes out and
     /// returns those written to since they were checked. The rest stay, to be
     /// removed (or, trashed, kept).
