@@ -668,3 +668,29 @@ fn issue_34_piped_search_prints_the_notes_text_without_match_marks() {
     let (_, out, _) = kb_index(&vault, &["search", "lighthouse", "-c", "-j"]);
     assert!(out.contains("about the **lighthouse**."), "JSON keeps the tools' marks: {out}");
 }
+
+/// Issue 34: `kb-index inbox list` and `kb-index status` print a line per
+/// conflict copy (a file an apply kept apart because it may hold the person's
+/// save): the copy, its note, and what to do with it.
+#[test]
+fn issue_34_inbox_list_and_status_name_each_conflict_copy_and_what_to_do() {
+    let (_tmp, vault) = vault();
+    let (_, out, _) = kb_index(&vault, &["inbox", "list"]);
+    assert!(!out.contains("conflict"), "{out}");
+    let folder = vault.join("inbox/conflicts/2026-12-06/z");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("alpha.conflict-1a2b3c4d.md"), "# Alpha\n\nMy own edit.\n").unwrap();
+    let line = "    inbox/conflicts/2026-12-06/z/alpha.conflict-1a2b3c4d.md (of z/alpha.md): compare it with the \
+                note, keep what you want in the note, then delete the copy";
+    for args in [&["inbox", "list"][..], &["status"]] {
+        let (_, out, err) = kb_index(&vault, args);
+        assert!(out.lines().any(|l| l == line), "{args:?}: {out}{err}");
+        assert!(
+            out.contains("1 conflict copy: files an apply kept apart because they may hold a save of yours"),
+            "{out}"
+        );
+    }
+    let (_, out, _) = kb_index(&vault, &["inbox", "list", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["conflict_copies"]["copies"][0]["note"], "z/alpha.md", "{json}");
+}

@@ -2040,3 +2040,46 @@ fn issue34_a_persons_own_inbox_is_reported_at_start_with_the_line_that_fixes_it(
     let json: Value = serde_json::from_slice(&status.stdout).unwrap();
     assert!(json.get("warnings").is_none(), "fixed: {json}");
 }
+
+/// Issue 34: kb-mcp keeps files that may hold a person's save apart, in
+/// `inbox/conflicts/<date>/<note path>.conflict-<id>.md`, but nothing showed
+/// them. `get_vault_overview` and `list_proposals` now carry
+/// `conflict_copies` (how many, and the first 20 with the note each belongs
+/// to; absent when there are none), and their text says what the person does.
+/// A kept copy no longer makes the inbox look like the person's own folder.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue34_conflict_copies_are_shown_by_the_overview_and_list_proposals() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "propose").await;
+    let overview = call(&client, "get_vault_overview", json!({})).await.unwrap();
+    assert!(overview.structured_content.unwrap().get("conflict_copies").is_none(), "none yet");
+    let folder = vault.join("inbox/conflicts/2026-12-06/z");
+    std::fs::create_dir_all(&folder).unwrap();
+    for n in 0..25 {
+        std::fs::write(folder.join(format!("备份仓库.conflict-{n:08x}.md")), "a save\n").unwrap();
+    }
+    for (tool, arguments) in [("get_vault_overview", json!({})), ("list_proposals", json!({}))] {
+        let result = call(&client, tool, arguments).await.unwrap();
+        let copies = result.structured_content.clone().unwrap()["conflict_copies"].clone();
+        assert_eq!(copies["total"], 25, "{tool}: {copies}");
+        let listed = copies["copies"].as_array().unwrap();
+        assert_eq!(listed.len(), 20, "{tool}");
+        assert_eq!(listed[0]["path"], "inbox/conflicts/2026-12-06/z/备份仓库.conflict-00000000.md");
+        assert_eq!(listed[0]["note"], "z/备份仓库.md");
+        let text = &result.content[0].as_text().unwrap().text;
+        assert!(
+            text.contains("25 conflict copies")
+                && text.contains("compare each with its note")
+                && text.contains("… and 5 more"),
+            "{tool}: {text}"
+        );
+    }
+    // The inbox is still kb-mcp's: `conflicts/` is a folder of its own, not the
+    // person's (a kept copy made every proposal refused).
+    let staged =
+        call(&client, "propose_new_note", json!({"title": "After a conflict", "body": "b\n", "reason": "r"}))
+            .await
+            .unwrap();
+    assert_ne!(staged.is_error, Some(true), "{staged:?}");
+    client.cancel().await.unwrap();
+}

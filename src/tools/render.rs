@@ -43,6 +43,7 @@ pub(super) fn overview(o: &Overview) -> String {
     for warning in &o.warnings {
         let _ = write!(out, "\nwarning: {warning}");
     }
+    out.push_str(&conflict_lines(o.conflict_copies.as_ref()));
     let c = &o.changes;
     let notes = c.added.len() + c.changed.len() + c.removed.len();
     if notes + c.applied.len() + c.rejected.len() > 0 {
@@ -78,6 +79,28 @@ fn skipped_lines(skipped: u64, first: &[SkippedOut]) -> String {
     }
     if skipped > first.len() as u64 {
         let _ = write!(out, "\n- … and {} more", skipped - first.len() as u64);
+    }
+    out
+}
+
+/// The conflict copies, for an agent to pass on: what they are and what the
+/// person does with each (nothing when there are none).
+fn conflict_lines(copies: Option<&ConflictCopies>) -> String {
+    let Some(copies) = copies else { return String::new() };
+    let mut out = format!(
+        "\n{} in the inbox may hold the person's own saves (met while applying): ask them to compare each \
+         with its note, keep what they want in the note, and delete the copy:",
+        if copies.total == 1 {
+            "1 conflict copy".to_owned()
+        } else {
+            format!("{} conflict copies", copies.total)
+        }
+    );
+    for copy in &copies.copies {
+        let _ = write!(out, "\n- {} (of {})", copy.path, copy.note);
+    }
+    if copies.total > copies.copies.len() as u64 {
+        let _ = write!(out, "\n- … and {} more", copies.total - copies.copies.len() as u64);
     }
     out
 }
@@ -286,6 +309,7 @@ pub(super) fn proposals(r: &Proposals) -> String {
             if ok { "" } else { " (a check fails)" }
         );
     }
+    out.push_str(&conflict_lines(r.conflict_copies.as_ref()));
     out
 }
 

@@ -42,7 +42,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, access level, and `changes` (its `cursor` as a later `since`: what changed since).",
+        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, conflict copies, access level, and `changes` (its `cursor` as a later `since`: what changed since).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -99,7 +99,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_tags",
         title: "List tags",
-        description: "Tags (frontmatter and inline, nested in full: type/synthesis) with note counts and whether registered, most used first. Prefer registered tags.",
+        description: "Tags (frontmatter and inline; nested in full: type/x) with note counts and whether registered, most used first. Prefer registered ones.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListTagsArgs>,
@@ -119,7 +119,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_recent_notes",
         title: "Recent notes",
-        description: "Notes changed in the last `days` days, newest first; sort=created for notes created then (frontmatter created/date, else the file's birth time).",
+        description: "Notes changed in the last `days` days, newest first; sort=created for notes created then (frontmatter created/date, else file birth time).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecentArgs>,
@@ -129,7 +129,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "recall_context",
         title: "Recall context",
-        description: "One call instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): each top note's best section, then openings of linked notes, each with why.",
+        description: "Instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): each top note's best section, then openings of linked notes, each with why.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecallArgs>,
@@ -149,7 +149,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "audit_vault",
         title: "Audit the vault",
-        description: "Find what needs care: broken links, orphans, [lint] frontmatter, duplicate titles, unlinked mentions, notes missing from a MOC...; paged by `next_cursor`; `fix` stages mechanical fixes.",
+        description: "What needs care: broken links, orphans, [lint] frontmatter, duplicate titles, unlinked mentions, notes missing from a MOC...; paged by `next_cursor`; `fix` stages mechanical fixes.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<AuditArgs>,
@@ -170,7 +170,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_new_note",
         title: "Propose a new note",
-        description: "Stage a new note for the person to approve (the vault does not change). First search_knowledge (no duplicates) and read the standards. Then stop for review.",
+        description: "Stage a new note for the person to approve (the vault is unchanged). First search_knowledge (no duplicates) and read the standards. Then stop for review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposeNewArgs>,
@@ -180,7 +180,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "propose_note_patch",
         title: "Propose a patch",
-        description: "Stage a change to a note for the person to approve (the vault does not change). A changed note fails (stale_base). Keep edits small. Then stop for review.",
+        description: "Stage a change to a note for the person to approve (the vault is unchanged). A changed note: stale_base. Keep edits small. Then stop for review.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<ProposePatchArgs>,
@@ -236,7 +236,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_proposals",
         title: "List proposals",
-        description: "Staged proposals, newest first: a one-line summary and live checks (a failing one means apply refuses).",
+        description: "Staged proposals, newest first: a summary and live checks (a failing one means apply refuses); conflict copies.",
         level: Access::Propose,
         effect: Effect::Reads,
         input: input::<ListProposalsArgs>,
@@ -246,7 +246,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "apply_proposal",
         title: "Apply an approved proposal",
-        description: "Apply ONE proposal the person explicitly approved, never on your own initiative; this writes notes. Checks run first; a failure changes nothing. applied_index_failed: written, not indexed; never apply again.",
+        description: "Apply ONE proposal the person explicitly approved, never on your own; this writes notes. Checks run first; a failure changes nothing. applied_index_failed: written, not indexed; never apply again.",
         level: Access::Apply,
         effect: Effect::Applies,
         input: input::<ApplyArgs>,

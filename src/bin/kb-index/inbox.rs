@@ -1,5 +1,6 @@
 //! `kb-index inbox`: the person's side of proposals. `list` shows what agents
-//! staged (with `--diff`, the changes), `show ID` one proposal whole with the
+//! staged (with `--diff`, the changes) and the conflict copies an apply kept
+//! apart (files that may hold the person's save), `show ID` one proposal whole with the
 //! full diff of every file it touches, `apply` a dry run with the diffs or,
 //! with `--yes --only ID`, the apply itself, and `reject` moves one aside.
 //! Proposals are named by their id, a unique prefix of it (4 or more hex
@@ -13,7 +14,7 @@ use kb_mcp::engine::types::{ApplyArgs, ListProposalsArgs, ProposalEntry};
 use kb_mcp::engine::{Engine, ProposalReview};
 
 use crate::Failure;
-use crate::output::{Paint, count, local_time, write_links, write_overlaps};
+use crate::output::{Paint, count, local_time, write_conflict_copies, write_links, write_overlaps};
 
 pub(crate) const EXAMPLES: &str = "\
 Examples:
@@ -150,6 +151,10 @@ pub(crate) fn run(
                 if *diff {
                     write_diff(engine, &p.proposal_id, paint, out)?;
                 }
+            }
+            if proposals.conflict_copies.is_some() {
+                writeln!(out)?;
+                write_conflict_copies(out, paint, proposals.conflict_copies.as_ref())?;
             }
             Ok(0)
         }

@@ -256,7 +256,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             }
             audit::run(&engine, args, &paint, &mut out)
         }
-        Command::Status { json, since } => status::run(&engine, *json, since.as_deref(), &mut out),
+        Command::Status { json, since } => status::run(&engine, *json, since.as_deref(), &paint, &mut out),
         Command::Build { full } => build::run(&engine, *full, &mut out),
         Command::Inbox { command } => {
             // The rule the server obeys: never stage or apply among a person's own notes.

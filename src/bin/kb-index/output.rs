@@ -170,6 +170,35 @@ pub(crate) fn write_overlaps(
     Ok(())
 }
 
+/// The conflict copies in the inbox, a line each: the copy, the note it
+/// belongs to, and what to do with it; nothing when there are none.
+pub(crate) fn write_conflict_copies(
+    out: &mut dyn std::io::Write,
+    paint: &Paint,
+    copies: Option<&kb_mcp::engine::types::ConflictCopies>,
+) -> std::io::Result<()> {
+    let Some(copies) = copies else { return Ok(()) };
+    let what = if copies.total == 1 {
+        "1 conflict copy".to_owned()
+    } else {
+        format!("{} conflict copies", copies.total)
+    };
+    writeln!(out, "{}: files an apply kept apart because they may hold a save of yours", paint.bad(&what))?;
+    for copy in &copies.copies {
+        writeln!(
+            out,
+            "    {} (of {}): compare it with the note, keep what you want in the note, then delete the copy",
+            paint.path(&copy.path),
+            paint.path(&copy.note)
+        )?;
+    }
+    let listed = copies.copies.len() as u64;
+    if copies.total > listed {
+        writeln!(out, "    … and {} more in the inbox's conflicts/ folder", copies.total - listed)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn human_bytes(bytes: u64) -> String {
     if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))

@@ -9,12 +9,13 @@ use kb_mcp::engine::Engine;
 use kb_mcp::engine::types::{Caller, Changes};
 
 use crate::Failure;
-use crate::output::{count, local_time};
+use crate::output::{Paint, count, local_time, write_conflict_copies};
 
 pub(crate) fn run(
     engine: &Engine,
     json: bool,
     since: Option<&str>,
+    paint: &Paint,
     out: &mut dyn Write,
 ) -> Result<u8, Failure> {
     let mut overview = engine.overview_since(Caller::Cli, since)?;
@@ -71,6 +72,10 @@ pub(crate) fn run(
     }
     for warning in &overview.warnings {
         writeln!(out, "warning    {warning}")?;
+    }
+    if let Some(copies) = &overview.conflict_copies {
+        write!(out, "conflicts  ")?;
+        write_conflict_copies(out, paint, Some(copies))?;
     }
     write_changes(out, &overview.changes, since.is_some())?;
     Ok(if overview.index.fresh { 0 } else { 1 })

@@ -17,6 +17,9 @@ use crate::write::{self, Break, FileOp, FileOpKind, NewNote, PatchRequest};
 /// How many similar notes a new proposal reports.
 const SIMILAR: usize = 5;
 
+/// How many conflict copies the overview and `list_proposals` name (all are counted).
+const CONFLICT_COPIES_LISTED: usize = 20;
+
 /// The `kb.toml` line (under `[vault]`) that gives kb-mcp an inbox of its own
 /// when the vault has an `Inbox/` of the person's.
 const OWN_INBOX_LINE: &str = "inbox = \"_kb-inbox\"";
@@ -203,7 +206,26 @@ impl Engine {
         let sandbox = self.sandbox();
         let proposals: Vec<ProposalEntry> =
             write::list(&sandbox, filter, limit as usize)?.into_iter().map(super::review::entry).collect();
-        Ok(Proposals { proposals })
+        Ok(Proposals { proposals, conflict_copies: self.conflict_copies() })
+    }
+
+    /// The conflict copies in the inbox (see [`ConflictCopies`]): how many, and
+    /// the first [`CONFLICT_COPIES_LISTED`]; `None` when there are none, or when
+    /// the inbox is a folder of the person's own (kb-mcp wrote nothing there).
+    pub fn conflict_copies(&self) -> Option<ConflictCopies> {
+        if self.inbox_conflict().is_some() {
+            return None;
+        }
+        let found = write::conflict_copies(&self.sandbox());
+        if found.is_empty() {
+            return None;
+        }
+        let copies = found
+            .iter()
+            .take(CONFLICT_COPIES_LISTED)
+            .map(|copy| ConflictCopy { path: copy.path.clone(), note: copy.note.clone() })
+            .collect();
+        Some(ConflictCopies { total: found.len() as u64, copies })
     }
 
     /// Resolves an id or a slug (the CLI's `--only`) to the proposal's id.

@@ -8,7 +8,9 @@
 //! notes, where it would be indexed, searched and shown as a note of its own.
 //! It goes to `inbox/conflicts/<date>/<the note's path without .md>.conflict-<8
 //! hex of the proposal id>.md`, which names the note it belongs to, and stays
-//! until the person removes it: the overview and the review list every one.
+//! until the person removes it: `get_vault_overview` and `list_proposals`
+//! count them and name the first 20, `kb-index inbox list` and `kb-index status`
+//! print a line for each with what to do.
 
 use super::proposal::{Inbox, short_id, today};
 use crate::error::Result;

@@ -66,6 +66,7 @@ impl Engine {
             },
             changes,
             warnings: self.warnings(),
+            conflict_copies: self.conflict_copies(),
         })
     }
 }

@@ -95,7 +95,8 @@ fn items_schema(_: &mut SchemaGenerator) -> Schema {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProposeBatchArgs {
-    /// Why.
+    /// Why (published without a description: the name says it).
+    #[schemars(transform = super::said_by_its_name)]
     pub reason: String,
     /// The changes.
     #[schemars(
@@ -127,7 +128,8 @@ pub struct ProposeBatchResult {
 pub struct RevertArgs {
     /// An applied proposal.
     pub proposal_id: String,
-    /// Why.
+    /// Why (published without a description: the name says it).
+    #[schemars(transform = super::said_by_its_name)]
     pub reason: String,
 }
 

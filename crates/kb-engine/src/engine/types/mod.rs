@@ -33,10 +33,10 @@ pub use overview::{
     Roots, ServerIdentity, SkippedOut, Stale,
 };
 pub use proposals::{
-    ApplyArgs, ApplyResult, BrokenBy, IndexUpdate, ListProposalsArgs, MovedNote, ProposalChecks,
-    ProposalEntry, Proposals, ProposeDeleteArgs, ProposeDeleteResult, ProposeMoveArgs, ProposeMoveResult,
-    ProposeNewArgs, ProposeNewResult, ProposePatchArgs, ProposePatchResult, RejectResult, Rewrites,
-    SimilarNote,
+    ApplyArgs, ApplyResult, BrokenBy, ConflictCopies, ConflictCopy, IndexUpdate, ListProposalsArgs,
+    MovedNote, ProposalChecks, ProposalEntry, Proposals, ProposeDeleteArgs, ProposeDeleteResult,
+    ProposeMoveArgs, ProposeMoveResult, ProposeNewArgs, ProposeNewResult, ProposePatchArgs,
+    ProposePatchResult, RejectResult, Rewrites, SimilarNote,
 };
 pub use read::{
     ListTagsArgs, NoteContent, OutlineEntry, ReadNoteArgs, StandardEntry, Standards, TagCount, Tags,
@@ -52,6 +52,12 @@ pub use search::{ContentHit, ContentResults, KnowledgeHit, KnowledgeResults, Sea
 /// and `tools/list` has no room for the enums.
 pub use crate::vault::LinkKind;
 pub use crate::write::{ApplyStatus, ProposalKind, ProposalStatus, StatusFilter as ProposalStatusFilter};
+
+/// Drops an argument's description from its published schema: `reason`'s
+/// ("Why.") says no more than its name, and `tools/list` has a size cap.
+fn said_by_its_name(schema: &mut schemars::Schema) {
+    schema.remove("description");
+}
 
 fn is_false(value: &bool) -> bool {
     !*value

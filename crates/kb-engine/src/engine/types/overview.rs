@@ -109,6 +109,10 @@ pub struct Overview {
     /// (an `Inbox/` of their own where proposals would go). Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Files in the inbox that may hold a person's save (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "super::ConflictCopies")]
+    pub conflict_copies: Option<super::ConflictCopies>,
 }
 
 /// `get_vault_overview` arguments.

@@ -15,7 +15,8 @@ pub struct ProposeNewArgs {
     pub title: String,
     /// Markdown body, no frontmatter.
     pub body: String,
-    /// Why.
+    /// Why (published without a description: the name says it).
+    #[schemars(transform = super::said_by_its_name)]
     pub reason: String,
     /// Folder in a notes root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,7 +82,8 @@ pub struct ProposePatchArgs {
     pub path: String,
     /// read_note's `hash`.
     pub base_hash: String,
-    /// Why.
+    /// Why (published without a description: the name says it).
+    #[schemars(transform = super::said_by_its_name)]
     pub reason: String,
     /// Edits.
     #[schemars(
@@ -155,7 +157,8 @@ pub struct ProposeMoveArgs {
     pub from: String,
     /// A free path.
     pub to: String,
-    /// Why.
+    /// Why (published without a description: the name says it).
+    #[schemars(transform = super::said_by_its_name)]
     pub reason: String,
     /// Keep the old name as an alias (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,7 +221,8 @@ fn is_zero_u64(n: &u64) -> bool {
 pub struct ProposeDeleteArgs {
     /// The note.
     pub path: String,
-    /// Why.
+    /// Why (published without a description: the name says it).
+    #[schemars(transform = super::said_by_its_name)]
     pub reason: String,
 }
 
@@ -316,6 +320,32 @@ pub struct ProposalEntry {
 pub struct Proposals {
     /// Newest first.
     pub proposals: Vec<ProposalEntry>,
+    /// Files in the inbox that may hold a person's save (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "ConflictCopies")]
+    pub conflict_copies: Option<ConflictCopies>,
+}
+
+/// Conflict copies: files that may hold a person's save, met while applying
+/// (a save racing the apply) or recovering, kept apart in
+/// `inbox/conflicts/<date>/<note path>.conflict-<id>.md` instead of among the
+/// notes. Each stays until the person compares it with its note, keeps what
+/// they want and deletes the copy.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ConflictCopies {
+    /// How many there are.
+    pub total: u64,
+    /// The first 20, by path.
+    pub copies: Vec<ConflictCopy>,
+}
+
+/// A conflict copy and the note it belongs to.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ConflictCopy {
+    /// The copy, vault-relative (in the inbox).
+    pub path: String,
+    /// The note whose save it may hold.
+    pub note: String,
 }
 
 /// `apply_proposal` arguments.
