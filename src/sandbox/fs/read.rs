@@ -5,7 +5,7 @@ use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::time::SystemTime;
 
-use super::errors::{missing, too_large};
+use super::errors::{is_missing, missing, too_large};
 use super::resolve::{Use, logical_area, real_file, verify_opened};
 use crate::error::{Error, Result};
 use crate::sandbox::{NotePath, Sandbox};
@@ -36,6 +36,11 @@ pub struct OpenedFile {
 const CHUNK_BYTES: usize = 64 * 1024;
 
 impl OpenedFile {
+    /// An opened file, its metadata taken when it was opened.
+    pub(in crate::sandbox) fn new(file: File, opened: &Metadata, path: &NotePath) -> OpenedFile {
+        OpenedFile { file, len: opened.len(), modified: opened.modified().ok(), path: path.clone() }
+    }
+
     /// The file's size when it was opened.
     pub fn len(&self) -> u64 {
         self.len
@@ -85,16 +90,38 @@ impl OpenedFile {
     }
 }
 
+/// How many times a read is checked again from the start when the file it
+/// opened is not the one it checked.
+const REOPENS: usize = 3;
+
 pub(in crate::sandbox) fn open_read(sandbox: &Sandbox, path: &NotePath) -> Result<OpenedFile> {
     let area = logical_area(sandbox, path, Use::Internal)?;
-    let real = real_file(sandbox, path, area)?.ok_or_else(|| missing(path))?;
-    let file = File::open(&real.canonical).map_err(|err| Error::io(path, &err))?;
-    let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
-    if !opened.is_file() {
-        return Err(Error::denied(format!("{path} is not a regular file")));
+    // An editor's save that renames a new file over the note between the check
+    // and the open hands this read another file than the one checked: the
+    // whole check runs again on what is there now. A symlink swapped in fails
+    // every check, so it is still refused.
+    let mut reopens = 0;
+    loop {
+        let real = real_file(sandbox, path, area)?.ok_or_else(|| missing(path))?;
+        let file = match File::open(&real.canonical) {
+            Ok(file) => file,
+            Err(err) if is_missing(&err) && reopens < REOPENS => {
+                reopens += 1;
+                continue;
+            }
+            Err(err) if is_missing(&err) => return Err(missing(path)),
+            Err(err) => return Err(Error::io(path, &err)),
+        };
+        let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
+        if !opened.is_file() {
+            return Err(Error::denied(format!("{path} is not a regular file")));
+        }
+        match verify_opened(sandbox, path, area, &real, &file, &opened) {
+            Ok(()) => return Ok(OpenedFile::new(file, &opened, path)),
+            Err(_) if reopens < REOPENS => reopens += 1,
+            Err(err) => return Err(err),
+        }
     }
-    verify_opened(sandbox, path, area, &real, &file, &opened)?;
-    Ok(OpenedFile { file, len: opened.len(), modified: opened.modified().ok(), path: path.clone() })
 }
 
 pub(in crate::sandbox) fn read(sandbox: &Sandbox, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
