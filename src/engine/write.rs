@@ -89,6 +89,7 @@ impl Engine {
             before: None,
             after: Some(text.to_owned()),
             kept: None,
+            sha256: None,
         };
         let effects = write::link_effects(&catalog.view(), &[change])?;
         Ok(split_breaks(effects))
@@ -131,7 +132,13 @@ impl Engine {
         let sandbox = self.sandbox();
         let planned =
             write::plan_move(&sandbox, &view, &args.from, &args.to, args.keep_alias.unwrap_or(true))?;
-        let target = planned.moves.first().map(|(from, _)| from.clone()).unwrap_or_default();
+        // The first note that moves (or, from a folder of attachments alone, the first file).
+        let target = planned
+            .moves
+            .first()
+            .or(planned.carried.first())
+            .map(|(from, _)| from.clone())
+            .unwrap_or_default();
         let staged = write::stage_plan(
             &sandbox,
             &self.config().limits,

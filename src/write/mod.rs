@@ -55,6 +55,8 @@ mod alias;
 mod apply;
 mod audit;
 mod batch;
+mod canvases;
+mod carry;
 mod conflicts;
 mod delete;
 mod diff;

@@ -246,6 +246,11 @@ pub(super) fn op_change(op: &FileOp, diffed: Option<&LineDiff<'_>>) -> FileChang
             }
             FileChange { path: to, op: "move", diff, added, removed }
         }
+        FileOpKind::MoveFile => {
+            let to = op.to.clone().unwrap_or_default();
+            let diff = format!("rename from {}\nrename to {to}\n", op.path);
+            FileChange { path: to, op: "move", diff, added: 0, removed: 0 }
+        }
         FileOpKind::Trash => {
             let removed = u32::try_from(before.lines().count()).unwrap_or(u32::MAX);
             let diff = format!("delete {} (moved to the inbox's trash, {removed} lines kept)\n", op.path);
