@@ -2927,6 +2927,35 @@ fn issue_34_a_new_name_holds_no_stray_zero_width_character() {
 }
 
 // ---------------------------------------------------------------------------
+// Issue 34, item 10: a note just created, not yet indexed
+
+/// A note the person has just created is on disk a moment before the watcher
+/// tells the index: it can be moved or deleted at once (it answered
+/// `not_found`), and so can a folder holding one, the disk being checked
+/// first.
+#[test]
+fn issue_34_a_just_created_note_can_be_moved_or_deleted_at_once() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    put(&vault, "z/fresh/new.md", "# New\n");
+    let staged = mv(&engine, "z/fresh/new.md", "z/fresh/renamed.md").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(read(&vault, "z/fresh/renamed.md"), "---\naliases: [new]\n---\n# New\n");
+
+    put(&vault, "z/fresh2/a.md", "# A\n");
+    let staged = mv(&engine, "z/fresh2", "z/fresh3").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(read(&vault, "z/fresh3/a.md"), "# A\n");
+
+    put(&vault, "z/fresh/gone.md", "# Gone\n");
+    let deleted = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/fresh/gone.md".into(), reason: "not needed".into() })
+        .unwrap();
+    apply(&engine, &deleted.proposal_id);
+    assert!(!vault.join("z/fresh/gone.md").exists());
+}
+
+// ---------------------------------------------------------------------------
 // Issue 34, item 5: a folder move carries the whole folder
 
 /// A canvas under the moved folder: a file node for a note in it and one for
