@@ -3214,3 +3214,31 @@ fn issue_34_a_folder_move_killed_mid_apply_is_rolled_back() {
     assert!(!vault.join("z/proj").exists());
     assert_eq!(fs::read(vault.join("z/archive/proj/spec.pdf")).unwrap(), PDF);
 }
+
+/// A move that gives a note the name another note has makes that note's
+/// bare links ambiguous: each still leads where it led, but its name now
+/// names two notes and which one opens is the editor's guess. The move lists
+/// them under its summary (which counts them), in its answer's diff and the
+/// review; it said nothing.
+#[test]
+fn issue_34_a_move_lists_the_links_it_makes_ambiguous() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/amb/a/dup.md", "# Dup\n");
+    put(&vault, "z/amb/b/solo.md", "# Solo\n");
+    put(&vault, "z/amb/l.md", "[[dup]] and [[solo]]\n![[dup#Dup]]\n");
+    let engine = open(&vault);
+    let staged = mv(&engine, "z/amb/b/solo.md", "z/amb/c/dup.md").unwrap();
+    let head: Vec<&str> = staged.diff.lines().take(3).collect();
+    assert!(head[0].ends_with(", 2 links will become ambiguous"), "{}", staged.diff);
+    assert_eq!(
+        head[1..],
+        [
+            "# ambiguous after the move: z/amb/l.md:1 [[dup]] (still leads to z/amb/a/dup.md)",
+            "# ambiguous after the move: z/amb/l.md:2 ![[dup#Dup]] (still leads to z/amb/a/dup.md)",
+        ]
+    );
+    let shown = kb_index(&vault, &["inbox", "show", &staged.proposal_id]).1;
+    assert!(shown.contains("z/amb/l.md:1 [[dup]] (still leads to z/amb/a/dup.md)"), "{shown}");
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(read(&vault, "z/amb/l.md"), "[[dup]] and [[c/dup]]\n![[dup#Dup]]\n");
+}

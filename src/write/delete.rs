@@ -108,5 +108,8 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
         kept: None,
         sha256: None,
     };
-    Ok((Plan { schema: PLAN_SCHEMA, summary, files: vec![op], folders: Vec::new() }, breaks))
+    Ok((
+        Plan { schema: PLAN_SCHEMA, summary, files: vec![op], folders: Vec::new(), remarks: Vec::new() },
+        breaks,
+    ))
 }

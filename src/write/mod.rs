@@ -52,6 +52,7 @@
 //! a person looking at the inbox expects.
 
 mod alias;
+mod ambiguous;
 mod apply;
 mod audit;
 mod batch;

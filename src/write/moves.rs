@@ -26,8 +26,10 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use super::alias::add_alias;
+use super::ambiguous::{newly_ambiguous, remarks};
 use super::canvases::staying_canvases;
 use super::carry::{carried_ops, what_moves};
+use super::delete::Break;
 use super::plan::{FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan};
 use super::relink::{LinkEdit, apply_link_edits, by_another_name, keep_shown_text, relink, shortest_suffix};
 use crate::error::{Error, ErrorCode, Result};
@@ -66,6 +68,9 @@ pub struct MovePlan {
     pub notes: u32,
     /// Links rewritten.
     pub links: u32,
+    /// Links of other notes left leading where they led whose bare name the
+    /// move gives a second note (`leads_to`: the note they still lead to).
+    pub ambiguous: Vec<Break>,
     /// The file operations.
     pub plan: Plan,
 }
@@ -403,6 +408,7 @@ pub fn plan_move(
         )
         .with_hint("move the notes one at a time, or rename them so their names stay unique"));
     }
+    let ambiguous = newly_ambiguous(view, moves, &final_records, final_resolver, attachments_after);
     let mut files = Vec::new();
     for (old, new) in moves {
         let index = index_of[old.as_str()];
@@ -448,6 +454,9 @@ pub fn plan_move(
         let canvases = if canvases_rewritten == 1 { "canvas" } else { "canvases" };
         rewrite.push_str(&format!(" and {canvases_rewritten} {canvases}"));
     }
+    if !ambiguous.is_empty() {
+        rewrite.push_str(&format!(", {} will become ambiguous", plural(ambiguous.len(), "link")));
+    }
     let summary = match moves.as_slice() {
         [(old, new)] if old.ends_with(".md") && from.ends_with(".md") => {
             format!("move {old} → {new}, {rewrite}")
@@ -466,11 +475,13 @@ pub fn plan_move(
     };
     let folders =
         moving.folders.iter().map(|(from, to)| FolderMove { from: from.clone(), to: to.clone() }).collect();
+    let remarks = remarks(&ambiguous);
     Ok(MovePlan {
         moves: moving.notes.clone(),
         carried: moving.files.clone(),
         notes,
         links,
-        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders },
+        ambiguous,
+        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks },
     })
 }

@@ -111,6 +111,11 @@ pub struct Plan {
     /// files move, and removes each source it left empty once they have.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub folders: Vec<FolderMove>,
+    /// What a person should know before approving that no file's diff shows
+    /// (the links a move leaves leading where they led but makes ambiguous),
+    /// a line each, shown under the summary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remarks: Vec<String>,
 }
 
 /// One folder of a folder move.
@@ -157,6 +162,7 @@ impl Plan {
             summary: self.summary.clone(),
             files,
             folders: self.folders.clone(),
+            remarks: self.remarks.clone(),
         };
         let mut bytes = serde_json::to_vec_pretty(&stored)
             .map_err(|err| Error::internal(format!("cannot serialise a proposal plan: {err}")))?;
@@ -184,6 +190,8 @@ struct StoredPlan {
     files: Vec<StoredOp>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     folders: Vec<FolderMove>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    remarks: Vec<String>,
 }
 
 /// An operation as the plan file holds it: a [`FileOp`], or a `write` as its
@@ -430,7 +438,7 @@ impl PlanFile {
     /// when it was read, for [`check_read`] (an apply reads each note once).
     pub(super) fn hydrate_reading(self, sandbox: &Sandbox) -> Result<(Plan, Vec<Read>)> {
         use rayon::prelude::*;
-        let StoredPlan { schema, summary, files, folders } = self.stored;
+        let StoredPlan { schema, summary, files, folders, remarks } = self.stored;
         let (files, reads): (Vec<FileOp>, Vec<Read>) = files
             .into_par_iter()
             .map(|op| {
@@ -465,7 +473,7 @@ impl PlanFile {
             .collect::<Result<Vec<(FileOp, Read)>>>()?
             .into_iter()
             .unzip();
-        Ok((Plan { schema, summary, files, folders }, reads))
+        Ok((Plan { schema, summary, files, folders, remarks }, reads))
     }
 }
 
