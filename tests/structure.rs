@@ -2925,3 +2925,320 @@ fn issue_34_a_new_name_holds_no_stray_zero_width_character() {
     let err = new_note(&engine, "fine", "z/zw/new\u{200b}folder").unwrap_err();
     assert_eq!(err.code, ErrorCode::PathDenied, "{err}");
 }
+
+// ---------------------------------------------------------------------------
+// Issue 34, item 10: a note just created, not yet indexed
+
+/// A note the person has just created is on disk a moment before the watcher
+/// tells the index: it can be moved or deleted at once (it answered
+/// `not_found`), and so can a folder holding one, the disk being checked
+/// first.
+#[test]
+fn issue_34_a_just_created_note_can_be_moved_or_deleted_at_once() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    put(&vault, "z/fresh/new.md", "# New\n");
+    let staged = mv(&engine, "z/fresh/new.md", "z/fresh/renamed.md").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(read(&vault, "z/fresh/renamed.md"), "---\naliases: [new]\n---\n# New\n");
+
+    put(&vault, "z/fresh2/a.md", "# A\n");
+    let staged = mv(&engine, "z/fresh2", "z/fresh3").unwrap();
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(read(&vault, "z/fresh3/a.md"), "# A\n");
+
+    put(&vault, "z/fresh/gone.md", "# Gone\n");
+    let deleted = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/fresh/gone.md".into(), reason: "not needed".into() })
+        .unwrap();
+    apply(&engine, &deleted.proposal_id);
+    assert!(!vault.join("z/fresh/gone.md").exists());
+}
+
+// ---------------------------------------------------------------------------
+// Issue 34, item 5: a folder move carries the whole folder
+
+/// A canvas under the moved folder: a file node for a note in it and one for
+/// an image in it (compact JSON, as Obsidian writes it).
+const BOARD: &str = r#"{"nodes":[{"id":"1","type":"file","file":"z/proj/plan.md","x":0,"y":0,"width":400,"height":400},{"id":"2","type":"file","file":"z/proj/diagram.png","x":500,"y":0,"width":400,"height":400},{"id":"3","type":"text","text":"z/proj/plan.md","x":0,"y":500,"width":200,"height":60}],"edges":[{"id":"e","fromNode":"1","toNode":"2"}]}"#;
+
+/// A canvas outside the folder, pretty-printed with tabs: its file nodes name
+/// a note and a PDF in the folder, and a note outside it.
+const WALL: &str = "{\n\t\"nodes\":[\n\t\t{\"id\":\"a\",\"type\":\"file\",\"file\":\"z/proj/deep/inner.md\",\"x\":0,\"y\":0,\"width\":400,\"height\":400},\n\t\t{\"id\":\"b\",\"type\":\"file\", \"file\" : \"z/proj/spec.pdf\",\"x\":500,\"y\":0,\"width\":400,\"height\":400},\n\t\t{\"id\":\"c\",\"type\":\"file\",\"file\":\"z/outside.md\",\"x\":0,\"y\":500,\"width\":400,\"height\":400}\n\t],\n\t\"edges\":[]\n}\n";
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR binary \xff\xfe\x00";
+const PDF: &[u8] = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj <<>> endobj\n";
+
+/// A folder holding notes (one in a nested folder), an image, a PDF, a
+/// canvas naming a note and the image, a hidden file, a deeper folder with a
+/// photo, and an empty folder; outside it, a note linking into it in every
+/// form and a canvas naming files in it.
+fn folder_vault() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (tmp, vault) = common::temp_vault();
+    put(
+        &vault,
+        "z/proj/plan.md",
+        "# Plan\n![[diagram.png]] and ![pdf](spec.pdf) and [[inner]] and ![[board.canvas]]\n",
+    );
+    put(&vault, "z/proj/deep/inner.md", "# Inner\n![img](../diagram.png) and [[plan]] and ![[photo.jpg]]\n");
+    put(&vault, "z/proj/board.canvas", BOARD);
+    put(&vault, "z/proj/.hidden-note", "kept apart\n");
+    fs::write(vault.join("z/proj/diagram.png"), PNG).unwrap();
+    fs::write(vault.join("z/proj/spec.pdf"), PDF).unwrap();
+    fs::create_dir_all(vault.join("z/proj/deep/deeper")).unwrap();
+    fs::write(vault.join("z/proj/deep/deeper/photo.jpg"), PNG).unwrap();
+    fs::create_dir_all(vault.join("z/proj/empty")).unwrap();
+    put(
+        &vault,
+        "z/outside.md",
+        "[[plan]] ![[diagram.png]] ![p](proj/deep/deeper/photo.jpg) [s](proj/spec.pdf) [[proj/deep/inner]]\n",
+    );
+    put(&vault, "z/wall.canvas", WALL);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(vault.join("z/proj/spec.pdf"), fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    (tmp, vault)
+}
+
+/// The folder vault's files under `z/proj`, by their path under it.
+const CARRIED: [&str; 8] = [
+    ".hidden-note",
+    "board.canvas",
+    "deep/deeper/photo.jpg",
+    "deep/inner.md",
+    "diagram.png",
+    "plan.md",
+    "spec.pdf",
+    "empty",
+];
+
+/// Issue 34, item 5: a folder move leaves nothing of the folder behind. Its
+/// attachments, PDF, canvas, hidden file and empty folder go with its notes
+/// (they stayed, and the moved notes were rewritten to point back into the
+/// old folder); the links to them from outside, the canvas inside and the
+/// canvas outside follow them (the canvases byte for byte but for those
+/// paths); no link breaks; and no folder of the old one is left (96 emptied
+/// folders stayed after a large move).
+#[test]
+fn issue_34_a_folder_move_carries_every_file_and_leaves_no_folder_behind() {
+    let (_tmp, vault) = folder_vault();
+    let engine = open(&vault);
+    let before = broken(&engine);
+    let staged = mv(&engine, "z/proj", "z/archive/proj 2024").unwrap();
+    let new = "z/archive/proj 2024";
+    assert_eq!(staged.moves.len(), 2, "{:?}", staged.moves);
+    assert!(
+        staged.diff.starts_with("# move folder z/proj → z/archive/proj 2024 (2 notes, 5 other files)"),
+        "{}",
+        staged.diff
+    );
+    assert!(
+        staged.diff.contains("rename from z/proj/diagram.png\nrename to z/archive/proj 2024/diagram.png\n"),
+        "{}",
+        staged.diff
+    );
+    let applied = apply(&engine, &staged.proposal_id);
+    assert_eq!(applied.status, ApplyStatus::Applied, "{applied:?}");
+    assert!(engine.record(&format!("{new}/deep/inner.md")).is_some(), "the moved notes are indexed");
+    for file in CARRIED {
+        assert!(!vault.join("z/proj").join(file).exists(), "{file} stayed behind");
+        assert!(vault.join(new).join(file).exists(), "{file} did not move");
+    }
+    assert!(!vault.join("z/proj").exists(), "the old folder is gone");
+    assert!(vault.join(new).join("empty").is_dir());
+    assert_eq!(fs::read(vault.join(new).join("diagram.png")).unwrap(), PNG);
+    assert_eq!(fs::read(vault.join(new).join("spec.pdf")).unwrap(), PDF);
+    assert_eq!(fs::read(vault.join(new).join("deep/deeper/photo.jpg")).unwrap(), PNG);
+    assert_eq!(read(&vault, &format!("{new}/.hidden-note")), "kept apart\n");
+    #[cfg(unix)]
+    assert_eq!(mode_of(&vault, &format!("{new}/spec.pdf")), 0o600, "a moved file keeps its mode");
+
+    // Inside the folder, relative links and bare names still lead to the files
+    // that moved with them; a bare `diagram.png`, which the fixture's shallower
+    // z/attachments/diagram.png would now answer, names its folder.
+    assert_eq!(
+        read(&vault, &format!("{new}/plan.md")),
+        "# Plan\n![[proj 2024/diagram.png]] and ![pdf](spec.pdf) and [[inner]] and ![[board.canvas]]\n"
+    );
+    assert_eq!(
+        read(&vault, &format!("{new}/deep/inner.md")),
+        "# Inner\n![img](../diagram.png) and [[plan]] and ![[photo.jpg]]\n"
+    );
+    assert_eq!(
+        read(&vault, "z/outside.md"),
+        "[[plan]] ![[proj 2024/diagram.png]] ![p](archive/proj%202024/deep/deeper/photo.jpg) [s](archive/proj%202024/spec.pdf) [[deep/inner]]\n"
+    );
+    assert_eq!(
+        read(&vault, &format!("{new}/board.canvas")),
+        BOARD.replace("\"file\":\"z/proj/", &format!("\"file\":\"{new}/"))
+    );
+    assert_eq!(
+        read(&vault, "z/wall.canvas"),
+        WALL.replace("\"z/proj/deep/inner.md\"", &format!("\"{new}/deep/inner.md\""))
+            .replace("\"z/proj/spec.pdf\"", &format!("\"{new}/spec.pdf\""))
+    );
+    assert_eq!(broken(&engine), before, "no link broke, links to attachments included");
+    let related = engine
+        .get_related_notes(&NoteRefArgs { path: Some("z/outside.md".into()), reference: None })
+        .unwrap();
+    assert!(related.broken.is_empty(), "{:?}", related.broken);
+    // One audit line, every file in it: 2 notes and 5 other files moved, 2
+    // notes and a canvas rewritten (the fixture's z/备份仓库.md embeds
+    // `diagram.png`, which z/proj/diagram.png answered: it follows it).
+    let lines = audit_lines(&vault);
+    assert_eq!(lines[0]["files"].as_array().unwrap().len(), 10, "{}", lines[0]);
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("index-schema/audit.schema.json");
+    let schema: Value = serde_json::from_slice(&fs::read(schema).unwrap()).unwrap();
+    let errors: Vec<String> =
+        jsonschema::validator_for(&schema).unwrap().iter_errors(&lines[0]).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "the audit line (a `move_file` in it) matches its schema: {errors:?}");
+}
+
+/// A folder holding a file a rule denies (a secret, an internal folder) or a
+/// symbolic link is refused whole, naming them: kb-mcp never moves them, and
+/// moving the rest would leave the folder behind.
+#[test]
+fn issue_34_a_folder_move_refuses_a_folder_holding_denied_files() {
+    let (_tmp, vault) = folder_vault();
+    put(&vault, "z/proj/.env", "TOKEN=secret\n");
+    put(&vault, "z/proj/deep/.git/config", "[core]\n");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("../outside.md", vault.join("z/proj/link.md")).unwrap();
+    let engine = open(&vault);
+    let original = notes_snapshot(&vault);
+    let err = mv(&engine, "z/proj", "z/archive/proj").unwrap_err();
+    assert_eq!(err.code, ErrorCode::PathDenied, "{err}");
+    assert!(err.message.contains("z/proj/.env") && err.message.contains("z/proj/deep/.git"), "{err}");
+    #[cfg(unix)]
+    assert!(err.message.contains("z/proj/link.md (a symbolic link"), "{err}");
+    assert!(err.message.contains("nothing was staged"), "{err}");
+    assert!(engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals.is_empty());
+    assert_eq!(notes_snapshot(&vault), original);
+}
+
+/// A crash after each step of a folder move's apply, and a revert after it:
+/// every file (attachments, canvases, the hidden one) and every folder is
+/// where it was (before the commit point) or where the move takes it (after
+/// it), never some moved and others not.
+#[test]
+fn issue_34_a_crash_at_any_step_of_a_folder_move_is_all_or_nothing() {
+    let steps = [
+        Step::Claimed,
+        Step::Prepared,
+        Step::File(0),
+        Step::File(3),
+        Step::File(5),
+        Step::File(8),
+        Step::Written,
+        Step::Archiving,
+        Step::Archived,
+        Step::Indexed,
+        Step::Audited,
+    ];
+    for step in steps {
+        let (_tmp, vault) = folder_vault();
+        let engine = open(&vault);
+        let original = notes_snapshot(&vault);
+        let original_folders = folders(&vault);
+        let staged = mv(&engine, "z/proj", "z/archive/proj").unwrap();
+        let sandbox = sandbox(&vault);
+        let err = write::apply_with_failpoint(
+            &sandbox,
+            &staged.proposal_id,
+            Actor::Cli,
+            &mut |_| Ok(()),
+            &mut |at| {
+                if at == step { Err(Error::internal("crash")) } else { Ok(()) }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "crash", "{step:?}");
+        let recovery = write::recover(&sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
+        assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
+        let temps: Vec<String> = common::snapshot(&vault)
+            .into_iter()
+            .map(|(path, _)| path)
+            .filter(|p| p.contains(".kb-tmp-"))
+            .collect();
+        assert!(temps.is_empty(), "{step:?}: {temps:?}");
+        if committed(step) {
+            for file in CARRIED {
+                assert!(vault.join("z/archive/proj").join(file).exists(), "{step:?}: {file}");
+            }
+            assert!(!vault.join("z/proj").exists(), "{step:?}: the old folder is gone");
+            assert!(read(&vault, "z/wall.canvas").contains("z/archive/proj/spec.pdf"), "{step:?}");
+        } else {
+            assert_eq!(notes_snapshot(&vault), original, "{step:?}: rolled back");
+            assert_eq!(folders(&vault), original_folders, "{step:?}: no folder made, none removed");
+            apply(&engine, &staged.proposal_id);
+            assert!(!vault.join("z/proj").exists(), "{step:?}");
+        }
+        assert_eq!(audit_lines(&vault).len(), 1, "{step:?}");
+        // The revert puts every file back, byte for byte.
+        let back = revert(&engine, &staged.proposal_id).unwrap();
+        apply(&engine, &back.proposal_id);
+        assert_eq!(notes_snapshot(&vault), original, "{step:?}: reverted");
+        assert!(vault.join("z/proj/empty").is_dir(), "{step:?}: the empty folder is back");
+    }
+}
+
+/// A real SIGKILL in the middle of a folder move's apply (after its first
+/// file operation): the next start rolls every file back.
+#[test]
+fn issue_34_a_folder_move_killed_mid_apply_is_rolled_back() {
+    const NAME: &str = "issue_34_a_folder_move_killed_mid_apply_is_rolled_back";
+    if let Ok(job) = std::env::var(KILL_CHILD_ENV) {
+        apply_until_killed_at_second_file(&job);
+    }
+    if !cfg!(unix) {
+        eprintln!("skipped: SIGKILL at a chosen step needs a Unix system");
+        return;
+    }
+    let (tmp, vault) = folder_vault();
+    let engine = open(&vault);
+    let original = notes_snapshot(&vault);
+    let original_folders = folders(&vault);
+    let staged = mv(&engine, "z/proj", "z/archive/proj").unwrap();
+    drop(engine);
+    let marker = tmp.path().join("marker");
+    let job = format!("{}|{}|{}", vault.display(), staged.proposal_id, marker.display());
+    kill_child_at_marker(NAME, KILL_CHILD_ENV, job, &marker, "the folder move");
+    assert!(vault.join("inbox/_applying.json").exists(), "the journal is left");
+    let engine = open(&vault);
+    engine.recover_proposals(Actor::Mcp).unwrap();
+    assert_eq!(notes_snapshot(&vault), original, "rolled back");
+    assert_eq!(folders(&vault), original_folders);
+    apply(&engine, &staged.proposal_id);
+    assert!(!vault.join("z/proj").exists());
+    assert_eq!(fs::read(vault.join("z/archive/proj/spec.pdf")).unwrap(), PDF);
+}
+
+/// A move that gives a note the name another note has makes that note's
+/// bare links ambiguous: each still leads where it led, but its name now
+/// names two notes and which one opens is the editor's guess. The move lists
+/// them under its summary (which counts them), in its answer's diff and the
+/// review; it said nothing.
+#[test]
+fn issue_34_a_move_lists_the_links_it_makes_ambiguous() {
+    let (_tmp, vault) = common::temp_vault();
+    put(&vault, "z/amb/a/dup.md", "# Dup\n");
+    put(&vault, "z/amb/b/solo.md", "# Solo\n");
+    put(&vault, "z/amb/l.md", "[[dup]] and [[solo]]\n![[dup#Dup]]\n");
+    let engine = open(&vault);
+    let staged = mv(&engine, "z/amb/b/solo.md", "z/amb/c/dup.md").unwrap();
+    let head: Vec<&str> = staged.diff.lines().take(3).collect();
+    assert!(head[0].ends_with(", 2 links will become ambiguous"), "{}", staged.diff);
+    assert_eq!(
+        head[1..],
+        [
+            "# ambiguous after the move: z/amb/l.md:1 [[dup]] (still leads to z/amb/a/dup.md)",
+            "# ambiguous after the move: z/amb/l.md:2 ![[dup#Dup]] (still leads to z/amb/a/dup.md)",
+        ]
+    );
+    let shown = kb_index(&vault, &["inbox", "show", &staged.proposal_id]).1;
+    assert!(shown.contains("z/amb/l.md:1 [[dup]] (still leads to z/amb/a/dup.md)"), "{shown}");
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(read(&vault, "z/amb/l.md"), "[[dup]] and [[c/dup]]\n![[dup#Dup]]\n");
+}

@@ -178,6 +178,9 @@ pub(crate) fn run(
                 let change = summary.lines().next().unwrap_or_default().trim_end_matches('.');
                 writeln!(out, "change    {change}")?;
             }
+            for remark in &review.remarks {
+                writeln!(out, "remark    {remark}")?;
+            }
             if failing.is_empty() {
                 writeln!(out, "checks    {}", paint.good("pass"))?;
             } else {

@@ -271,7 +271,7 @@ impl Engine {
         let catalog = self.catalog();
         let before = |path: &str| catalog.get(path).map(|record| record.hash.clone());
         self.index().commit(pending, &before)?;
-        self.apply_delta(&gone, records, None);
+        self.apply_delta(&gone, records, self.attachments_after(paths));
         self.catalog_matches_index();
         Ok(())
     }

@@ -23,6 +23,15 @@ impl Engine {
     ) -> Result<ProposeBatchResult> {
         let reason = write::required_reason(&args.reason)?;
         let items: Vec<write::BatchItem> = args.items.iter().map(|item| write_item(item, &reason)).collect();
+        let moved_or_deleted: Vec<&str> = items
+            .iter()
+            .filter_map(|item| match item {
+                write::BatchItem::Move { from, .. } => Some(from.as_str()),
+                write::BatchItem::Delete { path } => Some(path.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.catch_up_with(&moved_or_deleted)?;
         let catalog = self.catalog();
         let view = catalog.view();
         let sandbox = self.sandbox();

@@ -52,6 +52,10 @@ pub struct ProposalReview {
     /// either is applied, the other fails its checks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overlaps: Vec<PendingOverlap>,
+    /// What a multi-file proposal says a person should know that no diff
+    /// shows (the links a move leaves leading where they led but ambiguous).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remarks: Vec<String>,
 }
 
 /// Another pending proposal touching some of the same files.
@@ -122,6 +126,7 @@ impl Engine {
             breaks,
             redirected,
             overlaps,
+            remarks: review.remarks,
         })
     }
 

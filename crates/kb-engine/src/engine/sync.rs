@@ -587,7 +587,8 @@ impl Engine {
         self.index.update(false, documents.len(), &removed, &before, |sink| {
             documents.par_iter().try_for_each(|document| sink.replace(document))
         })?;
-        self.apply_delta(&gone, documents.into_iter().map(|document| document.record).collect(), None);
+        let attachments = self.attachments_after(paths);
+        self.apply_delta(&gone, documents.into_iter().map(|document| document.record).collect(), attachments);
         self.catalog_matches_index();
         Ok(())
     }
@@ -595,6 +596,11 @@ impl Engine {
     /// One path of [`Engine::refresh_notes`]: its document, `None` when it is
     /// no note to index (gone, unreadable, outside the indexed areas).
     pub(super) fn load_fresh(&self, path: &crate::sandbox::NotePath) -> Result<Option<IndexDocument>> {
+        // Not Markdown (an attachment a folder move carried): never a note, and
+        // not a file reads may stat.
+        if !path.is_markdown() {
+            return Ok(None);
+        }
         let area = self.sandbox().area_of(path);
         let stat = self.sandbox().stat(path)?;
         Ok(match (area, stat) {
@@ -616,6 +622,33 @@ impl Engine {
             }
             _ => None,
         })
+    }
+
+    /// The attachments after the files at `paths` changed (an apply moved
+    /// some: a folder move carries them): each path that is not Markdown is
+    /// dropped, and listed again where the walk would list it now. `None` when
+    /// every path is Markdown.
+    pub(super) fn attachments_after(&self, paths: &[crate::sandbox::NotePath]) -> Option<Vec<String>> {
+        let others: Vec<&crate::sandbox::NotePath> =
+            paths.iter().filter(|path| !path.is_markdown()).collect();
+        if others.is_empty() {
+            return None;
+        }
+        let sandbox = self.sandbox();
+        let mut attachments = self.catalog().attachments().to_vec();
+        for path in others {
+            match (
+                attachments.binary_search_by(|a| a.as_str().cmp(path.as_str())),
+                sandbox.is_attachment(path),
+            ) {
+                (Ok(at), false) => {
+                    attachments.remove(at);
+                }
+                (Err(at), true) => attachments.insert(at, path.as_str().to_owned()),
+                _ => {}
+            }
+        }
+        Some(attachments)
     }
 
     /// Swaps in a catalog made from the *current* one with `gone` paths removed and

@@ -5,13 +5,14 @@
 //! the index update after an apply, so the applied note is searchable before
 //! `apply_proposal` returns.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::Engine;
 use super::bounded::{cap_audit_line, cap_diff};
 use super::types::*;
 use crate::error::Result;
 use crate::index::SearchScope;
+use crate::sandbox::{Area, NotePath};
 use crate::write::{self, Break, FileOp, FileOpKind, NewNote, PatchRequest};
 
 /// How many similar notes a new proposal reports.
@@ -97,6 +98,7 @@ impl Engine {
             before: None,
             after: Some(text.to_owned()),
             kept: None,
+            sha256: None,
         };
         let effects = write::link_effects(&catalog.view(), &[change])?;
         Ok(split_breaks(effects))
@@ -132,15 +134,65 @@ impl Engine {
         })
     }
 
+    /// Brings the catalog up to date with the disk at each of `paths` (a note,
+    /// or every note under a folder) before a move or delete is planned on
+    /// them: a note the person just created is on disk a moment before the
+    /// watcher tells the index, and the planner, which plans on the catalog,
+    /// would answer `not_found`. Only what differs is synced.
+    pub(super) fn catch_up_with(&self, paths: &[&str]) -> Result<()> {
+        let sandbox = self.sandbox();
+        let catalog = self.catalog();
+        let mut differ: Vec<std::path::PathBuf> = Vec::new();
+        for input in paths {
+            let Ok(Some(path)) = NotePath::parse_folder(input) else { continue };
+            if path.is_markdown() {
+                let on_disk = sandbox.stat(&path).ok().flatten().is_some();
+                if on_disk != catalog.get(path.as_str()).is_some() {
+                    differ.push(sandbox.root().join(path.as_str()));
+                }
+                continue;
+            }
+            if sandbox.area_of(&path) != Some(Area::Note) {
+                continue;
+            }
+            let Ok(contents) = sandbox.folder_contents(&path) else { continue };
+            let prefix = format!("{path}/");
+            let on_disk: BTreeSet<&str> = contents
+                .files
+                .iter()
+                .filter(|file| file.is_markdown() && sandbox.templates_folder_of(file).is_none())
+                .map(NotePath::as_str)
+                .collect();
+            let known: BTreeSet<&str> = catalog
+                .records()
+                .iter()
+                .filter(|record| record.path.starts_with(&prefix))
+                .map(|record| record.path.as_str())
+                .collect();
+            differ.extend(on_disk.symmetric_difference(&known).map(|path| sandbox.root().join(path)));
+        }
+        if !differ.is_empty() {
+            self.sync_changed(&differ)?;
+        }
+        Ok(())
+    }
+
     /// `propose_move`: plans the move on the current catalog, then stages it.
     pub fn propose_move(&self, args: &ProposeMoveArgs) -> Result<ProposeMoveResult> {
         write::required_reason(&args.reason)?;
+        self.catch_up_with(&[&args.from])?;
         let catalog = self.catalog();
         let view = catalog.view();
         let sandbox = self.sandbox();
         let planned =
             write::plan_move(&sandbox, &view, &args.from, &args.to, args.keep_alias.unwrap_or(true))?;
-        let target = planned.moves.first().map(|(from, _)| from.clone()).unwrap_or_default();
+        // The first note that moves (or, from a folder of attachments alone, the first file).
+        let target = planned
+            .moves
+            .first()
+            .or(planned.carried.first())
+            .map(|(from, _)| from.clone())
+            .unwrap_or_default();
         let staged = write::stage_plan(
             &sandbox,
             &self.config().limits,
@@ -171,6 +223,7 @@ impl Engine {
     /// `propose_delete`.
     pub fn propose_delete(&self, args: &ProposeDeleteArgs) -> Result<ProposeDeleteResult> {
         write::required_reason(&args.reason)?;
+        self.catch_up_with(&[&args.path])?;
         let catalog = self.catalog();
         let view = catalog.view();
         let sandbox = self.sandbox();

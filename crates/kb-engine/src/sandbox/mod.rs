@@ -18,6 +18,7 @@
     reason = "the sandbox is the one module that touches the filesystem"
 )]
 
+mod carried;
 mod displaced;
 mod encoding;
 mod fs;
@@ -34,6 +35,7 @@ mod secrets;
 mod swap;
 mod vault_dir;
 
+pub use carried::{FolderContents, RefusedFile};
 pub use displaced::{Discards, LATE_SAVE_GRACE, LateSave};
 pub use encoding::{hex, percent_decode, unhex};
 pub use fs::{

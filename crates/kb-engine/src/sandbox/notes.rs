@@ -4,8 +4,9 @@
 //! of an empty folder a rolled-back apply created.
 //!
 //! Both take approved note targets only (a `.md` path in a notes root, reached
-//! through real folders), never replace a file, and act only on a note that
-//! still holds the bytes the caller checked, so a person's save is never lost.
+//! through real folders; a rename also a canvas a move rewrites), never
+//! replace a file, and act only on a note that still holds the bytes the
+//! caller checked, so a person's save is never lost.
 
 use std::fs;
 use std::io;
@@ -20,8 +21,9 @@ use crate::error::{Error, ErrorCode, Result};
 const NOTE_MAX_BYTES: u64 = 1 << 30;
 
 impl Sandbox {
-    /// Renames a note to another note path, creating folders as needed and never
-    /// replacing: `target_exists` when `to` exists (unless it is the very same
+    /// Renames a note to another note path (or a text file a plan rewrites, a
+    /// canvas, to another path: [`Sandbox::resolve_plan_target`]), creating
+    /// folders as needed and never replacing: `target_exists` when `to` exists (unless it is the very same
     /// file, as a case-only rename on a case-insensitive file system finds it),
     /// `not_found` when `from` is gone, `stale_base` when `from` no longer holds
     /// exactly `expected`.
@@ -42,8 +44,8 @@ impl Sandbox {
         expected: &[u8],
         flush: bool,
     ) -> Result<()> {
-        let from = resolve_note_target(self, from.as_str())?;
-        let to = resolve_note_target(self, to.as_str())?;
+        let from = self.resolve_plan_target(from.as_str())?;
+        let to = self.resolve_plan_target(to.as_str())?;
         self.check_note_hash(&from, expected)?;
         let source = walk_write_chain(self, &from, false)?;
         let target = walk_write_chain(self, &to, true)?;
@@ -96,7 +98,7 @@ impl Sandbox {
     }
 
     fn check_note_hash(&self, path: &NotePath, expected: &[u8]) -> Result<()> {
-        let bytes = self.read(path, NOTE_MAX_BYTES)?;
+        let bytes = self.read_plan_file(path, NOTE_MAX_BYTES)?;
         if bytes == expected {
             Ok(())
         } else {

@@ -61,10 +61,26 @@ impl Default for Policy {
 impl Policy {
     /// The area of a path, or `None` when it is denied or outside every area.
     pub fn area_of(&self, path: &NotePath) -> Option<Area> {
-        let path = path.as_str();
-        if self.is_denied(path) {
+        if self.is_denied(path.as_str()) {
             return None;
         }
+        self.area_by_folder(path.as_str())
+    }
+
+    /// The area of a file a folder move carries along with the notes: its
+    /// area, or, for a hidden file that no rule denies (a name starting with
+    /// `.`, such as `.DS_Store`), the area its folder gives it. Moving such a
+    /// file shows nothing of its bytes. `None` for a path a built-in or `deny`
+    /// rule names, or outside every area.
+    pub fn carried_area(&self, path: &NotePath) -> Option<Area> {
+        if self.is_denied_by_rule(path.as_str()) {
+            return None;
+        }
+        self.area_by_folder(path.as_str())
+    }
+
+    /// The area whose folder holds `path`, denial aside.
+    fn area_by_folder(&self, path: &str) -> Option<Area> {
         // Read-only designations win over notes when folders nest, and the inbox
         // wins over everything: it is never read as notes.
         if contains(&self.inbox, path) {
@@ -83,21 +99,30 @@ impl Policy {
     /// Whether a vault-relative path (a file or a folder) is denied by the
     /// built-in list or the configuration. Case-insensitive, segment by segment.
     pub fn is_denied(&self, path: &str) -> bool {
+        self.is_denied_by_rule(path) || self.is_hidden(path)
+    }
+
+    /// Whether the built-in hard-deny list or a `deny` rule names the path
+    /// (a hidden name alone is not such a rule).
+    pub fn is_denied_by_rule(&self, path: &str) -> bool {
         let path = path.trim_matches('/');
         if path.is_empty() {
             return false;
         }
+        let folded: Vec<String> = path.split('/').map(fold).collect();
+        folded.iter().any(|segment| is_hard_denied(segment))
+            || self.deny.iter().any(|pattern| deny_matches(pattern, &folded))
+    }
+
+    /// Whether a segment of the path is hidden (starts with `.`) and no
+    /// configured folder names it.
+    fn is_hidden(&self, path: &str) -> bool {
+        let path = path.trim_matches('/');
         let segments: Vec<&str> = path.split('/').collect();
-        let folded: Vec<String> = segments.iter().map(|segment| fold(segment)).collect();
-        for (i, segment) in folded.iter().enumerate() {
-            if is_hard_denied(segment) {
-                return true;
-            }
-            if segment.starts_with('.') && !self.names_folder(&segments[..=i]) {
-                return true;
-            }
-        }
-        self.deny.iter().any(|pattern| deny_matches(pattern, &folded))
+        segments
+            .iter()
+            .enumerate()
+            .any(|(i, segment)| fold(segment).starts_with('.') && !self.names_folder(&segments[..=i]))
     }
 
     /// Whether a folder that is outside every area may still hold readable

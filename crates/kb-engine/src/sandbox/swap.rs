@@ -22,7 +22,7 @@ use std::path::Path;
 
 use super::displaced::Discards;
 use super::fs::{
-    Access, FileStat, TempFile, check_note_target, file_stat, is_missing, same_file, sync_dir,
+    Access, FileStat, TempFile, check_plan_target, file_stat, is_missing, same_file, sync_dir,
     walk_write_chain,
 };
 use super::{NotePath, Sandbox};
@@ -54,7 +54,7 @@ pub(super) fn replace_note(
     before_swap: &mut dyn FnMut() -> Result<()>,
     discards: Option<&mut Discards>,
 ) -> Result<Replaced> {
-    check_note_target(sandbox, path)?;
+    check_plan_target(sandbox, path)?;
     let target = walk_write_chain(sandbox, path, false)?;
     let parent = target.parent().unwrap_or(sandbox.root()).to_path_buf();
     let io_err = |err: io::Error| Error::io(path, &err);
@@ -288,8 +288,8 @@ impl Sandbox {
     /// folders: a move's destination may not exist yet), with the permissions of
     /// the existing note `like`, without flushing it: see [`Prepared`].
     pub fn prepare_note(&self, path: &NotePath, like: &NotePath, bytes: &[u8]) -> Result<Prepared> {
-        check_note_target(self, path)?;
-        check_note_target(self, like)?;
+        check_plan_target(self, path)?;
+        check_plan_target(self, like)?;
         let like_disk = walk_write_chain(self, like, false)?;
         let meta = match fs::symlink_metadata(&like_disk) {
             Ok(meta) if meta.is_file() => meta,
@@ -337,7 +337,7 @@ impl Sandbox {
         discards: &mut Discards,
     ) -> Result<Replaced> {
         let path = prepared.path.clone();
-        check_note_target(self, &path)?;
+        check_plan_target(self, &path)?;
         let target = walk_write_chain(self, &path, false)?;
         let Some(temp) = prepared.temp.take() else {
             return Err(Error::internal(format!("the prepared bytes of {path} were used already")));
@@ -399,7 +399,7 @@ impl Sandbox {
         ours: &mut dyn FnMut(&[u8]) -> bool,
         conflict_copy: &NotePath,
     ) -> Result<Vec<String>> {
-        check_note_target(self, note)?;
+        check_plan_target(self, note)?;
         let disk = walk_write_chain(self, note, false)?;
         let dir = disk.parent().unwrap_or(self.root());
         let mut done = Vec::new();

@@ -6,6 +6,7 @@
 //! Obsidian's rules and builds the [`graph::Graph`] of outlinks, backlinks, broken
 //! links, orphans and maps of content.
 
+mod canvas;
 mod config;
 mod frontmatter;
 pub mod graph;
@@ -18,6 +19,7 @@ mod packed;
 mod record;
 mod section;
 
+pub use canvas::{CanvasPath, canvas_moved, canvas_paths, is_canvas};
 pub use config::{Limits, VaultConfig, edit_distance};
 pub use frontmatter::{FRONTMATTER_MAX_BYTES, FRONTMATTER_MAX_DEPTH, Frontmatter, parse_frontmatter};
 pub use keys::{KeySpan, frontmatter_keys};

@@ -26,12 +26,11 @@ use serde_json::json;
 use super::delete::{Break, plan_delete};
 use super::effects::link_effects;
 use super::moves::{VaultView, plan_move};
-use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
+use super::plan::{FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan};
 use super::propose::{build_new, build_patch};
 use super::{NewNote, PatchRequest};
 use crate::error::{Error, Result};
-use crate::sandbox::NotePath;
-use crate::sandbox::Sandbox;
+use crate::sandbox::{NotePath, Sandbox, ends_in_md};
 use crate::vault::graph::Graph;
 use crate::vault::{Limits, NoteKind, NoteRecord, content_hash, parse_note};
 
@@ -111,7 +110,13 @@ struct Touched {
 struct Virtual<'a> {
     base: &'a VaultView<'a>,
     records: Vec<Arc<NoteRecord>>,
-    /// Text of every touched note still in the vault, by its path now.
+    /// The attachments, where the items so far leave them (sorted).
+    attachments: Vec<String>,
+    /// The files the items move as bytes (`move_file`), in order.
+    carried: Vec<FileOp>,
+    /// The folders the items' folder moves move.
+    folders: Vec<FolderMove>,
+    /// Text of every touched note (or canvas) still in the vault, by its path now.
     texts: HashMap<String, String>,
     graph: Option<Graph>,
     touched: Vec<Touched>,
@@ -125,6 +130,9 @@ impl<'a> Virtual<'a> {
         Virtual {
             base,
             records: Vec::new(),
+            attachments: Vec::new(),
+            carried: Vec::new(),
+            folders: Vec::new(),
             texts: HashMap::new(),
             graph: None,
             touched: Vec::new(),
@@ -139,24 +147,37 @@ impl<'a> Virtual<'a> {
             return VaultView { texts: None, ..*self.base };
         }
         if self.graph.is_none() {
-            self.graph = Some(Graph::build(&self.records, self.base.attachments));
+            self.graph = Some(Graph::build(&self.records, &self.attachments));
         }
         VaultView {
             records: &self.records,
-            attachments: self.base.attachments,
+            attachments: &self.attachments,
             graph: self.graph.as_ref().unwrap_or(self.base.graph),
             texts: Some(&self.texts),
         }
     }
 
-    /// Takes one item's operations (planned on [`Virtual::view`]) into the virtual vault.
-    fn take(&mut self, ops: &[FileOp]) -> Result<()> {
+    /// Takes one item's operations (planned on [`Virtual::view`]) and folder
+    /// moves into the virtual vault.
+    fn take(&mut self, ops: &[FileOp], folders: &[FolderMove]) -> Result<()> {
         if !self.changed {
             self.records = self.base.records.to_vec();
+            self.attachments = self.base.attachments.to_vec();
             self.changed = true;
         }
         self.graph = None;
+        self.folders.extend_from_slice(folders);
         for op in ops {
+            // An attachment that moves is found at its new path from now on.
+            if let (Some(to), Ok(at)) = (op.to.as_ref(), self.attachments.binary_search(&op.path)) {
+                self.attachments.remove(at);
+                let at = self.attachments.partition_point(|path| path < to);
+                self.attachments.insert(at, to.clone());
+            }
+            if op.op == FileOpKind::MoveFile {
+                self.carried.push(op.clone());
+                continue;
+            }
             let at = match self.by_path.get(&op.path) {
                 Some(&at) => at,
                 None => {
@@ -177,6 +198,12 @@ impl<'a> Virtual<'a> {
             touched.now = op.destination().map(str::to_owned);
             if let Some(after) = &op.after {
                 touched.text = after.clone();
+            }
+            // A canvas keeps its text for the items after it, and is no note.
+            if let Some(now) = touched.now.clone().filter(|now| !ends_in_md(now)) {
+                self.by_path.insert(now.clone(), at);
+                self.texts.insert(now, touched.text.clone());
+                continue;
             }
             if let Some(now) = touched.now.clone() {
                 let path = NotePath::parse(&now)?;
@@ -200,9 +227,10 @@ impl<'a> Virtual<'a> {
         Ok(())
     }
 
-    /// One operation per touched note: from its bytes on disk to where and
-    /// what the items leave it.
-    fn into_ops(self) -> Vec<FileOp> {
+    /// One operation per touched note (or canvas): from its bytes on disk to
+    /// where and what the items leave it; then the files moved as bytes, and
+    /// the folders the folder moves move.
+    fn into_ops(self) -> (Vec<FileOp>, Vec<FolderMove>) {
         let mut ops = Vec::new();
         for touched in self.touched {
             let op = match (touched.origin, touched.now) {
@@ -213,6 +241,7 @@ impl<'a> Virtual<'a> {
                     before: None,
                     after: Some(touched.text),
                     kept: None,
+                    sha256: None,
                 },
                 (None, None) => continue,
                 (Some((path, before)), None) => FileOp {
@@ -222,6 +251,7 @@ impl<'a> Virtual<'a> {
                     before: Some(before),
                     after: None,
                     kept: None,
+                    sha256: None,
                 },
                 (Some((path, before)), Some(now)) if now == path => {
                     if before == touched.text {
@@ -234,6 +264,7 @@ impl<'a> Virtual<'a> {
                         before: Some(before),
                         after: Some(touched.text),
                         kept: None,
+                        sha256: None,
                     }
                 }
                 (Some((path, before)), Some(now)) => FileOp {
@@ -243,11 +274,13 @@ impl<'a> Virtual<'a> {
                     before: Some(before),
                     after: Some(touched.text),
                     kept: None,
+                    sha256: None,
                 },
             };
             ops.push(op);
         }
-        ops
+        ops.extend(self.carried);
+        (ops, self.folders)
     }
 }
 
@@ -291,12 +324,16 @@ pub fn plan_batch(
     let mut state = Virtual::new(view);
     // Every path an item claims (lowercased: one file on a case-insensitive disk), and by which item.
     let mut claims: HashMap<String, usize> = HashMap::new();
+    // The folders a folder move carries files out of or into (`<folder>/`,
+    // lowercased), by item: what another item does under one would not be
+    // seen by the listing of the folder on disk.
+    let mut folder_claims: Vec<(String, usize)> = Vec::new();
     let mut planned = Vec::with_capacity(items.len());
     let mut breaks = Vec::new();
     let mut links = 0u32;
     for (number, item) in items.iter().enumerate() {
         let fail = |err: Error| item_error(number, item, err);
-        let (ops, claimed, outcome) = match item {
+        let (ops, claimed, folders, outcome) = match item {
             BatchItem::New(note) => {
                 let (target, text) = build_new(sandbox, limits, note, now).map_err(fail)?;
                 let path = target.as_str().to_owned();
@@ -307,8 +344,9 @@ pub fn plan_batch(
                     before: None,
                     after: Some(text),
                     kept: None,
+                    sha256: None,
                 };
-                (vec![op], vec![path.clone()], ItemPlanned { kind: "new", path, to: None })
+                (vec![op], vec![path.clone()], Vec::new(), ItemPlanned { kind: "new", path, to: None })
             }
             BatchItem::Patch(request) => {
                 let (target, on_disk, patched) =
@@ -322,25 +360,31 @@ pub fn plan_batch(
                     before: Some(before),
                     after: Some(patched),
                     kept: None,
+                    sha256: None,
                 };
-                (vec![op], vec![path.clone()], ItemPlanned { kind: "patch", path, to: None })
+                (vec![op], vec![path.clone()], Vec::new(), ItemPlanned { kind: "patch", path, to: None })
             }
             BatchItem::Move { from, to, keep_alias } => {
                 let moved = plan_move(sandbox, &state.view(), from, to, *keep_alias).map_err(fail)?;
                 links += moved.links;
-                let claimed = moved.moves.iter().flat_map(|(from, to)| [from.clone(), to.clone()]).collect();
+                let claimed = moved
+                    .moves
+                    .iter()
+                    .chain(&moved.carried)
+                    .flat_map(|(from, to)| [from.clone(), to.clone()])
+                    .collect();
                 let outcome = ItemPlanned {
                     kind: "move",
                     path: from.trim_end_matches('/').to_owned(),
                     to: Some(to.trim_end_matches('/').to_owned()),
                 };
-                (moved.plan.files, claimed, outcome)
+                (moved.plan.files, claimed, moved.plan.folders, outcome)
             }
             BatchItem::Delete { path } => {
                 let (plan, broken) = plan_delete(sandbox, &state.view(), path).map_err(fail)?;
                 let path = plan.files[0].path.clone();
                 breaks.extend(broken);
-                (plan.files, vec![path.clone()], ItemPlanned { kind: "delete", path, to: None })
+                (plan.files, vec![path.clone()], Vec::new(), ItemPlanned { kind: "delete", path, to: None })
             }
         };
         for path in claimed {
@@ -355,10 +399,33 @@ pub fn plan_batch(
             }
             claims.insert(path.to_lowercase(), number);
         }
-        state.take(&ops).map_err(fail)?;
+        if let Some(first) = folders.first() {
+            let new = [format!("{}/", first.from.to_lowercase()), format!("{}/", first.to.to_lowercase())];
+            let under = |path: &str, folder: &str| path.starts_with(folder) || folder.starts_with(path);
+            let clash = claims
+                .iter()
+                .filter(|&(_, &item)| item != number)
+                .map(|(path, &item)| (path.as_str(), item))
+                .chain(folder_claims.iter().map(|(folder, item)| (folder.as_str(), *item)))
+                .find(|(path, _)| new.iter().any(|folder| under(path, folder)));
+            if let Some((path, earlier)) = clash {
+                return Err(fail(
+                    Error::invalid(format!(
+                        "the folder move {} → {} and items[{earlier}] both touch {path}",
+                        first.from, first.to
+                    ))
+                    .with_hint(
+                        "move a folder in a batch of its own, or in a batch whose other items stay out of it",
+                    )
+                    .with_details(json!({ "path": path, "other_item": earlier })),
+                ));
+            }
+            folder_claims.extend(new.into_iter().map(|folder| (folder, number)));
+        }
+        state.take(&ops, &folders).map_err(fail)?;
         planned.push(outcome);
     }
-    let files = state.into_ops();
+    let (files, folders) = state.into_ops();
     if files.is_empty() {
         return Err(Error::invalid("the items change nothing: the vault would stay as it is"));
     }
@@ -374,7 +441,11 @@ pub fn plan_batch(
     );
     let redirected = breaks.iter().filter(|b| b.leads_to.is_some()).count();
     let summary = summary(&planned, links, breaks.len() - redirected, redirected);
-    Ok(BatchPlan { items: planned, breaks, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
+    Ok(BatchPlan {
+        items: planned,
+        breaks,
+        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks: Vec::new() },
+    })
 }
 
 /// "2 links will break", "1 link will lead to another note": what a summary

@@ -106,6 +106,10 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
         before: Some(text),
         after: None,
         kept: None,
+        sha256: None,
     };
-    Ok((Plan { schema: PLAN_SCHEMA, summary, files: vec![op] }, breaks))
+    Ok((
+        Plan { schema: PLAN_SCHEMA, summary, files: vec![op], folders: Vec::new(), remarks: Vec::new() },
+        breaks,
+    ))
 }

@@ -12,7 +12,7 @@ use super::delete::{Break, written};
 use super::moves::VaultView;
 use super::plan::FileOp;
 use crate::error::Result;
-use crate::sandbox::NotePath;
+use crate::sandbox::{NotePath, ends_in_md};
 use crate::vault::graph::{Resolution, Resolver};
 use crate::vault::{NoteKind, NoteRecord, content_hash, parse_note};
 
@@ -28,6 +28,11 @@ pub fn link_effects(view: &VaultView<'_>, ops: &[FileOp]) -> Result<Vec<Break>> 
     // The notes the change writes, with their index before it (none for a new one).
     let mut writes: Vec<(Arc<NoteRecord>, Option<usize>)> = Vec::with_capacity(ops.len());
     for op in ops {
+        // A canvas or another file the change moves is no note: links lead
+        // to it by its path, which the move planned for.
+        if !ends_in_md(&op.path) {
+            continue;
+        }
         let old = index_of(&op.path);
         changed.extend(old);
         let (Some(path), Some(text)) = (op.destination(), op.after.as_deref()) else { continue };
@@ -82,7 +87,7 @@ pub fn link_effects(view: &VaultView<'_>, ops: &[FileOp]) -> Result<Vec<Break>> 
     };
     let relinked = view
         .graph
-        .after_change(before, &after, resolver, view.attachments, &changed, &added, &position)
+        .after_change(before, &after, resolver, view.attachments, None, &changed, &added, &position)
         .relinked;
     let mut effects = Vec::with_capacity(relinked.len());
     for (from, number, lead) in relinked {
@@ -212,6 +217,7 @@ mod tests {
             before: None,
             after: Some(text.to_owned()),
             kept: None,
+            sha256: None,
         }
     }
 
@@ -223,6 +229,7 @@ mod tests {
             before: None,
             after: Some(text.to_owned()),
             kept: None,
+            sha256: None,
         }
     }
 

@@ -52,9 +52,12 @@
 //! a person looking at the inbox expects.
 
 mod alias;
+mod ambiguous;
 mod apply;
 mod audit;
 mod batch;
+mod canvases;
+mod carry;
 mod conflicts;
 mod delete;
 mod diff;

@@ -1,6 +1,10 @@
 //! Planning a move (`propose_move`): which notes move where, which links must
 //! be rewritten so that they still lead where they led, and what the vault
 //! looks like afterwards (a delete's plan, `delete.rs`, shares the vault view).
+//! What moves is `carry.rs`'s to say: one note, or a folder's notes, other
+//! files (attachments, canvases, hidden files) and folders. Links to a moved
+//! attachment (`![[x.png]]`, `![](x.png)`) are rewritten like links to a
+//! note, and canvases naming a moved file are rewritten (`canvases.rs`).
 //!
 //! A link is rewritten only when, after the move, it would no longer lead to
 //! the same note or file it leads to now: `[[a]]` stays `[[a]]` when `a` is
@@ -22,13 +26,18 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use super::alias::add_alias;
-use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
+use super::ambiguous::{newly_ambiguous, remarks};
+use super::canvases::staying_canvases;
+use super::carry::{carried_ops, what_moves};
+use super::delete::Break;
+use super::plan::{FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan};
 use super::relink::{LinkEdit, apply_link_edits, by_another_name, keep_shown_text, relink, shortest_suffix};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{NotePath, Sandbox, name_key, strip_md, twin_among};
-use crate::vault::graph::{Broken, Graph, Resolution, Resolver};
+use crate::sandbox::{NotePath, Sandbox, name_key, strip_md};
+use crate::vault::graph::{Broken, Graph, MovedAttachments, Resolution, Resolver};
 use crate::vault::{
-    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, note_spans, parse_note,
+    LinkKind, LinkRef, Links, NoteKind, NoteRecord, content_hash, decode_note, is_canvas, note_spans,
+    parse_note,
 };
 
 /// Largest note a move reads.
@@ -53,10 +62,15 @@ pub struct VaultView<'a> {
 pub struct MovePlan {
     /// Every note that moves, `(from, to)`.
     pub moves: Vec<(String, String)>,
+    /// Every other file a folder move carries, `(from, to)`.
+    pub carried: Vec<(String, String)>,
     /// Notes whose links are rewritten (moved ones included).
     pub notes: u32,
     /// Links rewritten.
     pub links: u32,
+    /// Links of other notes left leading where they led whose bare name the
+    /// move gives a second note (`leads_to`: the note they still lead to).
+    pub ambiguous: Vec<Break>,
     /// The file operations.
     pub plan: Plan,
 }
@@ -72,108 +86,6 @@ pub(super) fn read_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> 
         .map_err(|why| Error::invalid(format!("{path} cannot be rewritten: {}", why.message)))
 }
 
-/// A path a move may take from or to: well-formed, not denied, in a notes
-/// root (not a standard, the inbox or a read-only folder), and, for a note,
-/// an approved note target (no symlink on the way). `path_denied` otherwise.
-fn writable(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
-    let path = NotePath::parse(input)?;
-    if path.is_markdown() {
-        return sandbox.resolve_note_target(path.as_str());
-    }
-    if sandbox.area_of(&path) != Some(crate::sandbox::Area::Note) {
-        return Err(Error::denied(format!(
-            "{path} is not inside a notes root; notes move only within notes roots"
-        )));
-    }
-    sandbox.resolve_folder(path.as_str())?;
-    Ok(path)
-}
-
-/// A folder path without its trailing slash (`/` stays, to be refused).
-fn without_slash(path: &str) -> &str {
-    match path.strip_suffix('/') {
-        Some(rest) if !rest.is_empty() => rest,
-        _ => path,
-    }
-}
-
-/// The notes `from` names: the note itself, or every note under the folder.
-/// Returns `(old, new)` paths.
-fn moved_notes(
-    sandbox: &Sandbox,
-    view: &VaultView<'_>,
-    from: &str,
-    to: &str,
-) -> Result<Vec<(String, String)>> {
-    if from.is_empty() || to.is_empty() {
-        return Err(Error::invalid("`from` and `to` must both be given: a note path or a folder path"));
-    }
-    let (from, to) = (without_slash(from), without_slash(to));
-    if from == to {
-        return Err(Error::invalid(format!("`to` is `from` ({from}): nothing would move")));
-    }
-    let from_path = writable(sandbox, from)?;
-    let to_path = writable(sandbox, to)?;
-    sandbox.check_new_names(&to_path)?;
-    let notes_only = |path: &str| view.records.iter().any(|r| r.path == path && r.kind == NoteKind::Note);
-    if from_path.is_markdown() {
-        if !to_path.is_markdown() {
-            return Err(Error::invalid(format!("`to` ({to}) must end in .md when `from` is a note")));
-        }
-        if !notes_only(from_path.as_str()) {
-            return Err(Error::not_found(format!("{from} is not a note of a notes root"))
-                .with_hint("give the note's exact path (search_knowledge or list_notes shows it)"));
-        }
-        return Ok(vec![(from_path.as_str().to_owned(), to_path.as_str().to_owned())]);
-    }
-    if to_path.is_markdown() {
-        return Err(Error::invalid(format!("`from` ({from}) is a folder, so `to` must be a folder too")));
-    }
-    if to.to_lowercase().starts_with(&format!("{}/", from.to_lowercase())) {
-        return Err(Error::invalid(format!("cannot move the folder {from} into itself ({to})")));
-    }
-    // A folder beside `to` named as `to` in another spelling would be its twin.
-    if let Some(twin) = sandbox.twin_of(&to_path)?.filter(|twin| twin != &to_path && twin != &from_path) {
-        return Err(taken(to, &twin));
-    }
-    let prefix = format!("{from}/");
-    let moves: Vec<(String, String)> = view
-        .records
-        .iter()
-        .filter(|r| r.path.starts_with(&prefix))
-        .map(|r| {
-            if r.kind != NoteKind::Note {
-                return Err(Error::denied(format!("{} is not in a notes root; it cannot be moved", r.path)));
-            }
-            Ok((r.path.clone(), format!("{to}/{}", &r.path[prefix.len()..])))
-        })
-        .collect::<Result<_>>()?;
-    if moves.is_empty() {
-        let exists = sandbox.resolve_folder(from).ok().flatten().is_some();
-        return Err(Error::not_found(if exists {
-            format!("the folder {from} holds no notes to move")
-        } else {
-            format!("no note or folder is at {from}")
-        }));
-    }
-    Ok(moves)
-}
-
-/// `target_exists` for a destination `new` that `twin` holds already (the
-/// very name, or the same name in another case or normalisation).
-fn taken(new: &str, twin: &NotePath) -> Error {
-    let what = if twin.as_str() == new {
-        format!("{new} already exists")
-    } else {
-        format!(
-            "{new} is taken: {twin} has the same name written another way (case, accents or invisible characters)"
-        )
-    };
-    Error::new(ErrorCode::TargetExists, what)
-        .with_hint("choose another `to`, or move that note away first")
-        .with_details(json!({ "target": new, "existing": twin.as_str() }))
-}
-
 /// Plans moving a note or a folder (see the module docs).
 pub fn plan_move(
     sandbox: &Sandbox,
@@ -182,37 +94,28 @@ pub fn plan_move(
     to: &str,
     keep_alias: bool,
 ) -> Result<MovePlan> {
-    let moves = moved_notes(sandbox, view, from, to)?;
-    // Every note's path by its name key (NFC, lowercase), built once: a folder
-    // of 1,000 notes must not compare each with the whole vault.
-    let mut by_key: HashMap<String, Vec<&str>> = HashMap::with_capacity(view.records.len());
-    for record in view.records {
-        by_key.entry(name_key(&record.path)).or_default().push(&record.path);
-    }
-    // The names in each destination folder, listed once.
-    let mut folders: HashMap<String, Vec<String>> = HashMap::new();
-    let mut moved: HashMap<&str, &str> = HashMap::new();
-    for (old, new) in &moves {
-        let target = sandbox.resolve_note_target(new)?;
-        let same_name = name_key(old) == name_key(new);
-        let note_twin = by_key.get(&name_key(new)).and_then(|paths| paths.iter().find(|p| *p != old));
-        if let Some(&twin) = note_twin.filter(|_| !same_name) {
-            return Err(taken(new, &NotePath::parse(twin)?));
-        }
-        let names = match folders.entry(target.parent().to_owned()) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                entry.insert(sandbox.names_in(target.parent())?)
-            }
-        };
-        // A file of the folder named as the destination in another spelling
-        // (the note itself aside: a case-only rename finds its own name).
-        if let Some(twin) = twin_among(names, &target).filter(|twin| twin.as_str() != old) {
-            return Err(taken(new, &twin));
-        }
-        sandbox.resolve_note_target(old)?;
-        moved.insert(old.as_str(), new.as_str());
-    }
+    let moving = what_moves(sandbox, view, from, to)?;
+    let moves = &moving.notes;
+    let moved: HashMap<&str, &str> = moves.iter().map(|(old, new)| (old.as_str(), new.as_str())).collect();
+    let carried: HashMap<&str, &str> =
+        moving.files.iter().map(|(old, new)| (old.as_str(), new.as_str())).collect();
+    // Where every file that moves goes (notes and carried files alike).
+    let moved_to = |path: &str| -> Option<String> {
+        moved.get(path).or_else(|| carried.get(path)).map(|new| (*new).to_owned())
+    };
+    // The attachments after the move (sorted), and where each one goes.
+    let mut attachments_after: Vec<String> =
+        view.attachments.iter().map(|path| moved_to(path).unwrap_or_else(|| path.clone())).collect();
+    attachments_after.sort();
+    let attachment_position: Vec<usize> = view
+        .attachments
+        .iter()
+        .map(|path| {
+            let now = moved_to(path).unwrap_or_else(|| path.clone());
+            attachments_after.binary_search(&now).unwrap_or(usize::MAX)
+        })
+        .collect();
+    let attachments_after = &attachments_after[..];
     let index_of: HashMap<&str, usize> =
         view.records.iter().enumerate().map(|(i, r)| (r.path.as_str(), i)).collect();
 
@@ -224,7 +127,7 @@ pub fn plan_move(
     let mut affected: BTreeSet<usize> = BTreeSet::new();
     let mut new_stems: BTreeSet<String> = BTreeSet::new();
     let mut watched: HashSet<u32> = HashSet::new();
-    for (old, new) in &moves {
+    for (old, new) in moves {
         let index = index_of[old.as_str()];
         affected.insert(index);
         watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
@@ -247,12 +150,25 @@ pub fn plan_move(
     // A link to a watched note naming a heading or block it lacks is broken, so
     // not among its backlinks, yet leads to it: it must follow it all the same
     // (left alone, `[[dup#h]]` could fall to another `dup` and count as mended).
+    // A link to a carried attachment, or by the name of one (another file of
+    // that name may answer it once this one moves), follows it too.
+    let carried_names: HashSet<String> =
+        moving.files.iter().map(|(old, _)| name_key(old.rsplit('/').next().unwrap_or(old))).collect();
+    let names_carried = |attachment: u32| {
+        view.attachments.get(attachment as usize).is_some_and(|path| {
+            carried.contains_key(path.as_str())
+                || carried_names.contains(&name_key(path.rsplit('/').next().unwrap_or(path)))
+        })
+    };
     for from in 0..view.records.len() {
-        let leads_to_watched = view.graph.outlinks(from).iter().any(|resolution| {
-            matches!(resolution, Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to))
-                if watched.contains(to))
+        let follows = view.graph.outlinks(from).iter().any(|resolution| match *resolution {
+            Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to)) => {
+                watched.contains(&to)
+            }
+            Resolution::Attachment(attachment) => names_carried(attachment),
+            _ => false,
         });
-        if leads_to_watched && writable(from) {
+        if follows && writable(from) {
             affected.insert(from);
         }
     }
@@ -274,7 +190,7 @@ pub fn plan_move(
     };
 
     // The vault after the move, before any link is rewritten.
-    let new_path = |path: &str| moved.get(path).map_or_else(|| path.to_owned(), |new| (*new).to_owned());
+    let new_path = |path: &str| moved_to(path).unwrap_or_else(|| path.to_owned());
     let record_of = |index: usize, text: &str| -> Result<Arc<NoteRecord>> {
         let old = &view.records[index];
         if !moved.contains_key(old.path.as_str()) && content_hash(text.as_bytes()) == old.hash {
@@ -316,15 +232,19 @@ pub fn plan_move(
     let (new_records, _) = after(&staged)?;
     // Only where links lead is asked of the vault after the move: its resolver,
     // not a whole graph of every link resolved.
-    let resolver = &Resolver::new(&new_records, view.attachments);
-    let path_of = |resolution: Resolution, records: &[Arc<NoteRecord>]| -> Option<String> {
-        match resolution {
+    let resolver = &Resolver::new(&new_records, attachments_after);
+    // Where a resolution leads, before the move (the view's records and
+    // attachments) or after it (the new records and `attachments_after`).
+    let path_of =
+        |resolution: Resolution, records: &[Arc<NoteRecord>], attachments: &[String]| match resolution {
             Resolution::Note(i) | Resolution::Broken(Broken::MissingHeading(i) | Broken::MissingBlock(i)) => {
                 Some(records[i as usize].path.clone())
             }
-            Resolution::Attachment(a) => view.attachments.get(a as usize).cloned(),
+            Resolution::Attachment(a) => attachments.get(a as usize).cloned(),
             Resolution::Broken(_) => None,
-        }
+        };
+    let lead = |link: LinkRef<'_>| {
+        path_of(resolver.lead(&new_records, attachments_after, link), &new_records, attachments_after)
     };
 
     // Each affected note's links judged on its own (in parallel): its new text
@@ -344,11 +264,11 @@ pub fn plan_move(
                 continue;
             }
             let Some(resolution) = outlinks.get(number) else { continue };
-            let Some(was) = path_of(*resolution, view.records) else { continue };
+            let Some(was) = path_of(*resolution, view.records, view.attachments) else { continue };
             let expected = new_path(&was);
             let packed: Links = vec![new.link.clone()].into();
             let Some(link) = packed.get(0) else { continue };
-            let now = path_of(resolver.lead(&new_records, view.attachments, link), &new_records);
+            let now = lead(link);
             // A Markdown link names a path: it must name it exactly (case included).
             let exact = new.link.kind != LinkKind::Markdown
                 || new.link.target == expected
@@ -365,9 +285,7 @@ pub fn plan_move(
             let bare = strip_md(expected_path.file_name());
             let bare_link =
                 LinkRef { target: bare, anchor: None, display: None, kind: LinkKind::Wikilink, line: 0 };
-            let bare_is_unique =
-                path_of(resolver.lead(&new_records, view.attachments, bare_link), &new_records).as_deref()
-                    == Some(expected.as_str());
+            let bare_is_unique = lead(bare_link).as_deref() == Some(expected.as_str());
             if let Some(mut edit) = relink(text, old, &source, &expected_path, bare_is_unique) {
                 let wiki = old.span.of(text).trim_start_matches('!').starts_with("[[");
                 if wiki && edit.text.contains('/') {
@@ -379,8 +297,7 @@ pub fn plan_move(
                             kind: LinkKind::Wikilink,
                             line: 0,
                         };
-                        path_of(resolver.lead(&new_records, view.attachments, link), &new_records).as_deref()
-                            == Some(expected.as_str())
+                        lead(link).as_deref() == Some(expected.as_str())
                     });
                 }
                 if edit.text != edit.span.of(text) {
@@ -419,7 +336,7 @@ pub fn plan_move(
     let final_resolver = if same_names {
         resolver
     } else {
-        final_resolver = Resolver::new(&final_records, view.attachments);
+        final_resolver = Resolver::new(&final_records, attachments_after);
         &final_resolver
     };
     // The notes whose record differs (one made from unchanged bytes is shared).
@@ -428,11 +345,14 @@ pub fn plan_move(
         .copied()
         .filter(|&index| !Arc::ptr_eq(&view.records[index], &final_records[position[index]]))
         .collect();
+    let attachments_moved = (!carried.is_empty())
+        .then_some(MovedAttachments { after: attachments_after, position: &attachment_position });
     let after_move = view.graph.after_change(
         view.records,
         &final_records,
         final_resolver,
         view.attachments,
+        attachments_moved,
         &changed,
         &[],
         &position,
@@ -440,7 +360,7 @@ pub fn plan_move(
     let broken_after = after_move.broken_count;
     debug_assert_eq!(
         broken_after,
-        Graph::build(&final_records, view.attachments).broken_count,
+        Graph::build(&final_records, attachments_after).broken_count,
         "the broken links counted over the changed links are the whole graph's"
     );
     // Every link of a note that led to a moved note is rewritten; no other
@@ -453,7 +373,8 @@ pub fn plan_move(
         let line = link.map_or(0, |l| l.line);
         let now = match lead {
             Resolution::Note(to) => format!("lead to {}", final_records[to as usize].path),
-            _ => "break".to_owned(),
+            Resolution::Attachment(to) => format!("lead to {}", attachments_after[to as usize]),
+            Resolution::Broken(_) => "break".to_owned(),
         };
         let (what, hint) = if holder.kind == NoteKind::Note {
             ("", "move the note to another name, or move the notes one at a time")
@@ -487,8 +408,9 @@ pub fn plan_move(
         )
         .with_hint("move the notes one at a time, or rename them so their names stay unique"));
     }
+    let ambiguous = newly_ambiguous(view, moves, &final_records, final_resolver, attachments_after);
     let mut files = Vec::new();
-    for (old, new) in &moves {
+    for (old, new) in moves {
         let index = index_of[old.as_str()];
         files.push(FileOp {
             op: FileOpKind::Move,
@@ -497,6 +419,7 @@ pub fn plan_move(
             before: Some(texts[&index].clone()),
             after: Some(staged[&index].clone()),
             kept: None,
+            sha256: None,
         });
     }
     for &index in &affected {
@@ -511,20 +434,54 @@ pub fn plan_move(
             before: Some(texts[&index].clone()),
             after: Some(staged[&index].clone()),
             kept: None,
+            sha256: None,
         });
     }
+    // The files a folder move carries, then the canvases that stay and name a moved file.
+    files.extend(carried_ops(sandbox, view, &moving.files, &moved_to)?);
+    let canvases = staying_canvases(sandbox, view, &|path| carried.contains_key(path), &moved_to)?;
+    let canvases_rewritten = canvases.len()
+        + files
+            .iter()
+            .filter(|op| op.op == FileOpKind::Move && is_canvas(&op.path) && op.before != op.after)
+            .count();
+    files.extend(canvases);
+
     let plural = |n: usize, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });
-    let rewrite = format!("rewrite {} in {}", plural(links as usize, "link"), plural(notes as usize, "note"));
+    let mut rewrite =
+        format!("rewrite {} in {}", plural(links as usize, "link"), plural(notes as usize, "note"));
+    if canvases_rewritten > 0 {
+        let canvases = if canvases_rewritten == 1 { "canvas" } else { "canvases" };
+        rewrite.push_str(&format!(" and {canvases_rewritten} {canvases}"));
+    }
+    if !ambiguous.is_empty() {
+        rewrite.push_str(&format!(", {} will become ambiguous", plural(ambiguous.len(), "link")));
+    }
     let summary = match moves.as_slice() {
         [(old, new)] if old.ends_with(".md") && from.ends_with(".md") => {
             format!("move {old} → {new}, {rewrite}")
         }
-        _ => format!(
-            "move folder {} → {} ({}), {rewrite}",
-            from.trim_end_matches('/'),
-            to.trim_end_matches('/'),
-            plural(moves.len(), "note")
-        ),
+        _ => {
+            let mut what = plural(moves.len(), "note");
+            if !moving.files.is_empty() {
+                what.push_str(&format!(", {}", plural(moving.files.len(), "other file")));
+            }
+            format!(
+                "move folder {} → {} ({what}), {rewrite}",
+                from.trim_end_matches('/'),
+                to.trim_end_matches('/')
+            )
+        }
     };
-    Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
+    let folders =
+        moving.folders.iter().map(|(from, to)| FolderMove { from: from.clone(), to: to.clone() }).collect();
+    let remarks = remarks(&ambiguous);
+    Ok(MovePlan {
+        moves: moving.notes.clone(),
+        carried: moving.files.clone(),
+        notes,
+        links,
+        ambiguous,
+        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks },
+    })
 }

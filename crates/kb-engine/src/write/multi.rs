@@ -145,6 +145,7 @@ pub(super) fn apply(
     // The index starts on the written files while the flush waits on the disk
     // (their sizes and times are known once written; it commits nothing yet).
     let prepared = prepare_all(sandbox, &plan).and_then(|prepared| {
+        make_folders(sandbox, &plan)?;
         index.prepared(prepared_files(&plan, &prepared));
         sandbox.flush_files().map(|()| prepared)
     });
@@ -216,6 +217,7 @@ pub(super) fn apply(
     failpoint(Step::Written)?;
 
     archive_files(sandbox, &located, &archive, failpoint).map_err(after_write_multi)?;
+    remove_emptied_folders(sandbox, &plan);
     failpoint(Step::Archived)?;
 
     let index_result = touched(&plan).and_then(|paths| index.update(&paths));
@@ -293,24 +295,52 @@ impl Drop for Removing {
 fn destinations<'a>(plan: &'a Plan, kept: &'a [Option<NotePath>]) -> impl Iterator<Item = &'a str> {
     plan.files.iter().zip(kept).filter_map(|(op, kept)| match op.op {
         plan::FileOpKind::Create => Some(op.path.as_str()),
-        plan::FileOpKind::Move => op.to.as_deref(),
+        plan::FileOpKind::Move | plan::FileOpKind::MoveFile => op.to.as_deref(),
         plan::FileOpKind::Trash => kept.as_ref().map(NotePath::as_str),
         plan::FileOpKind::Write => None,
     })
 }
 
-/// The folders leading to the plan's destinations, shallowest first.
+/// The folders leading to the plan's destinations (and a folder move's
+/// folders), shallowest first.
 fn destination_folders(plan: &Plan, kept: &[Option<NotePath>]) -> Vec<String> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut out = Vec::new();
-    for path in destinations(plan, kept) {
-        for (at, _) in path.match_indices('/') {
+    let inside = plan.folders.iter().map(|folder| folder.to.as_str()).map(|to| (to, to.len()));
+    let files = destinations(plan, kept).map(|path| (path, 0));
+    for (path, whole) in files.chain(inside) {
+        let ends = path.match_indices('/').map(|(at, _)| at).chain((whole > 0).then_some(whole));
+        for at in ends {
             if seen.insert(&path[..at]) {
                 out.push(path[..at].to_owned());
             }
         }
     }
+    out.sort_by_key(|folder| folder.matches('/').count());
     out
+}
+
+/// Makes the destination of each of a folder move's folders (the files'
+/// ones are made as the files go; an empty folder only here).
+fn make_folders(sandbox: &Sandbox, plan: &Plan) -> Result<()> {
+    for folder in &plan.folders {
+        sandbox.make_note_folder(&NotePath::parse(&folder.to)?)?;
+    }
+    Ok(())
+}
+
+/// Removes, deepest first, each of a folder move's source folders the move
+/// left empty (after the commit point: the files are at their destinations).
+/// Best effort: a folder holding anything (a file a person put there since)
+/// is kept.
+pub(super) fn remove_emptied_folders(sandbox: &Sandbox, plan: &Plan) {
+    let mut folders: Vec<&str> = plan.folders.iter().map(|folder| folder.from.as_str()).collect();
+    folders.sort_by_key(|folder| std::cmp::Reverse(folder.matches('/').count()));
+    for folder in folders {
+        if let Ok(folder) = NotePath::parse(folder) {
+            let _ = sandbox.remove_empty_folder(&folder);
+        }
+    }
 }
 
 /// The folders the plan's destinations need that do not exist now, shallowest
@@ -402,6 +432,7 @@ pub(super) fn recover_pending(
     for (number, op) in plan.files.iter().enumerate().rev() {
         plan::backward(sandbox, op, located.id(), kept[number].as_ref())?;
     }
+    sandbox.flush_files()?;
     // Before the folders: a prepared file left in a new folder keeps it.
     sweep_temps(sandbox, inbox, &plan, located.id());
     remove_new_folders(sandbox, &plan, &kept, &journal.folders);
@@ -415,8 +446,12 @@ pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Locat
     let kept = kept_paths(sandbox, inbox, &located.dir, located, &plan)?;
     // Unused: without prepared files, each swap removes what it replaced.
     let mut discards = Discards::default();
+    make_folders(sandbox, &plan)?;
     for (number, op) in plan.files.iter().enumerate() {
         plan::forward(sandbox, op, located.id(), kept[number].as_ref(), &mut || Ok(()), None, &mut discards)?;
     }
+    sandbox.flush_files()?;
+    // The temporary files beside its notes are swept by the caller
+    // (`recover::sweep_journaled`), which then removes the emptied folders.
     touched(&plan)
 }

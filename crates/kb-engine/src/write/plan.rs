@@ -26,8 +26,8 @@ use super::proposal::{FILE_MAX_BYTES, Inbox, short_id, today};
 use super::propose::stale_base;
 use super::review::{FileChange, op_change};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{Discards, NotePath, Prepared, Replaced, Sandbox, WriteMode};
-use crate::vault::content_hash;
+use crate::sandbox::{Discards, NotePath, OpenedFile, Prepared, Replaced, Sandbox, WriteMode, ends_in_md};
+use crate::vault::{ContentHasher, content_hash, is_canvas};
 
 /// The plan format version.
 pub(super) const PLAN_SCHEMA: u32 = 1;
@@ -44,6 +44,10 @@ pub enum FileOpKind {
     Move,
     /// Moves a note into `inbox/trash/<date>/`.
     Trash,
+    /// Moves a file kept as bytes (an attachment, or any file a folder move
+    /// carries that is not text it rewrites): renamed, never rewritten, so its
+    /// bytes and mode go with it; `sha256` is what it must hold.
+    MoveFile,
 }
 
 /// One file operation, with the bytes it expects and leaves.
@@ -69,13 +73,16 @@ pub struct FileOp {
     /// permissions, which are its own; a new note, without one, gets the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept: Option<String>,
+    /// A `move_file`'s bytes' hash (the plan holds no text of such a file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 impl FileOp {
     /// Where the note is after the operation (`None`: in the trash).
     pub fn destination(&self) -> Option<&str> {
         match self.op {
-            FileOpKind::Move => self.to.as_deref(),
+            FileOpKind::Move | FileOpKind::MoveFile => self.to.as_deref(),
             FileOpKind::Trash => None,
             FileOpKind::Create | FileOpKind::Write => Some(&self.path),
         }
@@ -99,6 +106,26 @@ pub struct Plan {
     pub summary: String,
     /// The operations, applied in order (and undone in reverse).
     pub files: Vec<FileOp>,
+    /// A folder move's folders, the moved folder first: the apply makes each
+    /// destination (an empty folder too, which no file would make) before the
+    /// files move, and removes each source it left empty once they have.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub folders: Vec<FolderMove>,
+    /// What a person should know before approving that no file's diff shows
+    /// (the links a move leaves leading where they led but makes ambiguous),
+    /// a line each, shown under the summary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remarks: Vec<String>,
+}
+
+/// One folder of a folder move.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FolderMove {
+    /// Where it is.
+    pub from: String,
+    /// Where it goes.
+    pub to: String,
 }
 
 impl Plan {
@@ -130,7 +157,13 @@ impl Plan {
                 _ => (StoredOp::verbatim(op), op_change(op, None)),
             })
             .unzip();
-        let stored = StoredPlan { schema: self.schema, summary: self.summary.clone(), files };
+        let stored = StoredPlan {
+            schema: self.schema,
+            summary: self.summary.clone(),
+            files,
+            folders: self.folders.clone(),
+            remarks: self.remarks.clone(),
+        };
         let mut bytes = serde_json::to_vec_pretty(&stored)
             .map_err(|err| Error::internal(format!("cannot serialise a proposal plan: {err}")))?;
         bytes.push(b'\n');
@@ -155,6 +188,10 @@ struct StoredPlan {
     schema: u32,
     summary: String,
     files: Vec<StoredOp>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    folders: Vec<FolderMove>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    remarks: Vec<String>,
 }
 
 /// An operation as the plan file holds it: a [`FileOp`], or a `write` as its
@@ -178,6 +215,8 @@ struct StoredOp {
     splices: Option<Vec<Splice>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kept: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sha256: Option<String>,
 }
 
 impl StoredOp {
@@ -192,6 +231,7 @@ impl StoredOp {
             after_sha256: None,
             splices: None,
             kept: op.kept.clone(),
+            sha256: op.sha256.clone(),
         }
     }
 
@@ -218,6 +258,7 @@ impl StoredOp {
             after_sha256: Some(content_hash(after.as_bytes())),
             splices: Some(splices),
             kept: None,
+            sha256: None,
         }
     }
 
@@ -344,10 +385,20 @@ impl PlanFile {
                 FileOpKind::Write => op.to.is_none() && op.before.is_some() && op.after.is_some(),
                 FileOpKind::Move => op.to.is_some() && op.before.is_some() && op.after.is_some(),
                 FileOpKind::Trash => op.to.is_none() && op.before.is_some() && op.after.is_none(),
+                FileOpKind::MoveFile => op.to.is_some() && op.before.is_none() && op.after.is_none(),
             };
-            // Only a note brought back was kept somewhere.
+            // Only a note brought back was kept somewhere; only a file moved as bytes has a hash.
             let kept_fits = op.kept.is_none() || op.op == FileOpKind::Create;
-            if !fits || !kept_fits {
+            let hash_fits = op.sha256.is_some() == (op.op == FileOpKind::MoveFile);
+            // A note is created, trashed, written or moved as text; a canvas a
+            // move rewrites is written or moved as text; any file moves as bytes.
+            let text_file = |path: &str| match op.op {
+                FileOpKind::Create | FileOpKind::Trash => ends_in_md(path),
+                FileOpKind::Write | FileOpKind::Move => ends_in_md(path) || is_canvas(path),
+                FileOpKind::MoveFile => true,
+            };
+            let kind_fits = text_file(&op.path) && op.to.as_deref().is_none_or(text_file);
+            if !fits || !kept_fits || !hash_fits || !kind_fits {
                 return Err(Error::new(
                     ErrorCode::ProposalTampered,
                     format!("its plan's operation on {} lacks the fields it needs", op.path),
@@ -370,8 +421,8 @@ impl PlanFile {
                     op.op,
                     &op.path,
                     op.to.as_deref(),
-                    hash(&op.before, &op.before_sha256),
-                    hash(&op.after, &op.after_sha256),
+                    hash(&op.before, &op.before_sha256).or_else(|| op.sha256.clone()),
+                    hash(&op.after, &op.after_sha256).or_else(|| op.sha256.clone()),
                 )
             })
             .collect()
@@ -387,7 +438,7 @@ impl PlanFile {
     /// when it was read, for [`check_read`] (an apply reads each note once).
     pub(super) fn hydrate_reading(self, sandbox: &Sandbox) -> Result<(Plan, Vec<Read>)> {
         use rayon::prelude::*;
-        let StoredPlan { schema, summary, files } = self.stored;
+        let StoredPlan { schema, summary, files, folders, remarks } = self.stored;
         let (files, reads): (Vec<FileOp>, Vec<Read>) = files
             .into_par_iter()
             .map(|op| {
@@ -399,6 +450,7 @@ impl PlanFile {
                         before: op.before,
                         after: op.after,
                         kept: op.kept,
+                        sha256: op.sha256,
                     };
                     return Ok((op, None));
                 }
@@ -414,13 +466,14 @@ impl PlanFile {
                     before: Some(before),
                     after: Some(after),
                     kept: None,
+                    sha256: None,
                 };
                 Ok((op, Some(now)))
             })
             .collect::<Result<Vec<(FileOp, Read)>>>()?
             .into_iter()
             .unzip();
-        Ok((Plan { schema, summary, files }, reads))
+        Ok((Plan { schema, summary, files, folders, remarks }, reads))
     }
 }
 
@@ -461,13 +514,28 @@ fn changed(path: &NotePath, expected: &str, now: Option<&[u8]>) -> Error {
     stale_base(path, &content_hash(expected.as_bytes()), now.map(content_hash).as_deref())
 }
 
-/// A note's bytes now (`None`: it does not exist).
+/// A note's (or a rewritten canvas's) bytes now (`None`: it does not exist).
 fn current(sandbox: &Sandbox, path: &NotePath) -> Result<Option<Vec<u8>>> {
-    match sandbox.read(path, FILE_MAX_BYTES) {
+    match sandbox.read_plan_file(path, FILE_MAX_BYTES) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(err) if err.code == ErrorCode::NotFound => Ok(None),
         Err(err) => Err(err),
     }
+}
+
+/// An operation's path as a plan target: a note, a canvas a move rewrites,
+/// a file a folder move carries (the plan's form was checked when it was
+/// parsed: which operation may act on which kind of file).
+fn target(sandbox: &Sandbox, path: &str) -> Result<NotePath> {
+    sandbox.resolve_plan_target(path)
+}
+
+/// Whether a plan target exists (a note found as reads find it).
+fn exists(sandbox: &Sandbox, path: &NotePath) -> Result<bool> {
+    if path.is_markdown() && sandbox.area_of(path).is_some() {
+        return Ok(sandbox.stat(path)?.is_some());
+    }
+    Ok(sandbox.stat_plan_file(path)?.is_some())
 }
 
 fn target_exists(path: &NotePath) -> Error {
@@ -493,14 +561,22 @@ pub(super) fn check_read(sandbox: &Sandbox, plan: &Plan, reads: &[Read]) -> Resu
         .par_iter()
         .enumerate()
         .map(|(number, op)| {
-            let path = sandbox.resolve_note_target(&op.path)?;
+            let path = target(sandbox, &op.path)?;
             if let Some(to) = &op.to {
-                let to = sandbox.resolve_note_target(to)?;
+                let to = target(sandbox, to)?;
                 let case_only = to.as_str() != path.as_str()
                     && to.as_str().to_lowercase() == path.as_str().to_lowercase();
-                if !case_only && sandbox.stat(&to)?.is_some() {
+                if !case_only && exists(sandbox, &to)? {
                     return Err(target_exists(&to));
                 }
+            }
+            if let Some(sha256) = &op.sha256 {
+                let now = file_hash(sandbox, &path)?;
+                if now.as_deref() == Some(sha256.as_str()) {
+                    return Ok(None);
+                }
+                let err = stale_base(&path, sha256, now.as_deref());
+                return Ok(Some((path, err)));
             }
             let read;
             let now = match reads.get(number) {
@@ -558,6 +634,9 @@ enum State {
 
 /// `kept`: where a trashed note's copy is (see [`forward`]).
 fn state(sandbox: &Sandbox, op: &FileOp, kept: Option<&NotePath>) -> Result<State> {
+    if op.op == FileOpKind::MoveFile {
+        return carried_state(sandbox, op);
+    }
     let path = NotePath::parse(&op.path)?;
     let now = current(sandbox, &path)?;
     let holds = |bytes: &Option<Vec<u8>>, text: &Option<String>| match (bytes, text) {
@@ -604,7 +683,51 @@ fn state(sandbox: &Sandbox, op: &FileOp, kept: Option<&NotePath>) -> Result<Stat
                 State::Foreign
             }
         }
+        FileOpKind::MoveFile => unreachable!("a carried file's state is judged by its hash"),
     })
+}
+
+/// [`state`] of a `move_file`, judged by the hashes of the files at both names.
+fn carried_state(sandbox: &Sandbox, op: &FileOp) -> Result<State> {
+    let path = NotePath::parse(&op.path)?;
+    let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
+    let expected = op.sha256.as_deref();
+    let case_only = to.as_str().to_lowercase() == path.as_str().to_lowercase();
+    let (at_from, at_to) = (file_hash(sandbox, &path)?, file_hash(sandbox, &to)?);
+    let from_gone = at_from.is_none() || (case_only && !sandbox.has_exact_name(&path));
+    Ok(if from_gone && at_to.as_deref() == expected {
+        State::After
+    } else if at_from.as_deref() == expected && (at_to.is_none() || case_only) {
+        State::Before
+    } else {
+        State::Foreign
+    })
+}
+
+/// The hash of a plan file's bytes, read in parts; `None` when it is gone.
+pub(super) fn file_hash(sandbox: &Sandbox, path: &NotePath) -> Result<Option<String>> {
+    let Some(opened) = sandbox.open_plan_file(path)? else { return Ok(None) };
+    let mut hasher = ContentHasher::default();
+    opened.for_each_chunk(|_, chunk| {
+        hasher.update(chunk);
+        true
+    })?;
+    Ok(Some(hasher.finish()))
+}
+
+/// Renames a carried file from `from` to `to` while it holds `sha256`; the
+/// folders are flushed with the apply's one flush where there is one.
+fn rename_carried(sandbox: &Sandbox, from: &str, to: &str, sha256: Option<&str>) -> Result<()> {
+    let (from, to) = (NotePath::parse(from)?, NotePath::parse(to)?);
+    let mut holds = |opened: &OpenedFile| -> Result<bool> {
+        let mut hasher = ContentHasher::default();
+        opened.for_each_chunk(|_, chunk| {
+            hasher.update(chunk);
+            true
+        })?;
+        Ok(Some(hasher.finish().as_str()) == sha256)
+    };
+    sandbox.rename_carried(&from, &to, &mut holds, !cfg!(target_os = "linux"))
 }
 
 fn foreign(op: &FileOp) -> Error {
@@ -733,6 +856,10 @@ pub(super) fn forward(
             let copy = Inbox::of(sandbox).conflict_copy(&path, id)?;
             sandbox.trash_note(&path, trash, before.as_bytes(), &copy, discards)
         }
+        (FileOpKind::MoveFile, _) => {
+            hook()?;
+            rename_carried(sandbox, &op.path, op.to.as_deref().unwrap_or_default(), op.sha256.as_deref())
+        }
     }
 }
 
@@ -772,6 +899,9 @@ pub(super) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, kept: Option<&N
         return Ok(());
     }
     match op.op {
+        FileOpKind::MoveFile => {
+            rename_carried(sandbox, op.to.as_deref().unwrap_or_default(), &op.path, op.sha256.as_deref())
+        }
         FileOpKind::Create => sandbox.remove_note(&path, after.as_bytes()).map(|_| ()),
         FileOpKind::Write => swap(sandbox, &path, before, after, id, &mut || Ok(()), None),
         FileOpKind::Move => {
@@ -816,6 +946,7 @@ fn entry(
         FileOpKind::Write => "write",
         FileOpKind::Move => "move",
         FileOpKind::Trash => "trash",
+        FileOpKind::MoveFile => "move_file",
     };
     let mut entry = json!({ "path": path, "op": op_name });
     if let Some(to) = to {

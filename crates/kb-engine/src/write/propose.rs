@@ -411,6 +411,9 @@ pub fn stage_plan(
     }
     let (bytes, changes) = plan.staged()?;
     let mut diff = format!("# {}\n", plan.summary);
+    for remark in &plan.remarks {
+        diff.push_str(&format!("# {remark}\n"));
+    }
     for change in changes {
         diff.push_str(&change.diff);
     }

@@ -172,7 +172,11 @@ fn sweep_journaled(sandbox: &Sandbox, inbox: &Inbox, journal: &Journal) -> Vec<S
             return Vec::new();
         }
         return match proposal::read_plan(sandbox, &located) {
-            Ok(plan) => super::multi::sweep_temps(sandbox, inbox, &plan, located.id()),
+            Ok(plan) => {
+                let swept = super::multi::sweep_temps(sandbox, inbox, &plan, located.id());
+                super::multi::remove_emptied_folders(sandbox, &plan);
+                swept
+            }
             Err(_) => Vec::new(),
         };
     }

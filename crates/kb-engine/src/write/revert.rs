@@ -19,7 +19,7 @@ use serde_json::json;
 use super::diff::undo_diff;
 use super::journal;
 use super::multi::trash_paths;
-use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan, PlanFile};
+use super::plan::{FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan, PlanFile, file_hash};
 use super::proposal::{FILE_MAX_BYTES, Inbox, find_applied, intact, tampered};
 use super::{ProposalKind, audit::AuditLog};
 use crate::error::{Error, ErrorCode, Result};
@@ -58,7 +58,7 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
         String::from_utf8(bytes).map_err(|_| tampered(id, "its archived files are not UTF-8 text"))
     };
     let meta = &located.meta;
-    let (ops, what) = match meta.kind {
+    let (ops, folders, what) = match meta.kind {
         ProposalKind::New => {
             let written = text(content)?;
             let op = FileOp {
@@ -68,8 +68,9 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
                 before: Some(written),
                 after: None,
                 kept: None,
+                sha256: None,
             };
-            (vec![op], format!("new {}", meta.target))
+            (vec![op], Vec::new(), format!("new {}", meta.target))
         }
         ProposalKind::Patch => {
             let written = text(content)?;
@@ -88,8 +89,9 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
                 before: Some(written),
                 after: Some(before),
                 kept: None,
+                sha256: None,
             };
-            (vec![op], format!("patch {}", meta.target))
+            (vec![op], Vec::new(), format!("patch {}", meta.target))
         }
         _ => {
             let plan =
@@ -104,7 +106,10 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
                 });
             }
             let ops = plan.files.iter().zip(kept).rev().map(|(op, kept)| inverse(op, kept)).collect();
-            (ops, plan.summary)
+            // A folder move's folders go back too: made again, and the new ones removed once emptied.
+            let folders =
+                plan.folders.iter().map(|f| FolderMove { from: f.to.clone(), to: f.from.clone() }).collect();
+            (ops, folders, plan.summary)
         }
     };
     check_unchanged(sandbox, id, &ops)?;
@@ -112,7 +117,7 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
     Ok(RevertPlan {
         reverts: id.to_owned(),
         target: meta.target.clone(),
-        plan: Plan { schema: PLAN_SCHEMA, summary, files: ops },
+        plan: Plan { schema: PLAN_SCHEMA, summary, files: ops, folders, remarks: Vec::new() },
     })
 }
 
@@ -126,6 +131,7 @@ fn inverse(op: &FileOp, kept: Option<NotePath>) -> FileOp {
             before: op.after.clone(),
             after: None,
             kept: None,
+            sha256: None,
         },
         FileOpKind::Write => FileOp {
             op: FileOpKind::Write,
@@ -134,6 +140,7 @@ fn inverse(op: &FileOp, kept: Option<NotePath>) -> FileOp {
             before: op.after.clone(),
             after: op.before.clone(),
             kept: None,
+            sha256: None,
         },
         FileOpKind::Move => FileOp {
             op: FileOpKind::Move,
@@ -142,6 +149,16 @@ fn inverse(op: &FileOp, kept: Option<NotePath>) -> FileOp {
             before: op.after.clone(),
             after: op.before.clone(),
             kept: None,
+            sha256: None,
+        },
+        FileOpKind::MoveFile => FileOp {
+            op: FileOpKind::MoveFile,
+            path: op.to.clone().unwrap_or_default(),
+            to: Some(op.path.clone()),
+            before: None,
+            after: None,
+            kept: None,
+            sha256: op.sha256.clone(),
         },
         FileOpKind::Trash => FileOp {
             op: FileOpKind::Create,
@@ -150,6 +167,7 @@ fn inverse(op: &FileOp, kept: Option<NotePath>) -> FileOp {
             before: None,
             after: op.before.clone(),
             kept: kept.map(|kept| kept.as_str().to_owned()),
+            sha256: None,
         },
     }
 }
@@ -160,19 +178,25 @@ fn inverse(op: &FileOp, kept: Option<NotePath>) -> FileOp {
 fn check_unchanged(sandbox: &Sandbox, id: &str, ops: &[FileOp]) -> Result<()> {
     let mut stale: Vec<String> = Vec::new();
     for op in ops {
-        let path = sandbox.resolve_note_target(&op.path)?;
-        let now = match sandbox.read(&path, FILE_MAX_BYTES) {
-            Ok(bytes) => Some(bytes),
-            Err(err) if err.code == ErrorCode::NotFound => None,
-            Err(err) => return Err(err),
+        let path = sandbox.resolve_plan_target(&op.path)?;
+        let holds = match &op.sha256 {
+            Some(sha256) => file_hash(sandbox, &path)?.as_deref() == Some(sha256.as_str()),
+            None => {
+                let now = match sandbox.read_plan_file(&path, FILE_MAX_BYTES) {
+                    Ok(bytes) => Some(bytes),
+                    Err(err) if err.code == ErrorCode::NotFound => None,
+                    Err(err) => return Err(err),
+                };
+                now.as_deref() == op.before.as_deref().map(str::as_bytes)
+            }
         };
-        if now.as_deref() != op.before.as_deref().map(str::as_bytes) {
+        if !holds {
             stale.push(op.path.clone());
         }
         if let Some(to) = &op.to {
-            let to_path = sandbox.resolve_note_target(to)?;
+            let to_path = sandbox.resolve_plan_target(to)?;
             let case_only = to.to_lowercase() == op.path.to_lowercase();
-            if !case_only && sandbox.stat(&to_path)?.is_some() {
+            if !case_only && sandbox.stat_plan_file(&to_path)?.is_some() {
                 stale.push(to.clone());
             }
         }

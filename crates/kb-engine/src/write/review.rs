@@ -57,6 +57,8 @@ pub struct Review {
     pub staged_note: Option<String>,
     /// The other pending proposals touching a file this one touches.
     pub overlaps: Vec<Overlap>,
+    /// A multi-file plan's remarks (the links a move makes ambiguous).
+    pub remarks: Vec<String>,
 }
 
 /// Another pending proposal touching some of the files a proposal touches:
@@ -87,6 +89,7 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
             caveat,
             staged_note: None,
             overlaps: overlaps(sandbox, &inbox, &located, &touched)?,
+            remarks: plan.remarks,
         });
     }
     let staged_bytes = sandbox.read(&located.content_path()?, FILE_MAX_BYTES)?;
@@ -143,6 +146,7 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
         caveat,
         staged_note: Some(staged.into_owned()),
         overlaps: overlaps(sandbox, &inbox, &located, &touched)?,
+        remarks: Vec::new(),
     })
 }
 
@@ -245,6 +249,11 @@ pub(super) fn op_change(op: &FileOp, diffed: Option<&LineDiff<'_>>) -> FileChang
                 (added, removed) = (a, r);
             }
             FileChange { path: to, op: "move", diff, added, removed }
+        }
+        FileOpKind::MoveFile => {
+            let to = op.to.clone().unwrap_or_default();
+            let diff = format!("rename from {}\nrename to {to}\n", op.path);
+            FileChange { path: to, op: "move", diff, added: 0, removed: 0 }
         }
         FileOpKind::Trash => {
             let removed = u32::try_from(before.lines().count()).unwrap_or(u32::MAX);

@@ -16,7 +16,7 @@ pub(super) fn on_disk(root: &Path, rel: &str) -> PathBuf {
 
 /// `path` relative to `root` with forward slashes; `""` for the root itself,
 /// `None` when it is not below the root or not UTF-8.
-pub(super) fn relative(root: &Path, path: &Path) -> Option<String> {
+pub(in crate::sandbox) fn relative(root: &Path, path: &Path) -> Option<String> {
     let rest = match path.strip_prefix(root) {
         Ok(rest) => rest,
         Err(_) => return relative_unverbatim(root, path),

@@ -5,7 +5,7 @@ use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::time::SystemTime;
 
-use super::errors::{missing, too_large};
+use super::errors::{is_missing, missing, too_large};
 use super::resolve::{Use, logical_area, real_file, verify_opened};
 use crate::error::{Error, Result};
 use crate::sandbox::{NotePath, Sandbox};
@@ -36,6 +36,11 @@ pub struct OpenedFile {
 const CHUNK_BYTES: usize = 64 * 1024;
 
 impl OpenedFile {
+    /// An opened file, its metadata taken when it was opened.
+    pub(in crate::sandbox) fn new(file: File, opened: &Metadata, path: &NotePath) -> OpenedFile {
+        OpenedFile { file, len: opened.len(), modified: opened.modified().ok(), path: path.clone() }
+    }
+
     /// The file's size when it was opened.
     pub fn len(&self) -> u64 {
         self.len
@@ -87,8 +92,9 @@ impl OpenedFile {
 
 /// How often a read resolves, opens and verifies a file again when the file
 /// changed between the check and the open: an editor saving by rename replaces
-/// the note under the same name, which is no attack. Every try runs every
-/// check, so a symlink swapped in is refused whatever the count.
+/// the note under the same name (for a moment, no file has it), which is no
+/// attack. Every try runs every check, so a symlink swapped in is refused
+/// whatever the count.
 const OPEN_TRIES: usize = 8;
 
 pub(in crate::sandbox) fn open_read(sandbox: &Sandbox, path: &NotePath) -> Result<OpenedFile> {
@@ -96,20 +102,21 @@ pub(in crate::sandbox) fn open_read(sandbox: &Sandbox, path: &NotePath) -> Resul
     let mut tries = 0;
     loop {
         let real = real_file(sandbox, path, area)?.ok_or_else(|| missing(path))?;
-        let file = File::open(&real.canonical).map_err(|err| Error::io(path, &err))?;
+        let file = match File::open(&real.canonical) {
+            Ok(file) => file,
+            Err(err) if is_missing(&err) && tries + 1 < OPEN_TRIES => {
+                tries += 1;
+                continue;
+            }
+            Err(err) if is_missing(&err) => return Err(missing(path)),
+            Err(err) => return Err(Error::io(path, &err)),
+        };
         let opened = file.metadata().map_err(|err| Error::io(path, &err))?;
         if !opened.is_file() {
             return Err(Error::denied(format!("{path} is not a regular file")));
         }
         match verify_opened(sandbox, path, area, &real, &file, &opened) {
-            Ok(()) => {
-                return Ok(OpenedFile {
-                    file,
-                    len: opened.len(),
-                    modified: opened.modified().ok(),
-                    path: path.clone(),
-                });
-            }
+            Ok(()) => return Ok(OpenedFile::new(file, &opened, path)),
             Err(_) if tries + 1 < OPEN_TRIES => tries += 1,
             Err(err) => return Err(err),
         }

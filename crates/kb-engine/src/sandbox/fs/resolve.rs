@@ -234,6 +234,19 @@ pub(in crate::sandbox) fn check_note_target(sandbox: &Sandbox, path: &NotePath) 
     }
 }
 
+/// A file a multi-file plan may move or rewrite: a note target when it is a
+/// visible Markdown file, else a file of a notes root that no rule denies
+/// (an attachment, a canvas, a hidden file a folder move carries).
+pub(in crate::sandbox) fn check_plan_target(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
+    if path.is_markdown() && sandbox.policy.area_of(path).is_some() {
+        return check_note_target(sandbox, path);
+    }
+    match sandbox.policy.carried_area(path) {
+        Some(Area::Note) => Ok(()),
+        _ => Err(not_writable(sandbox, path)),
+    }
+}
+
 /// Walks the path from the root without following anything: every existing
 /// component must be a real folder (the last one a regular file), never a
 /// symlink. With `create`, missing folders are created one by one and checked
@@ -275,7 +288,8 @@ pub(in crate::sandbox) fn walk_write_chain(
     let real = canonical(&deepest).map_err(|err| Error::io(path, &err))?;
     match relative(&sandbox.root, &real) {
         None => Err(Error::denied(format!("{path} resolves outside the vault"))),
-        Some(rel) if !rel.is_empty() && sandbox.policy.is_denied(&rel) => {
+        // A hidden folder a folder move carries is checked by the caller's area.
+        Some(rel) if !rel.is_empty() && sandbox.policy.is_denied_by_rule(&rel) => {
             Err(Error::denied(format!("{path} resolves into a denied folder")))
         }
         Some(rel) if rel != deepest_rel => {

@@ -157,8 +157,9 @@ impl Graph {
     /// `changed` (indexes into `before`) have new text, a new path or both, or
     /// are gone (`position` of `usize::MAX`); the notes `added` (indexes into
     /// `after`) are new; `position` maps every other index of `before` to that
-    /// note's index in `after` (sorted by path); `resolver` is `after`'s and
-    /// the attachments are this graph's.
+    /// note's index in `after` (sorted by path); `resolver` is `after`'s.
+    /// The attachments are this graph's, the same after the change unless
+    /// `moved_attachments` says where they go (a folder move carries them).
     ///
     /// Only the links whose resolution can change are resolved again (see
     /// `Recheck`).
@@ -169,14 +170,23 @@ impl Graph {
         after: &'t [Arc<NoteRecord>],
         resolver: &Resolver,
         attachments: &[String],
+        moved_attachments: Option<MovedAttachments<'_>>,
         changed: &[usize],
         added: &[usize],
         position: &[usize],
     ) -> AfterChange {
-        let recheck = Recheck::new(before, after, changed, added, position);
+        let mut recheck = Recheck::new(before, after, changed, added, position);
+        let attachments_after = moved_attachments.map_or(attachments, |moved| moved.after);
+        if let Some(moved) = moved_attachments {
+            recheck.attachments_moved(attachments, moved);
+        }
         let is_broken = |resolution: &Resolution| matches!(resolution, Resolution::Broken(_));
-        let files = Files { records: after, attachments };
+        let files = Files { records: after, attachments: attachments_after };
         let moved = |index: u32| position.get(index as usize).map_or(u32::MAX, |&p| id(p));
+        let attachment_moved = |index: u32| match moved_attachments {
+            Some(moved) => moved.position.get(index as usize).map_or(u32::MAX, |&p| id(p)),
+            None => index,
+        };
         // Where a link led before, in `after`'s indexes.
         let mapped = |resolution: Resolution| match resolution {
             Resolution::Note(to) => Resolution::Note(moved(to)),
@@ -186,6 +196,7 @@ impl Graph {
             Resolution::Broken(Broken::MissingBlock(to)) => {
                 Resolution::Broken(Broken::MissingBlock(moved(to)))
             }
+            Resolution::Attachment(to) => Resolution::Attachment(attachment_moved(to)),
             other => other,
         };
         let tally = (0..before.len())
@@ -247,6 +258,17 @@ impl Graph {
             .filter(|&m| backlinks.binary_search_by_key(&id(m), |b| b.from).is_ok())
             .collect()
     }
+}
+
+/// Where a change moves the graph's attachments (a folder move carries
+/// them): every path after it, sorted, and for each attachment of the graph
+/// its index there (`usize::MAX`: gone).
+#[derive(Debug, Clone, Copy)]
+pub struct MovedAttachments<'a> {
+    /// The attachment paths after the change, sorted.
+    pub after: &'a [String],
+    /// Each attachment's index in `after`, by its index in the graph.
+    pub position: &'a [usize],
 }
 
 /// What [`Graph::after_change`] finds.
@@ -346,6 +368,20 @@ impl Recheck {
         names.sort_unstable();
         names.dedup();
         Recheck { is_changed, anchors_changed, names }
+    }
+
+    /// Adds the names of the attachments that move (before and after): a link
+    /// naming one may find another file, or this one no more.
+    fn attachments_moved(&mut self, before: &[String], moved: MovedAttachments<'_>) {
+        for (index, path) in before.iter().enumerate() {
+            let now = moved.position.get(index).and_then(|&at| moved.after.get(at));
+            if now != Some(path) {
+                self.names.push(folded_hash(last_segment(path)));
+                self.names.extend(now.map(|now| folded_hash(last_segment(now))));
+            }
+        }
+        self.names.sort_unstable();
+        self.names.dedup();
     }
 
     /// Whether `link` of an unchanged note, which led to `resolution`, must be
@@ -472,7 +508,7 @@ mod tests {
         let after: Vec<Arc<NoteRecord>> = after.into_iter().map(|(record, _)| record).collect();
         let resolver = Resolver::new(&after, &attachments);
         let counted = graph
-            .after_change(&before, &after, &resolver, &attachments, &changed, &[], &position)
+            .after_change(&before, &after, &resolver, &attachments, None, &changed, &[], &position)
             .broken_count;
         let whole = Graph::build(&after, &attachments).broken_count;
         assert_eq!(counted, whole, "before {before:#?}\nchanges {changes:?}");

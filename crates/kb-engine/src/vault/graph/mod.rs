@@ -16,5 +16,5 @@
 mod links;
 mod resolver;
 
-pub use links::{AfterChange, Backlink, Graph};
+pub use links::{AfterChange, Backlink, Graph, MovedAttachments};
 pub use resolver::{Broken, Resolution, Resolver};

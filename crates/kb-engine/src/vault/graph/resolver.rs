@@ -211,6 +211,18 @@ impl Resolver {
         self.by_stem_lower.run(&key).filter(|&i| files.has_stem(i, &key)).collect()
     }
 
+    /// The notes a wikilink target could mean in the vault of `records`, best
+    /// first: more than one when several share the name (see
+    /// [`Graph::candidates`](super::Graph::candidates)).
+    pub fn notes_named(
+        &self,
+        records: &[Arc<NoteRecord>],
+        attachments: &[String],
+        target: &str,
+    ) -> Vec<usize> {
+        self.candidates(Files { records, attachments }, target)
+    }
+
     /// Where a link's non-empty target leads, its anchor aside: a note, or else
     /// the attachment or broken link it is. The same for every link written
     /// with the same kind and target, whichever note holds it.
