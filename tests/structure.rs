@@ -2778,3 +2778,44 @@ fn issue_34_a_note_brought_back_after_the_trash_was_emptied_stays_private() {
     assert_eq!(mode_of(&vault, "z/p/secret.md"), 0o600, "emptied before");
     check_private_text(&vault);
 }
+
+/// The findings an audit counts for broken links and anchors.
+fn audit_broken(engine: &Engine) -> u64 {
+    let checks = Some(vec![AuditCheck::BrokenLink, AuditCheck::BrokenAnchor]);
+    engine.audit_vault(&AuditArgs { checks, limit: Some(500), ..Default::default() }).unwrap().total
+}
+
+/// Issue 34 item 4: a move rewrites the links in frontmatter properties in
+/// place, in their own form (display text, heading and block anchors kept;
+/// quotes, list style, comments and every other byte unchanged; a `'` inside
+/// single quotes doubled), leaves alone what is no link (a name in `aliases`,
+/// an unquoted `[[C]]`), and the vault's broken links stay as many, as the
+/// audit and a fresh index agree.
+#[test]
+fn issue34_a_move_rewrites_links_in_properties_in_place() {
+    let (_tmp, vault) = common::property_vault();
+    let engine = open(&vault);
+    let (before, audited) = (broken(&engine), audit_broken(&engine));
+    assert_eq!((before, audited), (2, 2));
+    let moves = [
+        ("z/C.md", "z/sub/C2.md"),
+        ("z/D.md", "z/sub/D new.md"),
+        ("z/A.md", "z/sub/Bob's.md"),
+        // The bare name stays unique: nothing to rewrite.
+        ("z/B.md", "z/sub/B.md"),
+    ];
+    for (from, to) in moves {
+        move_keeping_every_link(&engine, from, to);
+        assert_eq!(audit_broken(&engine), audited, "the audit agrees after moving {from}");
+        assert_eq!(broken(&open(&vault)), before, "a fresh index agrees after moving {from}");
+    }
+    assert_eq!(
+        read(&vault, "z/hub.md"),
+        common::PROPERTY_HUB
+            .replace("\"[[A]]\" # the main one", "\"[[Bob's]]\" # the main one")
+            .replace("\"[[C|see C]]\"", "\"[[C2|see C]]\"")
+            .replace("\"[[D#Heading]]\"", "\"[[D new#Heading]]\"")
+            .replace("'[[A#^blk]]'", "'[[Bob''s#^blk]]'")
+            .replace("\"[[A#No such heading]]\"", "\"[[Bob's#No such heading]]\"")
+    );
+}

@@ -39,7 +39,7 @@ pub(super) fn written(link: LinkRef<'_>) -> String {
     match link.kind {
         LinkKind::Markdown => format!("[{}]({}{anchor})", link.display.unwrap_or_default(), link.target),
         LinkKind::Embed => format!("![[{}{anchor}]]", link.target),
-        LinkKind::Wikilink => format!("[[{}{anchor}]]", link.target),
+        LinkKind::Wikilink | LinkKind::Property => format!("[[{}{anchor}]]", link.target),
     }
 }
 

@@ -22,7 +22,9 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use super::plan::{FileOp, FileOpKind, PLAN_SCHEMA, Plan};
-use super::relink::{LinkEdit, apply_link_edits, by_another_name, keep_shown_text, relink, shortest_suffix};
+use super::relink::{
+    LinkEdit, apply_link_edits, by_another_name, encoded, keep_shown_text, shortest_suffix, target_edit,
+};
 use super::yaml;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox, strip_md};
@@ -338,7 +340,7 @@ pub fn plan_move(
             let bare_is_unique =
                 path_of(resolver.lead(&new_records, view.attachments, bare_link), &new_records).as_deref()
                     == Some(expected.as_str());
-            if let Some(mut edit) = relink(text, old, &source, &expected_path, bare_is_unique) {
+            if let Some(mut edit) = target_edit(text, old, &source, &expected_path, bare_is_unique) {
                 let wiki = old.span.of(text).trim_start_matches('!').starts_with("[[");
                 if wiki && edit.text.contains('/') {
                     edit.text = shortest_suffix(&edit.text, |candidate| {
@@ -353,10 +355,12 @@ pub fn plan_move(
                             == Some(expected.as_str())
                     });
                 }
-                if edit.text != edit.span.of(text) {
-                    if old.link.kind == LinkKind::Wikilink
+                // Written as the link's quotes need (a property's); one that
+                // cannot be is left, and the check below refuses the move.
+                if let Some(mut edit) = encoded(text, old, edit) {
+                    if matches!(old.link.kind, LinkKind::Wikilink | LinkKind::Property)
                         && old.display.is_none()
-                        && by_another_name(old, text, &was)
+                        && by_another_name(old, &was)
                     {
                         keep_shown_text(text, old, &mut edit);
                     }
