@@ -135,10 +135,11 @@ impl Engine {
         let staged = write::stage_plan(
             &sandbox,
             &self.config().limits,
+            &view,
             ProposalKind::Move,
             &target,
             &args.reason,
-            &planned.plan,
+            planned.plan,
             jiff::Timestamp::now(),
         )?;
         Ok(ProposeMoveResult {
@@ -164,10 +165,11 @@ impl Engine {
         let staged = write::stage_plan(
             &sandbox,
             &self.config().limits,
+            &view,
             ProposalKind::Delete,
             &target,
             &args.reason,
-            &plan,
+            plan,
             jiff::Timestamp::now(),
         )?;
         Ok(ProposeDeleteResult {

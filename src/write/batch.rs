@@ -374,7 +374,11 @@ pub fn plan_batch(
     );
     let redirected = breaks.iter().filter(|b| b.leads_to.is_some()).count();
     let summary = summary(&planned, links, breaks.len() - redirected, redirected);
-    Ok(BatchPlan { items: planned, breaks, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
+    Ok(BatchPlan {
+        items: planned,
+        breaks,
+        plan: Plan { schema: PLAN_SCHEMA, summary, files, linkers: None },
+    })
 }
 
 /// "2 links will break", "1 link will lead to another note": what a summary

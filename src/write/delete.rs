@@ -107,5 +107,5 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
         after: None,
         kept: None,
     };
-    Ok((Plan { schema: PLAN_SCHEMA, summary, files: vec![op] }, breaks))
+    Ok((Plan { schema: PLAN_SCHEMA, summary, files: vec![op], linkers: None }, breaks))
 }

@@ -500,7 +500,7 @@ pub fn plan_move(
             plural(moves.len(), "note")
         ),
     };
-    Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files } })
+    Ok(MovePlan { moves, notes, links, plan: Plan { schema: PLAN_SCHEMA, summary, files, linkers: None } })
 }
 
 /// Adds `alias` to a note's `aliases` (when its file name changes), editing

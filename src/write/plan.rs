@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::diff::LineDiff;
+use super::linkers::Linkers;
 use super::proposal::{FILE_MAX_BYTES, Inbox, short_id, today};
 use super::propose::stale_base;
 use super::review::{FileChange, op_change};
@@ -99,6 +100,11 @@ pub struct Plan {
     pub summary: String,
     /// The operations, applied in order (and undone in reverse).
     pub files: Vec<FileOp>,
+    /// The notes outside the plan linking to the notes it moves or trashes,
+    /// as it was judged on them (`linkers.rs`); set when it is staged, absent
+    /// in a plan staged before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linkers: Option<Linkers>,
 }
 
 impl Plan {
@@ -130,7 +136,12 @@ impl Plan {
                 _ => (StoredOp::verbatim(op), op_change(op, None)),
             })
             .unzip();
-        let stored = StoredPlan { schema: self.schema, summary: self.summary.clone(), files };
+        let stored = StoredPlan {
+            schema: self.schema,
+            summary: self.summary.clone(),
+            files,
+            linkers: self.linkers.clone(),
+        };
         let mut bytes = serde_json::to_vec_pretty(&stored)
             .map_err(|err| Error::internal(format!("cannot serialise a proposal plan: {err}")))?;
         bytes.push(b'\n');
@@ -155,6 +166,8 @@ struct StoredPlan {
     schema: u32,
     summary: String,
     files: Vec<StoredOp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    linkers: Option<Linkers>,
 }
 
 /// An operation as the plan file holds it: a [`FileOp`], or a `write` as its
@@ -387,7 +400,7 @@ impl PlanFile {
     /// when it was read, for [`check_read`] (an apply reads each note once).
     pub(super) fn hydrate_reading(self, sandbox: &Sandbox) -> Result<(Plan, Vec<Read>)> {
         use rayon::prelude::*;
-        let StoredPlan { schema, summary, files } = self.stored;
+        let StoredPlan { schema, summary, files, linkers } = self.stored;
         let (files, reads): (Vec<FileOp>, Vec<Read>) = files
             .into_par_iter()
             .map(|op| {
@@ -420,7 +433,7 @@ impl PlanFile {
             .collect::<Result<Vec<(FileOp, Read)>>>()?
             .into_iter()
             .unzip();
-        Ok((Plan { schema, summary, files }, reads))
+        Ok((Plan { schema, summary, files, linkers }, reads))
     }
 }
 

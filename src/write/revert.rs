@@ -112,7 +112,7 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
     Ok(RevertPlan {
         reverts: id.to_owned(),
         target: meta.target.clone(),
-        plan: Plan { schema: PLAN_SCHEMA, summary, files: ops },
+        plan: Plan { schema: PLAN_SCHEMA, summary, files: ops, linkers: None },
     })
 }
 
