@@ -2597,3 +2597,73 @@ fn issue_19_a_question_of_many_words_is_answered_as_the_full_query_answers_it() 
     assert!(page.len() >= 10, "{page:?}");
     assert_eq!(page, full);
 }
+
+/// Issue 34 item 4: a quoted `"[[Note]]"` in a property is a link wherever
+/// links count: outlinks (kind `property`, at its line in the frontmatter),
+/// backlinks with their context, broken links and anchors, orphans, the
+/// overview's counts, the audit, and the links a delete says will break. An
+/// unquoted `[[A]]` (a nested YAML list) and a name in `aliases` are not links.
+#[test]
+fn issue34_links_in_properties_count_wherever_links_count() {
+    let (_tmp, vault) = common::property_vault();
+    let engine = open(&vault);
+    let related =
+        engine.get_related_notes(&NoteRefArgs { path: Some("z/hub.md".into()), reference: None }).unwrap();
+    let outlinks: Vec<(String, Option<String>, String, u32)> = related
+        .outlinks
+        .iter()
+        .map(|o| (o.target.clone(), o.resolved.clone(), o.kind.to_string(), o.line))
+        .collect();
+    let note = |path: &str| Some(path.to_owned());
+    let property = "property".to_owned();
+    assert_eq!(
+        outlinks,
+        [
+            ("A".to_owned(), note("z/A.md"), property.clone(), 3),
+            ("B".to_owned(), note("z/B.md"), property.clone(), 4),
+            ("C".to_owned(), note("z/C.md"), property.clone(), 4),
+            ("D#Heading".to_owned(), note("z/D.md"), property.clone(), 6),
+            ("A#^blk".to_owned(), note("z/A.md"), property.clone(), 7),
+            ("Nowhere".to_owned(), None, property.clone(), 8),
+            ("A#No such heading".to_owned(), None, property, 9),
+        ]
+    );
+    let broken: Vec<(&str, u32, BrokenReason)> =
+        related.broken.iter().map(|b| (b.target.as_str(), b.line, b.reason)).collect();
+    assert_eq!(
+        broken,
+        [("Nowhere", 8, BrokenReason::MissingNote), ("A#No such heading", 9, BrokenReason::MissingHeading)]
+    );
+    let backlinks = engine
+        .get_related_notes(&NoteRefArgs { path: Some("z/C.md".into()), reference: None })
+        .unwrap()
+        .backlinks;
+    let backlinks: Vec<(&str, u32, &str)> =
+        backlinks.iter().map(|b| (b.path.as_str(), b.line, b.context.as_str())).collect();
+    assert_eq!(backlinks, [("z/hub.md", 4, "up: [\"[[B]]\", \"[[C|see C]]\"]")]);
+
+    let counts = engine.overview(Caller::Cli).unwrap().counts;
+    assert_eq!((counts.links, counts.broken_links, counts.orphans), (7, 2, 1));
+    let all = audit(
+        &engine,
+        AuditArgs {
+            checks: Some(vec![AuditCheck::BrokenLink, AuditCheck::BrokenAnchor, AuditCheck::Orphan]),
+            limit: Some(500),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        finding_lines(&all.findings),
+        [
+            "broken_link z/hub.md:8 [[Nowhere]] leads to no note or file",
+            "broken_anchor z/hub.md:9 [[A#No such heading]]: z/A.md has no heading `No such heading`",
+            "orphan z/lonely.md no note links here and it links to no note",
+        ]
+    );
+
+    let deleted =
+        engine.propose_delete(&ProposeDeleteArgs { path: "z/B.md".into(), reason: "merged".into() }).unwrap();
+    let breaks: Vec<(&str, u32, &str)> =
+        deleted.breaks.iter().map(|b| (b.path.as_str(), b.line, b.link.as_str())).collect();
+    assert_eq!(breaks, [("z/hub.md", 4, "[[B]]")]);
+}

@@ -3242,3 +3242,145 @@ fn issue_34_a_move_lists_the_links_it_makes_ambiguous() {
     apply(&engine, &staged.proposal_id);
     assert_eq!(read(&vault, "z/amb/l.md"), "[[dup]] and [[c/dup]]\n![[dup#Dup]]\n");
 }
+
+/// The findings an audit counts for broken links and anchors.
+fn audit_broken(engine: &Engine) -> u64 {
+    let checks = Some(vec![AuditCheck::BrokenLink, AuditCheck::BrokenAnchor]);
+    engine.audit_vault(&AuditArgs { checks, limit: Some(500), ..Default::default() }).unwrap().total
+}
+
+/// Issue 34 item 4: a move rewrites the links in frontmatter properties in
+/// place, in their own form (display text, heading and block anchors kept;
+/// quotes, list style, comments and every other byte unchanged; a `'` inside
+/// single quotes doubled), leaves alone what is no link (a name in `aliases`,
+/// an unquoted `[[C]]`), and the vault's broken links stay as many, as the
+/// audit and a fresh index agree.
+#[test]
+fn issue34_a_move_rewrites_links_in_properties_in_place() {
+    let (_tmp, vault) = common::property_vault();
+    let engine = open(&vault);
+    let (before, audited) = (broken(&engine), audit_broken(&engine));
+    assert_eq!((before, audited), (2, 2));
+    let moves = [
+        ("z/C.md", "z/sub/C2.md"),
+        ("z/D.md", "z/sub/D new.md"),
+        ("z/A.md", "z/sub/Bob's.md"),
+        // The bare name stays unique: nothing to rewrite.
+        ("z/B.md", "z/sub/B.md"),
+    ];
+    for (from, to) in moves {
+        move_keeping_every_link(&engine, from, to);
+        assert_eq!(audit_broken(&engine), audited, "the audit agrees after moving {from}");
+        assert_eq!(broken(&open(&vault)), before, "a fresh index agrees after moving {from}");
+    }
+    assert_eq!(
+        read(&vault, "z/hub.md"),
+        common::PROPERTY_HUB
+            .replace("\"[[A]]\" # the main one", "\"[[Bob's]]\" # the main one")
+            .replace("\"[[C|see C]]\"", "\"[[C2|see C]]\"")
+            .replace("\"[[D#Heading]]\"", "\"[[D new#Heading]]\"")
+            .replace("'[[A#^blk]]'", "'[[Bob''s#^blk]]'")
+            .replace("\"[[A#No such heading]]\"", "\"[[Bob's#No such heading]]\"")
+    );
+}
+
+/// Issue 34 item 6: a link to the moved note written between propose and apply
+/// (a new note's wikilink, Markdown link or property link, or a link added to a
+/// note that had none) refuses the apply with `stale_base` naming the note,
+/// whether or not the index has seen it yet; nothing changes and the proposal
+/// stays pending. Taken away again, the move applies.
+#[test]
+fn issue34_a_link_written_between_propose_and_apply_refuses_the_move() {
+    let written = [
+        ("z/new.md", "See [[target]].\n"),
+        ("z/new.md", "See [t](m/target.md).\n"),
+        ("z/new.md", "---\nup: \"[[target]]\"\n---\nSee above.\n"),
+        ("z/plain.md", "No link before.\n\nNow [[m/target#Head]].\n"),
+    ];
+    for (path, text) in written {
+        let (_tmp, vault) = link_vault();
+        put(&vault, "z/plain.md", "No link before.\n");
+        let engine = open(&vault);
+        let before = broken(&engine);
+        let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
+        let id = ApplyArgs { proposal_id: staged.proposal_id.clone() };
+        // Written just before the apply: no sync has seen it yet.
+        put(&vault, path, text);
+        let snapshot = notes_snapshot(&vault);
+        for synced in [false, true] {
+            if synced {
+                engine.sync(false, None).unwrap();
+            }
+            let err = engine.apply_proposal(&id, Actor::Cli).unwrap_err();
+            assert_eq!(err.code, ErrorCode::StaleBase, "{text:?} (synced: {synced}): {err}");
+            assert!(err.message.contains(path), "{}", err.message);
+            assert_eq!(err.details.as_ref().unwrap()["files"], serde_json::json!([path]), "{text:?}");
+            assert_eq!(notes_snapshot(&vault), snapshot, "nothing written");
+            assert!(audit_lines(&vault).is_empty());
+            let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals;
+            assert_eq!(pending.len(), 1, "still pending");
+        }
+        put(&vault, path, "No link now.\n");
+        assert_eq!(apply(&engine, &staged.proposal_id).status, ApplyStatus::Applied);
+        engine.sync(false, None).unwrap();
+        assert_eq!(broken(&engine), before, "{text:?}");
+    }
+}
+
+/// Issue 34 item 6: the same for a delete (a new link to the deleted note would
+/// break without being among the `breaks` the person approved) and for a batch
+/// moving a note.
+#[test]
+fn issue34_a_link_written_between_propose_and_apply_refuses_a_delete_and_a_batch() {
+    let (_tmp, vault) = link_vault();
+    let engine = open(&vault);
+    let deleted = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/m/target.md".into(), reason: "obsolete".into() })
+        .unwrap();
+    let moved =
+        batch(&engine, serde_json::json!([{"kind": "move", "from": "z/m/target.md", "to": "z/n/t2.md"}]))
+            .unwrap();
+    put(&vault, "z/new.md", "---\nrelated: ['[[target]]']\n---\n");
+    let snapshot = notes_snapshot(&vault);
+    for id in [&deleted.proposal_id, &moved.proposal_id] {
+        let err = engine.apply_proposal(&ApplyArgs { proposal_id: id.clone() }, Actor::Cli).unwrap_err();
+        assert_eq!(err.code, ErrorCode::StaleBase, "{err}");
+        assert!(err.message.contains("z/new.md ([[target]], line 2)"), "{}", err.message);
+        assert_eq!(notes_snapshot(&vault), snapshot, "nothing written");
+    }
+    assert_eq!(engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals.len(), 2);
+    assert!(audit_lines(&vault).is_empty());
+}
+
+/// Issue 34 item 6: what the plan was judged on still holds, so the move
+/// applies: a note written meanwhile that links elsewhere, and a note whose
+/// link the move leaves alone (a bare name still unique after a folder move)
+/// edited elsewhere; the same note adding a link the move would break refuses it.
+#[test]
+fn issue34_no_new_link_to_the_moved_note_lets_the_move_apply() {
+    for (text, applies) in [("[[target]]\n\nMore words.\n", true), ("[[target]]\n\n[[m/target]]\n", false)] {
+        let (_tmp, vault) = link_vault();
+        put(&vault, "z/keep.md", "[[target]]\n");
+        let engine = open(&vault);
+        let before = broken(&engine);
+        let staged = mv(&engine, "z/m/target.md", "z/q/target.md").unwrap();
+        assert!(!staged.diff.contains("z/keep.md"), "its link is left alone: {}", staged.diff);
+        put(&vault, "z/unrelated.md", "[[other]]\n");
+        put(&vault, "z/keep.md", text);
+        let outcome =
+            engine.apply_proposal(&ApplyArgs { proposal_id: staged.proposal_id.clone() }, Actor::Cli);
+        match outcome {
+            Ok(applied) => {
+                assert!(applies, "{text:?} applied");
+                assert_eq!(applied.status, ApplyStatus::Applied);
+                assert_eq!(read(&vault, "z/keep.md"), text, "a link left alone stays as it is");
+                assert_eq!(broken(&engine), before);
+            }
+            Err(err) => {
+                assert!(!applies, "{text:?}: {err}");
+                assert_eq!(err.code, ErrorCode::StaleBase);
+                assert!(err.message.contains("z/keep.md ([[target]], line 1)"), "{}", err.message);
+            }
+        }
+    }
+}

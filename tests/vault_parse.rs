@@ -439,11 +439,7 @@ fn link_summary(note: Note) -> Vec<String> {
     note.links
         .into_iter()
         .map(|link| {
-            let kind = match link.kind {
-                LinkKind::Wikilink => "wikilink",
-                LinkKind::Embed => "embed",
-                LinkKind::Markdown => "markdown",
-            };
+            let kind = link.kind.name();
             let anchor = match link.anchor {
                 None => String::new(),
                 Some(Anchor::Heading(h)) => format!("#{h}"),
@@ -484,11 +480,60 @@ fn wikilinks() {
         ("```\n[[fenced]]\n```\n[[after]]", &["wikilink@4 after"]),
         ("~~~md\n[[fenced]]\n~~~\n", &[]),
         ("> [[quoted]]", &["wikilink@1 quoted"]),
-        ("---\ntitle: '[[not a body link]]'\n---\n[[body]]", &["wikilink@4 body"]),
+        ("---\nsee: '[[in a property]] too'\n---\n[[body]]", &["wikilink@4 body"]),
         ("---\r\na: 1\r\n---\r\n\r\n[[crlf]]\r\n", &["wikilink@5 crlf"]),
         ("# Heading [[in heading]]", &["wikilink@1 in heading"]),
     ];
     check_all("wikilinks", cases, |text: &str| link_summary(parse(text)));
+}
+
+/// Issue 34 item 4: a quoted `"[[Note]]"` as a property's value or list item
+/// is a link (kind `property`) at its line in the frontmatter, as Obsidian reads
+/// it; unquoted (a nested YAML list), in `aliases`, `tags` or `cssclasses`,
+/// with text around it or in a comment, it is not.
+#[test]
+fn issue_34_links_in_properties() {
+    let cases: &[(&str, &[&str])] = &[
+        ("---\nrelated: \"[[A]]\"\n---\n", &["property@2 A"]),
+        (
+            "---\nup: [\"[[B]]\", \"[[C|see C]]\"]\nnext:\n  - \"[[D#Heading]]\"\n  - '[[E#^blk]]'\n---\n[[body]]\n",
+            &[
+                "property@2 B",
+                "property@2 C|see C",
+                "property@4 D#Heading",
+                "property@5 E#^blk",
+                "wikilink@7 body",
+            ],
+        ),
+        ("---\ntitle: T\nUp: '[[Bob''s note]]' # [[comment]]\n---\n", &["property@3 Bob's note"]),
+        ("---\nup: [[A]]\nnext:\n  - [[B]]\n---\n", &[]),
+        ("---\naliases: [\"[[A]]\"]\ntags: '[[B]]'\ncssclasses: \"[[C]]\"\n---\n", &[]),
+        ("---\nup: \"see [[A]]\"\npic: \"![[B]]\"\n# old: \"[[C]]\"\nmeta:\n  up: \"[[D]]\"\n---\n", &[]),
+        ("---\nup: \"[[A]]\"\nbad: [\n---\n", &[]),
+    ];
+    check_all("property links", cases, |text: &str| link_summary(parse(text)));
+    // The spans are the link's bytes, and the model reads what parse_note reads.
+    let text = "---\nup: [\"[[B]]\", '[[C|see C]]'] # x\nnext:\n  - \"[[D#Heading]]\"\n---\n[[body]]\n";
+    let model = spans(text);
+    let links: Vec<[&str; 4]> = model
+        .links
+        .iter()
+        .map(|l| {
+            let part = |s: Option<kb_mcp::vault::Span>| s.map_or("-", |s| s.of(text));
+            [l.span.of(text), l.target.of(text), part(l.anchor), part(l.display)]
+        })
+        .collect();
+    assert_eq!(
+        links,
+        [
+            ["[[B]]", "B", "-", "-"],
+            ["[[C|see C]]", "C", "-", "see C"],
+            ["[[D#Heading]]", "D", "Heading", "-"],
+            ["[[body]]", "body", "-", "-"],
+        ]
+    );
+    let note = parse(text);
+    assert_eq!(note.links, model.links.iter().map(|l| l.link.clone()).collect::<Vec<_>>());
 }
 
 #[test]
@@ -726,7 +771,9 @@ proptest! {
             prop_assert!(heading.line >= note.body_line && heading.line <= lines);
         }
         for link in &note.links {
-            prop_assert!(link.line >= note.body_line && link.line <= lines);
+            // A property's link lies in the frontmatter, the others in the body.
+            let first = if link.kind.name() == "property" { 2 } else { note.body_line };
+            prop_assert!(link.line >= first && link.line <= lines);
             prop_assert!(context_of(&text, link.line).chars().count() <= 160);
         }
         prop_assert!(note.tags.windows(2).all(|w| w[0] < w[1]));
@@ -783,11 +830,10 @@ fn fixture_vault_parses() {
         }
         for link in &note.links {
             let line = lines.get(link.line as usize - 1).copied().unwrap_or("");
-            let written = match link.kind {
-                LinkKind::Markdown => line.contains("]("),
-                LinkKind::Wikilink | LinkKind::Embed => {
-                    line.contains("[[") && line.contains(link.target.as_str())
-                }
+            let written = if link.kind == LinkKind::Markdown {
+                line.contains("](")
+            } else {
+                line.contains("[[") && line.contains(link.target.as_str())
             };
             assert!(written, "{relative}: link {:?} not on line {} = {line:?}", link.target, link.line);
         }

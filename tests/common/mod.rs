@@ -441,3 +441,36 @@ impl Drop for StopOnDrop<'_> {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// Issue 34 item 4: the frontmatter of `z/hub.md` in [`property_vault`], links
+/// written as Obsidian writes them in properties: a quoted value (with a
+/// comment after it), a flow list (one item with display text), a block list
+/// (a heading and a block anchor), a link to no note, a link to a heading its
+/// note lacks; and what is no link: a name in `aliases`, an unquoted `[[C]]`
+/// (YAML's nested list). Lines 3 to 9 hold the links.
+pub const PROPERTY_HUB: &str = "---\ntitle: Hub\nrelated: \"[[A]]\" # the main one\nup: [\"[[B]]\", \"[[C|see C]]\"]\n\
+next:\n  - \"[[D#Heading]]\"\n  - '[[A#^blk]]'\nmissing: \"[[Nowhere]]\"\ngone: \"[[A#No such heading]]\"\n\
+aliases: [\"[[B]]\"]\nplain: [[C]]\n---\n# Hub\n\nNo link in the body.\n";
+
+/// Issue 34 item 4: a vault whose only links are in `z/hub.md`'s properties
+/// ([`PROPERTY_HUB`]), to `A` to `D`; `z/lonely.md` writes `up: [[A]]`
+/// unquoted, which is no link.
+pub fn property_vault() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    let files: &[(&str, &str)] = &[
+        ("kb.toml", "[vault]\nnotes = [\"z\"]\n"),
+        ("z/A.md", "# A\n\n## Heading\n\nText ^blk\n"),
+        ("z/B.md", "# B\n"),
+        ("z/C.md", "# C\n"),
+        ("z/D.md", "# D\n\n## Heading\n"),
+        ("z/hub.md", PROPERTY_HUB),
+        ("z/lonely.md", "---\nup: [[A]]\n---\n# Lonely\n"),
+    ];
+    for (path, text) in files {
+        let file = vault.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    (dir, vault)
+}

@@ -116,6 +116,10 @@ impl write::ApplyIndex for ApplyIndexer<'_, '_> {
         }
     }
 
+    fn linkers(&mut self, targets: &[String]) -> Result<Option<Vec<write::Linker>>> {
+        self.engine.linkers_now(targets).map(Some)
+    }
+
     fn update(&mut self, paths: &[NotePath]) -> Result<()> {
         let indexed = match self.ahead.take() {
             Some(mut ahead) => {

@@ -38,8 +38,16 @@ impl Engine {
         let now = jiff::Timestamp::now();
         let planned = write::plan_batch(&sandbox, limits, &view, &items, now)?;
         let target = planned.plan.files.first().map(|op| op.path.clone()).unwrap_or_default();
-        let staged =
-            write::stage_plan(&sandbox, limits, ProposalKind::Batch, &target, &reason, &planned.plan, now)?;
+        let staged = write::stage_plan(
+            &sandbox,
+            limits,
+            &view,
+            ProposalKind::Batch,
+            &target,
+            &reason,
+            planned.plan,
+            now,
+        )?;
         let id = staged.proposal_id;
         Ok(ProposeBatchResult {
             diff: super::bounded::cap_diff(staged.diff, &id),
@@ -62,7 +70,9 @@ impl Engine {
         let mut planned = write::plan_revert(&sandbox, &args.proposal_id)?;
         // Undoing can change links in other notes too (a note deleted since
         // taken back, a name given back): the summary says how many.
-        let effects = write::link_effects(&self.catalog().view(), &planned.plan.files)?;
+        let catalog = self.catalog();
+        let view = catalog.view();
+        let effects = write::link_effects(&view, &planned.plan.files)?;
         let redirected = effects.iter().filter(|b| b.leads_to.is_some()).count();
         let parts = write::links_changed(effects.len() - redirected, redirected);
         if !parts.is_empty() {
@@ -71,10 +81,11 @@ impl Engine {
         let staged = write::stage_plan(
             &sandbox,
             &self.config().limits,
+            &view,
             ProposalKind::Revert,
             &planned.target,
             &reason,
-            &planned.plan,
+            planned.plan,
             jiff::Timestamp::now(),
         )?;
         let id = staged.proposal_id;

@@ -16,6 +16,7 @@ mod catalog;
 mod changes;
 mod cursor;
 mod helped;
+mod linkers;
 mod list;
 mod person;
 mod read;

@@ -196,10 +196,11 @@ impl Engine {
         let staged = write::stage_plan(
             &sandbox,
             &self.config().limits,
+            &view,
             ProposalKind::Move,
             &target,
             &args.reason,
-            &planned.plan,
+            planned.plan,
             jiff::Timestamp::now(),
         )?;
         let moves_omitted = planned.moves.len().saturating_sub(MOVES_LISTED) as u64;
@@ -234,10 +235,11 @@ impl Engine {
         let staged = write::stage_plan(
             &sandbox,
             &self.config().limits,
+            &view,
             ProposalKind::Delete,
             &target,
             &args.reason,
-            &plan,
+            plan,
             jiff::Timestamp::now(),
         )?;
         Ok(ProposeDeleteResult {

@@ -31,7 +31,9 @@ pub use note::{
 pub use obsidian::templates_folders;
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 
-pub use markdown::{BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, Span, TagSpan, note_spans, prose_spans};
+pub use markdown::{
+    BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, PropertyQuote, Span, TagSpan, note_spans, prose_spans,
+};
 pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};
 pub use section::{
     atx_heading_line, heading_blocks, line_start, section_around, section_named, section_range,

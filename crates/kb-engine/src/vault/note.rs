@@ -35,15 +35,20 @@ pub enum LinkKind {
     Embed,
     /// `[text](relative.md)`.
     Markdown,
+    /// `"[[target]]"` as a frontmatter property's value or list item (`up:
+    /// "[[target]]"`), as Obsidian reads it; written in quotes. Resolved and
+    /// rewritten as a wikilink. An extension of the contract's three kinds.
+    Property,
 }
 
 impl LinkKind {
-    /// Its name in results: `wikilink`, `embed`, `markdown`.
+    /// Its name in results: `wikilink`, `embed`, `markdown`, `property`.
     pub fn name(self) -> &'static str {
         match self {
             LinkKind::Wikilink => "wikilink",
             LinkKind::Embed => "embed",
             LinkKind::Markdown => "markdown",
+            LinkKind::Property => "property",
         }
     }
 }
@@ -112,7 +117,8 @@ pub struct Note {
     pub frontmatter: serde_json::Value,
     /// Headings in file order.
     pub headings: Vec<Heading>,
-    /// Links in file order, ignoring code blocks and inline code.
+    /// Links in file order: in frontmatter properties (see [`LinkKind::Property`]),
+    /// then in the body, ignoring code blocks and inline code.
     pub links: Vec<Link>,
     /// Block ids (`^id` at the end of a line), in file order.
     pub block_ids: Vec<String>,
@@ -292,8 +298,8 @@ pub fn body_offset(text: &str) -> usize {
 pub fn parse_note(path: &NotePath, text: &str) -> Note {
     let mut diagnostics = Vec::new();
     let bom = frontmatter::bom_len(text);
-    let (map, yaml, body_offset, body_line) = match frontmatter::scan(text) {
-        Scan::Absent => (Map::new(), "", bom, 1),
+    let (map, yaml_range, body_offset, body_line) = match frontmatter::scan(text) {
+        Scan::Absent => (Map::new(), 0..0, bom, 1),
         Scan::Unclosed => {
             diagnostics.push(Diagnostic {
                 line: Some(1),
@@ -301,7 +307,7 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
                           the whole file is read as body"
                     .to_owned(),
             });
-            (Map::new(), "", bom, 1)
+            (Map::new(), 0..0, bom, 1)
         }
         Scan::Found { frontmatter, error_line } => {
             if let Some(error) = frontmatter.error {
@@ -311,18 +317,21 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
                 Value::Object(map) => map,
                 _ => Map::new(),
             };
-            let yaml = &text[frontmatter.yaml];
-            (map, yaml, frontmatter.end, frontmatter.body_line)
+            (map, frontmatter.yaml, frontmatter.end, frontmatter.body_line)
         }
     };
+    let yaml = &text[yaml_range.clone()];
     if let Some((message, line)) = frontmatter::tag_comment_problem(&map, yaml) {
         diagnostics.push(Diagnostic { line: Some(line), message });
     }
     let (created, problems) = frontmatter::created(&map, yaml);
     diagnostics.extend(problems.into_iter().map(|(message, line)| Diagnostic { line, message }));
 
+    let mut links: Vec<Link> =
+        markdown::property_links(text, yaml_range, &map).into_iter().map(|l| l.link).collect();
     let scanned = markdown::scan(text, body_offset, body_line, path.parent());
     diagnostics.extend(scanned.diagnostics);
+    links.extend(scanned.links.into_iter().map(|l| l.link));
 
     let drawing = drawing_name(path);
     let mut headings: Vec<Heading> = scanned.headings.into_iter().map(|h| h.heading).collect();
@@ -344,7 +353,7 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
         created,
         frontmatter: Value::Object(map),
         headings,
-        links: scanned.links.into_iter().map(|l| l.link).collect(),
+        links,
         block_ids: scanned.block_ids.into_iter().map(|b| b.id).collect(),
         body_offset,
         body_line,

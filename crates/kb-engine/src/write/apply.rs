@@ -17,6 +17,7 @@ use serde_json::json;
 
 use super::audit::{AuditLog, Rejection, finish_apply, finish_reject};
 use super::journal::{self, Action, Journal};
+use super::linkers::Linker;
 use super::proposal::{self, FILE_MAX_BYTES, Inbox, Located, find, intact, tampered, validate};
 use super::propose::stale_base;
 use super::recover::{Recovered, recover_locked};
@@ -84,6 +85,17 @@ pub trait ApplyIndex {
 
     /// Updates the index for `paths` (each as it is on disk now), in one commit.
     fn update(&mut self, paths: &[NotePath]) -> Result<()>;
+
+    /// The notes (standards and `read_also` files included) that link to any
+    /// of the notes at `targets` as the files are now, each with its links to
+    /// them ([`Linker`]): a multi-file apply refuses, before writing anything,
+    /// when one its plan was not judged on has appeared since it was staged
+    /// (see `linkers.rs`). `None`: not known here (the write layer keeps no
+    /// index, and [`apply`] alone does not look); the check is then left out.
+    fn linkers(&mut self, targets: &[String]) -> Result<Option<Vec<Linker>>> {
+        let _ = targets;
+        Ok(None)
+    }
 }
 
 /// A note's text after an apply, told ahead ([`ApplyIndex::ahead`]).

@@ -444,7 +444,7 @@ pub fn plan_batch(
     Ok(BatchPlan {
         items: planned,
         breaks,
-        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks: Vec::new() },
+        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks: Vec::new(), linkers: None },
     })
 }
 

@@ -39,7 +39,7 @@ pub(super) fn written(link: LinkRef<'_>) -> String {
     match link.kind {
         LinkKind::Markdown => format!("[{}]({}{anchor})", link.display.unwrap_or_default(), link.target),
         LinkKind::Embed => format!("![[{}{anchor}]]", link.target),
-        LinkKind::Wikilink => format!("[[{}{anchor}]]", link.target),
+        LinkKind::Wikilink | LinkKind::Property => format!("[[{}{anchor}]]", link.target),
     }
 }
 
@@ -109,7 +109,7 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
         sha256: None,
     };
     Ok((
-        Plan { schema: PLAN_SCHEMA, summary, files: vec![op], folders: Vec::new(), remarks: Vec::new() },
+        Plan { schema: PLAN_SCHEMA, summary, files: vec![op], folders: Vec::new(), remarks: Vec::new(), linkers: None },
         breaks,
     ))
 }

@@ -64,6 +64,7 @@ mod diff;
 mod edit;
 mod effects;
 mod journal;
+mod linkers;
 mod moves;
 mod multi;
 mod plan;
@@ -83,6 +84,7 @@ pub use conflicts::{ConflictCopy, conflict_copies};
 pub use delete::{Break, plan_delete};
 pub use edit::{Edit, apply_edits};
 pub use effects::link_effects;
+pub use linkers::{Linker, Linkers, linkers_in};
 pub use moves::{MovePlan, VaultView, plan_move};
 pub use plan::{FileOp, FileOpKind, Plan};
 pub use proposal::{

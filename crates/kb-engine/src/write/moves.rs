@@ -31,7 +31,9 @@ use super::canvases::staying_canvases;
 use super::carry::{carried_ops, what_moves};
 use super::delete::Break;
 use super::plan::{FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan};
-use super::relink::{LinkEdit, apply_link_edits, by_another_name, keep_shown_text, relink, shortest_suffix};
+use super::relink::{
+    LinkEdit, apply_link_edits, by_another_name, encoded, keep_shown_text, shortest_suffix, target_edit,
+};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, Sandbox, name_key, strip_md};
 use crate::vault::graph::{Broken, Graph, MovedAttachments, Resolution, Resolver};
@@ -286,7 +288,7 @@ pub fn plan_move(
             let bare_link =
                 LinkRef { target: bare, anchor: None, display: None, kind: LinkKind::Wikilink, line: 0 };
             let bare_is_unique = lead(bare_link).as_deref() == Some(expected.as_str());
-            if let Some(mut edit) = relink(text, old, &source, &expected_path, bare_is_unique) {
+            if let Some(mut edit) = target_edit(text, old, &source, &expected_path, bare_is_unique) {
                 let wiki = old.span.of(text).trim_start_matches('!').starts_with("[[");
                 if wiki && edit.text.contains('/') {
                     edit.text = shortest_suffix(&edit.text, |candidate| {
@@ -300,10 +302,12 @@ pub fn plan_move(
                         lead(link).as_deref() == Some(expected.as_str())
                     });
                 }
-                if edit.text != edit.span.of(text) {
-                    if old.link.kind == LinkKind::Wikilink
+                // Written as the link's quotes need (a property's); one that
+                // cannot be is left, and the check below refuses the move.
+                if let Some(mut edit) = encoded(text, old, edit) {
+                    if matches!(old.link.kind, LinkKind::Wikilink | LinkKind::Property)
                         && old.display.is_none()
-                        && by_another_name(old, text, &was)
+                        && by_another_name(old, &was)
                     {
                         keep_shown_text(text, old, old_spans.in_table(old.span.start), &mut edit);
                     }
@@ -482,6 +486,6 @@ pub fn plan_move(
         notes,
         links,
         ambiguous,
-        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks },
+        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks, linkers: None },
     })
 }

@@ -131,6 +131,12 @@ pub(super) fn apply(
     index.ahead(new_texts(&plan)?);
     plan::check_read(sandbox, &plan, &reads)?;
     drop(reads);
+    // No link written since the plan was made may break unseen.
+    if let Some(linkers) = &plan.linkers
+        && let Some(now) = index.linkers(&linkers.targets)?
+    {
+        super::linkers::check(&plan, linkers, &now)?;
+    }
     let archive = archive_dir(inbox, ProposalStatus::Applied, &proposal::today())?;
     let kept = kept_paths(sandbox, inbox, &archive, &located, &plan)?;
     // The folders this apply may create, named before any is, so that a roll-back

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::diff::LineDiff;
+use super::linkers::Linkers;
 use super::proposal::{FILE_MAX_BYTES, Inbox, short_id, today};
 use super::propose::stale_base;
 use super::review::{FileChange, op_change};
@@ -116,6 +117,11 @@ pub struct Plan {
     /// a line each, shown under the summary.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remarks: Vec<String>,
+    /// The notes outside the plan linking to the notes it moves or trashes,
+    /// as it was judged on them (`linkers.rs`); set when it is staged, absent
+    /// in a plan staged before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linkers: Option<Linkers>,
 }
 
 /// One folder of a folder move.
@@ -163,6 +169,7 @@ impl Plan {
             files,
             folders: self.folders.clone(),
             remarks: self.remarks.clone(),
+            linkers: self.linkers.clone(),
         };
         let mut bytes = serde_json::to_vec_pretty(&stored)
             .map_err(|err| Error::internal(format!("cannot serialise a proposal plan: {err}")))?;
@@ -192,6 +199,8 @@ struct StoredPlan {
     folders: Vec<FolderMove>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     remarks: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    linkers: Option<Linkers>,
 }
 
 /// An operation as the plan file holds it: a [`FileOp`], or a `write` as its
@@ -438,7 +447,7 @@ impl PlanFile {
     /// when it was read, for [`check_read`] (an apply reads each note once).
     pub(super) fn hydrate_reading(self, sandbox: &Sandbox) -> Result<(Plan, Vec<Read>)> {
         use rayon::prelude::*;
-        let StoredPlan { schema, summary, files, folders, remarks } = self.stored;
+        let StoredPlan { schema, summary, files, folders, remarks, linkers } = self.stored;
         let (files, reads): (Vec<FileOp>, Vec<Read>) = files
             .into_par_iter()
             .map(|op| {
@@ -473,7 +482,7 @@ impl PlanFile {
             .collect::<Result<Vec<(FileOp, Read)>>>()?
             .into_iter()
             .unzip();
-        Ok((Plan { schema, summary, files, folders, remarks }, reads))
+        Ok((Plan { schema, summary, files, folders, remarks, linkers }, reads))
     }
 }
 

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use super::diff::unified_diff;
 use super::edit::apply_edits;
+use super::linkers::linkers_of;
+use super::moves::VaultView;
 use super::proposal::{self, Inbox, META_SUFFIX, Metadata, SCHEMA, content_name, diff_name};
 use super::{NewNote, PatchRequest, ProposalKind, Staged, slug, yaml};
 use crate::error::{Error, ErrorCode, Result};
@@ -393,22 +395,27 @@ pub struct StagedPlan {
 }
 
 /// Stages a multi-file proposal: `inbox/<kind>/<stem>.plan.json` (every file
-/// operation with its text before and after), `<stem>.diff` (its summary line,
-/// then every file's diff) and last `<stem>.proposal.json`, none more readable
-/// than the most private note whose text the plan holds.
+/// operation with its text before and after, and the notes outside it linking
+/// to what it moves or trashes as `view`, the vault it was planned on, has
+/// them: see `linkers.rs`), `<stem>.diff` (its summary line, then every file's
+/// diff) and last `<stem>.proposal.json`, none more readable than the most
+/// private note whose text the plan holds.
+#[expect(clippy::too_many_arguments, reason = "what a staged plan is made of, passed on whole")]
 pub fn stage_plan(
     sandbox: &Sandbox,
     limits: &Limits,
+    view: &VaultView<'_>,
     kind: ProposalKind,
     target: &str,
     reason: &str,
-    plan: &super::Plan,
+    mut plan: super::Plan,
     now: Timestamp,
 ) -> Result<StagedPlan> {
     let reason = required_reason(reason)?;
     if plan.files.is_empty() {
         return Err(Error::invalid("the proposal would change no file"));
     }
+    plan.linkers = Some(linkers_of(view, &plan));
     let (bytes, changes) = plan.staged()?;
     let mut diff = format!("# {}\n", plan.summary);
     for remark in &plan.remarks {

@@ -35,7 +35,25 @@ pub struct LinkEdit {
 ///
 /// `None` when the link already reads exactly so, and for a same-note link
 /// (`[[#h]]`, `[t](#h)`), which points at its own note wherever it lives.
+///
+/// A link in a frontmatter property is a wikilink written inside quotes: its
+/// new bytes are escaped for them ([`LinkSpan::encode`]); `None` when they
+/// cannot be (a move's check then finds the link leading elsewhere).
 pub fn relink(
+    text: &str,
+    link: &LinkSpan,
+    source: &NotePath,
+    to: &NotePath,
+    bare_is_unique: bool,
+) -> Option<LinkEdit> {
+    let edit = target_edit(text, link, source, to, bare_is_unique)?;
+    encoded(text, link, edit)
+}
+
+/// [`relink`]'s edit before its text is escaped for the link's quotes (and
+/// whether or not it changes anything): the target as the note's path or name
+/// reads, for a caller that shortens it first.
+pub(super) fn target_edit(
     text: &str,
     link: &LinkSpan,
     source: &NotePath,
@@ -47,12 +65,19 @@ pub fn relink(
         return None;
     }
     let new = match link.link.kind {
-        LinkKind::Wikilink | LinkKind::Embed if !is_markdown_form(text, link) => {
-            wikilink_target(written, to, bare_is_unique)
+        LinkKind::Wikilink | LinkKind::Embed | LinkKind::Property if !is_markdown_form(text, link) => {
+            wikilink_target(&link.link.target, written, to, bare_is_unique)
         }
         _ => markdown_target(text, link, written, source, to),
     };
-    (new != written).then_some(LinkEdit { span: link.target, text: new })
+    Some(LinkEdit { span: link.target, text: new })
+}
+
+/// `edit` (of `link`'s target, its text unescaped) with its text written as
+/// the link's quotes need; `None` when it cannot be, or reads as written now.
+pub(super) fn encoded(text: &str, link: &LinkSpan, mut edit: LinkEdit) -> Option<LinkEdit> {
+    edit.text = link.encode(&edit.text)?.into_owned();
+    (edit.text != edit.span.of(text)).then_some(edit)
 }
 
 /// Applies edits to `text`; they must not overlap (each is one link's target).
@@ -78,8 +103,10 @@ fn is_markdown_form(text: &str, link: &LinkSpan) -> bool {
     !link.span.of(text).trim_start_matches('!').starts_with("[[")
 }
 
-fn wikilink_target(written: &str, to: &NotePath, bare_is_unique: bool) -> String {
-    let keeps_md = strip_md(written).len() != written.len();
+/// `target`: the link's target as read (a property's `''` read as `'`);
+/// `written`: its bytes.
+fn wikilink_target(target: &str, written: &str, to: &NotePath, bare_is_unique: bool) -> String {
+    let keeps_md = strip_md(target).len() != target.len();
     let path = to.as_str();
     let mut out = if written.contains('/') || !bare_is_unique {
         strip_md(path).to_owned()
@@ -135,8 +162,8 @@ fn percent_encode(path: &str) -> String {
 /// Whether a wikilink names its note (at `was`) by something else than the
 /// note's file name: by an alias. Rewritten to the note's name, it would show
 /// another text.
-pub(super) fn by_another_name(link: &LinkSpan, text: &str, was: &str) -> bool {
-    let written = strip_md(link.target.of(text));
+pub(super) fn by_another_name(link: &LinkSpan, was: &str) -> bool {
+    let written = strip_md(&link.link.target);
     let written = written.rsplit('/').next().unwrap_or(written);
     let name = strip_md(was.rsplit('/').next().unwrap_or(was));
     written.to_lowercase() != name.to_lowercase()
@@ -153,6 +180,8 @@ pub(super) fn keep_shown_text(text: &str, link: &LinkSpan, in_table: bool, edit:
         return;
     }
     let close = link.span.end - 2;
+    // In a property's quotes a `|` ends no table cell (and `\|` would be an escape).
+    let in_table = in_table && link.quote.is_none();
     let bar = if in_table { "\\|" } else { "|" };
     let mut shown = std::mem::take(&mut edit.text);
     shown.push_str(&text[link.target.end..close]);
@@ -221,6 +250,36 @@ mod tests {
         check("z/n.md", "[t](<a b.md>)", "z/c d.md", true, "[t](<c d.md>)");
         check("z/n.md", "![pic](a.md)", "q/b.md", true, "![pic](../q/b.md)");
         check("z/n.md", "[t](#local) [[#h]] [u](a.md)", "z/b.md", true, "[t](#local) [[#h]] [u](b.md)");
+    }
+
+    #[test]
+    fn property_links_keep_their_quotes_and_form() {
+        let text =
+            "---\nup: \"[[a]]\" # up\nnext: ['[[a|s]]', \"[[x/a#H]]\"]\nlist:\n  - '[[a.md]]'\n---\n[[a]]\n";
+        check(
+            "n.md",
+            text,
+            "z/b.md",
+            true,
+            "---\nup: \"[[b]]\" # up\nnext: ['[[b|s]]', \"[[z/b#H]]\"]\nlist:\n  - '[[b.md]]'\n---\n[[b]]\n",
+        );
+        // Inside single quotes a `'` is written twice; double quotes need nothing.
+        check(
+            "n.md",
+            "---\nup: '[[a]]'\nx: \"[[a]]\"\n---\n",
+            "z/Bob's.md",
+            true,
+            "---\nup: '[[Bob''s]]'\nx: \"[[Bob's]]\"\n---\n",
+        );
+        check("n.md", "---\nup: '[[Bob''s]]'\n---\n", "z/b.md", true, "---\nup: '[[b]]'\n---\n");
+        // A property's shown text keeps a bare `|`, even on a line read as a table row.
+        let source = path("n.md");
+        let text = "---\nup: \"[[x]]\" # a | b\n---\n";
+        let link = &note_spans(&source, text).links[0];
+        let mut edit = relink(text, link, &source, &path("b.md"), true).unwrap();
+        keep_shown_text(text, link, true, &mut edit);
+        assert_eq!(apply_link_edits(text, &[edit]), "---\nup: \"[[b|x]]\" # a | b\n---\n");
+        assert_eq!(link.encode("a\"b"), None, "a `\"` would need an escape, which no link value holds");
     }
 
     #[test]

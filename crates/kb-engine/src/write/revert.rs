@@ -117,7 +117,7 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
     Ok(RevertPlan {
         reverts: id.to_owned(),
         target: meta.target.clone(),
-        plan: Plan { schema: PLAN_SCHEMA, summary, files: ops, folders, remarks: Vec::new() },
+        plan: Plan { schema: PLAN_SCHEMA, summary, files: ops, folders, remarks: Vec::new(), linkers: None },
     })
 }
 

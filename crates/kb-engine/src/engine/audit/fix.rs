@@ -299,18 +299,22 @@ fn place_fixes(path: &str, text: &str, fixes: &[&Finding]) -> Placed {
                 for link in
                     spans.links.iter().filter(|l| Some(l.link.line) == finding.line && l.link.target == old)
                 {
-                    replacements.push((link.target, fix.new.clone()));
+                    // In a property's quotes, escaped as they need (never a broken value).
+                    if let Some(new) = link.encode(&fix.new) {
+                        replacements.push((link.target, new.into_owned()));
+                    }
                 }
             }
             (AuditCheck::BrokenAnchor, Some(old)) => {
                 for link in spans.links.iter().filter(|l| Some(l.link.line) == finding.line) {
                     let Some(anchor) = link.anchor else { continue };
+                    let Some(new) = link.encode(&fix.new) else { continue };
                     let written = anchor.of(text);
                     if written == old {
-                        replacements.push((anchor, fix.new.clone()));
+                        replacements.push((anchor, new.into_owned()));
                     } else if let Some(head) = written.strip_suffix(old).filter(|h| h.ends_with('#')) {
                         let start = anchor.start + head.len();
-                        replacements.push((Span { start, end: anchor.end }, fix.new.clone()));
+                        replacements.push((Span { start, end: anchor.end }, new.into_owned()));
                     }
                 }
             }

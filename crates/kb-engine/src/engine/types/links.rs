@@ -22,7 +22,8 @@ pub struct Outlink {
     pub target: String,
     /// The vault path it resolves to, or null when broken.
     pub resolved: Option<String>,
-    /// `wikilink`, `embed` or `markdown`.
+    /// `wikilink`, `embed`, `markdown`, or `property` (a quoted `"[[…]]"` as a
+    /// frontmatter property's value: an extension of the contract's three).
     #[schemars(with = "String")]
     pub kind: super::LinkKind,
     /// 1-based line.

@@ -519,7 +519,10 @@ mod tests {
         let vault = [
             ("a/x.md", "# H\n[[y]] [[b/x]] [[x#H]] [[x#Gone]] [[#H]] [[#Nope]] ^blk"),
             ("b/x.md", "---\naliases: [Old Name]\n---\n[[a/x#^blk]] [[a/x#^nope]] [m](a/x.md) [m](A/X.md)"),
-            ("c/y.md", "[[missing]] [[new name]] [[Old Name]] ![[pic.png]] ![[x.png]] [[Z]]"),
+            (
+                "c/y.md",
+                "---\nup: \"[[a/x#H]]\"\n---\n[[missing]] [[new name]] [[Old Name]] ![[pic.png]] ![[x.png]] [[Z]]",
+            ),
             ("d/z.md", "# Top\n[[y#Top]] [[c/y]] [p](c/y.md) [[ y ]] [[y.md]]"),
         ];
         let attachments = ["img/pic.png", "img/x.png"];
@@ -598,6 +601,8 @@ mod tests {
         "^k",
         "[[alias]]",
         "---\naliases: [alias, Y]\n---\n",
+        "---\nup: ['[[x]]', \"[[y#H]]\"]\n---\n",
+        "---\nrelated: \"[[alias]]\"\naliases: [Y]\n---\n",
         "[m](a/x.md)",
         "[m](../X.md)",
         "[m](x.md)",

@@ -150,6 +150,7 @@ impl Scanner<'_> {
                                 target: Span { start: md.dest.start, end: target_end },
                                 anchor: hash.map(|_| Span { start: target_end + 1, end: md.dest.end }),
                                 display,
+                                quote: None,
                             };
                             self.out.links.push(shift(link, offset));
                         }
@@ -294,7 +295,13 @@ fn find_double_bracket(b: &[u8], from: usize) -> Option<(usize, bool)> {
 
 /// The link inside `[[…]]` (`line[start..end]`): target, anchor and display text
 /// and their spans in the line (the whole link's span is left to the caller).
-fn parse_wikilink(line: &str, start: usize, end: usize, embed: bool, line_no: u32) -> Option<LinkSpan> {
+pub(super) fn parse_wikilink(
+    line: &str,
+    start: usize,
+    end: usize,
+    embed: bool,
+    line_no: u32,
+) -> Option<LinkSpan> {
     let inner = &line[start..end];
     let (left_len, display) = match inner.find('|') {
         Some(bar) => {
@@ -327,6 +334,7 @@ fn parse_wikilink(line: &str, start: usize, end: usize, embed: bool, line_no: u3
         target,
         anchor,
         display,
+        quote: None,
     })
 }
 

@@ -20,14 +20,17 @@
 
 mod blocks;
 mod inline;
+mod properties;
 mod syntax;
 mod target;
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::note::{Diagnostic, Heading, Link};
 use crate::sandbox::NotePath;
 
+pub(super) use properties::property_links;
 pub(super) use syntax::atx_heading_line;
 
 /// A byte range in a note's text as on disk: frontmatter and BOM included.
@@ -83,6 +86,37 @@ pub struct LinkSpan {
     pub anchor: Option<Span>,
     /// The display text as written, trimmed: after `|`, or inside `[…]`.
     pub display: Option<Span>,
+    /// For a link in a frontmatter property (`up: "[[Note]]"`), the quotes its
+    /// value is written in; `None` in the body.
+    pub quote: Option<PropertyQuote>,
+}
+
+/// The quotes a property's link is written in: what bytes written into the
+/// link must be escaped for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PropertyQuote {
+    /// `"[[Note]]"`: a `"` or `\` would need a backslash escape.
+    Double,
+    /// `'[[Note]]'`: a `'` is written twice.
+    Single,
+}
+
+impl LinkSpan {
+    /// `new` (a target, an anchor or display text) as it must be written inside
+    /// this link: as it is in the body; in a property's quotes, `'` doubled
+    /// inside single quotes. `None` when it cannot be written there and still
+    /// be read as this link: `"` or `\` inside double quotes (their escapes
+    /// would make the value no link, see `properties.rs`), a line break in any.
+    pub fn encode<'a>(&self, new: &'a str) -> Option<Cow<'a, str>> {
+        match self.quote {
+            None => Some(Cow::Borrowed(new)),
+            Some(_) if new.contains(['\n', '\r']) => None,
+            Some(PropertyQuote::Double) if new.contains(['"', '\\']) => None,
+            Some(PropertyQuote::Double) => Some(Cow::Borrowed(new)),
+            Some(PropertyQuote::Single) if new.contains('\'') => Some(Cow::Owned(new.replace('\'', "''"))),
+            Some(PropertyQuote::Single) => Some(Cow::Borrowed(new)),
+        }
+    }
 }
 
 /// An inline tag and where it is written.
@@ -127,7 +161,8 @@ pub(super) struct Scanned {
 pub struct NoteSpans {
     /// Headings (outside code, comments and quotes).
     pub headings: Vec<HeadingSpan>,
-    /// Wikilinks, embeds and local Markdown links.
+    /// Links in frontmatter properties, then wikilinks, embeds and local
+    /// Markdown links of the body.
     pub links: Vec<LinkSpan>,
     /// Inline tags (frontmatter tags are values of the `tags` key).
     pub tags: Vec<TagSpan>,
@@ -152,12 +187,31 @@ pub fn note_spans(path: &NotePath, text: &str) -> NoteSpans {
     let offset = super::frontmatter::body_offset(text);
     let first_line = u32::try_from(text[..offset].matches('\n').count() + 1).unwrap_or(u32::MAX);
     let scanned = scan(text, offset, first_line, path.parent());
+    let mut links = frontmatter_links(text);
+    links.extend(scanned.links);
     NoteSpans {
         headings: scanned.headings,
-        links: scanned.links,
+        links,
         tags: scanned.tags,
         block_ids: scanned.block_ids,
         table_rows: scanned.table_rows,
+    }
+}
+
+/// The links in a note's frontmatter properties, read as
+/// [`parse_note`](super::parse_note) reads them (the YAML is parsed only when
+/// the block holds a `[[`).
+fn frontmatter_links(text: &str) -> Vec<LinkSpan> {
+    let Some(yaml) = super::frontmatter::yaml_range(text) else { return Vec::new() };
+    if !text[yaml].contains("[[") {
+        return Vec::new();
+    }
+    match super::frontmatter::scan(text) {
+        super::frontmatter::Scan::Found { frontmatter, .. } => match &frontmatter.value {
+            serde_json::Value::Object(map) => property_links(text, frontmatter.yaml, map),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
     }
 }
 
