@@ -2,13 +2,14 @@
 //!
 //! Two crates, layers pointing one way (see `ARCHITECTURE.md`): the engine
 //! crate `kb-engine` (`error <- sandbox <- vault <- {index, write} <- engine <-
-//! eval`), knowing no protocol, and this one, `engine <- tools <- server <-
-//! bins`, the only code that knows rmcp, tokio and HTTP. The engine's modules
+//! eval`), knowing no protocol, and this one, `engine <- review <- tools <-
+//! server <- bins`, the only code that knows rmcp, tokio and HTTP. The engine's modules
 //! are re-exported here under their own names, so `kb_mcp::engine` is
 //! `kb_engine::engine`.
 
 pub use kb_engine::{engine, error, eval, index, sandbox, vault, write};
 
+pub mod review;
 pub mod server;
 pub mod tools;
 
@@ -19,7 +20,7 @@ pub mod tools;
 /// call on them (its fast bins are consolidated before each such block).
 /// mimalloc 2 without transparent huge pages (`Cargo.toml`): mimalloc 3 held
 /// 169 MiB serving 10k notes where glibc held 91 and mimalloc 2 holds 101
-/// (BENCHMARKS.md, issue 19, "Session 14"). Declared here, once, so the
+/// (BENCHMARKS.md, "Allocator"). Declared here, once, so the
 /// benchmarks measure what the binaries run; not under `cargo fuzz`, whose
 /// sanitizers watch the system allocator.
 #[cfg(not(fuzzing))]

@@ -694,3 +694,146 @@ fn issue_34_inbox_list_and_status_name_each_conflict_copy_and_what_to_do() {
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["conflict_copies"]["copies"][0]["note"], "z/alpha.md", "{json}");
 }
+
+// ---------------------------------------------------------------------------
+// Issue 36: the review page (`kb-index review`)
+
+/// A running `kb-index review`: its port and one-time secret.
+struct ReviewServer {
+    child: std::process::Child,
+    port: u16,
+    secret: String,
+}
+
+impl Drop for ReviewServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ReviewServer {
+    fn start(vault: &Path) -> ReviewServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kb-index"))
+            .args(["review", "--vault"])
+            .arg(vault)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().strip_prefix("Review page: ").unwrap_or_else(|| panic!("{line}"));
+        let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
+        let (port, secret) = rest.split_once("/#secret=").unwrap();
+        ReviewServer { child, port: port.parse().unwrap(), secret: secret.to_owned() }
+    }
+
+    /// One HTTP/1.1 request: its status, headers (lowercase names) and body.
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String, String) {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let mut head =
+            format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+            head.push_str(&format!("Host: 127.0.0.1:{}\r\n", self.port));
+        }
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        stream.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, head.to_ascii_lowercase(), body.to_owned())
+    }
+
+    fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+/// The page serves the card's view byte for byte, answers only its own
+/// `Host`, trades its one-time secret once for a session, lists and reviews
+/// the pending proposals, and applies or rejects only on a POST from its
+/// own origin carrying the page's token; the audit line says `review_page`.
+#[test]
+fn issue36_the_review_page_is_safe_to_leave_open_and_applies_on_a_click() {
+    let (_tmp, vault) = vault();
+    let patch = propose_patch(&vault);
+    let server = ReviewServer::start(&vault);
+    let origin = server.origin();
+
+    let (status, head, body) = server.request("GET", "/", &[], "");
+    assert_eq!(status, 200);
+    assert_eq!(body, kb_mcp::review::VIEW_HTML, "the page is the card's view, byte for byte");
+    assert!(head.contains("content-security-policy: default-src 'none'"), "{head}");
+    assert_eq!(server.request("GET", "/", &[("Host", "evil.example")], "").0, 403, "a rebound name");
+    assert_eq!(server.request("GET", "/api/proposals", &[], "").0, 401, "no session");
+    let secret = format!("{{\"secret\":\"{}\"}}", server.secret);
+    assert_eq!(server.request("POST", "/api/session", &[], &secret).0, 403, "a POST without an Origin");
+    let evil = [("Origin", "http://evil.example")];
+    assert_eq!(server.request("POST", "/api/session", &evil, &secret).0, 403, "a foreign Origin");
+    let ours = [("Origin", origin.as_str())];
+    assert_eq!(server.request("POST", "/api/session", &ours, "{\"secret\":\"00\"}").0, 401, "a wrong secret");
+
+    let (status, head, body) = server.request("POST", "/api/session", &ours, &secret);
+    assert_eq!(status, 200, "{body}");
+    let token =
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["token"].as_str().unwrap().to_owned();
+    let cookie = head
+        .lines()
+        .find_map(|line| line.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("{head}"))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(head.contains("httponly") && head.contains("samesite=strict"), "{head}");
+    assert_eq!(server.request("POST", "/api/session", &ours, &secret).0, 401, "the secret works once");
+
+    let session = [("Cookie", cookie.as_str())];
+    let (status, _, body) = server.request("GET", "/api/proposals", &session, "");
+    assert_eq!(status, 200);
+    assert!(body.contains(&patch), "{body}");
+    let (status, _, body) =
+        server.request("GET", &format!("/api/proposals/{patch}?file_limit=5"), &session, "");
+    assert_eq!(status, 200, "{body}");
+    let review: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((review["applicable"].as_bool(), review["files_total"].as_u64()), (Some(true), Some(1)));
+    assert!(review["files"][0]["diff"].as_str().unwrap().contains("+A new line."));
+
+    let apply = format!("/api/proposals/{patch}/apply");
+    let before = std::fs::read_to_string(vault.join("z/alpha.md")).unwrap();
+    let no_token = [("Cookie", cookie.as_str()), ("Origin", origin.as_str())];
+    assert_eq!(server.request("POST", &apply, &no_token, "{}").0, 403, "a forged POST without the token");
+    let forged =
+        [("Cookie", cookie.as_str()), ("Origin", "http://evil.example"), ("X-KB-Token", token.as_str())];
+    assert_eq!(server.request("POST", &apply, &forged, "{}").0, 403, "the token from another site");
+    assert_eq!(std::fs::read_to_string(vault.join("z/alpha.md")).unwrap(), before, "nothing changed");
+    let clicked = [("Cookie", cookie.as_str()), ("Origin", origin.as_str()), ("X-KB-Token", token.as_str())];
+    let (status, _, body) = server.request("POST", &apply, &clicked, "{}");
+    assert_eq!(status, 200, "{body}");
+    assert!(std::fs::read_to_string(vault.join("z/alpha.md")).unwrap().contains("A new line."));
+    let audit = std::fs::read_to_string(vault.join("inbox/_applied.jsonl")).unwrap();
+    assert!(audit.lines().last().unwrap().contains("\"by\":\"review_page\""), "{audit}");
+    let (status, _, body) = server.request("POST", &apply, &clicked, "{}");
+    assert_eq!(status, 409, "applied already: {body}");
+
+    let new = propose_new(&vault, "Not wanted");
+    let (_, _, body) = server.request("GET", "/api/proposals", &session, "");
+    assert!(body.contains(&new), "a proposal staged while the page is open is listed: {body}");
+    let reject = format!("/api/proposals/{new}/reject");
+    assert_eq!(server.request("POST", &reject, &clicked, "{\"reason\":\" \"}").0, 400, "a reason is needed");
+    let (status, _, body) = server.request("POST", &reject, &clicked, "{\"reason\":\"not now\"}");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("rejected"), "{body}");
+    assert_eq!(server.request("GET", "/elsewhere", &session, "").0, 404);
+}

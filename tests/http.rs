@@ -428,7 +428,7 @@ async fn each_token_sees_and_may_call_only_what_its_scope_grants() {
         let listed: Vec<String> =
             client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect();
         let expected: Vec<String> =
-            kb_mcp::tools::list(level).into_iter().map(|t| t.name.to_string()).collect();
+            kb_mcp::tools::list(level, false).into_iter().map(|t| t.name.to_string()).collect();
         assert_eq!(listed, expected, "{level:?}: the same list as stdio at that level");
         // The instructions follow the token's scope, not the server's default.
         let told = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
@@ -437,7 +437,7 @@ async fn each_token_sees_and_may_call_only_what_its_scope_grants() {
     }
     let counts: Vec<usize> = [Access::Read, Access::Propose, Access::Apply]
         .iter()
-        .map(|level| kb_mcp::tools::list(*level).len())
+        .map(|level| kb_mcp::tools::list(*level, false).len())
         .collect();
     assert!(counts[0] >= 8 && counts[1] == counts[0] + 7 && counts[2] == counts[1] + 1, "{counts:?}");
     let [reader, proposer, applier] = [&clients[0], &clients[1], &clients[2]];

@@ -2083,3 +2083,225 @@ async fn issue34_conflict_copies_are_shown_by_the_overview_and_list_proposals() 
     assert_ne!(staged.is_error, Some(true), "{staged:?}");
     client.cancel().await.unwrap();
 }
+
+// ---------------------------------------------------------------------------
+// Issue 36: the review card (MCP Apps), offered only to a client that shows it
+
+/// A client's capabilities declaring the MCP Apps extension.
+fn shows_apps() -> Value {
+    json!({"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}})
+}
+
+/// One request over a raw session; its answer (the whole message).
+fn raw_request(server: &mut common::RawStdio, id: &str, method: &str, params: Value) -> Value {
+    server.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
+    let answer = server.next();
+    assert_eq!(answer["id"], id, "{answer}");
+    answer
+}
+
+/// A tool call over a raw session; its result.
+fn raw_call(server: &mut common::RawStdio, id: &str, name: &str, arguments: Value) -> Value {
+    let answer = raw_request(server, id, "tools/call", json!({"name": name, "arguments": arguments}));
+    answer["result"].clone()
+}
+
+/// The error code of an error result (its text is the contract's JSON).
+fn raw_error_code(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(result.get("structuredContent").is_none(), "{result}");
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    text["error"]["code"].as_str().unwrap().to_owned()
+}
+
+fn tool_names(listed: &Value) -> Vec<String> {
+    listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A client that does not declare the extension sees exactly what it saw
+/// before: no card tools, no `_meta.ui`, no card resource, no key; a card
+/// tool called anyway is unknown. One that declares it gets the card on the
+/// tools whose results it shows, the card's own tools for the view alone
+/// (`approve_proposal` only at `apply`), the resource, and the key in the
+/// results' `_meta`, never in what the model reads.
+#[test]
+fn issue36_the_review_card_is_offered_only_to_a_client_that_shows_apps() {
+    let (_tmp, vault) = common::temp_vault();
+    let card_tools = ["review_proposal", "approve_proposal", "reject_proposal"];
+
+    let mut plain = common::RawStdio::start(&vault, "apply", json!({}));
+    let listed = raw_request(&mut plain, "l", "tools/list", json!({}));
+    assert!(tool_names(&listed).iter().all(|name| !card_tools.contains(&name.as_str())), "{listed}");
+    assert!(!listed.to_string().contains("ui://"), "{listed}");
+    let resources = raw_request(&mut plain, "r", "resources/list", json!({}));
+    assert!(!resources.to_string().contains("ui://kb-mcp/review"), "{resources}");
+    let refused = raw_request(
+        &mut plain,
+        "a",
+        "tools/call",
+        json!({"name": "approve_proposal", "arguments": {"proposal_id": "p_x", "review_token": "x"}}),
+    );
+    assert!(refused["error"]["message"].as_str().unwrap().contains("unknown tool"), "{refused}");
+    let staged = raw_call(
+        &mut plain,
+        "s",
+        "propose_new_note",
+        json!({"title": "Plain", "body": "b\n", "reason": "t"}),
+    );
+    assert!(staged.get("_meta").is_none_or(|meta| meta.get("kb-mcp/review").is_none()), "{staged}");
+    plain.finish();
+
+    let mut apps = common::RawStdio::start(&vault, "apply", shows_apps());
+    let listed = raw_request(&mut apps, "l", "tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let tool =
+        |name: &str| tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("{name}: {listed}"));
+    for name in ["propose_new_note", "propose_note_patch", "propose_move", "propose_batch", "list_proposals"]
+    {
+        assert_eq!(tool(name)["_meta"]["ui"]["resourceUri"], "ui://kb-mcp/review", "{name}");
+        assert_eq!(tool(name)["_meta"]["ui"]["visibility"], json!(["model", "app"]), "{name}");
+        assert_eq!(tool(name)["_meta"]["ui/resourceUri"], "ui://kb-mcp/review", "{name}");
+    }
+    assert!(tool("search_knowledge").get("_meta").is_none());
+    for name in card_tools {
+        assert_eq!(tool(name)["_meta"]["ui"]["visibility"], json!(["app"]), "{name}");
+    }
+    let resources = raw_request(&mut apps, "r", "resources/list", json!({}));
+    let card = resources["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["uri"] == "ui://kb-mcp/review")
+        .unwrap_or_else(|| panic!("{resources}"))
+        .clone();
+    assert_eq!(card["mimeType"], "text/html;profile=mcp-app");
+    let read = raw_request(&mut apps, "h", "resources/read", json!({"uri": "ui://kb-mcp/review"}));
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "text/html;profile=mcp-app", "{read}");
+    assert_eq!(contents["_meta"]["ui"]["csp"], json!({}), "no network asked for");
+    let html = contents["text"].as_str().unwrap();
+    assert_eq!(html, kb_mcp::review::VIEW_HTML, "the card is the page's view, byte for byte");
+    let staged = raw_call(
+        &mut apps,
+        "s",
+        "propose_new_note",
+        json!({"title": "Carded", "body": "b\n", "reason": "t"}),
+    );
+    let key = staged["_meta"]["kb-mcp/review"]["token"].as_str().unwrap_or_else(|| panic!("{staged}"));
+    assert_eq!(key.len(), 64);
+    assert!(!staged["content"].to_string().contains(key), "the model's text never holds the key");
+    assert!(!staged["structuredContent"].to_string().contains(key), "nor the structured result");
+    apps.finish();
+
+    let mut proposer = common::RawStdio::start(&vault, "propose", shows_apps());
+    let names = tool_names(&raw_request(&mut proposer, "l", "tools/list", json!({})));
+    assert!(names.contains(&"reject_proposal".to_owned()) && names.contains(&"review_proposal".to_owned()));
+    assert!(!names.contains(&"approve_proposal".to_owned()), "{names:?}");
+    let refused =
+        raw_call(&mut proposer, "a", "approve_proposal", json!({"proposal_id": "p_x", "review_token": "x"}));
+    assert_eq!(raw_error_code(&refused), "permission_denied");
+    proposer.finish();
+}
+
+/// The card's review re-checks live and pages its files; Apply and Reject
+/// need the card's key (a model calling them without it is refused and
+/// nothing changes); with it, they do what `apply_proposal` and
+/// `kb-index inbox reject` do, and the audit line says `review_card`. A
+/// proposal whose note changed since cannot be applied from the card.
+#[test]
+fn issue36_only_the_cards_key_applies_and_the_audit_line_says_so() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "apply", shows_apps());
+    let staged = raw_call(
+        &mut server,
+        "s1",
+        "propose_new_note",
+        json!({"title": "From the card", "body": "<script>alert(1)</script> stays text\n", "reason": "card"}),
+    );
+    let key = staged["_meta"]["kb-mcp/review"]["token"].as_str().unwrap().to_owned();
+    let id = staged["structuredContent"]["proposal_id"].as_str().unwrap().to_owned();
+    let target = staged["structuredContent"]["target"].as_str().unwrap().to_owned();
+
+    let review = raw_call(&mut server, "r1", "review_proposal", json!({"proposal_id": id}));
+    let page = &review["structuredContent"];
+    assert_eq!(page["applicable"], true, "{review}");
+    assert_eq!(page["files_total"], 1);
+    assert_eq!(page["proposal"]["reason"], "card");
+    assert!(page["files"][0]["diff"].as_str().unwrap().contains("+<script>alert(1)</script> stays text"));
+
+    let before = common::texts_under(&vault, "");
+    for token in ["", "0000", &"0".repeat(64)] {
+        let refused = raw_call(
+            &mut server,
+            "a0",
+            "approve_proposal",
+            json!({"proposal_id": id, "review_token": token}),
+        );
+        assert_eq!(raw_error_code(&refused), "permission_denied", "token {token:?}");
+    }
+    assert_eq!(common::texts_under(&vault, ""), before, "a refused click changes nothing");
+
+    let applied =
+        raw_call(&mut server, "a1", "approve_proposal", json!({"proposal_id": id, "review_token": key}));
+    assert_eq!(applied["structuredContent"]["status"], "applied", "{applied}");
+    assert!(std::fs::read_to_string(vault.join(&target)).unwrap().contains("stays text"));
+    let audit = std::fs::read_to_string(vault.join("inbox/_applied.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    assert_eq!((line["proposal_id"].as_str(), line["by"].as_str()), (Some(id.as_str()), Some("review_card")));
+    let again =
+        raw_call(&mut server, "a2", "approve_proposal", json!({"proposal_id": id, "review_token": key}));
+    assert_eq!(raw_error_code(&again), "proposal_not_pending");
+
+    let second = raw_call(
+        &mut server,
+        "s2",
+        "propose_new_note",
+        json!({"title": "Not this", "body": "b\n", "reason": "r"}),
+    );
+    let second = second["structuredContent"]["proposal_id"].as_str().unwrap().to_owned();
+    let empty = raw_call(
+        &mut server,
+        "j0",
+        "reject_proposal",
+        json!({"proposal_id": second, "review_token": key, "reason": "  "}),
+    );
+    assert_eq!(raw_error_code(&empty), "invalid_argument");
+    let rejected = raw_call(
+        &mut server,
+        "j1",
+        "reject_proposal",
+        json!({"proposal_id": second, "review_token": key, "reason": "not needed"}),
+    );
+    assert!(rejected["structuredContent"]["archive"].as_str().unwrap().contains("rejected"), "{rejected}");
+    let audit = std::fs::read_to_string(vault.join("inbox/_applied.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    assert_eq!((line["status"].as_str(), line["by"].as_str()), (Some("rejected"), Some("review_card")));
+    assert_eq!(line["reason"], "not needed");
+
+    let read = raw_call(&mut server, "n", "read_note", json!({"path": target}));
+    let hash = read["structuredContent"]["hash"].as_str().unwrap().to_owned();
+    let patch = raw_call(
+        &mut server,
+        "s3",
+        "propose_note_patch",
+        json!({"path": target, "base_hash": hash, "reason": "r",
+            "edits": [{"op": "append", "content": "patched\n"}]}),
+    );
+    let patch =
+        patch["structuredContent"]["proposal_id"].as_str().unwrap_or_else(|| panic!("{patch}")).to_owned();
+    std::fs::write(vault.join(&target), "the person rewrote it\n").unwrap();
+    let review =
+        raw_call(&mut server, "r3", "review_proposal", json!({"proposal_id": patch, "review_token": key}));
+    assert_eq!(review["structuredContent"]["applicable"], false, "{review}");
+    assert_eq!(review["structuredContent"]["proposal"]["checks"]["base_current"], false);
+    let stale =
+        raw_call(&mut server, "a3", "approve_proposal", json!({"proposal_id": patch, "review_token": key}));
+    assert_eq!(raw_error_code(&stale), "stale_base");
+    assert_eq!(std::fs::read_to_string(vault.join(&target)).unwrap(), "the person rewrote it\n");
+    server.finish();
+}

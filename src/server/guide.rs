@@ -19,7 +19,7 @@ Use only paths that tools returned; all paths are vault-relative with forward sl
 
 const READ_ONLY: &str = "This connection can only read (access level `read`). When the person wants a note added or changed, write the text in your answer and say which note it belongs to: they make the change themselves, or connect kb-mcp with `propose` access so that you can stage it for their approval.";
 
-const PROPOSE: &str = "Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; propose_move and propose_delete reorganise (links are rewritten), propose_batch stages many changes applied all or nothing, revert_proposal undoes an applied proposal; 5) stop and ask the person to review the proposal (`kb-index inbox show ID` shows it whole).";
+const PROPOSE: &str = "Writing is by proposal only, and only the person applies it. Safe order: 1) get_vault_overview; 2) search for existing notes on the topic so you do not duplicate one; 3) list_standards and read the relevant standards; 4) propose_new_note, or propose_note_patch with the base_hash from read_note; propose_move and propose_delete reorganise (links are rewritten), propose_batch stages many changes applied all or nothing, revert_proposal undoes an applied proposal; 5) stop and ask the person to review the proposal: where your host shows the review card they approve or reject it there; elsewhere `kb-index review` opens it in their browser (`kb-index inbox show ID` prints it whole).";
 
 const PROPOSE_ONLY: &str =
     "This connection cannot apply proposals (access level `propose`): the person applies them.";
@@ -142,7 +142,7 @@ mod tests {
     use super::*;
 
     fn names(access: Access) -> Vec<String> {
-        crate::tools::list(access).iter().map(|tool| tool.name.to_string()).collect()
+        crate::tools::list(access, false).iter().map(|tool| tool.name.to_string()).collect()
     }
 
     /// The tool names a text mentions, out of every tool at any level.
@@ -216,7 +216,7 @@ mod tests {
             texts.push(instructions(access));
         }
         texts.extend(PROMPTS.iter().flat_map(|p| [p.template, p.propose, p.read]).map(str::to_owned));
-        let tools = crate::tools::list(Access::Apply);
+        let tools = crate::tools::list(Access::Apply, false);
         let mut checked = 0;
         for text in &texts {
             for tool in &tools {

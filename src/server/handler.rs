@@ -26,6 +26,7 @@ use super::timing::ms;
 use crate::engine::types::Access;
 use crate::engine::{self, Engine};
 use crate::error::Error;
+use crate::review;
 use crate::tools::{self, CallContext};
 
 /// One connection's handler.
@@ -49,6 +50,19 @@ impl KbServer {
             .and_then(|parts| parts.extensions.get::<Access>())
             .copied()
             .unwrap_or(self.access)
+    }
+
+    /// Whether this request's client declared the MCP Apps extension with
+    /// the HTML views it renders (at `initialize`, or on the request itself
+    /// in the stateless revision): only then is the review card offered.
+    pub(super) fn shows_apps(&self, context: &RequestContext<RoleServer>) -> bool {
+        let Some(capabilities) = context.client_capabilities() else { return false };
+        let Some(ui) = capabilities.extensions.as_ref().and_then(|e| e.get(review::APPS_EXTENSION)) else {
+            return false;
+        };
+        ui.get("mimeTypes")
+            .and_then(|types| types.as_array())
+            .is_some_and(|types| types.iter().any(|t| t.as_str() == Some(review::CARD_MIME_TYPE)))
     }
 
     async fn engine_or_error(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, McpError> {
@@ -94,6 +108,16 @@ fn breakdown(
     fields
 }
 
+/// A successful result the review card shows, with the approval key in its
+/// `_meta` (`shown`): hosts hand a result's `_meta` to the view, not to the model.
+fn with_card_key(mut result: rmcp::model::CallToolResult, shown: bool) -> rmcp::model::CallToolResult {
+    if shown && result.is_error != Some(true) {
+        let meta = result.meta.get_or_insert_with(rmcp::model::MetaObject::new);
+        meta.0.insert(review::KEY_META.to_owned(), json!({ "token": review::key() }));
+    }
+    result
+}
+
 /// Maps an engine error to a JSON-RPC error (for resources and prompts, which have no `isError`).
 fn rpc_error(error: &Error) -> McpError {
     use crate::error::ErrorCode::*;
@@ -110,8 +134,15 @@ fn rpc_error(error: &Error) -> McpError {
 
 impl ServerHandler for KbServer {
     fn get_info(&self) -> ServerConfig {
+        let mut apps = rmcp::model::ExtensionCapabilities::new();
+        apps.insert(review::APPS_EXTENSION.to_owned(), serde_json::Map::new());
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build(),
+            ServerCapabilities::builder()
+                .enable_extensions_with(apps)
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
         )
         .with_server_info(
             Implementation::new("kb-mcp", env!("CARGO_PKG_VERSION"))
@@ -144,7 +175,7 @@ impl ServerHandler for KbServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools::list(self.access(&context))))
+        Ok(ListToolsResult::with_all_items(tools::list(self.access(&context), self.shows_apps(&context))))
     }
 
     async fn call_tool(
@@ -155,8 +186,9 @@ impl ServerHandler for KbServer {
         let started = Instant::now();
         let name = request.name.to_string();
         let access = self.access(&context);
+        let apps = self.shows_apps(&context);
         let responses = request.input_responses.clone();
-        let arguments = match tools::admit(&name, access, request.arguments)? {
+        let arguments = match tools::admit(&name, access, apps, request.arguments)? {
             Ok(arguments) => arguments,
             Err(refused) => {
                 // Not granted (`permission_denied`) or arguments off the schema (`invalid_argument`).
@@ -199,7 +231,7 @@ impl ServerHandler for KbServer {
             }
         }
         let shared = self.shared.clone();
-        let call_context = CallContext { access };
+        let call_context = CallContext { access, apps };
         let tool = name.clone();
         let handed_off = Instant::now();
         let (result, stages) = blocking::run(move || {
@@ -235,15 +267,19 @@ impl ServerHandler for KbServer {
         log(
             json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": outcome }),
         );
-        result.map(Into::into)
+        result.map(|result| with_card_key(result, apps && tools::shown_in_card(&name)).into())
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(ListResourcesResult::with_all_items(resources::fixed()))
+        let mut listed = resources::fixed();
+        if self.shows_apps(&context) {
+            listed.push(resources::card());
+        }
+        Ok(ListResourcesResult::with_all_items(listed))
     }
 
     async fn list_resource_templates(
@@ -259,6 +295,10 @@ impl ServerHandler for KbServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        // The card is the server's own page, not the vault's: it needs no engine.
+        if request.uri == review::CARD_URI {
+            return Ok(resources::read_card().into());
+        }
         let engine = self.engine_or_error(&context).await?;
         let uri = request.uri.clone();
         let result = blocking::run(move || {

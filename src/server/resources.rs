@@ -1,16 +1,18 @@
-//! Read-only resources: `kb://note/{path}`, four JSON views of the vault, and
-//! `kb://skill`, the Agent Skill that says how to work with it.
+//! Read-only resources: `kb://note/{path}`, four JSON views of the vault,
+//! `kb://skill`, the Agent Skill that says how to work with it, and for a
+//! client that shows MCP Apps the review card, `ui://kb-mcp/review`.
 //!
 //! Resources go through the same engine calls (and so the same sandbox) as the
 //! tools: a note resource is `read_note` by path, and the JSON views are the
 //! results of `list_tags`, `list_recent_notes` and `list_standards`.
 
-use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
+use rmcp::model::{MetaObject, ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 use serde_json::json;
 
 use crate::engine::Engine;
 use crate::engine::types::{ListTagsArgs, ReadNoteArgs, RecentArgs};
 use crate::error::{Error, Result};
+use crate::review;
 
 const NOTE_PREFIX: &str = "kb://note/";
 /// The most `kb://tree` answers, in bytes: past it, the notes are cut and a hint
@@ -48,6 +50,26 @@ pub(super) fn fixed() -> Vec<Resource> {
             )
             .with_mime_type("text/markdown"),
     ]
+}
+
+/// The review card, listed to a client that declared the MCP Apps extension.
+pub(super) fn card() -> Resource {
+    Resource::new(review::CARD_URI, "review")
+        .with_title("Review a proposal")
+        .with_description("The review card: a proposal's diff and checks, with the person's Apply and Reject")
+        .with_mime_type(review::CARD_MIME_TYPE)
+}
+
+/// The review card's HTML. Its `_meta.ui` asks for no network at all (the
+/// view talks only to its host) and a border.
+pub(super) fn read_card() -> ReadResourceResult {
+    let mut meta = MetaObject::new();
+    meta.0.insert("ui".to_owned(), json!({ "csp": {}, "prefersBorder": true }));
+    ReadResourceResult::new(vec![
+        ResourceContents::text(review::VIEW_HTML, review::CARD_URI)
+            .with_mime_type(review::CARD_MIME_TYPE)
+            .with_meta(meta),
+    ])
 }
 
 pub(super) fn templates() -> Vec<ResourceTemplate> {

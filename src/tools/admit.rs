@@ -8,6 +8,7 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::{Value, json};
 
+use super::app::{APP_TOOLS, is_app_only};
 use super::invoke::error_result;
 use super::table::{TOOLS, def};
 use crate::engine::types::Access;
@@ -20,6 +21,7 @@ fn validator(name: &str) -> Option<&'static jsonschema::Validator> {
         .get_or_init(|| {
             TOOLS
                 .iter()
+                .chain(APP_TOOLS)
                 .filter_map(|t| {
                     // Compiled as draft 7, which our schemas' keywords mean the same in
                     // (`$ref` into `$defs` is a plain JSON pointer): a 2020-12 validator
@@ -43,9 +45,11 @@ fn validator(name: &str) -> Option<&'static jsonschema::Validator> {
 pub fn admit(
     name: &str,
     access: Access,
+    apps: bool,
     arguments: Option<JsonObject>,
 ) -> Result<Result<Value, CallToolResult>, McpError> {
-    let Some(tool) = def(name) else {
+    // The card's tools do not exist for a client that cannot show the card.
+    let Some(tool) = def(name).filter(|_| apps || !is_app_only(name)) else {
         let name = crate::error::cut_middle(name, 200);
         return Err(McpError::invalid_params(
             format!("unknown tool `{name}`; call tools/list for the available tools"),

@@ -25,15 +25,7 @@ pub(super) fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result
 /// (clients on the TypeScript SDK 1.x check any `structuredContent` against the
 /// tool's output schema, errors included, and would show a schema error instead).
 pub fn error_result(error: &Error) -> CallToolResult {
-    let error = &error.bounded();
-    let hint = error.hint.as_deref().unwrap_or(error.code.default_hint());
-    let mut object = json!({ "code": error.code.as_str(), "message": error.message, "hint": hint });
-    if let Some(Value::Object(details)) = &error.details {
-        for (key, value) in details {
-            object[key.as_str()] = value.clone();
-        }
-    }
-    CallToolResult::error(vec![ContentBlock::text(json!({ "error": object }).to_string())])
+    CallToolResult::error(vec![ContentBlock::text(error.to_contract_json().to_string())])
 }
 
 /// The error object (`{code, message, hint, …}`) of an error result made by
@@ -64,6 +56,9 @@ pub(super) fn success<T: Serialize>(value: &T, text: String) -> Result<CallToolR
 pub struct CallContext {
     /// The caller's access level.
     pub access: Access,
+    /// Whether the client declared the MCP Apps extension (it may show the
+    /// review card, whose tools are admitted only then).
+    pub apps: bool,
 }
 
 /// Runs an admitted call (blocking: run it off the async runtime): the tool's

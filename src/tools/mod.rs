@@ -15,12 +15,14 @@
 mod render;
 
 mod admit;
+mod app;
 mod invoke;
 mod reference;
 mod schema;
 mod table;
 
 pub use admit::admit;
+pub use app::{ApproveArgs, RejectArgs, ReviewArgs};
 pub use invoke::{CallContext, error_code, error_of, error_result, invoke};
 pub use reference::reference;
-pub use table::{exists, level, list};
+pub use table::{exists, level, list, shown_in_card};

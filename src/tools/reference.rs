@@ -11,7 +11,7 @@ use crate::engine::types::Access;
 
 /// The whole reference as Markdown: every tool at every level, in `tools/list` order.
 pub fn reference() -> String {
-    let tools = super::list(Access::Apply);
+    let tools = super::list(Access::Apply, false);
     let mut out = String::new();
     out.push_str(
         "# Tool reference\n\n\
@@ -256,7 +256,7 @@ mod tests {
     #[test]
     fn every_tool_and_argument_is_in_the_reference() {
         let text = reference();
-        for tool in crate::tools::list(Access::Apply) {
+        for tool in crate::tools::list(Access::Apply, false) {
             assert!(text.contains(&format!("\n## {}\n", tool.name)), "{}", tool.name);
             for argument in
                 tool.input_schema.get("properties").and_then(Value::as_object).into_iter().flatten()

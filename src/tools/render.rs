@@ -193,7 +193,7 @@ pub(super) fn recent(r: &Recent) -> String {
 
 pub(super) fn proposed_new(r: &ProposeNewResult) -> String {
     let mut out = format!(
-        "staged proposal {} (new note {}); nothing in the vault changed. Ask the person to review and approve it.",
+        "staged proposal {} (new note {}); nothing in the vault changed. Ask the person to review and approve it (in the review card if your host shows it, else with `kb-index review`).",
         r.proposal_id, r.target
     );
     if !r.similar.is_empty() {
@@ -209,7 +209,7 @@ pub(super) fn proposed_new(r: &ProposeNewResult) -> String {
 
 pub(super) fn proposed_patch(r: &ProposePatchResult) -> String {
     format!(
-        "staged proposal {} (patch of {}: +{} -{}); nothing in the vault changed. Ask the person to review and approve it.{}\n\n{}",
+        "staged proposal {} (patch of {}: +{} -{}); nothing in the vault changed. Ask the person to review and approve it (in the review card if your host shows it, else with `kb-index review`).{}\n\n{}",
         r.proposal_id,
         r.target,
         r.added,
@@ -243,7 +243,7 @@ fn links_elsewhere(breaks: &[BrokenBy], redirected: &[BrokenBy], unlisted: u32, 
 
 pub(super) fn proposed_move(r: &ProposeMoveResult) -> String {
     format!(
-        "staged proposal {} ({} notes move, {} links rewritten in {} notes); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
+        "staged proposal {} ({} notes move, {} links rewritten in {} notes); nothing in the vault changed. Ask the person to review and approve it (in the review card if your host shows it, else with `kb-index review`).\n\n{}",
         r.proposal_id,
         r.moves.len() as u64 + r.moves_omitted,
         r.rewrites.links,
@@ -280,14 +280,14 @@ pub(super) fn proposed_delete(r: &ProposeDeleteResult) -> String {
 
 pub(super) fn proposed_batch(r: &ProposeBatchResult) -> String {
     format!(
-        "staged proposal {} (a batch); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
+        "staged proposal {} (a batch); nothing in the vault changed. Ask the person to review and approve it (in the review card if your host shows it, else with `kb-index review`).\n\n{}",
         r.proposal_id, r.diff
     )
 }
 
 pub(super) fn proposed_revert(r: &RevertResult) -> String {
     format!(
-        "staged proposal {} (a revert); nothing in the vault changed. Ask the person to review and approve it.\n\n{}",
+        "staged proposal {} (a revert); nothing in the vault changed. Ask the person to review and approve it (in the review card if your host shows it, else with `kb-index review`).\n\n{}",
         r.proposal_id, r.diff
     )
 }

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 
+use super::app::APP_TOOLS;
 use super::invoke::{Answer, Call, answered};
 use super::render;
 use super::schema::{input, output};
@@ -15,7 +16,7 @@ use crate::error::{Error, ErrorCode};
 
 /// The contract's annotation classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Effect {
+pub(super) enum Effect {
     /// Read-only, idempotent.
     Reads,
     /// Writes only into the inbox.
@@ -27,12 +28,12 @@ enum Effect {
 /// One tool's declaration.
 pub(super) struct ToolDef {
     pub(super) name: &'static str,
-    title: &'static str,
-    description: &'static str,
+    pub(super) title: &'static str,
+    pub(super) description: &'static str,
     pub(super) level: Access,
-    effect: Effect,
+    pub(super) effect: Effect,
     pub(super) input: fn() -> Arc<JsonObject>,
-    output: fn() -> Arc<JsonObject>,
+    pub(super) output: fn() -> Arc<JsonObject>,
     /// Parses the arguments, calls the engine, renders the answer.
     pub(super) run: fn(Call<'_>) -> Answer,
 }
@@ -258,8 +259,26 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
 ];
 
+/// A tool's row, the review card's tools included.
 pub(super) fn def(name: &str) -> Option<&'static ToolDef> {
-    TOOLS.iter().find(|t| t.name == name)
+    TOOLS.iter().chain(APP_TOOLS).find(|t| t.name == name)
+}
+
+/// The tools whose results the review card shows (`_meta.ui.resourceUri`).
+const SHOWN_IN_CARD: &[&str] = &[
+    "propose_new_note",
+    "propose_note_patch",
+    "propose_move",
+    "propose_delete",
+    "propose_batch",
+    "revert_proposal",
+    "list_proposals",
+];
+
+/// Whether a tool's result is shown in the review card (on a connection
+/// whose client declared the MCP Apps extension).
+pub fn shown_in_card(name: &str) -> bool {
+    SHOWN_IN_CARD.contains(&name)
 }
 
 fn annotations(tool: &ToolDef) -> ToolAnnotations {
@@ -278,17 +297,41 @@ fn annotations(tool: &ToolDef) -> ToolAnnotations {
 }
 
 /// The tools a caller with `access` sees, in `tools/list` order.
-pub fn list(access: Access) -> Vec<Tool> {
-    TOOLS
+/// `apps`: the client declared the MCP Apps extension; then the tools the
+/// card shows name it, and the card's own tools follow, for the view alone.
+pub fn list(access: Access, apps: bool) -> Vec<Tool> {
+    let tool = |t: &ToolDef| {
+        Tool::new(t.name, t.description, (t.input)())
+            .with_title(t.title)
+            .with_raw_output_schema((t.output)())
+            .with_annotations(annotations(t))
+    };
+    let granted = |t: &&ToolDef| t.level <= access;
+    let mut tools: Vec<Tool> = TOOLS
         .iter()
-        .filter(|t| t.level <= access)
-        .map(|t| {
-            Tool::new(t.name, t.description, (t.input)())
-                .with_title(t.title)
-                .with_raw_output_schema((t.output)())
-                .with_annotations(annotations(t))
+        .filter(granted)
+        .map(|t| match apps && shown_in_card(t.name) {
+            true => tool(t).with_meta(card_meta(&["model", "app"])),
+            false => tool(t),
         })
-        .collect()
+        .collect();
+    if apps {
+        tools.extend(APP_TOOLS.iter().filter(granted).map(|t| tool(t).with_meta(card_meta(&["app"]))));
+    }
+    tools
+}
+
+/// A tool's `_meta` naming the review card, and who may call it. The flat
+/// `ui/resourceUri` key is the extension's older spelling, which hosts of
+/// early 2026 read.
+fn card_meta(visibility: &[&str]) -> MetaObject {
+    let mut meta = MetaObject::new();
+    meta.0.insert(
+        "ui".to_owned(),
+        serde_json::json!({ "resourceUri": crate::review::CARD_URI, "visibility": visibility }),
+    );
+    meta.0.insert("ui/resourceUri".to_owned(), serde_json::json!(crate::review::CARD_URI));
+    meta
 }
 
 /// Whether a tool exists at all (at any level).

@@ -215,6 +215,22 @@ impl Error {
         }
     }
 
+    /// The contract's error object, `{"error": {code, message, hint, …}}`:
+    /// [bounded](Error::bounded), the code's [default hint](ErrorCode::default_hint)
+    /// where the error names none, its details as fields beside the others.
+    pub fn to_contract_json(&self) -> serde_json::Value {
+        let error = self.bounded();
+        let hint = error.hint.as_deref().unwrap_or(error.code.default_hint());
+        let mut object =
+            serde_json::json!({ "code": error.code.as_str(), "message": error.message, "hint": hint });
+        if let Some(serde_json::Value::Object(details)) = &error.details {
+            for (key, value) in details {
+                object[key.as_str()] = value.clone();
+            }
+        }
+        serde_json::json!({ "error": object })
+    }
+
     /// `invalid_argument`.
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::new(ErrorCode::InvalidArgument, message)

@@ -28,6 +28,7 @@ mod eval_cmd;
 mod inbox;
 mod ls;
 mod output;
+mod review;
 mod search;
 mod status;
 mod structure;
@@ -101,6 +102,9 @@ enum Command {
         #[command(subcommand)]
         command: inbox::InboxCommand,
     },
+    /// Review the proposals in the browser: a page on 127.0.0.1 with each diff, Apply and Reject.
+    #[command(after_help = review::EXAMPLES)]
+    Review(review::ReviewArgs),
     /// Move or rename a note or folder, rewriting every link to it: staged as a proposal (--yes also applies it).
     #[command(after_help = structure::MV_EXAMPLES)]
     Mv(structure::MvArgs),
@@ -282,6 +286,12 @@ fn run(cli: Cli) -> Result<u8, Failure> {
                 return Err(error.into());
             }
             structure::run_revert(&engine, args, &paint, &mut out)
+        }
+        Command::Review(args) => {
+            if let Some(error) = engine.inbox_conflict() {
+                return Err(error.into());
+            }
+            review::run(engine, args, &mut out)
         }
         Command::Eval { suite, json, baseline } => {
             eval_cmd::run_eval(&engine, suite, json.as_deref(), *baseline, &mut out).map_err(Failure::usage)

@@ -29,7 +29,10 @@ mod write;
 
 pub use person::{NoteHit, NoteResults, PERSON_LIMIT};
 pub use recall::estimate_tokens;
-pub use review::{CONFIRMATION_DIFF_LINES, FileDiff, PendingOverlap, ProposalReview};
+pub use review::{
+    CONFIRMATION_DIFF_LINES, FileDiff, PendingOverlap, ProposalReview, REVIEW_PAGE_DIFF_LINES,
+    REVIEW_PAGE_FILES, REVIEW_PAGE_MAX_FILES, ReviewPage,
+};
 pub use sync::SyncReport;
 
 pub(crate) use catalog::Catalog;

@@ -1,8 +1,11 @@
 //! What the person approving a proposal sees: the change of every file it
 //! touches (`kb-index inbox show`, the dry run, `inbox list --diff`) and the
 //! short text a client shows before `apply_proposal` (summary and the start of
-//! the diff). The write layer computes the diffs; this module shapes them.
+//! the diff), and the review card's and review page's page of it
+//! ([`ReviewPage`]). The write layer computes the diffs; this module shapes
+//! them, so every view shows one review.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Engine;
@@ -17,7 +20,7 @@ pub const CONFIRMATION_DIFF_LINES: usize = 40;
 const CONFIRMATION_LINKS: usize = 10;
 
 /// One file a proposal would write, with its diff.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct FileDiff {
     /// Vault-relative path.
     pub path: String,
@@ -32,7 +35,7 @@ pub struct FileDiff {
 }
 
 /// A pending proposal, its checks, and the diff of every file it touches.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct ProposalReview {
     /// The proposal as `list_proposals` shows it.
     pub proposal: ProposalEntry,
@@ -59,7 +62,7 @@ pub struct ProposalReview {
 }
 
 /// Another pending proposal touching some of the same files.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct PendingOverlap {
     /// Its id.
     pub proposal_id: String,
@@ -67,6 +70,36 @@ pub struct PendingOverlap {
     pub summary: String,
     /// The files both touch.
     pub paths: Vec<String>,
+}
+
+/// Files a review page holds unless asked for fewer or more.
+pub const REVIEW_PAGE_FILES: usize = 20;
+
+/// The most files a review page holds.
+pub const REVIEW_PAGE_MAX_FILES: usize = 200;
+
+/// The most lines of one file's diff a review page holds; the rest is
+/// counted in [`ReviewPage::lines_not_shown`] (`kb-index inbox show` has it all).
+pub const REVIEW_PAGE_DIFF_LINES: usize = 2_000;
+
+/// One page of a pending proposal's review, as the review card and the review
+/// page show it: the review with a page of its files, and whether an apply
+/// would go ahead now.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct ReviewPage {
+    /// The review; its `files` are this page's.
+    #[serde(flatten)]
+    pub review: ProposalReview,
+    /// Lines of each of this page's diffs left out (same order as `files`;
+    /// `0` when the diff is whole).
+    pub lines_not_shown: Vec<u32>,
+    /// The position of this page's first file among all of them.
+    pub file_offset: usize,
+    /// How many files the proposal touches.
+    pub files_total: usize,
+    /// Whether an apply would go ahead now: every live check passes and the
+    /// diff shown is what it would write. When false, the views disable Apply.
+    pub applicable: bool,
 }
 
 /// A proposal as the tools list it.
@@ -130,6 +163,36 @@ impl Engine {
         })
     }
 
+    /// One page of the pending proposal `id`'s review: `limit` files (default
+    /// [`REVIEW_PAGE_FILES`], at most [`REVIEW_PAGE_MAX_FILES`]) from
+    /// `offset`, each diff cut at [`REVIEW_PAGE_DIFF_LINES`] lines. Computed
+    /// afresh on every call: its checks are live.
+    pub fn review_page(&self, id: &str, offset: usize, limit: Option<usize>) -> Result<ReviewPage> {
+        let mut review = self.review_proposal(id)?;
+        let limit = limit.unwrap_or(REVIEW_PAGE_FILES).clamp(1, REVIEW_PAGE_MAX_FILES);
+        let files_total = review.files.len();
+        let checks = &review.proposal.checks;
+        let applicable =
+            review.caveat.is_none() && checks.intact && checks.base_current && checks.target_free;
+        let mut lines_not_shown = Vec::new();
+        review.files = std::mem::take(&mut review.files)
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|mut file| {
+                lines_not_shown.push(cut_lines(&mut file.diff, REVIEW_PAGE_DIFF_LINES));
+                file
+            })
+            .collect();
+        Ok(ReviewPage {
+            review,
+            lines_not_shown,
+            file_offset: offset.min(files_total),
+            files_total,
+            applicable,
+        })
+    }
+
     /// The other pending proposals touching a file the pending proposal `id`
     /// touches (as [`ProposalReview::overlaps`], without computing any diff).
     pub fn proposal_overlaps(&self, id: &str) -> Result<Vec<PendingOverlap>> {
@@ -180,6 +243,14 @@ impl Engine {
         }
         Some(text.trim_end().to_owned())
     }
+}
+
+/// Cuts `text` after its first `keep` lines; returns how many lines it lost.
+fn cut_lines(text: &mut String, keep: usize) -> u32 {
+    let Some((end, _)) = text.match_indices('\n').nth(keep.saturating_sub(1)) else { return 0 };
+    let lost = text[end + 1..].lines().count();
+    text.truncate(end + 1);
+    u32::try_from(lost).unwrap_or(u32::MAX)
 }
 
 /// Links in other notes that will lead elsewhere or nowhere (at most

@@ -109,7 +109,14 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
         sha256: None,
     };
     Ok((
-        Plan { schema: PLAN_SCHEMA, summary, files: vec![op], folders: Vec::new(), remarks: Vec::new(), linkers: None },
+        Plan {
+            schema: PLAN_SCHEMA,
+            summary,
+            files: vec![op],
+            folders: Vec::new(),
+            remarks: Vec::new(),
+            linkers: None,
+        },
         breaks,
     ))
 }

@@ -308,6 +308,10 @@ pub enum Actor {
     Mcp,
     /// A person through `kb-index inbox`.
     Cli,
+    /// A person clicking Apply or Reject in the review card an MCP host shows.
+    ReviewCard,
+    /// A person clicking Apply or Reject on the `kb-index review` page.
+    ReviewPage,
 }
 
 /// The steps of an apply; a failpoint fires after each.

@@ -132,6 +132,8 @@ mod tests {
         }
         check(Actor::Mcp, "mcp");
         check(Actor::Cli, "cli");
+        check(Actor::ReviewCard, "review_card");
+        check(Actor::ReviewPage, "review_page");
         assert_eq!(Access::parse("admin"), None);
     }
 }
