@@ -703,6 +703,8 @@ struct ReviewServer {
     child: std::process::Child,
     port: u16,
     secret: String,
+    /// Its stdout, kept open: the page stops when it cannot write its lines.
+    _stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Drop for ReviewServer {
@@ -721,12 +723,15 @@ impl ReviewServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let (mut line, mut second) = (String::new(), String::new());
+        stdout.read_line(&mut line).unwrap();
+        stdout.read_line(&mut second).unwrap();
+        assert!(second.contains("Ctrl-C"), "{second}");
         let url = line.trim().strip_prefix("Review page: ").unwrap_or_else(|| panic!("{line}"));
         let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
         let (port, secret) = rest.split_once("/#secret=").unwrap();
-        ReviewServer { child, port: port.parse().unwrap(), secret: secret.to_owned() }
+        ReviewServer { child, port: port.parse().unwrap(), secret: secret.to_owned(), _stdout: stdout }
     }
 
     /// One HTTP/1.1 request: its status, headers (lowercase names) and body.
@@ -748,8 +753,19 @@ impl ReviewServer {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         stream.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
+        // A refusal may come before the body is read, and the close after it
+        // then resets the connection: what arrived before the reset is the answer.
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(read) => answer.extend_from_slice(&chunk[..read]),
+                Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset && !answer.is_empty() => break,
+                Err(err) => panic!("{method} {path}: {err}"),
+            }
+        }
+        let answer = String::from_utf8(answer).unwrap();
         let (head, body) = answer.split_once("\r\n\r\n").unwrap();
         let status = head.split(' ').nth(1).unwrap().parse().unwrap();
         (status, head.to_ascii_lowercase(), body.to_owned())

@@ -166,7 +166,7 @@ fn failure(error: &Error) -> Response {
 
 /// Every request: a loopback `Host` naming this port, and an `Origin` (when
 /// sent, and always on a POST) that is this page's.
-async fn guard(State(page): State<Arc<Page>>, request: Request, next: Next) -> Response {
+fn foreign(page: &Page, request: &Request) -> Option<Response> {
     let headers = request.headers();
     let ours = |value: &str, scheme: &str| {
         [format!("{scheme}127.0.0.1:{}", page.port), format!("{scheme}localhost:{}", page.port)]
@@ -175,20 +175,33 @@ async fn guard(State(page): State<Arc<Page>>, request: Request, next: Next) -> R
     };
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
     if !ours(host, "") {
-        return refusal(StatusCode::FORBIDDEN, "permission_denied", "this page answers only its own address");
+        return Some(refusal(
+            StatusCode::FORBIDDEN,
+            "permission_denied",
+            "this page answers only its own address",
+        ));
     }
     match headers.get(header::ORIGIN).map(|v| v.to_str().unwrap_or_default()) {
-        Some(origin) if !ours(origin, "http://") => {
-            return refusal(
-                StatusCode::FORBIDDEN,
-                "permission_denied",
-                "a request from another site is refused",
-            );
+        Some(origin) if !ours(origin, "http://") => Some(refusal(
+            StatusCode::FORBIDDEN,
+            "permission_denied",
+            "a request from another site is refused",
+        )),
+        None if !matches!(*request.method(), Method::GET | Method::HEAD) => {
+            Some(refusal(StatusCode::FORBIDDEN, "permission_denied", "a change must come from the page"))
         }
-        None if request.method() != Method::GET => {
-            return refusal(StatusCode::FORBIDDEN, "permission_denied", "a change must come from the page");
-        }
-        _ => {}
+        _ => None,
+    }
+}
+
+/// Refuses a [`foreign`] request; answers the others with headers that keep
+/// the page out of caches, frames and other sites' sniffing.
+async fn guard(State(page): State<Arc<Page>>, request: Request, next: Next) -> Response {
+    if let Some(refused) = foreign(&page, &request) {
+        // Read what was sent first: closing on an unread body resets the
+        // connection, and the client may lose the answer with it.
+        let _ = axum::body::to_bytes(request.into_body(), BODY_MAX_BYTES).await;
+        return refused;
     }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
@@ -343,7 +356,12 @@ async fn review(
 }
 
 /// `POST /api/proposals/{id}/apply`: the person's Apply.
-async fn apply(State(page): State<Arc<Page>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+async fn apply(
+    State(page): State<Arc<Page>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    _body: Bytes,
+) -> Response {
     if let Some(refused) = refused(&page, &headers, true) {
         return refused;
     }

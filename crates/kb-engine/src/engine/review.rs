@@ -125,7 +125,14 @@ impl Engine {
     /// The pending proposal with this exact id and the diff of every file it
     /// touches. Errors as `apply_proposal`'s lookup (not found, not pending, tampered).
     pub fn review_proposal(&self, id: &str) -> Result<ProposalReview> {
-        let review = write::review(&self.sandbox(), id)?;
+        Ok(self.reviewed(id, None)?.0)
+    }
+
+    /// The review with the diffs of the files in `files` (all when `None`),
+    /// and how many files the proposal writes in all.
+    fn reviewed(&self, id: &str, files: Option<std::ops::Range<usize>>) -> Result<(ProposalReview, usize)> {
+        let review = write::review(&self.sandbox(), id, files)?;
+        let files_total = review.files_total;
         let op = match review.view.kind {
             ProposalKind::New => FileOpKind::Create,
             _ => FileOpKind::Write,
@@ -139,10 +146,14 @@ impl Engine {
             (Some(text), Some(file)) if applicable => {
                 self.link_effects(op, &file.path, text).unwrap_or_default()
             }
+            // A delete's diff shows the note going, not the links that go with it.
+            (None, _) if applicable && review.view.kind == ProposalKind::Delete => {
+                self.delete_effects(&review.view.target).unwrap_or_default()
+            }
             _ => Default::default(),
         };
         let overlaps = self.published(review.overlaps);
-        Ok(ProposalReview {
+        let review = ProposalReview {
             proposal: entry(review.view),
             files: review
                 .files
@@ -160,7 +171,8 @@ impl Engine {
             redirected,
             overlaps,
             remarks: review.remarks,
-        })
+        };
+        Ok((review, files_total))
     }
 
     /// One page of the pending proposal `id`'s review: `limit` files (default
@@ -168,22 +180,13 @@ impl Engine {
     /// `offset`, each diff cut at [`REVIEW_PAGE_DIFF_LINES`] lines. Computed
     /// afresh on every call: its checks are live.
     pub fn review_page(&self, id: &str, offset: usize, limit: Option<usize>) -> Result<ReviewPage> {
-        let mut review = self.review_proposal(id)?;
         let limit = limit.unwrap_or(REVIEW_PAGE_FILES).clamp(1, REVIEW_PAGE_MAX_FILES);
-        let files_total = review.files.len();
+        let (mut review, files_total) = self.reviewed(id, Some(offset..offset.saturating_add(limit)))?;
         let checks = &review.proposal.checks;
         let applicable =
             review.caveat.is_none() && checks.intact && checks.base_current && checks.target_free;
-        let mut lines_not_shown = Vec::new();
-        review.files = std::mem::take(&mut review.files)
-            .into_iter()
-            .skip(offset)
-            .take(limit)
-            .map(|mut file| {
-                lines_not_shown.push(cut_lines(&mut file.diff, REVIEW_PAGE_DIFF_LINES));
-                file
-            })
-            .collect();
+        let lines_not_shown =
+            review.files.iter_mut().map(|file| cut_lines(&mut file.diff, REVIEW_PAGE_DIFF_LINES)).collect();
         Ok(ReviewPage {
             review,
             lines_not_shown,

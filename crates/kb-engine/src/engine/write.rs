@@ -84,6 +84,15 @@ impl Engine {
 
     /// The links in other notes that a new note or a patched one (`text` at
     /// `path`) will break or lead elsewhere, judged on the current catalog.
+    /// The links a delete of `path` breaks, and those it makes lead to
+    /// another note, judged on the vault as it is now (for its review).
+    pub(super) fn delete_effects(&self, path: &str) -> Result<(Vec<BrokenBy>, Vec<BrokenBy>)> {
+        let catalog = self.catalog();
+        let view = catalog.view();
+        let (_, links) = write::plan_delete(&self.sandbox(), &view, path)?;
+        Ok(split_breaks(links))
+    }
+
     pub(super) fn link_effects(
         &self,
         op: FileOpKind,

@@ -47,8 +47,10 @@ pub struct FileChange {
 pub struct Review {
     /// The proposal and its checks.
     pub view: ProposalView,
-    /// The files it would write, in order.
+    /// The files it would write, in order (those asked for: see [`review`]).
     pub files: Vec<FileChange>,
+    /// How many files it writes in all.
+    pub files_total: usize,
     /// Why the diff shown is not what an apply would write now (the note changed
     /// since), or `None`.
     pub caveat: Option<String>,
@@ -72,8 +74,10 @@ pub struct Overlap {
 }
 
 /// The review of the pending proposal with exactly this id (errors as [`super::apply`]'s
-/// lookup: not found, not pending, tampered).
-pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
+/// lookup: not found, not pending, tampered), with the diffs of the files in
+/// `files` (all of them when `None`): a page of a move rewriting ten thousand
+/// notes computes twenty diffs, not ten thousand. Its checks are of every file.
+pub fn review(sandbox: &Sandbox, id: &str, files: Option<std::ops::Range<usize>>) -> Result<Review> {
     let inbox = Inbox::of(sandbox);
     let located = find(sandbox, &inbox, id)?;
     if located.meta.kind.is_multi() {
@@ -81,11 +85,14 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
         let caveat = super::plan::check(sandbox, &plan)
             .err()
             .map(|err| format!("applying it now would be refused: {}", err.message));
-        let files = plan.files.iter().map(|op| op_change(op, None)).collect();
+        let range = files.unwrap_or(0..plan.files.len());
+        let page = plan.files.get(range.start.min(plan.files.len())..range.end.min(plan.files.len()));
+        let changes = page.unwrap_or_default().iter().map(|op| op_change(op, None)).collect();
         let touched = plan.files.iter().flat_map(|op| op.touched()).map(str::to_owned).collect();
         return Ok(Review {
             view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
-            files,
+            files: changes,
+            files_total: plan.files.len(),
             caveat,
             staged_note: None,
             overlaps: overlaps(sandbox, &inbox, &located, &touched)?,
@@ -140,9 +147,11 @@ pub fn review(sandbox: &Sandbox, id: &str) -> Result<Review> {
         }
     };
     let touched = BTreeSet::from([target]);
+    let shown = files.is_none_or(|range| range.contains(&0));
     Ok(Review {
         view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
-        files: vec![change],
+        files: if shown { vec![change] } else { Vec::new() },
+        files_total: 1,
         caveat,
         staged_note: Some(staged.into_owned()),
         overlaps: overlaps(sandbox, &inbox, &located, &touched)?,
