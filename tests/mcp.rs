@@ -2283,6 +2283,18 @@ fn issue36_only_the_cards_key_applies_and_the_audit_line_says_so() {
     assert_eq!((line["status"].as_str(), line["by"].as_str()), (Some("rejected"), Some("review_card")));
     assert_eq!(line["reason"], "not needed");
 
+    // A delete's review names the links it breaks, which no diff shows.
+    let delete = raw_call(
+        &mut server,
+        "d",
+        "propose_delete",
+        json!({"path": "z/3-2-1 备份原则.md", "reason": "tidy"}),
+    );
+    let delete =
+        delete["structuredContent"]["proposal_id"].as_str().unwrap_or_else(|| panic!("{delete}")).to_owned();
+    let review = raw_call(&mut server, "rd", "review_proposal", json!({"proposal_id": delete}));
+    assert!(!review["structuredContent"]["breaks"].as_array().unwrap().is_empty(), "{review}");
+
     let read = raw_call(&mut server, "n", "read_note", json!({"path": target}));
     let hash = read["structuredContent"]["hash"].as_str().unwrap().to_owned();
     let patch = raw_call(
@@ -2304,4 +2316,399 @@ fn issue36_only_the_cards_key_applies_and_the_audit_line_says_so() {
     assert_eq!(raw_error_code(&stale), "stale_base");
     assert_eq!(std::fs::read_to_string(vault.join(&target)).unwrap(), "the person rewrote it\n");
     server.finish();
+}
+
+// ---------------------------------------------------------------------------
+// Issue 33 §3: skills over MCP
+
+const SKILLS: &str = "io.modelcontextprotocol/skills";
+const WORKFLOW_SKILL: &str = "skill://kb-mcp/SKILL.md";
+const CONVENTIONS_SKILL: &str = "skill://vault-conventions/SKILL.md";
+
+/// A client's capabilities declaring the skills extension.
+fn loads_skills() -> Value {
+    json!({"extensions": {SKILLS: {}}})
+}
+
+/// The server's `initialize` answer to a client declaring `capabilities`.
+fn initialize_answer(vault: &Path, capabilities: Value) -> Value {
+    let mut child = common::raw_stdio_server(vault, "read", Stdio::null());
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": capabilities,
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    serde_json::from_str(&line).unwrap()
+}
+
+fn resource_uris(listed: &Value) -> Vec<String> {
+    listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A resource's text as served.
+fn raw_read(server: &mut common::RawStdio, uri: &str) -> String {
+    let read = raw_request(server, "read", "resources/read", json!({"uri": uri}));
+    read["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{uri}: {read}")).to_owned()
+}
+
+/// `sha256:<hex>` of `bytes`, computed here rather than by the server's code.
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let hex: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The entries of `skills/list`, by URI.
+fn listed_skills(server: &mut common::RawStdio) -> Vec<Value> {
+    let listed = raw_request(server, "skills", "skills/list", json!({}));
+    listed["result"]["skills"].as_array().unwrap_or_else(|| panic!("{listed}")).clone()
+}
+
+/// The digest `skills/list` gives the conventions skill's `SKILL.md`.
+fn conventions_digest(server: &mut common::RawStdio) -> String {
+    let skills = listed_skills(server);
+    let skill = skills.iter().find(|s| s["uri"] == CONVENTIONS_SKILL).unwrap();
+    skill["resources"][0]["digest"].as_str().unwrap().to_owned()
+}
+
+/// Checks that every file of a listed skill reads back with the digest and
+/// size the entry gives, and that its frontmatter is the entry's.
+fn check_skill_files(server: &mut common::RawStdio, skill: &Value) {
+    let files = skill["resources"].as_array().unwrap_or_else(|| panic!("{skill}"));
+    assert!(files.iter().any(|f| f["uri"] == skill["uri"]), "the manifest lists its SKILL.md: {skill}");
+    for file in files {
+        let uri = file["uri"].as_str().unwrap();
+        let text = raw_read(server, uri);
+        assert_eq!(file["digest"], sha256(text.as_bytes()), "{uri}");
+        assert_eq!(file["size"], text.len(), "{uri}");
+        let entry: rmcp::model::SkillResource = serde_json::from_value(file.clone()).unwrap();
+        entry.verify(text.as_bytes()).unwrap();
+    }
+    let text = raw_read(server, skill["uri"].as_str().unwrap());
+    let frontmatter = text.strip_prefix("---\n").and_then(|rest| rest.split_once("\n---\n")).unwrap().0;
+    let name = skill["frontmatter"]["name"].as_str().unwrap();
+    assert!(frontmatter.lines().any(|l| l == format!("name: {name}")), "{frontmatter}");
+    let description = skill["frontmatter"]["description"].as_str().unwrap();
+    assert!(frontmatter.lines().any(|l| l == format!("description: {description}")), "{frontmatter}");
+    assert_eq!(skill["uri"], format!("skill://{name}/SKILL.md"), "the URI ends in the skill's name");
+}
+
+/// A client that does not declare the extension sees no skills in the
+/// capabilities or in `resources/list` (exactly what it saw before), though a
+/// skill it names still reads; one that declares it sees both.
+#[test]
+fn issue33_skills_are_offered_only_to_a_client_that_declares_the_extension() {
+    let (_tmp, vault) = common::temp_vault();
+
+    let plain = initialize_answer(&vault, json!({}));
+    let extensions = &plain["result"]["capabilities"]["extensions"];
+    assert!(extensions.get(SKILLS).is_none(), "{plain}");
+    assert!(extensions.get("io.modelcontextprotocol/ui").is_some(), "other extensions stay: {plain}");
+    let mut server = common::RawStdio::start(&vault, "read", json!({}));
+    let uris = resource_uris(&raw_request(&mut server, "l", "resources/list", json!({})));
+    assert_eq!(uris, ["kb://tree", "kb://tags", "kb://recent", "kb://standards", "kb://skill"]);
+    assert!(raw_read(&mut server, CONVENTIONS_SKILL).starts_with("---\nname: vault-conventions\n"));
+    assert_eq!(raw_read(&mut server, WORKFLOW_SKILL), raw_read(&mut server, "kb://skill"));
+    server.finish();
+
+    let declared = initialize_answer(&vault, loads_skills());
+    assert_eq!(declared["result"]["capabilities"]["extensions"][SKILLS], json!({}), "{declared}");
+    assert!(declared["result"]["capabilities"]["resources"].is_object(), "skills ride on resources");
+    let mut server = common::RawStdio::start(&vault, "read", loads_skills());
+    let listed = raw_request(&mut server, "l", "resources/list", json!({}));
+    assert_eq!(
+        resource_uris(&listed)[5..],
+        ["skill://index.json", WORKFLOW_SKILL, CONVENTIONS_SKILL],
+        "{listed}"
+    );
+    let resources = listed["result"]["resources"].as_array().unwrap();
+    let conventions = resources.iter().find(|r| r["uri"] == CONVENTIONS_SKILL).unwrap();
+    assert_eq!(
+        (conventions["name"].as_str(), conventions["mimeType"].as_str()),
+        (Some("vault-conventions"), Some("text/markdown"))
+    );
+    server.finish();
+}
+
+/// `skills/list`, `skills/get` and `skill://index.json` describe both skills
+/// alike, and every digest and size is that of the bytes `resources/read`
+/// serves; the workflow skill is the repository's file, the conventions skill
+/// is the fixture vault's standards, registered tags and folders, within 32 KiB.
+#[test]
+fn issue33_the_index_lists_both_skills_with_the_digests_of_the_bytes_served() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "read", loads_skills());
+    let skills = listed_skills(&mut server);
+    let uris: Vec<&str> = skills.iter().map(|s| s["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris, [WORKFLOW_SKILL, CONVENTIONS_SKILL]);
+    for skill in &skills {
+        check_skill_files(&mut server, skill);
+        let got = raw_request(&mut server, "get", "skills/get", json!({"uri": skill["uri"]}));
+        assert_eq!(&got["result"]["skill"], skill, "skills/get gives the listed entry");
+    }
+    let unknown = raw_request(&mut server, "get", "skills/get", json!({"uri": "skill://other/SKILL.md"}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let malformed = raw_request(&mut server, "get", "skills/get", json!({}));
+    assert_eq!(malformed["error"]["code"], -32602, "a known method with bad params: {malformed}");
+
+    let index: Value = serde_json::from_str(&raw_read(&mut server, "skill://index.json")).unwrap();
+    let entries = index["skills"].as_array().unwrap();
+    assert_eq!(entries.len(), 2);
+    for (entry, skill) in entries.iter().zip(&skills) {
+        for field in ["uri", "frontmatter", "resources"] {
+            assert_eq!(entry[field], skill[field], "{field}");
+        }
+        assert_eq!(entry["name"], skill["frontmatter"]["name"]);
+        assert_eq!(entry["description"], skill["frontmatter"]["description"]);
+        assert_eq!((entry["type"].as_str(), &entry["url"]), (Some("skill-md"), &skill["uri"]));
+        assert_eq!(entry["digest"], skill["resources"][0]["digest"]);
+    }
+
+    let workflow =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/kb-mcp/SKILL.md"))
+            .unwrap();
+    assert_eq!(raw_read(&mut server, WORKFLOW_SKILL), workflow);
+    let conventions = raw_read(&mut server, CONVENTIONS_SKILL);
+    assert!(conventions.len() <= 32 * 1024, "{}", conventions.len());
+    for expected in [
+        "| `z/` | ",
+        "| `z/tech/` | ",
+        "`docs/`",
+        "registry `docs/tags.md`",
+        "`type/concept` (",
+        "`知识管理` (",
+        "### `docs/写作规范.md`: 写作规范",
+        "> ## 一条笔记只讲一个想法",
+        "### `docs/frontmatter.md`: Frontmatter reference",
+        "sets no frontmatter rules",
+    ] {
+        assert!(conventions.contains(expected), "{expected:?} in\n{conventions}");
+    }
+    assert!(!conventions.contains("secret-plan"), "nothing denied is named");
+    assert_eq!(raw_read(&mut server, CONVENTIONS_SKILL), conventions, "the same vault gives the same bytes");
+    server.finish();
+}
+
+/// The conventions skill is made from the vault as it is: editing a standard,
+/// adding `[lint]` rules to `kb.toml` and adding a long standard each give it
+/// a new digest, and a standard too long for the page is cut with the
+/// `read_note` call that reads on exactly where the quote stops.
+#[test]
+fn issue33_the_conventions_skill_changes_with_the_vault() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "read", loads_skills());
+    let first = conventions_digest(&mut server);
+    assert_eq!(conventions_digest(&mut server), first, "nothing changed, nothing moves");
+
+    let standard = vault.join("docs/写作规范.md");
+    let mut text = std::fs::read_to_string(&standard).unwrap();
+    text.push_str("\n## 新规则\n\n每条笔记都要写出处。\n");
+    std::fs::write(&standard, &text).unwrap();
+    let edited = conventions_digest(&mut server);
+    assert_ne!(edited, first, "a standard edited");
+    let conventions = raw_read(&mut server, CONVENTIONS_SKILL);
+    assert_eq!(sha256(conventions.as_bytes()), edited);
+    assert!(conventions.contains("> 每条笔记都要写出处。"), "{conventions}");
+
+    let config = std::fs::read_to_string(vault.join("kb.toml")).unwrap();
+    std::fs::write(
+        vault.join("kb.toml"),
+        format!(
+            "{config}[lint]\nrequired = [\"tags\", \"created\"]\ntypes = {{ created = \"date\", status = [\"draft\", \"final\"] }}\n"
+        ),
+    )
+    .unwrap();
+    let linted = conventions_digest(&mut server);
+    assert_ne!(linted, edited, "kb.toml's rules changed");
+    let conventions = raw_read(&mut server, CONVENTIONS_SKILL);
+    for expected in [
+        "- Every note must carry `tags`, `created` (not empty).",
+        "- Every note: `created`, where present, is a date like 2026-03-01.",
+        "- Every note: `status`, where present, is one of `draft`, `final`.",
+    ] {
+        assert!(conventions.contains(expected), "{expected:?} in\n{conventions}");
+    }
+
+    let paragraph = "长段落的规范文字，用来把这条规范撑到超过一页。".repeat(20);
+    let long: String = (0..200).map(|i| format!("## 第 {i} 条\n\n{paragraph}\n\n")).collect();
+    let long = format!("---\ntitle: 长规范\ndescription: 一条很长的规范。\n---\n\n# 长规范\n\n{long}");
+    std::fs::write(vault.join("docs/长规范.md"), &long).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let conventions = loop {
+        let conventions = raw_read(&mut server, CONVENTIONS_SKILL);
+        if conventions.contains("### `docs/长规范.md`: 长规范") {
+            break conventions;
+        }
+        assert!(Instant::now() < deadline, "the new standard never appeared:\n{conventions}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_ne!(conventions_digest(&mut server), linted, "a standard added");
+    assert!(conventions.len() <= 32 * 1024, "{}", conventions.len());
+    assert!(conventions.contains("> 每条笔记都要写出处。"), "the short standards stay whole");
+    let pointer = "read on with `read_note {\"path\": \"docs/长规范.md\", \"offset\": ";
+    let at = conventions.find(pointer).unwrap_or_else(|| panic!("{conventions}"));
+    let offset: usize = conventions[at + pointer.len()..].split('}').next().unwrap().parse().unwrap();
+    assert!(offset > 1000 && offset < long.len(), "{offset}");
+    let section = conventions.split("### `docs/长规范.md`").nth(1).unwrap().split("\n#").next().unwrap();
+    let last_quoted = section.lines().rev().find_map(|l| l.strip_prefix("> ")).unwrap();
+    assert!(long[..offset].ends_with(last_quoted.trim_end()), "the quote stops at the offset: {last_quoted}");
+    let rest =
+        raw_call(&mut server, "rest", "read_note", json!({"path": "docs/长规范.md", "offset": offset}));
+    let rest = rest["structuredContent"]["content"].as_str().unwrap_or_else(|| panic!("{rest}"));
+    assert!(long[offset..].starts_with(rest), "read_note reads on where the quote stopped");
+    server.finish();
+}
+
+/// rmcp's own client, declaring the extension, finds the skills in the
+/// capabilities and loads them (`skills/list`, `skills/get`, `resources/read`
+/// verified against the digests) in both revisions: after `initialize`
+/// (2025-11-25) and statelessly, the capabilities on each request
+/// (2026-07-28). Without the extension, neither revision lists them.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue33_a_client_library_loads_the_skills_in_both_revisions() {
+    let (_tmp, vault) = common::temp_vault();
+    for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        for declares in [false, true] {
+            let mut extensions = ExtensionCapabilities::new();
+            if declares {
+                extensions.insert(SKILLS.to_owned(), serde_json::Map::new());
+            }
+            let capabilities = ClientCapabilities::builder().enable_extensions_with(extensions).build();
+            let config = ClientConfig::new(capabilities, Implementation::new("kb-mcp-tests", "0"))
+                .with_protocol_version(version.clone());
+            let (transport, _stderr) =
+                TokioChildProcess::builder(command(&vault, "read")).stderr(Stdio::null()).spawn().unwrap();
+            let client = if version.has_initialize() {
+                config.serve(transport).await.unwrap()
+            } else {
+                config
+                    .serve_with_lifecycle(
+                        transport,
+                        ClientLifecycleMode::Discover { preferred_versions: vec![version.clone()] },
+                    )
+                    .await
+                    .unwrap()
+            };
+            let supports = client.peer_info().unwrap().capabilities.supports_skills();
+            assert_eq!(supports, declares, "{version:?}");
+            let resources = client.list_all_resources().await.unwrap();
+            let skill_files = resources.iter().filter(|r| r.uri.starts_with("skill://")).count();
+            assert_eq!(skill_files, if declares { 3 } else { 0 }, "{version:?}");
+            if declares {
+                let skills = client.list_all_skills().await.unwrap();
+                let names: Vec<&str> = skills.iter().map(|s| s.name()).collect();
+                assert_eq!(names, ["kb-mcp", "vault-conventions"], "{version:?}");
+                for skill in &skills {
+                    skill.validate().unwrap();
+                    let got = client.get_skill(GetSkillRequestParams::new(skill.uri.clone())).await.unwrap();
+                    assert_eq!(&got.skill, skill);
+                    let SkillResources::Files(files) = &skill.resources else { panic!("{skill:?}") };
+                    for file in files {
+                        let read =
+                            client.read_resource(ReadResourceRequestParams::new(file.uri.clone())).await;
+                        let ResourceContents::TextResourceContents { text, .. } = &read.unwrap().contents[0]
+                        else {
+                            panic!("{}", file.uri)
+                        };
+                        file.verify(text.as_bytes()).unwrap();
+                    }
+                }
+            }
+            client.cancel().await.unwrap();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Issue 33 §2: the input-required round trip of 2026-07-28 counts only an
+// answer to a question this server asked
+
+/// One `tools/call` of `apply_proposal` without following rounds, carrying
+/// `answer` (the person's `apply`) and `state` when given.
+async fn apply_once(
+    client: &RunningService<RoleClient, Confirmer>,
+    id: &str,
+    answer: Option<bool>,
+    state: Option<&str>,
+) -> CallToolResponse {
+    let mut params =
+        CallToolRequestParams::new("apply_proposal").with_arguments(args(json!({"proposal_id": id})));
+    if let Some(apply) = answer {
+        let mut responses = InputResponses::new();
+        responses
+            .insert("confirm_apply".to_owned(), json!({"action": "accept", "content": {"apply": apply}}));
+        params.input_responses = Some(responses);
+    }
+    params.request_state = state.map(str::to_owned);
+    client.call_tool_once(params).await.unwrap()
+}
+
+fn refused_code(response: &CallToolResponse) -> String {
+    match response {
+        CallToolResponse::Complete(result) => error_code(result),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// A retry whose answer comes without the question's `requestState`, with a
+/// forged one, with one asked about another proposal, or with one already
+/// used (a decline replayed as an accept) is refused and writes nothing; the
+/// state the server sealed, echoed once, applies.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue33_a_forged_or_replayed_confirmation_state_is_refused() {
+    let (_tmp, vault) = common::temp_vault();
+    let (client, _) = connect_confirmer(&vault, true, ProtocolVersion::V_2026_07_28).await;
+    let stage = |title: &'static str| {
+        let client = &client;
+        async move {
+            let staged =
+                call_with(client, "propose_new_note", json!({"title": title, "body": "b\n", "reason": "r"}))
+                    .await;
+            staged.structured_content.unwrap()["proposal_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let (first, second) = (stage("First").await, stage("Second").await);
+
+    assert_eq!(refused_code(&apply_once(&client, &first, Some(true), None).await), "permission_denied");
+    assert_eq!(
+        refused_code(&apply_once(&client, &first, Some(true), Some("forged")).await),
+        "permission_denied"
+    );
+    let CallToolResponse::InputRequired(question) = apply_once(&client, &first, None, None).await else {
+        panic!("the person is asked first");
+    };
+    let state = question.request_state.clone().expect("the question carries a sealed state");
+    let mut altered = state.clone();
+    altered.push('A');
+    assert_eq!(
+        refused_code(&apply_once(&client, &first, Some(true), Some(&altered)).await),
+        "permission_denied"
+    );
+    let other = apply_once(&client, &second, Some(true), Some(&state)).await;
+    assert_eq!(refused_code(&other), "permission_denied", "a state asked about another proposal");
+    assert!(!vault.join("z/First.md").exists() && !vault.join("z/Second.md").exists());
+
+    let declined = apply_once(&client, &first, Some(false), Some(&state)).await;
+    assert_eq!(refused_code(&declined), "permission_denied", "the person declined");
+    let replayed = apply_once(&client, &first, Some(true), Some(&state)).await;
+    assert_eq!(refused_code(&replayed), "permission_denied", "a used state, replayed as an accept");
+    assert!(!vault.join("z/First.md").exists(), "nothing applied");
+
+    let CallToolResponse::InputRequired(question) = apply_once(&client, &first, None, None).await else {
+        panic!("asked again");
+    };
+    let applied = apply_once(&client, &first, Some(true), question.request_state.as_deref()).await;
+    let CallToolResponse::Complete(applied) = applied else { panic!("applied") };
+    assert_eq!(applied.structured_content.unwrap()["status"], "applied");
+    assert!(vault.join("z/First.md").exists());
+    client.cancel().await.unwrap();
 }

@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, DiscoverResult,
-    ErrorCode as RpcCode, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    ErrorCode as RpcCode, GetPromptRequestParams, GetPromptResponse, GetSkillRequestParams, GetSkillResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
     ServerConfig,
 };
@@ -22,6 +23,7 @@ use super::log;
 use super::resources;
 use super::shared::Shared;
 use super::shared::Waited;
+use super::skills;
 use super::timing::ms;
 use crate::engine::types::Access;
 use crate::engine::{self, Engine};
@@ -134,11 +136,13 @@ fn rpc_error(error: &Error) -> McpError {
 
 impl ServerHandler for KbServer {
     fn get_info(&self) -> ServerConfig {
-        let mut apps = rmcp::model::ExtensionCapabilities::new();
-        apps.insert(review::APPS_EXTENSION.to_owned(), serde_json::Map::new());
+        let mut extensions = rmcp::model::ExtensionCapabilities::new();
+        extensions.insert(review::APPS_EXTENSION.to_owned(), serde_json::Map::new());
+        // Shown only to a client that declares it (`initialize`, `discover`).
+        skills::declare(&mut extensions);
         ServerConfig::new(
             ServerCapabilities::builder()
-                .enable_extensions_with(apps)
+                .enable_extensions_with(extensions)
                 .enable_tools()
                 .enable_resources()
                 .enable_prompts()
@@ -159,6 +163,7 @@ impl ServerHandler for KbServer {
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
+        skills::shown_to(&mut result.capabilities, Some(&request.capabilities));
         // Over HTTP the token's scope, not the server's default, decides.
         result.instructions = Some(guide::instructions(self.access(&context)));
         Ok(result)
@@ -167,6 +172,7 @@ impl ServerHandler for KbServer {
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
         let mut info = self.get_info();
         info.instructions = Some(guide::instructions(self.access(&context)));
+        skills::shown_to(&mut info.capabilities, context.client_capabilities().as_ref());
         Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info))
     }
 
@@ -188,6 +194,7 @@ impl ServerHandler for KbServer {
         let access = self.access(&context);
         let apps = self.shows_apps(&context);
         let responses = request.input_responses.clone();
+        let request_state = request.request_state.clone();
         let arguments = match tools::admit(&name, access, apps, request.arguments)? {
             Ok(arguments) => arguments,
             Err(refused) => {
@@ -214,9 +221,23 @@ impl ServerHandler for KbServer {
         };
         if name == "apply_proposal" {
             let id = arguments["proposal_id"].as_str().unwrap_or_default().to_owned();
-            match confirm::apply(&engine, &id, responses.as_ref(), &context).await? {
+            let answer = (responses.as_ref(), request_state.as_deref());
+            match confirm::apply(&engine, &id, answer, &context).await? {
                 confirm::Confirmation::Proceed => {}
                 confirm::Confirmation::Ask(question) => return Ok(question.into()),
+                confirm::Confirmation::Unasked => {
+                    let error = Error::new(
+                        crate::error::ErrorCode::PermissionDenied,
+                        format!(
+                            "the answer to apply proposal {id} is not to a question this server asked \
+                             (its requestState is missing, altered, for another proposal, expired or used); \
+                             nothing was applied"
+                        ),
+                    )
+                    .with_hint("call apply_proposal again without an answer: the person is asked afresh");
+                    log(json!({ "event": "tool", "tool": name, "ms": 0, "outcome": "unasked" }));
+                    return Ok(tools::error_result(&error).into());
+                }
                 confirm::Confirmation::Declined => {
                     let error = Error::new(
                         crate::error::ErrorCode::PermissionDenied,
@@ -279,6 +300,9 @@ impl ServerHandler for KbServer {
         if self.shows_apps(&context) {
             listed.push(resources::card());
         }
+        if skills::declared(context.client_capabilities().as_ref()) {
+            listed.extend(skills::listed());
+        }
         Ok(ListResourcesResult::with_all_items(listed))
     }
 
@@ -299,6 +323,9 @@ impl ServerHandler for KbServer {
         if request.uri == review::CARD_URI {
             return Ok(resources::read_card().into());
         }
+        if let Some(skill) = skills::read_fixed(&request.uri) {
+            return Ok(skill.into());
+        }
         let engine = self.engine_or_error(&context).await?;
         let uri = request.uri.clone();
         let result = blocking::run(move || {
@@ -308,6 +335,40 @@ impl ServerHandler for KbServer {
         .await
         .map_err(|e| McpError::internal_error(format!("resource task failed: {e}"), None))?;
         result.map(Into::into).map_err(|e| rpc_error(&e))
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let engine = self.engine_or_error(&context).await?;
+        let result = blocking::run(move || {
+            engine.refresh_config()?;
+            skills::list(&engine)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("skills task failed: {e}"), None))?;
+        result.map(ListSkillsResult::with_all_items).map_err(|e| rpc_error(&e))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let engine = self.engine_or_error(&context).await?;
+        let uri = request.uri.clone();
+        let result = blocking::run(move || {
+            engine.refresh_config()?;
+            skills::get(&engine, &uri)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("skills task failed: {e}"), None))?;
+        match result.map_err(|e| rpc_error(&e))? {
+            Some(skill) => Ok(GetSkillResult::new(skill)),
+            None => Err(McpError::invalid_params(format!("no skill is served at {}", request.uri), None)),
+        }
     }
 
     async fn list_prompts(
@@ -333,13 +394,15 @@ impl ServerHandler for KbServer {
     ) -> Result<CustomResult, McpError> {
         // rmcp hands known methods with malformed params here; they are bad params, not unknown methods.
         match request.method.as_str() {
-            "tools/call" | "resources/read" | "prompts/get" | "tools/list" => Err(McpError::invalid_params(
-                format!(
-                    "malformed params for `{}`: check the request against the MCP schema",
-                    request.method
-                ),
-                None,
-            )),
+            "tools/call" | "resources/read" | "prompts/get" | "tools/list" | "skills/get" => {
+                Err(McpError::invalid_params(
+                    format!(
+                        "malformed params for `{}`: check the request against the MCP schema",
+                        request.method
+                    ),
+                    None,
+                ))
+            }
             other => Err(McpError::new(
                 RpcCode::METHOD_NOT_FOUND,
                 format!("unknown method `{}`", crate::error::cut_middle(other, 200)),

@@ -18,6 +18,7 @@ mod guide;
 mod http;
 mod resources;
 mod rpc;
+mod skills;
 mod stdio;
 mod timing;
 mod tokens;

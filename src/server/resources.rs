@@ -1,6 +1,7 @@
 //! Read-only resources: `kb://note/{path}`, four JSON views of the vault,
 //! `kb://skill`, the Agent Skill that says how to work with it, and for a
-//! client that shows MCP Apps the review card, `ui://kb-mcp/review`.
+//! client that shows MCP Apps the review card, `ui://kb-mcp/review`. `skill://`
+//! URIs are passed to `skills.rs`.
 //!
 //! Resources go through the same engine calls (and so the same sandbox) as the
 //! tools: a note resource is `read_note` by path, and the JSON views are the
@@ -93,6 +94,9 @@ fn json_contents(uri: &str, value: &impl serde::Serialize) -> Result<ReadResourc
 }
 
 pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
+    if super::skills::is_skill_uri(uri) {
+        return super::skills::read(engine, uri);
+    }
     if let Some(encoded) = uri.strip_prefix(NOTE_PREFIX) {
         let path = percent_decode(encoded)?;
         // One page, as `read_note` serves it: a resource cannot be paged, so a longer
@@ -148,7 +152,8 @@ pub(super) fn read(engine: &Engine, uri: &str) -> Result<ReadResourceResult> {
             json_contents(uri, &listing)
         }
         other => Err(Error::not_found(format!("no resource `{other}`")).with_hint(
-            "resources are kb://tree, kb://tags, kb://recent, kb://standards, kb://skill and kb://note/{path}",
+            "resources are kb://tree, kb://tags, kb://recent, kb://standards, kb://skill, kb://note/{path} \
+             and the skills under skill:// (skill://index.json lists them)",
         )),
     }
 }

@@ -6,7 +6,12 @@ initialize handshake (mode "legacy") and once with server/discover (mode "auto",
 which negotiates 2026-07-28 with kb-mcp), lists the tools and calls every read
 tool, reads a resource and gets a prompt; then, at access `propose`, stages a patch
 renaming a heading other notes link to and checks the answer lists those links
-as `breaks`. Prints one line per check and a final
+as `breaks`. In both modes it also loads the skills (issue 33): a client declaring
+the skills extension (`advertise`) sees it in the server's capabilities and the
+skill files in resources/list, and every file read back has the digest and size
+`skills/list` gives (the SDK has no skills/list call of its own: the request is
+sent through its generic `send_request`); a client that does not declare it sees
+neither. Prints one line per check and a final
 "N passed, N failed" line; exits 1 if anything failed.
 
     python3 tests/clients/python_sdk_check.py --binary target/debug/kb-mcp --vault fixtures/vault
@@ -14,14 +19,33 @@ as `breaks`. Prints one line per check and a final
 
 import argparse
 import asyncio
+import hashlib
 import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from mcp import Client
+from typing import Any, Literal
+
+from mcp import Client, types
+from mcp.client import advertise
 from mcp.client.stdio import StdioServerParameters
+from pydantic import TypeAdapter
+
+SKILLS = "io.modelcontextprotocol/skills"
+SKILL_URIS = ["skill://kb-mcp/SKILL.md", "skill://vault-conventions/SKILL.md"]
+
+
+class GetSkillParams(types.RequestParams):
+    uri: str
+
+
+class GetSkillRequest(types.Request[GetSkillParams, Literal["skills/get"]]):
+    """`skills/get` (SEP-2640), which the SDK does not model: sent with `send_request`."""
+
+    method: Literal["skills/get"] = "skills/get"
+    params: GetSkillParams
 
 READ_CALLS = [
     ("get_vault_overview", {}),
@@ -99,6 +123,32 @@ async def session(binary, vault, mode):
         check(f"[{mode}] prompt new_knowledge_note", "冷备份" in prompt.messages[0].content.text)
 
 
+async def skills(binary, vault, mode):
+    params = StdioServerParameters(command=binary, args=["--vault", str(vault), "--access", "read"])
+    async with Client(params, mode=mode) as client:
+        extensions = client.server_capabilities.extensions or {}
+        listed = [r.uri for r in (await client.list_resources()).resources]
+        ok = SKILLS not in extensions and not any(uri.startswith("skill://") for uri in listed)
+        check(f"[{mode}] without the skills extension, no skills are offered", ok, f"{extensions} {listed}")
+    async with Client(params, mode=mode, extensions=[advertise(SKILLS)]) as client:
+        extensions = client.server_capabilities.extensions or {}
+        check(f"[{mode}] declaring the skills extension, the server declares it", SKILLS in extensions, str(extensions))
+        listed = [r.uri for r in (await client.list_resources()).resources]
+        ok = [uri for uri in listed if uri.startswith("skill://")] == ["skill://index.json", *SKILL_URIS]
+        check(f"[{mode}] resources/list lists the skill files", ok, str(listed))
+        answer = TypeAdapter(dict[str, Any])
+        entries = (await client.session.send_request(types.Request(method="skills/list", params=None), answer))["skills"]
+        check(f"[{mode}] skills/list lists both skills", [e["uri"] for e in entries] == SKILL_URIS, str(entries)[:300])
+        for entry in entries:
+            for file in entry["resources"]:
+                data = (await client.read_resource(file["uri"])).contents[0].text.encode()
+                digest = "sha256:" + hashlib.sha256(data).hexdigest()
+                ok = file["digest"] == digest and file["size"] == len(data)
+                check(f"[{mode}] {file['uri']} reads back with its digest and size", ok, f"{file} {digest} {len(data)}")
+            got = await client.session.send_request(GetSkillRequest(params=GetSkillParams(uri=entry["uri"])), answer)
+            check(f"[{mode}] skills/get {entry['uri']} gives the listed entry", got.get("skill") == entry, str(got)[:300])
+
+
 async def proposals(binary, vault):
     params = StdioServerParameters(command=binary, args=["--vault", str(vault), "--access", "propose"])
     async with Client(params, mode="legacy") as client:
@@ -145,6 +195,10 @@ async def main():
                 await session(str(Path(args.binary).resolve()), vault, mode)
             except Exception as error:  # a crash of the session is a failed check, not a traceback
                 check(f"[{mode}] session", False, repr(error))
+            try:
+                await skills(str(Path(args.binary).resolve()), vault, mode)
+            except Exception as error:
+                check(f"[{mode}] skills session", False, repr(error))
         try:
             await proposals(str(Path(args.binary).resolve()), vault)
         except Exception as error:

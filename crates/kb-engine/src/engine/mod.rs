@@ -14,6 +14,7 @@ mod batch;
 mod bounded;
 mod catalog;
 mod changes;
+mod conventions;
 mod cursor;
 mod helped;
 mod linkers;
@@ -27,6 +28,9 @@ pub mod timing;
 pub mod types;
 mod write;
 
+pub use conventions::{
+    CONVENTIONS_SKILL_DESCRIPTION, CONVENTIONS_SKILL_MAX_BYTES, CONVENTIONS_SKILL_NAME, skill_frontmatter,
+};
 pub use person::{NoteHit, NoteResults, PERSON_LIMIT};
 pub use recall::estimate_tokens;
 pub use review::{
