@@ -274,7 +274,7 @@ impl Engine {
     }
 
     /// The conflict copies in the inbox (see [`ConflictCopies`]): how many, and
-    /// the first [`CONFLICT_COPIES_LISTED`]; `None` when there are none, or when
+    /// the first `CONFLICT_COPIES_LISTED`; `None` when there are none, or when
     /// the inbox is a folder of the person's own (kb-mcp wrote nothing there).
     pub fn conflict_copies(&self) -> Option<ConflictCopies> {
         if self.inbox_conflict().is_some() {
