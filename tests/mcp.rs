@@ -2712,3 +2712,25 @@ async fn issue33_a_forged_or_replayed_confirmation_state_is_refused() {
     assert!(vault.join("z/First.md").exists());
     client.cancel().await.unwrap();
 }
+
+/// Issue 33 §2: a client at `apply` that declares neither elicitation nor MCP
+/// Apps gets no second approval from kb-mcp; the log says so when it
+/// connects, and the overview tells its agent. A client that can ask is not
+/// told.
+#[test]
+fn issue33_a_client_without_elicitation_or_apps_is_told_who_approves() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut plain = common::RawStdio::start(&vault, "apply", json!({}));
+    let overview = raw_call(&mut plain, "o", "get_vault_overview", json!({}));
+    assert!(overview["content"][0]["text"].as_str().unwrap().contains("Approvals:"), "{overview}");
+    let (_, log) = plain.finish();
+    assert!(log.contains("\"event\":\"approval\""), "{log}");
+
+    for capabilities in [json!({"elicitation": {}}), shows_apps()] {
+        let mut asking = common::RawStdio::start(&vault, "apply", capabilities.clone());
+        let overview = raw_call(&mut asking, "o", "get_vault_overview", json!({}));
+        assert!(!overview["content"][0]["text"].as_str().unwrap().contains("Approvals:"), "{capabilities}");
+        let (_, log) = asking.finish();
+        assert!(!log.contains("\"event\":\"approval\""), "{capabilities}: {log}");
+    }
+}

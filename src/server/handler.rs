@@ -163,6 +163,16 @@ impl ServerHandler for KbServer {
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
+        let access = self.access(&context);
+        if access >= Access::Apply && request.capabilities.elicitation.is_none() && !self.shows_apps(&context)
+        {
+            log(json!({
+                "event": "approval",
+                "client": request.client_info.name,
+                "message": "this client declares neither elicitation nor MCP Apps: its host's own approval of \
+                    apply_proposal is the person's second approval (`kb-index review` shows every proposal)",
+            }));
+        }
         skills::shown_to(&mut result.capabilities, Some(&request.capabilities));
         // Over HTTP the token's scope, not the server's default, decides.
         result.instructions = Some(guide::instructions(self.access(&context)));
@@ -252,7 +262,8 @@ impl ServerHandler for KbServer {
             }
         }
         let shared = self.shared.clone();
-        let call_context = CallContext { access, apps };
+        let asks = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        let call_context = CallContext { access, apps, asks };
         let tool = name.clone();
         let handed_off = Instant::now();
         let (result, stages) = blocking::run(move || {

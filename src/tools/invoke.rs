@@ -59,6 +59,18 @@ pub struct CallContext {
     /// Whether the client declared the MCP Apps extension (it may show the
     /// review card, whose tools are admitted only then).
     pub apps: bool,
+    /// Whether the client can ask the person (elicitation: the confirmation
+    /// before `apply_proposal`).
+    pub asks: bool,
+}
+
+impl CallContext {
+    /// Whether kb-mcp itself can put a change before the person in this
+    /// client: by its confirmation question or its review card. When not, the
+    /// host's own approval of a destructive tool is the second approval.
+    pub fn approves_itself(&self) -> bool {
+        self.apps || self.asks
+    }
 }
 
 /// Runs an admitted call (blocking: run it off the async runtime): the tool's

@@ -38,6 +38,10 @@ pub(super) struct ToolDef {
     pub(super) run: fn(Call<'_>) -> Answer,
 }
 
+/// What the overview says at `apply` to a client that declares neither
+/// elicitation nor MCP Apps (see [`super::CallContext::approves_itself`]).
+pub(super) const HOST_APPROVES: &str = "\nApprovals: this client shows neither kb-mcp's confirmation question nor its review card, so your host's own approval of apply_proposal is the person's second approval; `kb-index review` shows them every proposal whole.";
+
 /// Every tool, in the order `tools/list` shows them.
 pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
@@ -51,7 +55,15 @@ pub(super) static TOOLS: &[ToolDef] = &[
         run: |mut call| {
             let args: OverviewArgs = call.args()?;
             let caller = Caller::Agent(call.context.access);
-            answered(call.engine.overview_since(caller, args.since.as_deref()), render::overview)
+            let answer =
+                answered(call.engine.overview_since(caller, args.since.as_deref()), render::overview);
+            let context = call.context;
+            answer.map(|(mut text, value)| {
+                if context.access >= Access::Apply && !context.approves_itself() {
+                    text.push_str(HOST_APPROVES);
+                }
+                (text, value)
+            })
         },
     },
     ToolDef {
