@@ -1,5 +1,6 @@
 //! Criterion benchmark of the review card's and review page's worst case: one
-//! page of the review of a move that rewrites 10,000 links (`review_page`,
+//! page of the review of a move that renames a note linked from 10,000 notes,
+//! so that every link is rewritten (`review_page`,
 //! what `review_proposal` and `GET /api/proposals/{id}` answer), with every
 //! check re-run, on a vault made here: a hub note and 10,000 notes linking to
 //! it, each a few lines. It also prints the size of that page as JSON, the
@@ -40,7 +41,7 @@ fn main() {
     let staged = engine
         .propose_move(&ProposeMoveArgs {
             from: "z/hub.md".to_owned(),
-            to: "z/moved/hub.md".to_owned(),
+            to: "z/moved/centre.md".to_owned(),
             reason: "bench".to_owned(),
             keep_alias: None,
         })
