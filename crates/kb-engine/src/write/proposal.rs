@@ -314,7 +314,7 @@ pub(super) fn intact(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Res
 /// metadata file was written (the metadata is written last). Only a staged note
 /// modified later is read and hashed. A listing thus costs the same whatever the
 /// size of the staged notes; `apply` always checks the hash itself.
-fn looks_intact(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> bool {
+pub(super) fn looks_intact(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> bool {
     if validate(inbox, located).is_err() {
         return false;
     }
@@ -521,9 +521,6 @@ pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located, hashes
             target_free: true,
         },
         _ => {
-            // A plan's check names what fails: a file changed since (its base),
-            // a destination taken (its target), or anything else (a path now
-            // denied, a plan that cannot be read), counted as not intact.
             let failure = if intact {
                 match super::proposal::read_plan(sandbox, located) {
                     Ok(plan) => super::plan::check(sandbox, &plan).err().map(|err| err.code),
@@ -532,14 +529,22 @@ pub(super) fn checks(sandbox: &Sandbox, inbox: &Inbox, located: &Located, hashes
             } else {
                 None
             };
-            Checks {
-                intact: intact
-                    && !failure
-                        .is_some_and(|code| !matches!(code, ErrorCode::StaleBase | ErrorCode::TargetExists)),
-                base_current: failure != Some(ErrorCode::StaleBase),
-                target_free: failure != Some(ErrorCode::TargetExists),
-            }
+            plan_checks(intact, failure)
         }
+    }
+}
+
+/// A multi-file proposal's checks from its files' state (`intact`) and what
+/// its plan's check refused, if anything: a file changed since (its base), a
+/// destination taken (its target), or anything else (a path now denied, a
+/// plan that cannot be read), counted as not intact.
+pub(super) fn plan_checks(intact: bool, failure: Option<ErrorCode>) -> Checks {
+    let failure = failure.filter(|_| intact);
+    Checks {
+        intact: intact
+            && !failure.is_some_and(|code| !matches!(code, ErrorCode::StaleBase | ErrorCode::TargetExists)),
+        base_current: failure != Some(ErrorCode::StaleBase),
+        target_free: failure != Some(ErrorCode::TargetExists),
     }
 }
 
@@ -612,6 +617,12 @@ pub(super) fn view_of(
     located: &Located,
     hashes: &mut NoteHashes,
 ) -> ProposalView {
+    view_with(sandbox, located, checks(sandbox, inbox, located, hashes))
+}
+
+/// [`view_of`] with checks computed by the caller (a review, which loads the
+/// plan once for its checks and its diffs).
+pub(super) fn view_with(sandbox: &Sandbox, located: &Located, checks: Checks) -> ProposalView {
     let described = description(sandbox, located.clone()).ok();
     ProposalView {
         proposal_id: located.meta.proposal_id.clone(),
@@ -620,7 +631,7 @@ pub(super) fn view_of(
         reason: located.meta.reason.clone(),
         created: located.meta.created_at.clone(),
         status: located.status,
-        checks: checks(sandbox, inbox, located, hashes),
+        checks,
         summary: described.as_ref().and_then(|d| d.summary.clone()),
         diff_stat: described.and_then(|d| d.diff_stat),
     }

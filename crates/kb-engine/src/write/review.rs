@@ -20,8 +20,8 @@ use super::ProposalView;
 use super::diff::{LineDiff, unified_diff};
 use super::plan::{FileOp, FileOpKind, is_unknown_text};
 use super::proposal::{
-    FILE_MAX_BYTES, Inbox, Located, NoteHashes, find, locate, pending_files, read_plan, read_plan_file,
-    view_of,
+    FILE_MAX_BYTES, Inbox, Located, NoteHashes, find, locate, looks_intact, pending_files, plan_checks,
+    read_plan_file, view_of, view_with,
 };
 use crate::error::Result;
 use crate::sandbox::Sandbox;
@@ -81,16 +81,19 @@ pub fn review(sandbox: &Sandbox, id: &str, files: Option<std::ops::Range<usize>>
     let inbox = Inbox::of(sandbox);
     let located = find(sandbox, &inbox, id)?;
     if located.meta.kind.is_multi() {
-        let plan = read_plan(sandbox, &located)?;
-        let caveat = super::plan::check(sandbox, &plan)
-            .err()
-            .map(|err| format!("applying it now would be refused: {}", err.message));
+        // Each note is read once: for the plan's texts, its checks and its diffs.
+        let (plan, reads) = read_plan_file(sandbox, &located)?.hydrate_reading(sandbox)?;
+        let failure = super::plan::check_read(sandbox, &plan, &reads).err();
+        drop(reads);
+        let intact = looks_intact(sandbox, &inbox, &located);
+        let checks = plan_checks(intact, failure.as_ref().map(|err| err.code));
+        let caveat = failure.map(|err| format!("applying it now would be refused: {}", err.message));
         let range = files.unwrap_or(0..plan.files.len());
         let page = plan.files.get(range.start.min(plan.files.len())..range.end.min(plan.files.len()));
         let changes = page.unwrap_or_default().iter().map(|op| op_change(op, None)).collect();
         let touched = plan.files.iter().flat_map(|op| op.touched()).map(str::to_owned).collect();
         return Ok(Review {
-            view: view_of(sandbox, &inbox, &located, &mut NoteHashes::new()),
+            view: view_with(sandbox, &located, checks),
             files: changes,
             files_total: plan.files.len(),
             caveat,
