@@ -1121,3 +1121,84 @@ fn issue34_a_refused_host_or_origin_is_logged_with_the_flag_that_allows_it() {
         post(server.addr, &[("Host", "KB.example.com"), ("Authorization", &auth)], INITIALIZE, None);
     assert_eq!(allowed.status, 200, "{}", allowed.body);
 }
+
+// ---------------------------------------------------------------------------
+// Issue 33 §2: both revisions over HTTP, with rmcp's client library
+
+/// A client that can ask the person, who accepts (`ServerHandler`'s
+/// elicitation on 2025-11-25, the input-required round trip on 2026-07-28).
+struct Accepter {
+    version: ProtocolVersion,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Accepter {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::default());
+        ClientConfig::new(capabilities, Implementation::new("kb-mcp-http-accepter", "0"))
+            .with_protocol_version(self.version.clone())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+            self.asked.lock().unwrap().push(message.clone());
+        }
+        Ok(serde_json::from_value(json!({"action": "accept", "content": {"apply": true}})).unwrap())
+    }
+}
+
+/// A 2025-11-25 client (a session, the question an `elicitation/create`
+/// request on it) and a 2026-07-28 client (no session, the question an
+/// `input_required` result answered by a retry) each search, propose and apply
+/// with the person's confirmation, over HTTP against one server; the person
+/// was asked once each, with the change in the question.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue33_both_revisions_search_propose_and_apply_confirmed_over_http() {
+    let (server, secrets) = Server::start(&[("applier", Access::Apply)], &[]);
+    for (version, title) in
+        [(ProtocolVersion::V_2025_11_25, "Handshake era"), (ProtocolVersion::V_2026_07_28, "Stateless era")]
+    {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(server.url()).auth_header(secrets[0].clone()),
+        );
+        let handler = Accepter { version: version.clone(), asked: asked.clone() };
+        let client = if version.has_initialize() {
+            handler.serve(transport).await.unwrap()
+        } else {
+            handler
+                .serve_with_lifecycle(
+                    transport,
+                    rmcp::ClientLifecycleMode::Discover { preferred_versions: vec![version.clone()] },
+                )
+                .await
+                .unwrap()
+        };
+        let call = |name: &'static str, arguments: Value| {
+            let client = &client;
+            async move {
+                client
+                    .call_tool(CallToolRequestParams::new(name).with_arguments(args(arguments)))
+                    .await
+                    .unwrap()
+            }
+        };
+        let found = call("search_knowledge", json!({"query": "备份"})).await;
+        assert!(!found.structured_content.unwrap()["results"].as_array().unwrap().is_empty(), "{version:?}");
+        let staged =
+            call("propose_new_note", json!({"title": title, "body": "confirmed\n", "reason": "r"})).await;
+        let id = staged.structured_content.unwrap()["proposal_id"].as_str().unwrap().to_owned();
+        let applied = call("apply_proposal", json!({"proposal_id": id})).await;
+        assert_eq!(applied.structured_content.unwrap()["status"], "applied", "{version:?}");
+        assert!(server.vault.join(format!("z/{title}.md")).exists(), "{version:?}");
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{version:?}: asked once: {asked:?}");
+        assert!(asked[0].contains(&format!("z/{title}.md")), "{version:?}: {asked:?}");
+        client.cancel().await.unwrap();
+    }
+}
