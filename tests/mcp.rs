@@ -2734,3 +2734,32 @@ fn issue33_a_client_without_elicitation_or_apps_is_told_who_approves() {
         assert!(!log.contains("\"event\":\"approval\""), "{capabilities}: {log}");
     }
 }
+
+/// Issue 33 §4: the conformance suite's fixtures (`src/server/fixtures.rs`) exist only in
+/// a build with the test-only feature `conformance-fixtures`. The default build lists no
+/// `test_*` tool or prompt, no `test://` resource or template, and declares neither
+/// logging nor completions, in either protocol era.
+#[cfg(not(feature = "conformance-fixtures"))]
+#[tokio::test(flavor = "multi_thread")]
+async fn issue33_the_default_build_serves_no_conformance_fixture() {
+    let (_tmp, vault) = common::temp_vault();
+    for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        let client = connect_with(&vault, "apply", version.clone()).await;
+        let tools = client.list_tools(None).await.unwrap().tools;
+        assert!(!tools.is_empty() && tools.iter().all(|t| !t.name.starts_with("test_")), "{version:?}");
+        assert!(tools.iter().all(|t| t.name != "json_schema_2020_12_tool"), "{version:?}");
+        let prompts = client.list_prompts(None).await.unwrap().prompts;
+        assert!(prompts.iter().all(|p| !p.name.starts_with("test_")), "{version:?}");
+        let resources = client.list_resources(None).await.unwrap().resources;
+        assert!(resources.iter().all(|r| !r.uri.starts_with("test://")), "{version:?}");
+        let templates = client.list_resource_templates(None).await.unwrap().resource_templates;
+        assert!(templates.iter().all(|t| !t.uri_template.starts_with("test://")), "{version:?}");
+        let refused = call(&client, "test_simple_text", json!({})).await;
+        assert!(refused.is_err() || refused.unwrap().is_error == Some(true), "{version:?}");
+        if version.has_initialize() {
+            let capabilities = &client.peer_info().unwrap().capabilities;
+            assert!(capabilities.logging.is_none() && capabilities.completions.is_none());
+        }
+        client.cancel().await.unwrap();
+    }
+}

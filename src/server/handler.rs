@@ -18,6 +18,8 @@ use serde_json::json;
 
 use super::blocking;
 use super::confirm;
+#[cfg(feature = "conformance-fixtures")]
+use super::fixtures;
 use super::guide;
 use super::log;
 use super::resources;
@@ -174,6 +176,8 @@ impl ServerHandler for KbServer {
             }));
         }
         skills::shown_to(&mut result.capabilities, Some(&request.capabilities));
+        #[cfg(feature = "conformance-fixtures")]
+        fixtures::advertise(&mut result.capabilities, true);
         // Over HTTP the token's scope, not the server's default, decides.
         result.instructions = Some(guide::instructions(self.access(&context)));
         Ok(result)
@@ -183,6 +187,8 @@ impl ServerHandler for KbServer {
         let mut info = self.get_info();
         info.instructions = Some(guide::instructions(self.access(&context)));
         skills::shown_to(&mut info.capabilities, context.client_capabilities().as_ref());
+        #[cfg(feature = "conformance-fixtures")]
+        fixtures::advertise(&mut info.capabilities, false);
         Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), info))
     }
 
@@ -191,7 +197,10 @@ impl ServerHandler for KbServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools::list(self.access(&context), self.shows_apps(&context))))
+        let listed = tools::list(self.access(&context), self.shows_apps(&context));
+        #[cfg(feature = "conformance-fixtures")]
+        let listed = [listed, fixtures::tools()].concat();
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     async fn call_tool(
@@ -199,6 +208,10 @@ impl ServerHandler for KbServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        #[cfg(feature = "conformance-fixtures")]
+        if fixtures::is_tool(&request.name) {
+            return fixtures::call_tool(request, context).await;
+        }
         let started = Instant::now();
         let name = request.name.to_string();
         let access = self.access(&context);
@@ -314,6 +327,13 @@ impl ServerHandler for KbServer {
         if skills::declared(context.client_capabilities().as_ref()) {
             listed.extend(skills::listed());
         }
+        #[cfg(feature = "conformance-fixtures")]
+        {
+            listed.extend(fixtures::resources());
+            if !skills::declared(context.client_capabilities().as_ref()) {
+                listed.extend(skills::listed());
+            }
+        }
         Ok(ListResourcesResult::with_all_items(listed))
     }
 
@@ -322,7 +342,10 @@ impl ServerHandler for KbServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+        let listed = resources::templates();
+        #[cfg(feature = "conformance-fixtures")]
+        let listed = [listed, fixtures::templates()].concat();
+        Ok(ListResourceTemplatesResult::with_all_items(listed))
     }
 
     async fn read_resource(
@@ -330,6 +353,10 @@ impl ServerHandler for KbServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        #[cfg(feature = "conformance-fixtures")]
+        if let Some(fixture) = fixtures::read_resource(&request.uri) {
+            return Ok(fixture.into());
+        }
         // The card is the server's own page, not the vault's: it needs no engine.
         if request.uri == review::CARD_URI {
             return Ok(resources::read_card().into());
@@ -387,7 +414,10 @@ impl ServerHandler for KbServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(guide::list()))
+        let listed = guide::list();
+        #[cfg(feature = "conformance-fixtures")]
+        let listed = [listed, fixtures::prompts()].concat();
+        Ok(ListPromptsResult::with_all_items(listed))
     }
 
     async fn get_prompt(
@@ -395,7 +425,50 @@ impl ServerHandler for KbServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        #[cfg(feature = "conformance-fixtures")]
+        if fixtures::is_prompt(&request.name) {
+            return fixtures::get_prompt(&request);
+        }
         guide::get(&request.name, request.arguments.as_ref(), self.access(&context)).map(Into::into)
+    }
+
+    #[cfg(feature = "conformance-fixtures")]
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        fixtures::complete(&request.argument.value)
+    }
+
+    #[cfg(feature = "conformance-fixtures")]
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        fixtures::legacy_only(&context, "logging/setLevel")
+    }
+
+    #[cfg(feature = "conformance-fixtures")]
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        _request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        fixtures::legacy_only(&context, "resources/subscribe")
+    }
+
+    #[cfg(feature = "conformance-fixtures")]
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        _request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        fixtures::legacy_only(&context, "resources/unsubscribe")
     }
 
     async fn on_custom_request(

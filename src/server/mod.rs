@@ -14,6 +14,8 @@
 
 mod blocking;
 mod confirm;
+#[cfg(feature = "conformance-fixtures")]
+mod fixtures;
 mod guide;
 mod http;
 mod resources;
