@@ -1,7 +1,7 @@
 //! The tool reference (`docs/tools.md`), written from the same tool table and
 //! schemas that `tools/list` publishes, so the document cannot drift from what a
-//! client sees: `tests/docs.rs` compares the file with [`reference`] and
-//! `KB_UPDATE_DOCS=1 cargo test --test docs` rewrites it.
+//! client sees: `tests/it/docs.rs` compares the file with [`reference`] and
+//! `KB_UPDATE_DOCS=1 cargo test --test it docs::` rewrites it.
 
 use std::fmt::Write as _;
 
@@ -15,8 +15,8 @@ pub fn reference() -> String {
     let mut out = String::new();
     out.push_str(
         "# Tool reference\n\n\
-         <!-- Generated from the tool table (src/tools) by `KB_UPDATE_DOCS=1 cargo test --test docs`; \
-         do not edit by hand: tests/docs.rs fails when this file differs from tools/list. -->\n\n\
+         <!-- Generated from the tool table (src/tools) by `KB_UPDATE_DOCS=1 cargo test --test it docs::`; \
+         do not edit by hand: tests/it/docs.rs fails when this file differs from tools/list. -->\n\n\
          Every tool kb-mcp serves, as `tools/list` publishes it. A connection sees the tools of its \
          access level and of the levels before it (`read` < `propose` < `apply`); a tool above the \
          level is neither listed nor callable. Arguments are checked against the input schema: a \

@@ -1,5 +1,5 @@
 //! The bodies of the three fuzz targets, shared by the fuzzer
-//! (`tests/fuzz/fuzz_targets/*.rs`) and by `tests/fuzz_regressions.rs`, which
+//! (`tests/fuzz/fuzz_targets/*.rs`) and by `tests/it/fuzz_regressions.rs`, which
 //! replays every kept corpus and crash file through them: a file means the same
 //! thing to both, so an input the fuzzer found stays a test without the fuzzer.
 //!

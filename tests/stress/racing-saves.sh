@@ -1,6 +1,6 @@
 #!/bin/sh
 # The long run of issue 12 item 2: >= 300 applies racing a person's saves, 0 lost.
-# Runs the same test as `cargo test` (tests/write.rs, a_save_racing_an_apply_is_never_lost)
+# Runs the same test as `cargo test` (tests/it/write.rs, a_save_racing_an_apply_is_never_lost)
 # with more applies, first with a save every 20 ms whatever the applies do, then
 # with one save aimed at a random moment of each apply. Prints the figures.
 # Usage: tests/stress/racing-saves.sh [applies]   (default 300)
@@ -8,7 +8,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 applies="${1:-300}"
 run() {
-    cargo test --quiet --test write a_save_racing_an_apply_is_never_lost -- --nocapture 2>&1 \
+    cargo test --quiet --test it write::a_save_racing_an_apply_is_never_lost -- --nocapture 2>&1 \
         | grep -E '^racing saves|saves lost|panicked' || true
 }
 echo "== steady: a save every 20 ms"

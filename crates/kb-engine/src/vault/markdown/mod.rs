@@ -13,7 +13,7 @@
 //! ([`inline`]) that jumps from one interesting byte to the next. It never
 //! allocates per character and every search it makes is bounded or cached, so
 //! adversarial lines (`[[[[…`, thousands of backticks) stay linear. Where it
-//! differs from CommonMark on purpose is listed in `tests/vault_parse.rs`
+//! differs from CommonMark on purpose is listed in `tests/it/vault_parse.rs`
 //! (`INTENDED_DIFFERENCES`), checked against the `markdown` crate there.
 //!
 //! [`parse_note`]: super::parse_note

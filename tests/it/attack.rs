@@ -24,7 +24,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -1922,5 +1922,5 @@ const UNIX_ONLY: &[&str] = &[
 /// everywhere it keeps the list above complete.
 #[test]
 fn unix_only_attacks_are_listed_and_reported_when_skipped() {
-    common::check_unix_only("tests/attack.rs", include_str!("attack.rs"), UNIX_ONLY);
+    common::check_unix_only("tests/it/attack.rs", include_str!("attack.rs"), UNIX_ONLY);
 }

@@ -13,8 +13,8 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
-mod eval_baseline;
+use crate::common;
+use crate::eval_baseline;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -24,7 +24,7 @@ use kb_mcp::eval::{CaseReport, Report, Score};
 pub(crate) const UPDATE_VAR: &str = "KB_UPDATE_EVAL_BASELINE";
 
 /// The command that refreshes every baseline after an intended ranking change.
-pub(crate) const UPDATE_COMMAND: &str = "KB_UPDATE_EVAL_BASELINE=1 cargo test --locked --test eval";
+pub(crate) const UPDATE_COMMAND: &str = "KB_UPDATE_EVAL_BASELINE=1 cargo test --locked --test it eval::";
 
 /// Tolerance when comparing two means of the same cases (sums in the same order
 /// are exact; this only absorbs the last bit of a division).
@@ -237,7 +237,7 @@ fn render(suite_file: &str, baseline: &Baseline, kb: &Report, groups: &[Group]) 
         out,
         "  \"about\": {},",
         quote(&format!(
-            "Measured results of {suite_file}, checked case by case by tests/eval.rs: any difference fails. \
+            "Measured results of {suite_file}, checked case by case by tests/it/eval.rs: any difference fails. \
              knownFailures (case id: why it fails) and belowBm25 (group: why kb-mcp scores below plain BM25 there) \
              are edited by hand; ranks and scores are measured. After a change meant to improve ranking, run \
              `{UPDATE_COMMAND}` and commit the diff."

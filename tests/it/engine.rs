@@ -8,7 +8,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
+use crate::common;
 
 use kb_mcp::engine::types::*;
 use kb_mcp::engine::{Engine, EngineOptions};
@@ -293,7 +293,7 @@ fn the_link_graph_matches_the_inventory() {
     );
     // Every backlink's context is its link's line in the linking file, trimmed and
     // cut to 160 characters (the catalog keeps only the line number); the cut
-    // itself is written out in tests/vault_parse.rs (`link_contexts`).
+    // itself is written out in tests/it/vault_parse.rs (`link_contexts`).
     let mut checked = 0;
     for record in engine.records() {
         let related =

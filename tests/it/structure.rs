@@ -11,7 +11,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;
@@ -712,7 +712,7 @@ fn wait_to_be_killed(marker: &Path) -> ! {
 /// waits there). `what` names the case in failures.
 fn child_at_marker(name: &str, env: &str, job: String, marker: &Path, what: &str) -> std::process::Child {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--test-threads=1"])
+        .args(["--exact", &format!("structure::{name}"), "--test-threads=1"])
         .env(env, job)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

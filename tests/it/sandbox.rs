@@ -13,7 +13,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -989,5 +989,5 @@ const UNIX_ONLY: &[&str] = &[
 /// everywhere it keeps the list above complete.
 #[test]
 fn unix_only_checks_are_listed_and_reported_when_skipped() {
-    common::check_unix_only("tests/sandbox.rs", include_str!("sandbox.rs"), UNIX_ONLY);
+    common::check_unix_only("tests/it/sandbox.rs", include_str!("sandbox.rs"), UNIX_ONLY);
 }

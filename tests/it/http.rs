@@ -11,7 +11,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -12,7 +12,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
+use crate::common;
 
 use std::cell::Cell;
 use std::fs;
@@ -1259,7 +1259,7 @@ fn concurrent_applies_across_processes_give_one_success() {
                 go.display()
             );
             let child = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "concurrent_applies_across_processes_give_one_success", "--test-threads=1"])
+                .args(["--exact", "write::concurrent_applies_across_processes_give_one_success", "--test-threads=1"])
                 .env(CHILD_ENV, job)
                 .stdout(std::process::Stdio::null())
                 .spawn()
@@ -2338,7 +2338,7 @@ fn issue_12_an_apply_killed_at_any_step_is_recovered() {
             let marker = vault._tmp.path().join("marker");
             let job = format!("{}|{}|{name}|{}", vault.root.display(), staged.proposal_id, marker.display());
             let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "issue_12_an_apply_killed_at_any_step_is_recovered", "--test-threads=1"])
+                .args(["--exact", "write::issue_12_an_apply_killed_at_any_step_is_recovered", "--test-threads=1"])
                 .env(KILL_CHILD_ENV, job)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())

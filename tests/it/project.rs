@@ -8,7 +8,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! The repository's generated documents against their source: `docs/tools.md`
 //! must be exactly what the tool table (the data `tools/list` publishes) writes.
-//! After changing a tool, `KB_UPDATE_DOCS=1 cargo test --test docs` rewrites it;
+//! After changing a tool, `KB_UPDATE_DOCS=1 cargo test --test it docs::` rewrites it;
 //! review the diff and commit it with the change.
 
 #![allow(
@@ -21,7 +21,7 @@ fn tool_reference_matches_tools_list() {
     let expected = std::fs::read_to_string(&file).unwrap_or_default();
     assert!(
         expected == actual,
-        "docs/tools.md is out of date with tools/list; rerun with KB_UPDATE_DOCS=1 cargo test --test docs \
+        "docs/tools.md is out of date with tools/list; rerun with KB_UPDATE_DOCS=1 cargo test --test it docs:: \
          and commit the result"
     );
 }

@@ -11,7 +11,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-#[path = "fuzz/harness.rs"]
+#[path = "../fuzz/harness.rs"]
 mod harness;
 
 use std::path::{Path, PathBuf};

@@ -16,7 +16,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};

@@ -1,0 +1,23 @@
+//! kb-mcp's integration tests, one binary (the suite links once): a module per
+//! area, each driven by fixture vaults (`fixtures/`) and the real binaries.
+//! `common` holds what several areas share; `eval_baseline` is the gate that
+//! holds search quality to the committed baselines (`eval`).
+//!
+//! Run one area with `cargo test --test it mcp::`, one test by its name.
+
+mod attack;
+mod cli;
+mod common;
+mod docs;
+mod engine;
+mod eval;
+mod eval_baseline;
+mod fuzz_regressions;
+mod http;
+mod index_folder;
+mod mcp;
+mod project;
+mod sandbox;
+mod structure;
+mod vault_parse;
+mod write;
