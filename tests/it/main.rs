@@ -5,6 +5,12 @@
 //!
 //! Run one area with `cargo test --test it mcp::`, one test by its name.
 
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "tests make, change and read vaults on disk, as a person and an attacker would"
+)]
+
 mod attack;
 mod cli;
 mod common;

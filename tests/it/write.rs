@@ -1259,7 +1259,11 @@ fn concurrent_applies_across_processes_give_one_success() {
                 go.display()
             );
             let child = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "write::concurrent_applies_across_processes_give_one_success", "--test-threads=1"])
+                .args([
+                    "--exact",
+                    "write::concurrent_applies_across_processes_give_one_success",
+                    "--test-threads=1",
+                ])
                 .env(CHILD_ENV, job)
                 .stdout(std::process::Stdio::null())
                 .spawn()
@@ -2338,7 +2342,11 @@ fn issue_12_an_apply_killed_at_any_step_is_recovered() {
             let marker = vault._tmp.path().join("marker");
             let job = format!("{}|{}|{name}|{}", vault.root.display(), staged.proposal_id, marker.display());
             let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "write::issue_12_an_apply_killed_at_any_step_is_recovered", "--test-threads=1"])
+                .args([
+                    "--exact",
+                    "write::issue_12_an_apply_killed_at_any_step_is_recovered",
+                    "--test-threads=1",
+                ])
                 .env(KILL_CHILD_ENV, job)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
