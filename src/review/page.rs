@@ -10,7 +10,7 @@
 //! read needs the cookie; every change is a POST needing the cookie, the
 //! page's token in `X-KB-Token` and the page's own `Origin`. Nothing else
 //! touches the vault, and what Apply does is exactly `kb-index inbox apply`
-//! (the audit line says `by: review_page`).
+//! (the audit line says `by: cli`, `via: review_page`).
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};

@@ -8,7 +8,7 @@
 //! the approval key ([`crate::review::key`]), which reaches the card in a
 //! result's `_meta` and never the model. Apply and Reject do exactly what
 //! `apply_proposal` and `kb-index inbox reject` do, every check included; the
-//! audit line says `by: review_card`.
+//! audit line says `by: mcp`, `via: review_card`.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -779,7 +779,7 @@ impl ReviewServer {
 /// The page serves the card's view byte for byte, answers only its own
 /// `Host`, trades its one-time secret once for a session, lists and reviews
 /// the pending proposals, and applies or rejects only on a POST from its
-/// own origin carrying the page's token; the audit line says `review_page`.
+/// own origin carrying the page's token; the audit line says `via: review_page`.
 #[test]
 fn issue36_the_review_page_is_safe_to_leave_open_and_applies_on_a_click() {
     let (_tmp, vault) = vault();
@@ -839,7 +839,8 @@ fn issue36_the_review_page_is_safe_to_leave_open_and_applies_on_a_click() {
     assert_eq!(status, 200, "{body}");
     assert!(std::fs::read_to_string(vault.join("z/alpha.md")).unwrap().contains("A new line."));
     let audit = std::fs::read_to_string(vault.join("inbox/_applied.jsonl")).unwrap();
-    assert!(audit.lines().last().unwrap().contains("\"by\":\"review_page\""), "{audit}");
+    let line: serde_json::Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    assert_eq!((line["by"].as_str(), line["via"].as_str()), (Some("cli"), Some("review_page")), "{audit}");
     let (status, _, body) = server.request("POST", &apply, &clicked, "{}");
     assert_eq!(status, 409, "applied already: {body}");
 

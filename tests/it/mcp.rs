@@ -2211,7 +2211,7 @@ fn issue36_the_review_card_is_offered_only_to_a_client_that_shows_apps() {
 /// The card's review re-checks live and pages its files; Apply and Reject
 /// need the card's key (a model calling them without it is refused and
 /// nothing changes); with it, they do what `apply_proposal` and
-/// `kb-index inbox reject` do, and the audit line says `review_card`. A
+/// `kb-index inbox reject` do, and the audit line says `via: review_card`. A
 /// proposal whose note changed since cannot be applied from the card.
 #[test]
 fn issue36_only_the_cards_key_applies_and_the_audit_line_says_so() {
@@ -2252,7 +2252,10 @@ fn issue36_only_the_cards_key_applies_and_the_audit_line_says_so() {
     assert!(std::fs::read_to_string(vault.join(&target)).unwrap().contains("stays text"));
     let audit = std::fs::read_to_string(vault.join("inbox/_applied.jsonl")).unwrap();
     let line: Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
-    assert_eq!((line["proposal_id"].as_str(), line["by"].as_str()), (Some(id.as_str()), Some("review_card")));
+    assert_eq!(
+        (line["proposal_id"].as_str(), line["by"].as_str(), line["via"].as_str()),
+        (Some(id.as_str()), Some("mcp"), Some("review_card"))
+    );
     let again =
         raw_call(&mut server, "a2", "approve_proposal", json!({"proposal_id": id, "review_token": key}));
     assert_eq!(raw_error_code(&again), "proposal_not_pending");
@@ -2280,7 +2283,10 @@ fn issue36_only_the_cards_key_applies_and_the_audit_line_says_so() {
     assert!(rejected["structuredContent"]["archive"].as_str().unwrap().contains("rejected"), "{rejected}");
     let audit = std::fs::read_to_string(vault.join("inbox/_applied.jsonl")).unwrap();
     let line: Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
-    assert_eq!((line["status"].as_str(), line["by"].as_str()), (Some("rejected"), Some("review_card")));
+    assert_eq!(
+        (line["status"].as_str(), line["by"].as_str(), line["via"].as_str()),
+        (Some("rejected"), Some("mcp"), Some("review_card"))
+    );
     assert_eq!(line["reason"], "not needed");
 
     // A delete's review names the links it breaks, which no diff shows.

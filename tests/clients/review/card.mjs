@@ -180,7 +180,7 @@ async function main() {
   check("the note's bytes on disk are the staged text", Buffer.compare(readFileSync(join(vault, target)), staged) === 0);
   check("the proposal is archived in inbox/applied/", archivedIn(vault, "applied", firstId) && !stillPending(vault, firstId));
   const audit = lastAuditLine(vault);
-  check("the audit line says by: review_card", audit.by === "review_card" && audit.proposal_id === firstId, JSON.stringify(audit));
+  check("the audit line says by: mcp, via: review_card", audit.by === "mcp" && audit.via === "review_card" && audit.proposal_id === firstId, JSON.stringify(audit));
   const teardown = await page.evaluate(() => window.host.request("ui/resource-teardown", {}));
   check("ui/resource-teardown is answered {}", teardown.result && Object.keys(teardown.result).length === 0, JSON.stringify(teardown));
 

@@ -110,7 +110,7 @@ async function main() {
     check("the note's bytes on disk are the staged text", Buffer.compare(readFileSync(join(vault, applyNote)), staged) === 0);
     check("the proposal is archived in inbox/applied/", archivedIn(vault, "applied", firstId));
     const audit = lastAuditLine(vault);
-    check("the audit line says by: review_page", audit.by === "review_page" && audit.proposal_id === firstId, JSON.stringify(audit));
+    check("the audit line says by: cli, via: review_page", audit.by === "cli" && audit.via === "review_page" && audit.proposal_id === firstId, JSON.stringify(audit));
     await page.waitForFunction(() => document.querySelectorAll(".item").length === 2, null, { timeout: 5000 }).catch(() => {});
     check("the applied proposal leaves the list", (await page.locator(".item").count()) === 2);
     check("the outcome stays (not 'no longer pending')", !(await page.locator("#r-head").innerText()).includes("no longer pending"));

@@ -43,7 +43,12 @@ struct AuditLine<'a> {
     content_sha256: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     base_sha256: Option<&'a str>,
-    by: Actor,
+    /// The contract's `mcp` or `cli`.
+    by: &'static str,
+    /// Where the person approved, beyond the contract's `by`: `review_card`
+    /// or `review_page`; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<&'static str>,
     /// `ok` or `failed`; absent for a rejection.
     #[serde(skip_serializing_if = "Option::is_none")]
     index: Option<&'static str>,
@@ -73,7 +78,8 @@ impl<'a> AuditLine<'a> {
             archive: &archived.dir,
             content_sha256: &meta.content_sha256,
             base_sha256: meta.base_sha256.as_deref(),
-            by: actor,
+            by: actor.by(),
+            via: actor.via(),
             index: None,
             status: None,
             reason: None,

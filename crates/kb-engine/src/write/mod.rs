@@ -314,6 +314,27 @@ pub enum Actor {
     ReviewPage,
 }
 
+impl Actor {
+    /// The audit line's `by`, one of the contract's two: the card is reached
+    /// through MCP, the page is `kb-index`.
+    pub fn by(self) -> &'static str {
+        match self {
+            Actor::Mcp | Actor::ReviewCard => "mcp",
+            Actor::Cli | Actor::ReviewPage => "cli",
+        }
+    }
+
+    /// The audit line's `via`, an extension naming the view the person
+    /// approved in (`review_card`, `review_page`); `None` otherwise.
+    pub fn via(self) -> Option<&'static str> {
+        match self {
+            Actor::ReviewCard => Some("review_card"),
+            Actor::ReviewPage => Some("review_page"),
+            Actor::Mcp | Actor::Cli => None,
+        }
+    }
+}
+
 /// The steps of an apply; a failpoint fires after each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Step {
