@@ -11,7 +11,9 @@ the skills extension (`advertise`) sees it in the server's capabilities and the
 skill files in resources/list, and every file read back has the digest and size
 `skills/list` gives (the SDK has no skills/list call of its own: the request is
 sent through its generic `send_request`); a client that does not declare it sees
-neither. Prints one line per check and a final
+neither. In both modes, at access `apply`, a client that can ask the person has a
+decline refused and an accept applied (an elicitation request on the handshake, an
+input_required round trip on 2026-07-28). Prints one line per check and a final
 "N passed, N failed" line; exits 1 if anything failed.
 
     python3 tests/clients/python_sdk_check.py --binary target/debug/kb-mcp --vault fixtures/vault
@@ -182,6 +184,38 @@ async def proposals(binary, vault):
         check("[propose] a stale base fails as stale_base with the current hash", ok, str(stale)[:300])
 
 
+async def confirmed_apply(binary, vault, mode):
+    """At access `apply`, a client that can ask the person searches, proposes a new note and
+    applies it; kb-mcp asks first (an elicitation request on the handshake, an input_required
+    result answered by a retry carrying the sealed request state on 2026-07-28), the person
+    accepts once, and the note is written. A decline leaves the proposal pending."""
+    asked = []
+
+    def answering(accept):
+        async def callback(context, params):
+            asked.append(params.message)
+            return types.ElicitResult(action="accept", content={"apply": accept})
+
+        return callback
+
+    params = StdioServerParameters(command=binary, args=["--vault", str(vault), "--access", "apply"])
+    title = f"Confirmed {mode}"
+    async with Client(params, mode=mode, elicitation_callback=answering(False)) as client:
+        found = await client.call_tool("search_knowledge", {"query": "备份"})
+        check(f"[{mode}] apply: the search finds notes", bool((found.structured_content or {}).get("results")))
+        staged = await client.call_tool("propose_new_note", {"title": title, "body": "confirmed\n", "reason": "r"})
+        proposal = (staged.structured_content or {}).get("proposal_id")
+        declined = await client.call_tool("apply_proposal", {"proposal_id": proposal})
+        ok = error_of(declined).get("code") == "permission_denied" and not (vault / "z" / f"{title}.md").exists()
+        check(f"[{mode}] apply: a decline writes nothing", ok, str(declined)[:300])
+    async with Client(params, mode=mode, elicitation_callback=answering(True)) as client:
+        applied = await client.call_tool("apply_proposal", {"proposal_id": proposal})
+        ok = (applied.structured_content or {}).get("status") == "applied" and (vault / "z" / f"{title}.md").exists()
+        check(f"[{mode}] apply: confirmed, the note is written", ok, str(applied)[:300])
+    ok = len(asked) == 2 and all(f"z/{title}.md" in message for message in asked)
+    check(f"[{mode}] apply: the person was asked each time, the question naming the note", ok, str(asked)[:300])
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -199,6 +233,10 @@ async def main():
                 await skills(str(Path(args.binary).resolve()), vault, mode)
             except Exception as error:
                 check(f"[{mode}] skills session", False, repr(error))
+            try:
+                await confirmed_apply(str(Path(args.binary).resolve()), vault, mode)
+            except Exception as error:
+                check(f"[{mode}] apply session", False, repr(error))
         try:
             await proposals(str(Path(args.binary).resolve()), vault)
         except Exception as error:
