@@ -135,9 +135,9 @@ pub struct Error {
 /// The most characters of an error's message, or of its hint, in an answer.
 pub const MESSAGE_MAX_CHARS: usize = 1_000;
 /// The most characters of one string in an error's details, in an answer.
-pub const DETAIL_MAX_CHARS: usize = 500;
+pub(crate) const DETAIL_MAX_CHARS: usize = 500;
 /// The most items of one list in an error's details, in an answer.
-pub const DETAIL_MAX_ITEMS: usize = 100;
+pub(crate) const DETAIL_MAX_ITEMS: usize = 100;
 
 /// `text` within `max` characters: its start and its end (where a message
 /// usually says the rule that was broken), the cut said in between
@@ -203,8 +203,8 @@ impl Error {
     /// The error as an answer carries it: the message and hint within
     /// [`MESSAGE_MAX_CHARS`] each (a message naming a value an agent sent
     /// echoes it, and a megabyte argument must not come back whole), each
-    /// string in the details within [`DETAIL_MAX_CHARS`] and each list within
-    /// [`DETAIL_MAX_ITEMS`].
+    /// string in the details within `DETAIL_MAX_CHARS` and each list within
+    /// `DETAIL_MAX_ITEMS`.
     #[must_use]
     pub fn bounded(&self) -> Error {
         Error {

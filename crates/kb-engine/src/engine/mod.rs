@@ -135,7 +135,7 @@ impl Engine {
     /// Opens a vault: reads `kb.toml`, opens the sandbox and the index, and loads
     /// the records the index holds. Does not read the notes (see [`Engine::sync`]).
     ///
-    /// The index folder is checked first (see [`Sandbox::claim_index_folder`]);
+    /// The index folder is checked first (see `Sandbox::claim_index_folder`);
     /// an index that cannot be opened is rebuilt from scratch, and
     /// [`Engine::index_location`]'s `repaired` says why.
     pub fn open(options: &EngineOptions) -> Result<Engine> {
@@ -372,7 +372,7 @@ impl Engine {
     /// Whether a walk has compared the files with the index since the vault was
     /// opened (a successful [`Engine::sync`]). Until then the index is what an
     /// earlier process left: notes added or changed meanwhile may be missing.
-    pub fn caught_up(&self) -> bool {
+    pub(crate) fn caught_up(&self) -> bool {
         self.caught_up.load(std::sync::atomic::Ordering::Acquire)
     }
 

@@ -569,7 +569,7 @@ impl Engine {
     /// [`Engine::refresh_note`] for several notes (a multi-file apply's: moved,
     /// trashed, rewritten), in one index commit and one catalog update.
     /// The notes are read and parsed in parallel (a hub's move rewrites thousands).
-    pub fn refresh_notes(&self, paths: &[crate::sandbox::NotePath]) -> Result<()> {
+    pub(crate) fn refresh_notes(&self, paths: &[crate::sandbox::NotePath]) -> Result<()> {
         let loaded: Vec<Result<Option<IndexDocument>>> =
             paths.par_iter().map(|path| self.load_fresh(path)).collect();
         let mut documents = Vec::new();

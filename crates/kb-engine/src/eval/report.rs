@@ -66,7 +66,7 @@ pub struct CaseReport {
 
 impl CaseReport {
     /// Whether the case counts towards recall and MRR (it names an acceptable note).
-    pub fn is_scored(&self) -> bool {
+    pub(crate) fn is_scored(&self) -> bool {
         !self.acceptable.is_empty()
     }
 }

@@ -94,7 +94,7 @@ struct JournalEntry {
 
 /// What a commit did to a note.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ChangeOp {
+pub(crate) enum ChangeOp {
     /// It was not in the index before.
     #[serde(rename = "a")]
     Added,
@@ -108,7 +108,7 @@ pub enum ChangeOp {
 
 /// The notes the index took in or dropped after a commit, by path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ChangesSince {
+pub(crate) struct ChangesSince {
     /// The last commit: where the next look starts.
     pub seq: u64,
     /// False when some changes since were forgotten (too many, or a rebuild).
@@ -184,17 +184,17 @@ impl SearchIndex {
 
     /// The opstamp of the last commit on disk (by any process): changes exactly
     /// when the index does.
-    pub fn committed_opstamp(&self) -> u64 {
+    pub(crate) fn committed_opstamp(&self) -> u64 {
         self.index.load_metas().map(|metas| metas.opstamp).unwrap_or(0)
     }
 
     /// Segments the reader sees (small updates add one each until they are merged).
-    pub fn segment_count(&self) -> usize {
+    pub(crate) fn segment_count(&self) -> usize {
         self.reader.searcher().segment_readers().len()
     }
 
     /// Makes commits by other processes (or this one) visible to searches.
-    pub fn reload(&self) -> Result<()> {
+    pub(crate) fn reload(&self) -> Result<()> {
         self.reader.reload().map_err(|e| tantivy_error("reloading the index reader", e))
     }
 
@@ -210,7 +210,7 @@ impl SearchIndex {
     /// The notes added, changed and removed by the commits after commit `seq`
     /// (`None`: none, only where to start next time), from the journal the
     /// commits carry: nothing is read but the index's metadata.
-    pub fn changes_since(&self, seq: Option<u64>) -> ChangesSince {
+    pub(crate) fn changes_since(&self, seq: Option<u64>) -> ChangesSince {
         let payload = self.payload();
         let Some(after) = seq else {
             return ChangesSince { seq: payload.seq, complete: true, changes: Vec::new() };

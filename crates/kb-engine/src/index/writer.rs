@@ -105,7 +105,7 @@ impl SearchIndex {
     }
 
     /// Holds off this process's other updates (each holds it from
-    /// [`SearchIndex::begin`] to its commit or roll-back; other processes are
+    /// `SearchIndex::begin` to its commit or roll-back; other processes are
     /// kept out by tantivy's lock on the writer).
     pub fn serialise(&self) -> std::sync::MutexGuard<'_, ()> {
         self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -113,7 +113,7 @@ impl SearchIndex {
 
     /// [`SearchIndex::serialise`] when no other update of this process is under
     /// way; `None` when one is.
-    pub fn try_serialise(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+    pub(crate) fn try_serialise(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
         match self.writing.try_lock() {
             Ok(guard) => Some(guard),
             Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
@@ -128,13 +128,13 @@ impl SearchIndex {
     /// committed ([`SearchIndex::commit`]); dropped or rolled back, nothing of
     /// it is kept. It may be filled on another thread than the one that
     /// commits it.
-    pub fn begin(&self, reset: bool, documents: usize, remove: &[String]) -> Result<PendingUpdate> {
+    pub(crate) fn begin(&self, reset: bool, documents: usize, remove: &[String]) -> Result<PendingUpdate> {
         self.begin_waiting(reset, documents, remove, WRITER_WAIT)
     }
 
     /// [`SearchIndex::begin`] of an update of `documents` documents without
     /// waiting for another process's writer (`conflict` while one holds it).
-    pub fn begin_at_once(&self, documents: usize) -> Result<PendingUpdate> {
+    pub(crate) fn begin_at_once(&self, documents: usize) -> Result<PendingUpdate> {
         self.begin_waiting(false, documents, &[], Duration::ZERO)
     }
 
@@ -166,7 +166,7 @@ impl SearchIndex {
         Ok(pending)
     }
 
-    /// Commits an update begun by [`SearchIndex::begin`] (see
+    /// Commits an update begun by `SearchIndex::begin` (see
     /// [`SearchIndex::update`] for `before`), releases the writer and reloads;
     /// returns the number of documents added.
     pub fn commit(&self, pending: PendingUpdate, before: Journal<'_>) -> Result<usize> {
@@ -248,9 +248,9 @@ fn journal_entries(
     entries
 }
 
-/// An update begun and not committed (see [`SearchIndex::begin`]): the writer
+/// An update begun and not committed (see `SearchIndex::begin`): the writer
 /// is held, documents go in from any thread, nothing shows until
-/// [`SearchIndex::commit`]. Dropped, or [`PendingUpdate::rollback`]ed, it
+/// [`SearchIndex::commit`]. Dropped, or `PendingUpdate::rollback`ed, it
 /// leaves the index as it was.
 pub struct PendingUpdate {
     writer: IndexWriter,
@@ -264,7 +264,7 @@ pub struct PendingUpdate {
 
 impl PendingUpdate {
     /// What adds documents to it.
-    pub fn sink(&self) -> DocumentSink<'_> {
+    pub(crate) fn sink(&self) -> DocumentSink<'_> {
         DocumentSink { pending: self }
     }
 
@@ -275,7 +275,7 @@ impl PendingUpdate {
     }
 
     /// Drops everything added; the writer is released.
-    pub fn rollback(mut self) {
+    pub(crate) fn rollback(mut self) {
         let _ = self.writer.rollback();
     }
 }

@@ -52,7 +52,7 @@ pub struct RefusedFile {
 impl Sandbox {
     /// Everything under `folder` (a folder of a notes root, reached through
     /// real folders): see the module docs. An empty listing when it does not exist.
-    pub fn folder_contents(&self, folder: &NotePath) -> Result<FolderContents> {
+    pub(crate) fn folder_contents(&self, folder: &NotePath) -> Result<FolderContents> {
         let disk = walk_to_folder(self, folder)?;
         let mut contents = FolderContents::default();
         match fs::symlink_metadata(&disk) {
@@ -116,7 +116,7 @@ impl Sandbox {
     /// ([`Sandbox::resolve_note_target`]) when it is a visible Markdown file,
     /// else a file a folder move carries (in a notes root, denied by no rule),
     /// reached through real folders either way.
-    pub fn resolve_plan_target(&self, input: &str) -> Result<NotePath> {
+    pub(crate) fn resolve_plan_target(&self, input: &str) -> Result<NotePath> {
         let path = NotePath::parse(input)?;
         check_plan_target(self, &path)?;
         walk_write_chain(self, &path, false)?;
@@ -125,7 +125,7 @@ impl Sandbox {
 
     /// Opens a plan's file ([`Sandbox::resolve_plan_target`]) to read it, not
     /// following any symlink; `None` when it does not exist.
-    pub fn open_plan_file(&self, path: &NotePath) -> Result<Option<OpenedFile>> {
+    pub(crate) fn open_plan_file(&self, path: &NotePath) -> Result<Option<OpenedFile>> {
         check_plan_target(self, path)?;
         let disk = walk_write_chain(self, path, false)?;
         let file = match fs::File::open(&disk) {
@@ -144,7 +144,7 @@ impl Sandbox {
     /// A plan's file's bytes, up to `max_bytes` (`too_large` beyond): a note as
     /// [`Sandbox::read`] reads it, another file through real folders only.
     /// `not_found` when it does not exist.
-    pub fn read_plan_file(&self, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
+    pub(crate) fn read_plan_file(&self, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
         if path.is_markdown() && self.policy.area_of(path).is_some() {
             return self.read(path, max_bytes);
         }
@@ -163,7 +163,7 @@ impl Sandbox {
     }
 
     /// Size and times of a plan's file; `None` when it does not exist.
-    pub fn stat_plan_file(&self, path: &NotePath) -> Result<Option<FileStat>> {
+    pub(crate) fn stat_plan_file(&self, path: &NotePath) -> Result<Option<FileStat>> {
         check_plan_target(self, path)?;
         let disk = walk_write_chain(self, path, false)?;
         match fs::symlink_metadata(&disk) {
@@ -178,7 +178,7 @@ impl Sandbox {
     /// when `from` is gone, `target_exists` when `to` exists, `stale_base` when
     /// `holds` says `from` no longer holds what the plan checked. `flush`:
     /// flush both folders now (else [`Sandbox::flush_files`] does, once).
-    pub fn rename_carried(
+    pub(crate) fn rename_carried(
         &self,
         from: &NotePath,
         to: &NotePath,
@@ -232,7 +232,7 @@ impl Sandbox {
 
     /// Makes a folder of a notes root (and the folders leading to it), through
     /// real folders only: where a folder move carries a folder that holds no file.
-    pub fn make_note_folder(&self, folder: &NotePath) -> Result<()> {
+    pub(crate) fn make_note_folder(&self, folder: &NotePath) -> Result<()> {
         let inside = NotePath::parse(&format!("{folder}/_"))?;
         if !matches!(self.policy.carried_area(&inside), Some(Area::Note)) {
             return Err(Error::denied(format!("{folder}: folders are made only in the notes")));

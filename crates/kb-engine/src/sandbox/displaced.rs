@@ -107,7 +107,7 @@ pub struct Discards {
 }
 
 /// A save that landed in a displaced file after it was checked: see
-/// [`Sandbox::put_back_late_save`].
+/// `Sandbox::put_back_late_save`.
 #[derive(Debug)]
 pub struct LateSave {
     displaced: Displaced,
@@ -155,7 +155,7 @@ impl Discards {
     /// between its open and its write still writes after. Then takes out and
     /// returns those written to since they were checked. The rest stay, to be
     /// removed (or, trashed, kept).
-    pub fn late_saves(&mut self) -> Vec<LateSave> {
+    pub(crate) fn late_saves(&mut self) -> Vec<LateSave> {
         let Some(last) = self.last else { return Vec::new() };
         if let Some(wait) = LATE_SAVE_GRACE.checked_sub(last.elapsed()) {
             std::thread::sleep(wait);
@@ -263,7 +263,7 @@ impl Sandbox {
     /// which `discards` watches ([`Discards::late_saves`]). The trashed note
     /// keeps its file, mode included. Where the trash is on another file
     /// system, the bytes are copied to it and the note removed after a check.
-    pub fn trash_note(
+    pub(crate) fn trash_note(
         &self,
         path: &NotePath,
         trash: &NotePath,
@@ -326,7 +326,7 @@ impl Sandbox {
     /// exactly those bytes, kept as `conflict_copy` otherwise); a trashed note
     /// goes back to its name, or, if a new file took the name meanwhile, is
     /// kept as `conflict_copy`. Returns the conflict copy made, if any.
-    pub fn put_back_late_save(
+    pub(crate) fn put_back_late_save(
         &self,
         late: LateSave,
         ours: &[u8],
@@ -408,7 +408,7 @@ impl Sandbox {
     /// Puts a trashed note (`trash`, an inbox path) back at `path`, keeping
     /// its file and mode: what a rolled-back delete does. `target_exists` when
     /// a file took the name meanwhile.
-    pub fn untrash_note(&self, trash: &NotePath, path: &NotePath) -> Result<()> {
+    pub(crate) fn untrash_note(&self, trash: &NotePath, path: &NotePath) -> Result<()> {
         check_note_target(self, path)?;
         require_inbox(self, trash)?;
         let trash_disk = walk_write_chain(self, trash, false)?;

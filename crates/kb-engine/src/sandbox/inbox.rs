@@ -26,7 +26,7 @@ impl Sandbox {
     /// The real folders directly inside an inbox folder (e.g. the date folders of
     /// `inbox/applied`), sorted; empty when the folder does not exist. Symlinks and
     /// names that are not valid vault paths are left out.
-    pub fn list_inbox_folders(&self, folder: &NotePath) -> Result<Vec<NotePath>> {
+    pub(crate) fn list_inbox_folders(&self, folder: &NotePath) -> Result<Vec<NotePath>> {
         list_entries(self, folder, Entries::Folders)
     }
 

@@ -28,7 +28,7 @@ pub struct InboxLock {
 impl Sandbox {
     /// Takes the exclusive lock on an inbox file (created when missing), waiting at
     /// most `wait` for another holder to let go: `conflict` after that.
-    pub fn lock_inbox_file(&self, path: &NotePath, wait: Duration) -> Result<InboxLock> {
+    pub(crate) fn lock_inbox_file(&self, path: &NotePath, wait: Duration) -> Result<InboxLock> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true).truncate(false);
         let file = super::inbox::open_verified(self, path, &options, "it was not locked")?;

@@ -89,7 +89,7 @@ impl Sandbox {
     /// Leaves the Markdown files of these folders (Obsidian's templates folders,
     /// vault-relative) out of [`Sandbox::scan`]: they are listed as skipped, and
     /// still readable by path.
-    pub fn with_templates(mut self, folders: Vec<String>) -> Sandbox {
+    pub(crate) fn with_templates(mut self, folders: Vec<String>) -> Sandbox {
         self.templates = folders;
         self
     }
@@ -97,7 +97,7 @@ impl Sandbox {
     /// The templates folder (as configured) a path lies in, compared
     /// case-insensitively segment by segment (`Templates` is `templates` on macOS
     /// and Windows).
-    pub fn templates_folder_of(&self, path: &NotePath) -> Option<&str> {
+    pub(crate) fn templates_folder_of(&self, path: &NotePath) -> Option<&str> {
         self.templates.iter().map(String::as_str).find(|folder| {
             let mut segments = path.as_str().split('/');
             folder
@@ -128,26 +128,26 @@ impl Sandbox {
 
     /// Opens a readable file after the same checks as [`Sandbox::read`], to read it
     /// in parts whatever its size.
-    pub fn open_read(&self, path: &NotePath) -> Result<OpenedFile> {
+    pub(crate) fn open_read(&self, path: &NotePath) -> Result<OpenedFile> {
         fs::open_read(self, path)
     }
 
     /// The vault-relative text of a path on disk (as a file watcher reports it),
     /// `""` for the root; `None` when it lies outside the vault or is not UTF-8.
     /// The text is not checked: parse it as a [`NotePath`] before using it.
-    pub fn vault_path(&self, disk: &Path) -> Option<String> {
+    pub(crate) fn vault_path(&self, disk: &Path) -> Option<String> {
         fs::vault_path(self, disk)
     }
 
     /// Whether a path is an attachment the walk would list: a file that is not
     /// Markdown, in a readable area, leading (through symlinks) to a regular file
     /// in a readable area.
-    pub fn is_attachment(&self, path: &NotePath) -> bool {
+    pub(crate) fn is_attachment(&self, path: &NotePath) -> bool {
         fs::is_attachment(self, path)
     }
 
     /// Whether a vault path is a folder on disk (not following a final symlink).
-    pub fn is_folder(&self, path: &NotePath) -> bool {
+    pub(crate) fn is_folder(&self, path: &NotePath) -> bool {
         fs::is_folder(self, path)
     }
 
@@ -185,7 +185,11 @@ impl Sandbox {
     /// vault cannot hold `.kb/`) the per-user cache folder. Refuses a folder that
     /// is the vault, holds it, lies inside a readable area or the inbox, is a
     /// symbolic link or a file, or holds files that are not the index's.
-    pub fn claim_index_folder(&self, requested: Option<&Path>, access: IndexAccess) -> Result<IndexFolder> {
+    pub(crate) fn claim_index_folder(
+        &self,
+        requested: Option<&Path>,
+        access: IndexAccess,
+    ) -> Result<IndexFolder> {
         index_dir::claim(self, requested, access)
     }
 
@@ -201,7 +205,7 @@ impl Sandbox {
     /// in the inbox: a trashed note, an archived plan) may allow: the
     /// permission bits every one of them has. With no file, the default mode
     /// stands.
-    pub fn permissions_of(&self, files: &[NotePath]) -> Result<NotePermissions> {
+    pub(crate) fn permissions_of(&self, files: &[NotePath]) -> Result<NotePermissions> {
         fs::permissions_of(self, files)
     }
 
@@ -209,7 +213,7 @@ impl Sandbox {
     /// plan, a note's copy in the trash, a note a revert brings back): it is
     /// never more readable than those notes, `notes` being what they all allow
     /// ([`Sandbox::permissions_of`]); the default mode loses every bit they lack.
-    pub fn write_atomic_from(
+    pub(crate) fn write_atomic_from(
         &self,
         path: &NotePath,
         bytes: &[u8],
@@ -228,7 +232,7 @@ impl Sandbox {
     /// person's save races, which tests use to land one there. The replaced
     /// file goes to `discards` (watched for a late save, see [`Discards`]),
     /// or, without, is removed at once.
-    pub fn replace_note(
+    pub(crate) fn replace_note(
         &self,
         path: &NotePath,
         bytes: &[u8],

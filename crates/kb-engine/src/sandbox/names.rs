@@ -96,7 +96,7 @@ fn joining(c: char) -> bool {
 impl Sandbox {
     /// The names in a vault folder (`""`: the root), reached through real
     /// folders; empty when it does not exist.
-    pub fn names_in(&self, folder: &str) -> Result<Vec<String>> {
+    pub(crate) fn names_in(&self, folder: &str) -> Result<Vec<String>> {
         let disk = if folder.is_empty() {
             self.root().to_path_buf()
         } else {
@@ -119,7 +119,7 @@ impl Sandbox {
     /// in another spelling ([`twin_key`]: another normalisation, case or
     /// zero-width characters), or `path` itself when it exists; `None` when its
     /// folder holds no such name (or does not exist).
-    pub fn twin_of(&self, path: &NotePath) -> Result<Option<NotePath>> {
+    pub(crate) fn twin_of(&self, path: &NotePath) -> Result<Option<NotePath>> {
         let names = self.names_in(path.parent())?;
         Ok(twin_among(&names, path))
     }
@@ -127,7 +127,7 @@ impl Sandbox {
     /// Refuses (`path_denied`) a path whose new names (its last segment, and
     /// the folders on the way that do not exist yet: what a proposal would
     /// create) hold a stray zero-width character; see the module docs.
-    pub fn check_new_names(&self, path: &NotePath) -> Result<()> {
+    pub(crate) fn check_new_names(&self, path: &NotePath) -> Result<()> {
         let segments: Vec<&str> = path.as_str().split('/').collect();
         for (at, segment) in segments.iter().enumerate() {
             let Some(why) = new_name_refusal(segment) else { continue };

@@ -27,13 +27,18 @@ impl Sandbox {
     /// file, as a case-only rename on a case-insensitive file system finds it),
     /// `not_found` when `from` is gone, `stale_base` when `from` no longer holds
     /// exactly `expected`.
-    pub fn rename_note(&self, from: &NotePath, to: &NotePath, expected: &[u8]) -> Result<()> {
+    pub(crate) fn rename_note(&self, from: &NotePath, to: &NotePath, expected: &[u8]) -> Result<()> {
         self.rename_note_flushed(from, to, expected, true)
     }
 
     /// [`Sandbox::rename_note`] leaving the flush of the folders to
     /// [`Sandbox::flush_files`] (one for a whole multi-file apply).
-    pub fn rename_note_unflushed(&self, from: &NotePath, to: &NotePath, expected: &[u8]) -> Result<()> {
+    pub(crate) fn rename_note_unflushed(
+        &self,
+        from: &NotePath,
+        to: &NotePath,
+        expected: &[u8],
+    ) -> Result<()> {
         self.rename_note_flushed(from, to, expected, !cfg!(target_os = "linux"))
     }
 
@@ -79,7 +84,7 @@ impl Sandbox {
     /// Removes a note that still holds exactly `expected` (its bytes are kept
     /// elsewhere first: the trash, or the note it was moved to); `false` when it
     /// was already gone, `stale_base` when it changed.
-    pub fn remove_note(&self, path: &NotePath, expected: &[u8]) -> Result<bool> {
+    pub(crate) fn remove_note(&self, path: &NotePath, expected: &[u8]) -> Result<bool> {
         let path = resolve_note_target(self, path.as_str())?;
         match self.check_note_hash(&path, expected) {
             Ok(()) => {}
@@ -114,7 +119,7 @@ impl Sandbox {
 impl Sandbox {
     /// Whether `folder` (vault-relative) exists as a real folder, reached through
     /// real folders of the vault (never a symlink).
-    pub fn folder_exists(&self, folder: &NotePath) -> Result<bool> {
+    pub(crate) fn folder_exists(&self, folder: &NotePath) -> Result<bool> {
         let disk = walk_to_folder(self, folder)?;
         match fs::symlink_metadata(&disk) {
             Ok(meta) => Ok(meta.is_dir()),
@@ -127,7 +132,7 @@ impl Sandbox {
     /// apply rolled back does with the folders it created. `false` when it is gone
     /// or holds anything (removing only an empty folder is one step of the file
     /// system, so nothing put in it meanwhile is ever lost).
-    pub fn remove_empty_folder(&self, folder: &NotePath) -> Result<bool> {
+    pub(crate) fn remove_empty_folder(&self, folder: &NotePath) -> Result<bool> {
         if !matches!(self.policy.area_of(folder), Some(Area::Note | Area::Inbox)) {
             return Err(Error::denied(format!(
                 "{folder}: only folders of the notes and the inbox are removed"
@@ -146,7 +151,7 @@ impl Sandbox {
 
     /// Whether the folder of `path` lists exactly its file name (not merely a
     /// name a case-insensitive file system takes for it).
-    pub fn has_exact_name(&self, path: &NotePath) -> bool {
+    pub(crate) fn has_exact_name(&self, path: &NotePath) -> bool {
         let Ok(disk) = walk_write_chain(self, path, false) else { return false };
         let Some(parent) = disk.parent() else { return false };
         fs::read_dir(parent).is_ok_and(|entries| {

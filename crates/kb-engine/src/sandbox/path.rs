@@ -47,7 +47,7 @@ impl NotePath {
     /// whole vault; one trailing slash is allowed (`z/tech/`). Every
     /// other form goes through [`NotePath::parse`], so `/` is refused as absolute
     /// rather than read as "no folder".
-    pub fn parse_folder(input: &str) -> Result<Option<NotePath>> {
+    pub(crate) fn parse_folder(input: &str) -> Result<Option<NotePath>> {
         if input.is_empty() {
             return Ok(None);
         }

@@ -72,7 +72,7 @@ impl Policy {
     /// `.`, such as `.DS_Store`), the area its folder gives it. Moving such a
     /// file shows nothing of its bytes. `None` for a path a built-in or `deny`
     /// rule names, or outside every area.
-    pub fn carried_area(&self, path: &NotePath) -> Option<Area> {
+    pub(crate) fn carried_area(&self, path: &NotePath) -> Option<Area> {
         if self.is_denied_by_rule(path.as_str()) {
             return None;
         }
@@ -104,7 +104,7 @@ impl Policy {
 
     /// Whether the built-in hard-deny list or a `deny` rule names the path
     /// (a hidden name alone is not such a rule).
-    pub fn is_denied_by_rule(&self, path: &str) -> bool {
+    pub(crate) fn is_denied_by_rule(&self, path: &str) -> bool {
         let path = path.trim_matches('/');
         if path.is_empty() {
             return false;

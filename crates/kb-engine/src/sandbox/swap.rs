@@ -28,7 +28,7 @@ use super::fs::{
 use super::{NotePath, Sandbox};
 use crate::error::{Error, Result};
 
-/// How [`Sandbox::replace_note`] ended.
+/// How `Sandbox::replace_note` ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Replaced {
     /// The note held exactly the base when it was swapped: it holds the new bytes now.
@@ -142,7 +142,7 @@ const ONE_FLUSH: bool = cfg!(target_os = "linux");
 /// A note's new bytes, written beside it (or beside where a move takes it)
 /// ahead of the swap that puts them in place: a multi-file apply writes all
 /// its files first and flushes them to disk at once
-/// ([`Sandbox::flush_files`]), so that no note's name ever leads to bytes not
+/// (`Sandbox::flush_files`), so that no note's name ever leads to bytes not
 /// yet on disk, at the cost of two flushes instead of two per note. Dropped
 /// unused, the file is removed.
 #[derive(Debug)]
@@ -287,7 +287,7 @@ impl Sandbox {
     /// Writes `bytes` as a temporary file beside the note `path` (creating its
     /// folders: a move's destination may not exist yet), with the permissions of
     /// the existing note `like`, without flushing it: see [`Prepared`].
-    pub fn prepare_note(&self, path: &NotePath, like: &NotePath, bytes: &[u8]) -> Result<Prepared> {
+    pub(crate) fn prepare_note(&self, path: &NotePath, like: &NotePath, bytes: &[u8]) -> Result<Prepared> {
         check_plan_target(self, path)?;
         check_plan_target(self, like)?;
         let like_disk = walk_write_chain(self, like, false)?;
@@ -314,7 +314,7 @@ impl Sandbox {
     /// prepared files before their swaps, the swaps and renames before an
     /// apply's commit point. One `syncfs` on Linux; elsewhere each step flushed
     /// its own file and folder already.
-    pub fn flush_files(&self) -> Result<()> {
+    pub(crate) fn flush_files(&self) -> Result<()> {
         #[cfg(target_os = "linux")]
         {
             let root = File::open(self.root()).map_err(|err| Error::io(self.root().display(), &err))?;
@@ -327,7 +327,7 @@ impl Sandbox {
     /// [`Sandbox::replace_note`] with bytes prepared beside the note
     /// ([`Sandbox::prepare_note`]), leaving the flush to [`Sandbox::flush_files`]
     /// and the removal of the replaced file to `discards`.
-    pub fn replace_prepared(
+    pub(crate) fn replace_prepared(
         &self,
         mut prepared: Prepared,
         bytes: &[u8],
@@ -364,7 +364,7 @@ impl Sandbox {
     /// Removes the temporary files a killed write left in an inbox folder (only
     /// `.<name>.kb-tmp-<16 hex>`, never anything else) last written more than
     /// `older_than` ago (a write under way is left alone). Returns what it removed.
-    pub fn sweep_inbox_temps(
+    pub(crate) fn sweep_inbox_temps(
         &self,
         folder: &NotePath,
         older_than: std::time::Duration,
@@ -393,7 +393,7 @@ impl Sandbox {
     /// are ours (the proposal's text, or the base it replaced), and otherwise kept
     /// beside the note as `conflict_copy`, since it may hold a person's save.
     /// Returns what it did, one line each.
-    pub fn sweep_note_temps(
+    pub(crate) fn sweep_note_temps(
         &self,
         note: &NotePath,
         ours: &mut dyn FnMut(&[u8]) -> bool,

@@ -138,7 +138,7 @@ impl Note {
 
     /// The text to index: the body, or for an Excalidraw drawing only its words
     /// (see `drawing_text`).
-    pub fn index_body<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+    pub(crate) fn index_body<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
         let body = self.body(text);
         if is_drawing(&self.path) { std::borrow::Cow::Owned(drawing_text(body)) } else { body.into() }
     }

@@ -74,7 +74,7 @@ impl NoteRecord {
     }
 
     /// Builds a record from a parsed note and the file's facts.
-    pub fn from_note(
+    pub(crate) fn from_note(
         note: Note,
         kind: NoteKind,
         size: u64,
@@ -114,7 +114,7 @@ impl NoteRecord {
 
     /// Whether this is a map of content: tagged `MOC` (any case, or a `MOC/...` tag)
     /// or titled `MOC` / `... MOC`.
-    pub fn is_moc(&self) -> bool {
+    pub(crate) fn is_moc(&self) -> bool {
         let tagged = self.tags.iter().any(|t| {
             t.eq_ignore_ascii_case("moc") || t.get(..4).is_some_and(|head| head.eq_ignore_ascii_case("moc/"))
         });

@@ -37,7 +37,7 @@ pub struct LinkEdit {
 /// (`[[#h]]`, `[t](#h)`), which points at its own note wherever it lives.
 ///
 /// A link in a frontmatter property is a wikilink written inside quotes: its
-/// new bytes are escaped for them ([`LinkSpan::encode`]); `None` when they
+/// new bytes are escaped for them (`LinkSpan::encode`); `None` when they
 /// cannot be (a move's check then finds the link leading elsewhere).
 pub fn relink(
     text: &str,

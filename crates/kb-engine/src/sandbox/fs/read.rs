@@ -58,7 +58,7 @@ impl OpenedFile {
     }
 
     /// Up to `max` bytes from `offset` (fewer at the end of the file).
-    pub fn read_at(&self, offset: u64, max: usize) -> Result<Vec<u8>> {
+    pub(crate) fn read_at(&self, offset: u64, max: usize) -> Result<Vec<u8>> {
         let mut file = &self.file;
         let mut bytes = Vec::with_capacity(max.min(usize::try_from(self.len).unwrap_or(usize::MAX)));
         file.seek(SeekFrom::Start(offset))
@@ -70,7 +70,7 @@ impl OpenedFile {
     /// Streams the file from its start, `CHUNK_BYTES` at a time, calling
     /// `visit(offset, chunk)`; stops early when `visit` returns false. Returns the
     /// bytes visited.
-    pub fn for_each_chunk(&self, mut visit: impl FnMut(u64, &[u8]) -> bool) -> Result<u64> {
+    pub(crate) fn for_each_chunk(&self, mut visit: impl FnMut(u64, &[u8]) -> bool) -> Result<u64> {
         let mut file = &self.file;
         file.seek(SeekFrom::Start(0)).map_err(|err| Error::io(&self.path, &err))?;
         let mut buffer = vec![0u8; CHUNK_BYTES];

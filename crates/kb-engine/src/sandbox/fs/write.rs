@@ -30,7 +30,7 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
 }
 
 /// The permissions a file holding the text of some notes may have: only
-/// what every one of them allows ([`Sandbox::permissions_of`]). With no note
+/// what every one of them allows (`Sandbox::permissions_of`). With no note
 /// behind it, a file gets the default mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotePermissions {

@@ -16,7 +16,7 @@ pub const INDEX_MARKER: &str = "kb-mcp-index.json";
 pub(super) const MARKER_TEXT: &str = "{\"kb_mcp_index\": 1, \"note\": \"This folder holds kb-mcp's search index: derived data, rebuilt from the notes. kb-mcp deletes only its own files here.\"}\n";
 
 /// The file beside the index where the engine keeps what it derived from every
-/// note's text for the audit (see [`IndexFolder::read_cache`]): derived data,
+/// note's text for the audit (see `IndexFolder::read_cache`): derived data,
 /// checked note by note when read, deleted with the index.
 pub const MENTIONS_CACHE: &str = "mentions.cache";
 
@@ -126,7 +126,7 @@ impl IndexFolder {
 
     /// Whether the folder holds any of the index's files besides the marker and
     /// the lock files (a `meta.json` or segments).
-    pub fn holds_index_files(&self) -> Result<bool> {
+    pub(crate) fn holds_index_files(&self) -> Result<bool> {
         Ok(index_entries(&self.path)?.iter().any(|name| {
             name != INDEX_MARKER
                 && name != MENTIONS_CACHE
@@ -137,7 +137,7 @@ impl IndexFolder {
 
     /// The bytes of [`MENTIONS_CACHE`], `None` when it is absent, not a regular
     /// file, larger than `max_bytes` or unreadable (a cache is only a cache).
-    pub fn read_cache(&self, max_bytes: u64) -> Option<Vec<u8>> {
+    pub(crate) fn read_cache(&self, max_bytes: u64) -> Option<Vec<u8>> {
         let file = self.path.join(MENTIONS_CACHE);
         let meta = fs::symlink_metadata(&file).ok()?;
         if !meta.is_file() || meta.len() > max_bytes {
@@ -150,7 +150,7 @@ impl IndexFolder {
     /// the index's own pattern, then renamed over it (a reader sees the old
     /// file or the new one, never part of one). Not synced to disk: a cache
     /// lost in a crash is made again. Refused in a folder claimed read-only.
-    pub fn write_cache(&self, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn write_cache(&self, bytes: &[u8]) -> Result<()> {
         if self.access != IndexAccess::Create {
             return Err(Error::new(
                 ErrorCode::IndexUnavailable,
@@ -174,7 +174,7 @@ impl IndexFolder {
     /// Writes the marker into a folder that holds a working index kb-mcp did not
     /// mark (one built before markers existed). Best effort: a folder that
     /// cannot be written is served as it is.
-    pub fn adopt(&mut self) {
+    pub(crate) fn adopt(&mut self) {
         if !self.owned && self.access == IndexAccess::Create && write_marker(&self.path).is_ok() {
             self.owned = true;
         }

@@ -250,7 +250,7 @@ impl Graph {
 
     /// The maps of content that link to a note (backlinks are ordered by the
     /// linking note, so each map is one binary search).
-    pub fn mocs_linking(&self, target: usize) -> Vec<usize> {
+    pub(crate) fn mocs_linking(&self, target: usize) -> Vec<usize> {
         let backlinks = self.backlinks(target);
         self.mocs
             .iter()

@@ -214,7 +214,7 @@ impl Resolver {
     /// The notes a wikilink target could mean in the vault of `records`, best
     /// first: more than one when several share the name (see
     /// [`Graph::candidates`](super::Graph::candidates)).
-    pub fn notes_named(
+    pub(crate) fn notes_named(
         &self,
         records: &[Arc<NoteRecord>],
         attachments: &[String],
@@ -286,7 +286,7 @@ impl Resolver {
     /// Resolves a `ref` argument: exact path, then file name or path suffix
     /// (shortest path wins; a tie is ambiguous), then alias (several is ambiguous).
     /// A `#heading` suffix is split off and returned.
-    pub fn resolve_ref<'r>(
+    pub(crate) fn resolve_ref<'r>(
         &self,
         records: &[Arc<NoteRecord>],
         attachments: &[String],

@@ -107,7 +107,7 @@ impl LinkSpan {
     /// inside single quotes. `None` when it cannot be written there and still
     /// be read as this link: `"` or `\` inside double quotes (their escapes
     /// would make the value no link, see `properties.rs`), a line break in any.
-    pub fn encode<'a>(&self, new: &'a str) -> Option<Cow<'a, str>> {
+    pub(crate) fn encode<'a>(&self, new: &'a str) -> Option<Cow<'a, str>> {
         match self.quote {
             None => Some(Cow::Borrowed(new)),
             Some(_) if new.contains(['\n', '\r']) => None,
@@ -175,7 +175,7 @@ pub struct NoteSpans {
 
 impl NoteSpans {
     /// Whether the byte at `at` lies in a row of a GFM table.
-    pub fn in_table(&self, at: usize) -> bool {
+    pub(crate) fn in_table(&self, at: usize) -> bool {
         let next = self.table_rows.partition_point(|row| row.end < at);
         self.table_rows.get(next).is_some_and(|row| row.start <= at)
     }
