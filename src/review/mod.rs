@@ -38,19 +38,25 @@ pub const KEY_META: &str = "kb-mcp/review";
 /// A server restart makes a new one (an open card then asks to be reopened).
 pub fn key() -> &'static str {
     static KEY: OnceLock<String> = OnceLock::new();
-    KEY.get_or_init(|| {
-        let mut bytes = [0u8; 32];
-        // Without randomness no key could be trusted: the card then cannot
-        // approve (every token is refused), which is safe.
-        if getrandom::fill(&mut bytes).is_err() {
-            return String::new();
-        }
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    })
+    // Without randomness no key could be trusted: the card then cannot
+    // approve (every token is refused), which is safe.
+    KEY.get_or_init(|| random_hex().unwrap_or_default())
 }
 
-/// Whether `token` is this process's approval key (compared in constant time).
+/// Whether `token` is this process's approval key.
 pub fn key_matches(token: &str) -> bool {
     let key = key();
-    !key.is_empty() && key.len() == token.len() && bool::from(key.as_bytes().ct_eq(token.as_bytes()))
+    !key.is_empty() && same_secret(key, token)
+}
+
+/// 32 random bytes as hex: the approval key, and the page's secrets.
+pub(crate) fn random_hex() -> Option<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(crate::sandbox::hex(&bytes))
+}
+
+/// Whether two secrets are equal, compared in constant time.
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }

@@ -25,7 +25,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use subtle::ConstantTimeEq;
 
 use crate::engine::Engine;
 use crate::engine::types::{Actor, ApplyArgs, ListProposalsArgs};
@@ -131,16 +130,9 @@ impl ReviewPage {
     }
 }
 
-/// 32 random bytes as hex.
+/// 32 random bytes as hex, or the error saying there is no randomness.
 fn random_hex() -> Result<String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|err| Error::internal(format!("no randomness: {err}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Whether two secrets are equal, compared in constant time.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+    super::random_hex().ok_or_else(|| Error::internal("no randomness for the page's secrets"))
 }
 
 /// An error answer: `{"error": {code, message}}` with `status`.
@@ -233,7 +225,7 @@ fn session_of(page: &Page, headers: &HeaderMap) -> Option<String> {
         .find(|(name, _)| *name == SESSION_COOKIE)
         .map(|(_, value)| value.to_owned())?;
     let sessions = page.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    sessions.keys().find(|known| same(known, &value)).cloned()
+    sessions.keys().find(|known| super::same_secret(known, &value)).cloned()
 }
 
 /// `POST /api/session` `{"secret"?}`: the URL's secret, once, makes a
@@ -246,7 +238,7 @@ async fn session(State(page): State<Arc<Page>>, headers: HeaderMap, body: Bytes)
     let session = match (offered, session_of(&page, &headers)) {
         (Some(offered), _) => {
             let mut secret = page.secret.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !secret.as_deref().is_some_and(|secret| same(secret, offered)) {
+            if !secret.as_deref().is_some_and(|secret| super::same_secret(secret, offered)) {
                 return refusal(
                     StatusCode::UNAUTHORIZED,
                     "permission_denied",
@@ -306,7 +298,8 @@ fn refused(page: &Page, headers: &HeaderMap, change: bool) -> Option<Response> {
     }
     let token = headers.get(TOKEN_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let sessions = page.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let known = sessions.get(&session).is_some_and(|tokens| tokens.iter().any(|t| same(t, token)));
+    let known =
+        sessions.get(&session).is_some_and(|tokens| tokens.iter().any(|t| super::same_secret(t, token)));
     (!known).then(|| refusal(StatusCode::FORBIDDEN, "permission_denied", "a change needs the page's token"))
 }
 

@@ -60,7 +60,7 @@ impl Asked {
     fn seal(&self, proposal_id: &str) -> Option<String> {
         let mut nonce = [0u8; 16];
         getrandom::fill(&mut nonce).ok()?;
-        let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        let nonce = crate::sandbox::hex(&nonce);
         let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let now = Instant::now();
         open.retain(|_, lapses| *lapses > now);
