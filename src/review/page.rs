@@ -376,9 +376,7 @@ async fn reject(
         return refusal(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the reason is too long");
     }
     let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let reason = asked.get("reason").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
-    if reason.is_empty() {
-        return refusal(StatusCode::BAD_REQUEST, "invalid_argument", "say why the proposal is rejected");
-    }
+    // An empty reason is refused by the reject itself (`invalid_argument`: 400).
+    let reason = asked.get("reason").and_then(Value::as_str).unwrap_or_default().to_owned();
     answer(page, move |page| page.engine.reject_proposal(&id, &reason, Actor::ReviewPage)).await
 }

@@ -108,12 +108,9 @@ pub(super) static APP_TOOLS: &[ToolDef] = &[
         run: |mut call| {
             let args: RejectArgs = call.args()?;
             clicked("reject_proposal", call.context.apps, &args.review_token)?;
-            let reason = args.reason.trim();
-            if reason.is_empty() {
-                return Err(Error::invalid("`reason` is empty: say why the proposal is rejected"));
-            }
+            // An empty reason is refused by the reject itself, as at the command line.
             answered(
-                call.engine.reject_proposal(&args.proposal_id, reason, Actor::ReviewCard),
+                call.engine.reject_proposal(&args.proposal_id, &args.reason, Actor::ReviewCard),
                 render_rejected,
             )
         },
