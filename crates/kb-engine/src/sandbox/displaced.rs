@@ -142,11 +142,12 @@ impl Discards {
         self.last = Some(Instant::now());
     }
 
-    /// Watches a file a swap replaced, which held the base when checked.
-    pub(super) fn watch_swapped(&mut self, file: &Path, note_disk: &Path, note: &NotePath) -> io::Result<()> {
-        let meta = fs::symlink_metadata(file)?;
-        self.watch(file, note_disk, note, Displacement::Swapped, &meta);
-        Ok(())
+    /// Watches a file a swap replaced, which held the base when checked;
+    /// `meta` is the file's as taken *before* its bytes were read
+    /// ([`read_stamped`]), so that a write landing between the read and now
+    /// still shows as a change.
+    pub(super) fn watch_swapped(&mut self, file: &Path, note_disk: &Path, note: &NotePath, meta: &Metadata) {
+        self.watch(file, note_disk, note, Displacement::Swapped, meta);
     }
 
     /// Waits until [`LATE_SAVE_GRACE`] has passed since the last file was
@@ -157,14 +158,8 @@ impl Discards {
     /// removed (or, trashed, kept).
     pub(crate) fn late_saves(&mut self) -> Vec<LateSave> {
         let Some(last) = self.last else { return Vec::new() };
-        if let Some(wait) = LATE_SAVE_GRACE.checked_sub(last.elapsed()) {
-            std::thread::sleep(wait);
-        }
         let files: HashSet<&Path> = self.files.iter().map(|displaced| displaced.file.as_path()).collect();
-        let since = Instant::now();
-        while held_open(&files) && since.elapsed() < HELD_OPEN_WAIT {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_for_writers(last, &files);
         let (late, kept): (Vec<Displaced>, Vec<Displaced>) =
             std::mem::take(&mut self.files).into_iter().partition(|displaced| {
                 fs::symlink_metadata(&displaced.file).is_ok_and(|meta| Stamp::of(&meta) != displaced.stamp)
@@ -190,6 +185,50 @@ impl Drop for Discards {
     fn drop(&mut self) {
         remove_all(std::mem::take(&mut self.files));
     }
+}
+
+/// A file's bytes and its metadata taken just before they were read, through
+/// one handle: any write after the metadata was taken changes what a later
+/// look finds (size, times), even one landing between this read and that look.
+pub(super) fn read_stamped(file: &Path) -> io::Result<(Vec<u8>, Metadata)> {
+    use std::io::Read as _;
+    let mut handle = fs::File::open(file)?;
+    let meta = handle.metadata()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    handle.read_to_end(&mut bytes)?;
+    Ok((bytes, meta))
+}
+
+/// Waits out [`LATE_SAVE_GRACE`] from `since` and then (where the system
+/// tells) until no process holds one of `files` open, at most `HELD_OPEN_WAIT`.
+fn wait_for_writers(since: Instant, files: &HashSet<&Path>) {
+    if let Some(wait) = LATE_SAVE_GRACE.checked_sub(since.elapsed()) {
+        std::thread::sleep(wait);
+    }
+    let started = Instant::now();
+    while held_open(files) && started.elapsed() < HELD_OPEN_WAIT {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Removes `file` (one of kb-mcp's temporary files, just exchanged away from
+/// a note's name) when it holds exactly `ours` and nobody writes to it
+/// afterwards: an editor that opened the note just before the exchange may
+/// still write into it, so the removal waits as [`Discards::late_saves`]
+/// does and looks again. Returns whether it was removed; a file that was not
+/// holds (or may hold) a person's save.
+pub(super) fn remove_if_ours(file: &Path, ours: &[u8]) -> io::Result<bool> {
+    let (bytes, before) = read_stamped(file)?;
+    if bytes != ours {
+        return Ok(false);
+    }
+    wait_for_writers(Instant::now(), &HashSet::from([file]));
+    let now = fs::symlink_metadata(file)?;
+    if Stamp::of(&now) != Stamp::of(&before) {
+        return Ok(false);
+    }
+    fs::remove_file(file)?;
+    Ok(true)
 }
 
 fn remove_all(files: Vec<Displaced>) {
@@ -299,8 +338,7 @@ impl Sandbox {
             }
             Err(err) => return Err(Error::io(path, &err)),
         }
-        let landed = fs::read(&trash_disk).and_then(|bytes| Ok((bytes, fs::symlink_metadata(&trash_disk)?)));
-        match landed {
+        match read_stamped(&trash_disk) {
             Ok((bytes, meta)) if bytes == expected => {
                 discards.watch(&trash_disk, &note_disk, path, Displacement::Trashed, &meta);
                 Ok(())
@@ -342,9 +380,7 @@ impl Sandbox {
         match how {
             Displacement::Swapped => {
                 super::swap::exchange(&file, &note_disk).map_err(|err| kept_at(&err))?;
-                let pulled = fs::read(&file).map_err(|err| kept_at(&err))?;
-                if pulled == ours {
-                    let _ = fs::remove_file(&file);
+                if remove_if_ours(&file, ours).map_err(|err| kept_at(&err))? {
                     sync_dir(note_disk.parent().unwrap_or(self.root()));
                     return Ok(None);
                 }
@@ -447,7 +483,8 @@ mod tests {
             .map(|n| {
                 let file = dir.join(format!(".note-{n}.md.kb-tmp-0123456789abcdef"));
                 fs::write(&file, b"before").unwrap();
-                discards.watch_swapped(&file, &dir.join("note.md"), &note).unwrap();
+                let meta = fs::symlink_metadata(&file).unwrap();
+                discards.watch_swapped(&file, &dir.join("note.md"), &note, &meta);
                 file
             })
             .collect();
@@ -514,5 +551,49 @@ mod tests {
         discards.remove();
         assert!(files[1].exists(), "a late save is never removed with the discards");
         assert!(!files[0].exists() && !files[2].exists());
+    }
+
+    #[test]
+    fn a_write_between_the_read_and_the_watch_is_a_late_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".note.md.kb-tmp-0123456789abcdef");
+        fs::write(&file, b"# Race\n\nsave 1849\n").unwrap();
+        let (bytes, meta) = read_stamped(&file).unwrap();
+        assert_eq!(bytes, b"# Race\n\nsave 1849\n");
+        // An editor that opened the note before the exchange writes right
+        // after the swap read it, before the watch began: same size, new bytes.
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(&file, b"# Race\n\nsave 1850\n").unwrap();
+        let mut discards = Discards::default();
+        discards.watch_swapped(
+            &file,
+            &dir.path().join("note.md"),
+            &NotePath::parse("z/note.md").unwrap(),
+            &meta,
+        );
+        let late = discards.late_saves();
+        assert_eq!(late.len(), 1, "the save between the read and the watch was missed");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_exchanged_away_is_removed_only_when_nobody_writes_to_it() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".note.md.kb-tmp-0123456789abcdef");
+        fs::write(&file, b"ours").unwrap();
+        assert!(!remove_if_ours(&file, b"theirs").unwrap(), "bytes not ours are never removed");
+        // Opened before the look, written after it: the removal waits and sees it.
+        let mut editor = fs::OpenOptions::new().append(true).open(&file).unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(LATE_SAVE_GRACE * 2);
+            editor.write_all(b" and the person's line").unwrap();
+        });
+        assert!(!remove_if_ours(&file, b"ours").unwrap(), "a late save was removed");
+        writer.join().unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"ours and the person's line");
+        fs::write(&file, b"ours").unwrap();
+        assert!(remove_if_ours(&file, b"ours").unwrap());
+        assert!(!file.exists());
     }
 }

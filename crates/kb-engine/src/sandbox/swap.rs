@@ -20,7 +20,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek};
 use std::path::Path;
 
-use super::displaced::Discards;
+use super::displaced::{Discards, read_stamped, remove_if_ours};
 use super::fs::{
     Access, FileStat, TempFile, check_plan_target, file_stat, is_missing, same_file, sync_dir,
     walk_write_chain,
@@ -189,10 +189,12 @@ fn settle(
             replaced.display()
         ))
     };
-    let was = fs::read(replaced).map_err(|err| kept_at(&err))?;
+    // The metadata is taken before the bytes are read: a write landing after
+    // the read still shows as a change to whoever looks again.
+    let (was, meta) = read_stamped(replaced).map_err(|err| kept_at(&err))?;
     if was == base {
         match discards {
-            Some(discards) => discards.watch_swapped(replaced, target, path).map_err(|err| kept_at(&err))?,
+            Some(discards) => discards.watch_swapped(replaced, target, path, &meta),
             None => {
                 let _ = fs::remove_file(replaced);
             }
@@ -201,9 +203,7 @@ fn settle(
     }
     // A person's save: put it back where it was.
     exchange(replaced, target).map_err(|err| kept_at(&err))?;
-    let pulled = fs::read(replaced).map_err(|err| kept_at(&err))?;
-    if pulled == bytes {
-        let _ = fs::remove_file(replaced);
+    if remove_if_ours(replaced, bytes).map_err(|err| kept_at(&err))? {
         return Ok(Replaced::Conflict { kept: None });
     }
     // Another save landed in the new file while it was in place: keep it too.
