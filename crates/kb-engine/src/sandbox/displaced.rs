@@ -25,10 +25,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::fs::{
-    WriteMode, check_note_target, is_missing, sync_dir, target_exists, walk_write_chain, write_atomic,
-};
+use super::fs::{WriteMode, sync_dir, walk_write_chain, write_atomic};
 use super::inbox::require_inbox;
+use super::trash::rename_no_replace;
 use super::{NotePath, Sandbox};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -114,6 +113,13 @@ pub struct LateSave {
 }
 
 impl LateSave {
+    /// A note that was trashed with a save already in it: it goes back.
+    pub(super) fn trashed(file: PathBuf, note_disk: PathBuf, note: &NotePath) -> LateSave {
+        let stamp = Stamp { size: 0, modified: None, changed: (0, 0), file: 0 };
+        let displaced = Displaced { file, note_disk, note: note.clone(), how: Displacement::Trashed, stamp };
+        LateSave { displaced }
+    }
+
     /// The note the save was made to.
     pub fn note(&self) -> &NotePath {
         &self.displaced.note
@@ -140,6 +146,12 @@ impl Discards {
             stamp: Stamp::of(meta),
         });
         self.last = Some(Instant::now());
+    }
+
+    /// Watches a trashed note, which held the expected bytes when checked
+    /// (`meta` taken before the read, as for [`Discards::watch_swapped`]).
+    pub(super) fn watch_trashed(&mut self, file: &Path, note_disk: &Path, note: &NotePath, meta: &Metadata) {
+        self.watch(file, note_disk, note, Displacement::Trashed, meta);
     }
 
     /// Watches a file a swap replaced, which held the base when checked;
@@ -277,88 +289,7 @@ fn held_open(_: &HashSet<&Path>) -> bool {
     false
 }
 
-/// Renames `from` to `to` unless `to` exists, in one step where the system can.
-fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::{CWD, RenameFlags, renameat_with};
-        match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
-            Ok(()) => return Ok(()),
-            Err(err) if err == rustix::io::Errno::INVAL || err == rustix::io::Errno::NOSYS => {}
-            Err(err) => return Err(err.into()),
-        }
-    }
-    if fs::symlink_metadata(to).is_ok() {
-        return Err(io::Error::from(io::ErrorKind::AlreadyExists));
-    }
-    fs::rename(from, to)
-}
-
 impl Sandbox {
-    /// Moves a note into the trash (`trash`, an inbox path) when it holds
-    /// exactly `expected`. The note itself is moved, in one rename, and its
-    /// bytes are compared where they landed: a save made right before is put
-    /// back (`stale_base`), and one made right after lands in the trashed file,
-    /// which `discards` watches ([`Discards::late_saves`]). The trashed note
-    /// keeps its file, mode included. Where the trash is on another file
-    /// system, the bytes are copied to it and the note removed after a check.
-    pub(crate) fn trash_note(
-        &self,
-        path: &NotePath,
-        trash: &NotePath,
-        expected: &[u8],
-        conflict_copy: &NotePath,
-        discards: &mut Discards,
-    ) -> Result<()> {
-        check_note_target(self, path)?;
-        require_inbox(self, trash)?;
-        let note_disk = walk_write_chain(self, path, false)?;
-        let trash_disk = walk_write_chain(self, trash, true)?;
-        match fs::read(&trash_disk) {
-            // An earlier try copied it there: the note is what moves now.
-            Ok(bytes) if bytes == expected => {
-                fs::remove_file(&trash_disk).map_err(|err| Error::io(trash, &err))?
-            }
-            Ok(_) => return Err(target_exists(trash)),
-            Err(err) if is_missing(&err) => {}
-            Err(err) => return Err(Error::io(trash, &err)),
-        }
-        match rename_no_replace(&note_disk, &trash_disk) {
-            Ok(()) => {}
-            Err(err) if is_missing(&err) => return Err(changed(path)),
-            Err(err) if err.kind() == io::ErrorKind::CrossesDevices => {
-                write_atomic(self, trash, expected, WriteMode::CreateNew, None)?;
-                return match self.remove_note(path, expected) {
-                    Ok(_) => Ok(()),
-                    Err(err) => {
-                        let _ = fs::remove_file(&trash_disk);
-                        Err(err)
-                    }
-                };
-            }
-            Err(err) => return Err(Error::io(path, &err)),
-        }
-        match read_stamped(&trash_disk) {
-            Ok((bytes, meta)) if bytes == expected => {
-                discards.watch(&trash_disk, &note_disk, path, Displacement::Trashed, &meta);
-                Ok(())
-            }
-            _ => {
-                let late = LateSave {
-                    displaced: Displaced {
-                        file: trash_disk,
-                        note_disk,
-                        note: path.clone(),
-                        how: Displacement::Trashed,
-                        stamp: Stamp { size: 0, modified: None, changed: (0, 0), file: 0 },
-                    },
-                };
-                self.put_back_late_save(late, &[], conflict_copy)?;
-                Err(changed(path))
-            }
-        }
-    }
-
     /// Puts a late save back at its note's name. A swapped file is exchanged
     /// back with what the swap put there (`ours`: removed when it still holds
     /// exactly those bytes, kept as `conflict_copy` otherwise); a trashed note
@@ -440,36 +371,6 @@ impl Sandbox {
         }
         Err(Error::internal(format!("no free name for a conflict copy near {copy}")))
     }
-
-    /// Puts a trashed note (`trash`, an inbox path) back at `path`, keeping
-    /// its file and mode: what a rolled-back delete does. `target_exists` when
-    /// a file took the name meanwhile.
-    pub(crate) fn untrash_note(&self, trash: &NotePath, path: &NotePath) -> Result<()> {
-        check_note_target(self, path)?;
-        require_inbox(self, trash)?;
-        let trash_disk = walk_write_chain(self, trash, false)?;
-        let note_disk = walk_write_chain(self, path, true)?;
-        match rename_no_replace(&trash_disk, &note_disk) {
-            Ok(()) => {
-                sync_dir(note_disk.parent().unwrap_or(self.root()));
-                Ok(())
-            }
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(target_exists(path)),
-            Err(err) if err.kind() == io::ErrorKind::CrossesDevices => {
-                let bytes = fs::read(&trash_disk).map_err(|err| Error::io(trash, &err))?;
-                write_atomic(self, path, &bytes, WriteMode::CreateNew, None)?;
-                let _ = fs::remove_file(&trash_disk);
-                Ok(())
-            }
-            Err(err) => Err(Error::io(path, &err)),
-        }
-    }
-}
-
-/// The note no longer holds the bytes the proposal was checked against.
-fn changed(path: &NotePath) -> Error {
-    Error::new(ErrorCode::StaleBase, format!("{path} has changed since the proposal was checked"))
-        .with_hint("nothing was moved; read the note again and propose the change again")
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ mod path;
 mod policy;
 mod secrets;
 mod swap;
+mod trash;
 mod vault_dir;
 
 pub use carried::{FolderContents, RefusedFile};
