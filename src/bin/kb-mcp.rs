@@ -26,8 +26,8 @@ use clap::{Parser, Subcommand};
 use kb_mcp::engine::types::Access;
 use kb_mcp::server::{
     DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
-    HttpOptions, ServerOptions, TokenFile, is_loopback, is_valid_origin_pattern, serve_http, serve_stdio,
-    set_debug_log,
+    HttpOptions, Scope, ServerOptions, TokenFile, TokenLimits, is_loopback, is_valid_origin_pattern,
+    serve_http, serve_stdio, set_debug_log,
 };
 
 /// The longest --session-idle: a week.
@@ -108,9 +108,15 @@ enum TokenAction {
     Add {
         /// A name for the token (letters, digits, `.`, `_`, `-`), e.g. the client or device using it.
         name: String,
-        /// What the token may do: read, propose (stage proposals) or apply (also apply them).
-        #[arg(long, value_parser = ["read", "propose", "apply"])]
+        /// What the token may do: read, propose (stage proposals) or apply (also apply them); metrics reads GET /metrics only.
+        #[arg(long, value_parser = ["read", "propose", "apply", "metrics"])]
         scope: String,
+        /// This token's own requests per second (bursts of twice that), in place of the server's --rate; 0: no limit.
+        #[arg(long, value_name = "N")]
+        rate: Option<f64>,
+        /// Seconds one of this token's requests may run, in place of the server's --request-timeout (1 to 86400).
+        #[arg(long, value_name = "SECS")]
+        request_timeout: Option<u64>,
         /// The token file (created with owner-only permissions when missing).
         #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
         tokens: PathBuf,
@@ -303,10 +309,11 @@ fn token_command(action: TokenAction) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     match action {
-        TokenAction::Add { name, scope, .. } => {
-            let scope = Access::parse(&scope).unwrap_or(Access::Read);
+        TokenAction::Add { name, scope, rate, request_timeout, .. } => {
+            let scope = Scope::parse(&scope).unwrap_or(Scope::Tools(Access::Read));
+            let limits = TokenLimits { rate, request_timeout_s: request_timeout };
             let mut file = loaded.unwrap_or_default();
-            let token = match file.add(&name, scope) {
+            let token = match file.add_limited(&name, scope, limits) {
                 Ok(token) => token,
                 Err(error) => {
                     let hint = error.hint.as_deref().map(|h| format!("\nhint: {h}")).unwrap_or_default();
@@ -343,9 +350,21 @@ fn token_command(action: TokenAction) -> ExitCode {
                 return ExitCode::from(1);
             }
             let width = file.tokens.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-            let _ = writeln!(out, "{:<width$}  {:<7}  CREATED", "NAME", "SCOPE");
+            let _ = writeln!(out, "{:<width$}  {:<7}  {:<25}  LIMITS", "NAME", "SCOPE", "CREATED");
             for token in &file.tokens {
-                let _ = writeln!(out, "{:<width$}  {:<7}  {}", token.name, token.scope, token.created);
+                let mut limits = Vec::new();
+                if let Some(rate) = token.rate {
+                    limits.push(if rate == 0.0 { "no rate limit".to_owned() } else { format!("{rate}/s") });
+                }
+                if let Some(timeout) = token.request_timeout_s {
+                    limits.push(format!("{timeout} s per request"));
+                }
+                let limits = if limits.is_empty() { "the server's".to_owned() } else { limits.join(", ") };
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  {:<7}  {:<25}  {limits}",
+                    token.name, token.scope, token.created
+                );
             }
             ExitCode::SUCCESS
         }

@@ -17,21 +17,19 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
 use super::blocking;
-use super::confirm;
+use super::call;
 #[cfg(feature = "conformance-fixtures")]
 use super::fixtures;
 use super::guide;
 use super::log;
 use super::resources;
 use super::shared::Shared;
-use super::shared::Waited;
 use super::skills;
-use super::timing::ms;
+use crate::engine::Engine;
 use crate::engine::types::Access;
-use crate::engine::{self, Engine};
 use crate::error::Error;
 use crate::review;
-use crate::tools::{self, CallContext};
+use crate::tools;
 
 /// One connection's handler.
 #[derive(Clone)]
@@ -75,51 +73,6 @@ impl KbServer {
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), Some(json!({ "code": e.code.as_str() }))))
     }
-}
-
-/// A tool call's timing fields (see [`super::timing`]): `dispatch_ms` from the
-/// line read to the handler, `wait_ms` for start-up (`waited_for` says for
-/// what), `queue_ms` for a blocking thread, the stages on it (`config_ms`,
-/// `files_ms`, the engine's own such as `reload_ms`, `query_ms`,
-/// `snippets_ms`, and `render_ms`; `engine_ms` is the call less its
-/// rendering), and `resume_ms` back to the async side.
-fn breakdown(
-    tool: &str,
-    dispatch: Option<std::time::Duration>,
-    waited: Waited,
-    waited_ms: std::time::Duration,
-    (queue, stages, finished): (std::time::Duration, Vec<(&'static str, std::time::Duration)>, Instant),
-) -> serde_json::Map<String, serde_json::Value> {
-    let mut fields = serde_json::Map::new();
-    fields.insert("tool".to_owned(), json!(tool));
-    if let Some(dispatch) = dispatch {
-        fields.insert("dispatch_ms".to_owned(), ms(dispatch));
-    }
-    fields.insert("wait_ms".to_owned(), ms(waited_ms));
-    fields.insert("waited_for".to_owned(), json!(waited.as_str()));
-    fields.insert("queue_ms".to_owned(), ms(queue));
-    let of = |name: &str| stages.iter().find(|(stage, _)| *stage == name).map(|(_, took)| *took);
-    if let Some(invoke) = of("invoke") {
-        let render = of("render").unwrap_or_default();
-        fields.insert("engine_ms".to_owned(), ms(invoke.saturating_sub(render)));
-    }
-    for (stage, took) in &stages {
-        if *stage != "invoke" {
-            fields.insert(format!("{stage}_ms"), ms(*took));
-        }
-    }
-    fields.insert("resume_ms".to_owned(), ms(finished.elapsed()));
-    fields
-}
-
-/// A successful result the review card shows, with the approval key in its
-/// `_meta` (`shown`): hosts hand a result's `_meta` to the view, not to the model.
-fn with_card_key(mut result: rmcp::model::CallToolResult, shown: bool) -> rmcp::model::CallToolResult {
-    if shown && result.is_error != Some(true) {
-        let meta = result.meta.get_or_insert_with(rmcp::model::MetaObject::new);
-        meta.0.insert(review::KEY_META.to_owned(), json!({ "token": review::key() }));
-    }
-    result
 }
 
 /// Maps an engine error to a JSON-RPC error (for resources and prompts, which have no `isError`).
@@ -213,106 +166,10 @@ impl ServerHandler for KbServer {
             return fixtures::call_tool(request, context).await;
         }
         let started = Instant::now();
-        let name = request.name.to_string();
-        let access = self.access(&context);
-        let apps = self.shows_apps(&context);
-        let responses = request.input_responses.clone();
-        let request_state = request.request_state.clone();
-        let arguments = match tools::admit(&name, access, apps, request.arguments)? {
-            Ok(arguments) => arguments,
-            Err(refused) => {
-                // Not granted (`permission_denied`) or arguments off the schema (`invalid_argument`).
-                let outcome = tools::error_code(&refused);
-                log(json!({ "event": "tool", "tool": name, "ms": 0, "outcome": outcome }));
-                return Ok(refused.into());
-            }
-        };
-        let timings = self.shared.timings();
-        let dispatch = timings.arrival(&context.id).map(|arrived| started.saturating_duration_since(arrived));
-        // Searches read only the index (and their hits' files): they are answered from
-        // the stored index during the start-up sync, saying they may be stale.
-        let patient = !matches!(name.as_str(), "search_knowledge" | "search_note_content");
-        let (engine, waited) = self.shared.engine_waiting(&context, patient).await;
-        let waited_ms = started.elapsed();
-        let engine = match engine {
-            Ok(engine) => engine,
-            Err(error) => {
-                let stages = (std::time::Duration::ZERO, Vec::new(), Instant::now());
-                timings.handled(&context.id, breakdown(&name, dispatch, waited, waited_ms, stages));
-                return Ok(tools::error_result(&error).into());
-            }
-        };
-        if name == "apply_proposal" {
-            let id = arguments["proposal_id"].as_str().unwrap_or_default().to_owned();
-            let answer = (responses.as_ref(), request_state.as_deref());
-            match confirm::apply(&engine, &id, answer, &context).await? {
-                confirm::Confirmation::Proceed => {}
-                confirm::Confirmation::Ask(question) => return Ok(question.into()),
-                confirm::Confirmation::Unasked => {
-                    let error = Error::new(
-                        crate::error::ErrorCode::PermissionDenied,
-                        format!(
-                            "the answer to apply proposal {id} is not to a question this server asked \
-                             (its requestState is missing, altered, for another proposal, expired or used); \
-                             nothing was applied"
-                        ),
-                    )
-                    .with_hint("call apply_proposal again without an answer: the person is asked afresh");
-                    log(json!({ "event": "tool", "tool": name, "ms": 0, "outcome": "unasked" }));
-                    return Ok(tools::error_result(&error).into());
-                }
-                confirm::Confirmation::Declined => {
-                    let error = Error::new(
-                        crate::error::ErrorCode::PermissionDenied,
-                        format!("the person declined to apply proposal {id}; it stays pending"),
-                    )
-                    .with_hint("do not retry; ask the person what to change, or leave the proposal for them");
-                    log(
-                        json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": "declined" }),
-                    );
-                    return Ok(tools::error_result(&error).into());
-                }
-            }
-        }
-        let shared = self.shared.clone();
-        let asks = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
-        let call_context = CallContext { access, apps, asks };
-        let tool = name.clone();
-        let handed_off = Instant::now();
-        let (result, stages) = blocking::run(move || {
-            let queue = handed_off.elapsed();
-            let _ = engine::timing::take();
-            let result = (|| {
-                // The kb.toml on disk is in force before anything is answered.
-                if let Err(error) = engine::timing::time("config", || engine.refresh_config()) {
-                    return Ok(tools::error_result(&error));
-                }
-                // The propose and apply levels are refused while the inbox is a folder of the person's own.
-                if tools::level(&tool) > Some(Access::Read)
-                    && let Some(error) = engine.inbox_conflict()
-                {
-                    return Ok(tools::error_result(&error));
-                }
-                engine::timing::time("files", || shared.check_files(&engine));
-                let invoked = Instant::now();
-                let result = tools::invoke(&engine, call_context, &tool, arguments);
-                engine::timing::record("invoke", invoked.elapsed());
-                result
-            })();
-            (result, (queue, engine::timing::take(), Instant::now()))
-        })
-        .await
-        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
-        timings.handled(&context.id, breakdown(&name, dispatch, waited, waited_ms, stages));
-        let outcome = match &result {
-            Ok(r) if r.is_error == Some(true) => tools::error_code(r),
-            Ok(_) => "ok".to_owned(),
-            Err(e) => format!("rpc_error {}", e.code.0),
-        };
-        log(
-            json!({ "event": "tool", "tool": name, "ms": started.elapsed().as_secs_f64() * 1000.0, "outcome": outcome }),
-        );
-        result.map(|result| with_card_key(result, apps && tools::shown_in_card(&name)).into())
+        let call = call::Accounted::of(&request, &context);
+        let (response, said) = self.answer_call(request, &context, started).await;
+        call.finish(self.shared.metrics(), &response, said, started.elapsed());
+        response
     }
 
     async fn list_resources(

@@ -13,11 +13,14 @@
 //! (`timing`).
 
 mod blocking;
+mod call;
 mod confirm;
 #[cfg(feature = "conformance-fixtures")]
 mod fixtures;
 mod guide;
 mod http;
+mod metrics;
+mod published;
 mod resources;
 mod rpc;
 mod skills;
@@ -30,7 +33,8 @@ pub use http::{
     DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
     HttpOptions, is_loopback, is_valid_origin_pattern, serve_http,
 };
-pub use tokens::{TokenFile, TokenRecord};
+pub use published::{PublishedServer, running_servers};
+pub use tokens::{Scope, TokenFile, TokenLimits, TokenRecord};
 
 mod handler;
 mod shared;
@@ -83,6 +87,7 @@ pub fn log(event: Value) {
 /// Serves MCP on stdin/stdout until stdin closes.
 pub async fn serve_stdio(options: ServerOptions) -> crate::error::Result<()> {
     let shared = Shared::start(&options);
+    published::spawn(shared.clone(), "stdio", None);
     let timings = shared.timings();
     let server = KbServer::new(shared, options.access);
     log(

@@ -11,6 +11,7 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 use tokio::sync::watch as channel;
 
+use super::metrics::Metrics;
 use super::timing::Timings;
 use super::watch;
 use super::{ServerOptions, log};
@@ -53,6 +54,8 @@ pub struct Shared {
     last_check: std::sync::Mutex<Instant>,
     /// Requests in flight and their timing, for the debug log.
     timings: Arc<Timings>,
+    /// Every tool call and watcher update since start.
+    metrics: Arc<Metrics>,
 }
 
 /// What a call waited for before the engine could answer it.
@@ -109,6 +112,7 @@ impl Shared {
             unwatched: AtomicBool::new(false),
             last_check: std::sync::Mutex::new(Instant::now()),
             timings: Timings::new(),
+            metrics: Arc::new(Metrics::new()),
         });
         let engine_options =
             EngineOptions { vault: options.vault.clone(), index_dir: options.index_dir.clone() };
@@ -178,7 +182,7 @@ impl Shared {
             };
             // Watching starts before the walk (see `watch::spawn`); an engine given
             // up below takes its watcher with it.
-            let watcher = watch::spawn(engine.clone());
+            let watcher = watch::spawn(engine.clone(), self.metrics.clone());
             match engine.sync(false, Some(&progress)) {
                 Ok(report) => {
                     log(json!({
@@ -269,6 +273,26 @@ impl Shared {
     /// Requests in flight and their timing (the debug log's `timing` lines).
     pub(super) fn timings(&self) -> Arc<Timings> {
         self.timings.clone()
+    }
+
+    /// The counts of every call and watcher update.
+    pub(super) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The engine once it serves (`None` while starting or failed).
+    pub(super) fn engine_now(&self) -> Option<Arc<Engine>> {
+        match &*self.readiness.borrow() {
+            Readiness::CatchingUp(engine) | Readiness::Ready(engine) => Some(engine.clone()),
+            _ => None,
+        }
+    }
+
+    /// The metrics now, with the index's own figures when the engine serves.
+    pub(super) fn metrics_snapshot(&self) -> crate::engine::types::ServerMetrics {
+        let engine = self.engine_now();
+        let watching = engine.is_some() && !self.unwatched.load(Ordering::Relaxed);
+        self.metrics.snapshot(engine.map(|engine| engine.index_activity()), watching)
     }
 
     /// The engine, waiting for start-up and telling the client how far it got.

@@ -4,8 +4,10 @@
 //! shown once, when created; the token file keeps only a salted hash of it
 //! (`sha256:<hex>` of a random 16-byte salt followed by the token's text), with
 //! the token's name and scope (`read`, `propose` or `apply`, the access level an
-//! HTTP request carrying it gets). The file is JSON,
-//! `{"version": 1, "tokens": [{name, scope, salt, hash, created}]}`, kept outside
+//! HTTP request carrying it gets; or `metrics`, which reads `GET /metrics` and
+//! nothing else), and optionally its own rate limit and request timeout in
+//! place of the server's. The file is JSON, `{"version": 1, "tokens": [{name,
+//! scope, salt, hash, created, rate?, request_timeout_s?}]}`, kept outside
 //! the vault with owner-only permissions. A running server re-reads it when it
 //! changes (checked at most four times a second), so `kb-mcp token revoke` takes
 //! effect without a restart, and the HTTP gate closes the revoked token's sessions; a file that becomes unreadable or invalid admits nobody
@@ -56,12 +58,81 @@ pub struct TokenRecord {
     pub hash: String,
     /// When the token was created (RFC 3339).
     pub created: String,
+    /// Requests per second this token may make (bursts of twice that), in
+    /// place of the server's `--rate`; 0 turns its limit off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Seconds one of its requests may run, in place of the server's
+    /// `--request-timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_timeout_s: Option<u64>,
 }
+
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Call tools at this access level.
+    Tools(Access),
+    /// Read `GET /metrics`, and nothing else.
+    Metrics,
+}
+
+impl Scope {
+    /// `read`, `propose`, `apply` or `metrics`.
+    pub fn parse(text: &str) -> Option<Scope> {
+        match text {
+            "metrics" => Some(Scope::Metrics),
+            text => Access::parse(text).map(Scope::Tools),
+        }
+    }
+
+    /// The scope's name, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Tools(access) => access.as_str(),
+            Scope::Metrics => "metrics",
+        }
+    }
+}
+
+impl From<Access> for Scope {
+    fn from(access: Access) -> Scope {
+        Scope::Tools(access)
+    }
+}
+
+/// A token's own limits, in place of the server's (see [`TokenRecord`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TokenLimits {
+    /// Requests per second (0: no limit).
+    pub rate: Option<f64>,
+    /// Seconds a request may run.
+    pub request_timeout_s: Option<u64>,
+}
+
+/// The largest per-token request timeout (a day), as for `--request-timeout`.
+const MAX_TIMEOUT_S: u64 = 86_400;
 
 impl Default for TokenFile {
     fn default() -> Self {
         TokenFile { version: TOKEN_FILE_VERSION, tokens: Vec::new() }
     }
+}
+
+/// Checks a token's own limits: a rate of 0 (no limit) or 0.01 to 100000
+/// a second, a timeout of 1 s to a day; says what is wrong.
+fn check_limits(limits: &TokenLimits) -> std::result::Result<(), String> {
+    if let Some(rate) = limits.rate
+        && !(rate == 0.0 || (0.01..=100_000.0).contains(&rate))
+    {
+        return Err(format!("a rate of {rate} (use 0 for no limit, or 0.01 to 100000 a second)"));
+    }
+    if let Some(timeout) = limits.request_timeout_s
+        && !(1..=MAX_TIMEOUT_S).contains(&timeout)
+    {
+        return Err(format!("a request timeout of {timeout} s (use 1 to {MAX_TIMEOUT_S})"));
+    }
+    Ok(())
 }
 
 /// Checks a token name: 1 to 64 of `A-Z a-z 0-9 . _ -`.
@@ -125,8 +196,14 @@ impl TokenFile {
 
     /// Creates a token called `name` with `scope` and returns it: the only time
     /// it exists outside the caller's memory. Refuses a name already in use.
-    pub fn add(&mut self, name: &str, scope: Access) -> Result<String> {
+    pub fn add(&mut self, name: &str, scope: impl Into<Scope>) -> Result<String> {
+        self.add_limited(name, scope.into(), TokenLimits::default())
+    }
+
+    /// [`TokenFile::add`] with the token's own `limits`.
+    pub fn add_limited(&mut self, name: &str, scope: Scope, limits: TokenLimits) -> Result<String> {
         check_name(name)?;
+        check_limits(&limits).map_err(|what| Error::invalid(format!("token `{name}`: {what}")))?;
         if self.tokens.iter().any(|record| record.name == name) {
             return Err(Error::new(
                 crate::error::ErrorCode::TargetExists,
@@ -142,6 +219,8 @@ impl TokenFile {
             salt: hex(&salt),
             hash: format!("sha256:{}", hex(&digest(&salt, &token))),
             created: jiff::Zoned::now().strftime("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+            rate: limits.rate,
+            request_timeout_s: limits.request_timeout_s,
         });
         Ok(token)
     }
@@ -164,26 +243,30 @@ impl TokenFile {
             if out.iter().any(|other| *other.name == *record.name) {
                 return Err(bad("a duplicate name"));
             }
-            let access = Access::parse(&record.scope).ok_or_else(|| bad("an unknown scope"))?;
+            let scope = Scope::parse(&record.scope).ok_or_else(|| bad("an unknown scope"))?;
+            let limits = TokenLimits { rate: record.rate, request_timeout_s: record.request_timeout_s };
+            check_limits(&limits).map_err(|what| bad(&what))?;
             let salt = unhex::<16>(&record.salt).ok_or_else(|| bad("a malformed salt"))?;
             let hash = record
                 .hash
                 .strip_prefix("sha256:")
                 .and_then(unhex::<32>)
                 .ok_or_else(|| bad("a malformed hash"))?;
-            out.push(Verifier { name: Arc::from(record.name.as_str()), access, salt, hash });
+            out.push(Verifier { name: Arc::from(record.name.as_str()), scope, limits, salt, hash });
         }
         Ok(out)
     }
 }
 
 /// What a valid token grants: its name (for logs and rate limits) and level.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct Grant {
     /// The token's name.
     pub(super) name: Arc<str>,
     /// Its scope.
-    pub(super) access: Access,
+    pub(super) scope: Scope,
+    /// Its own limits.
+    pub(super) limits: TokenLimits,
     /// Which stored token it is (its salted hash): sessions are bound to it.
     pub(super) key: [u8; 32],
 }
@@ -191,7 +274,8 @@ pub(super) struct Grant {
 /// One stored token, decoded for checking.
 struct Verifier {
     name: Arc<str>,
-    access: Access,
+    scope: Scope,
+    limits: TokenLimits,
     salt: [u8; 16],
     hash: [u8; 32],
 }
@@ -287,8 +371,12 @@ impl TokenStore {
         for verifier in verifiers.iter() {
             let matched: bool = digest(&verifier.salt, presented).ct_eq(&verifier.hash).into();
             if matched {
-                found =
-                    Some(Grant { name: verifier.name.clone(), access: verifier.access, key: verifier.hash });
+                found = Some(Grant {
+                    name: verifier.name.clone(),
+                    scope: verifier.scope,
+                    limits: verifier.limits,
+                    key: verifier.hash,
+                });
             }
         }
         found
@@ -311,7 +399,19 @@ mod tests {
         assert!(file.add("laptop", Access::Read).is_err(), "duplicate name");
         assert!(file.add("no spaces", Access::Read).is_err(), "bad name");
         let verifiers = file.verifiers(Path::new("t.json")).unwrap();
-        assert_eq!(verifiers[0].access, Access::Propose);
+        assert_eq!(verifiers[0].scope, Scope::Tools(Access::Propose));
+        let limits = TokenLimits { rate: Some(2.5), request_timeout_s: Some(30) };
+        file.add_limited("grafana", Scope::Metrics, limits).unwrap();
+        let verifiers = file.verifiers(Path::new("t.json")).unwrap();
+        assert_eq!((verifiers[1].scope, verifiers[1].limits), (Scope::Metrics, limits));
+        for bad in [
+            TokenLimits { rate: Some(-1.0), ..TokenLimits::default() },
+            TokenLimits { rate: Some(f64::NAN), ..TokenLimits::default() },
+            TokenLimits { request_timeout_s: Some(0), ..TokenLimits::default() },
+        ] {
+            assert!(file.add_limited("bad", Scope::Metrics, bad).is_err(), "{bad:?}");
+        }
+        file.revoke("grafana");
         assert!(file.revoke("laptop") && !file.revoke("laptop"));
     }
 

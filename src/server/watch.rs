@@ -21,6 +21,7 @@ use notify_debouncer_full::{
 };
 use serde_json::json;
 
+use super::metrics::Metrics;
 use super::{debug_log, log};
 use crate::engine::Engine;
 
@@ -41,7 +42,7 @@ impl Watcher {
 /// written at any moment after that walk began is either walked or reported:
 /// started after it, a note written between the two was missed until the
 /// next restart.
-pub(super) fn spawn(engine: Arc<Engine>) -> Option<Watcher> {
+pub(super) fn spawn(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Option<Watcher> {
     let root = engine.root().to_owned();
     let index_dir: PathBuf = crate::sandbox::canonical_or_same(&engine.index_location().dir);
     // kb.toml and Obsidian's templates settings (they name the folder left out).
@@ -74,6 +75,7 @@ pub(super) fn spawn(engine: Arc<Engine>) -> Option<Watcher> {
         if changed.is_empty() {
             return;
         }
+        let first = events.iter().map(|e| e.time).min();
         // A rescan request (events were lost) needs a walk.
         let synced = if events.iter().any(|e| e.need_rescan()) {
             handler_engine.sync(false, None)
@@ -82,6 +84,9 @@ pub(super) fn spawn(engine: Arc<Engine>) -> Option<Watcher> {
         };
         if debug_log() {
             log(json!({ "event": "watch_sync", "level": "debug", "paths": changed.len() }));
+        }
+        if let (Ok(_), Some(first)) = (&synced, first) {
+            metrics.record_sync(changed.len(), first.elapsed());
         }
         match synced {
             Ok(report) if report.added + report.changed + report.removed > 0 => log(json!({

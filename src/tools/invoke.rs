@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use super::admit::invalid_arguments;
 use super::table::def;
 use crate::engine::Engine;
-use crate::engine::types::Access;
+use std::sync::Arc;
+
+use crate::engine::types::{Access, ServerMetrics};
 use crate::error::Error;
 
 pub(super) fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result<T, Error> {
@@ -52,7 +54,7 @@ pub(super) fn success<T: Serialize>(value: &T, text: String) -> Result<CallToolR
 }
 
 /// What a call needs besides the engine.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CallContext {
     /// The caller's access level.
     pub access: Access,
@@ -62,6 +64,9 @@ pub struct CallContext {
     /// Whether the client can ask the person (elicitation: the confirmation
     /// before `apply_proposal`).
     pub asks: bool,
+    /// The running server's metrics, for `get_vault_overview {metrics: true}`
+    /// (taken by the server only for that call).
+    pub metrics: Option<Arc<ServerMetrics>>,
 }
 
 impl CallContext {

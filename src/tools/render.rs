@@ -17,6 +17,36 @@ fn matching(shown: usize, total: u64) -> String {
     format!("{shown} of {} {verb}", count(total, "note"))
 }
 
+/// The server's metrics: one line per tool, most called first.
+fn metric_lines(m: &ServerMetrics) -> String {
+    let mut out = format!("\nserver metrics since {} ({} s):", m.since, m.uptime_s);
+    let mut tools: Vec<&ToolMetrics> = m.tools.iter().collect();
+    tools.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.tool.cmp(&b.tool)));
+    for t in tools {
+        let errors: u64 = t.errors.values().sum();
+        let _ = write!(
+            out,
+            "\n  {}: {}, {} errors; p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms",
+            t.tool,
+            count(t.calls, "call"),
+            errors,
+            t.p50_ms,
+            t.p95_ms,
+            t.p99_ms
+        );
+    }
+    let i = &m.index;
+    let lag = i.last_sync_lag_ms.map(|lag| format!(", last lag {lag:.0} ms")).unwrap_or_default();
+    let _ = write!(
+        out,
+        "\n  watcher: {}, {} events, {}{lag}",
+        if i.watching { "on" } else { "off" },
+        i.watcher_events,
+        count(i.syncs, "update")
+    );
+    out
+}
+
 pub(super) fn overview(o: &Overview) -> String {
     let mut out = format!(
         "vault {}: {}, {}, {}, {} ({} broken), {}, {} pending; index {}, {}; access {}",
@@ -44,6 +74,9 @@ pub(super) fn overview(o: &Overview) -> String {
         let _ = write!(out, "\nwarning: {warning}");
     }
     out.push_str(&conflict_lines(o.conflict_copies.as_ref()));
+    if let Some(metrics) = &o.metrics {
+        out.push_str(&metric_lines(metrics));
+    }
     let c = &o.changes;
     let notes = c.added.len() + c.changed.len() + c.removed.len();
     if notes + c.applied.len() + c.rejected.len() > 0 {

@@ -47,7 +47,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, conflict copies, access level, and `changes` (its `cursor` as a later `since`: what changed since).",
+        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, conflict copies, access level, and `changes` (its `cursor` as a later `since`: what changed since); `metrics: true` adds the server's calls, errors and latency per tool.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -55,8 +55,13 @@ pub(super) static TOOLS: &[ToolDef] = &[
         run: |mut call| {
             let args: OverviewArgs = call.args()?;
             let caller = Caller::Agent(call.context.access);
-            let answer =
-                answered(call.engine.overview_since(caller, args.since.as_deref()), render::overview);
+            let overview = call.engine.overview_since(caller, args.since.as_deref()).map(|mut overview| {
+                if args.metrics == Some(true) {
+                    overview.metrics = call.context.metrics.as_deref().cloned();
+                }
+                overview
+            });
+            let answer = answered(overview, render::overview);
             let context = call.context;
             answer.map(|(mut text, value)| {
                 if context.access >= Access::Apply && !context.approves_itself() {

@@ -1,12 +1,15 @@
 //! `kb-index status [--json] [--since CURSOR]`: what `get_vault_overview`
 //! returns, for a person (times in the local time zone), with what changed: the
 //! recent changes the index remembers, or those since a cursor an earlier status
-//! or overview printed; exit 1 when the index is stale.
+//! or overview printed, and the servers running on the vault with their calls
+//! per tool (what each publishes in the index folder); exit 1 when the index
+//! is stale.
 
 use std::io::Write;
 
 use kb_mcp::engine::Engine;
 use kb_mcp::engine::types::{Caller, Changes};
+use kb_mcp::server::{PublishedServer, running_servers};
 
 use crate::Failure;
 use crate::output::{Paint, count, local_time, write_conflict_copies};
@@ -22,8 +25,13 @@ pub(crate) fn run(
     if since.is_none() {
         overview.changes = engine.recent_changes()?;
     }
+    let servers = running_servers(&engine.index_location().dir);
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&overview).unwrap_or_default())?;
+        let mut value = serde_json::to_value(&overview).unwrap_or_default();
+        if let serde_json::Value::Object(fields) = &mut value {
+            fields.insert("servers".to_owned(), serde_json::to_value(&servers).unwrap_or_default());
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())?;
         return Ok(if overview.index.fresh { 0 } else { 1 });
     }
     let c = &overview.counts;
@@ -77,8 +85,50 @@ pub(crate) fn run(
         write!(out, "conflicts  ")?;
         write_conflict_copies(out, paint, Some(copies))?;
     }
+    write_servers(out, &servers)?;
     write_changes(out, &overview.changes, since.is_some())?;
     Ok(if overview.index.fresh { 0 } else { 1 })
+}
+
+/// The servers running on this vault, each with its calls per tool.
+fn write_servers(out: &mut dyn Write, servers: &[PublishedServer]) -> std::io::Result<()> {
+    if servers.is_empty() {
+        return writeln!(out, "servers    none running on this vault");
+    }
+    for server in servers {
+        let m = &server.metrics;
+        let at = server.addr.as_deref().map(|addr| format!(" at {addr}")).unwrap_or_default();
+        writeln!(
+            out,
+            "server     pid {} ({}{at}), up since {}, as of {}",
+            server.pid,
+            server.transport,
+            local_time(&m.since),
+            local_time(&server.written_at)
+        )?;
+        let mut tools: Vec<_> = m.tools.iter().collect();
+        tools.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.tool.cmp(&b.tool)));
+        for t in tools {
+            let errors: u64 = t.errors.values().sum();
+            let codes: Vec<String> = t.errors.iter().map(|(code, n)| format!("{n} {code}")).collect();
+            let codes = if codes.is_empty() { String::new() } else { format!(" ({})", codes.join(", ")) };
+            writeln!(
+                out,
+                "           {:<22} calls {:>7}  errors {:>5}{codes}  p50 {:.1} ms  p95 {:.1} ms  p99 {:.1} ms",
+                t.tool, t.calls, errors, t.p50_ms, t.p95_ms, t.p99_ms
+            )?;
+        }
+        let i = &m.index;
+        let lag = i.last_sync_lag_ms.map(|lag| format!(", last lag {lag:.0} ms")).unwrap_or_default();
+        writeln!(
+            out,
+            "           watcher {}: {} events, {}{lag}",
+            if i.watching { "on" } else { "off" },
+            i.watcher_events,
+            count(i.syncs, "index update")
+        )?;
+    }
+    Ok(())
 }
 
 /// Most lines the `changes` part lists before "… and N more".

@@ -25,7 +25,10 @@ use crate::server::log;
 use crate::server::rpc::{
     INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, too_many_values, unusable_id_message,
 };
-use crate::server::tokens::TokenStore;
+use crate::server::tokens::{Scope, TokenStore};
+
+/// Where the metrics are read (by a token of scope `metrics`).
+pub(super) const METRICS_PATH: &str = "/metrics";
 
 /// The header that names a Streamable HTTP session.
 const HEADER_SESSION_ID: &str = "mcp-session-id";
@@ -105,7 +108,31 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             &[(header::WWW_AUTHENTICATE, "Bearer realm=\"kb-mcp\"")],
         );
     };
-    if let Err(wait) = gate.limiter.admit(&grant.name) {
+    let reads_metrics = request.uri().path() == METRICS_PATH;
+    match (grant.scope, reads_metrics) {
+        (Scope::Tools(_), false) | (Scope::Metrics, true) => {}
+        (Scope::Metrics, false) => {
+            log(
+                json!({ "event": "http_refused", "status": 403, "why": "metrics token", "token": &*grant.name }),
+            );
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "this token's scope is `metrics`: it reads GET /metrics and nothing else; MCP needs a token of scope read, propose or apply",
+                &[],
+            );
+        }
+        (Scope::Tools(_), true) => {
+            log(
+                json!({ "event": "http_refused", "status": 403, "why": "not a metrics token", "token": &*grant.name }),
+            );
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "reading /metrics needs a token of scope `metrics`: create one with `kb-mcp token add NAME --scope metrics`",
+                &[],
+            );
+        }
+    }
+    if let Err(wait) = gate.limiter.admit(&grant.name, grant.limits.rate) {
         log(json!({ "event": "http_refused", "status": 429, "token": &*grant.name }));
         let seconds = wait.as_secs_f64().ceil().max(1.0).to_string();
         let mut response = refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests for this token", &[]);
@@ -114,6 +141,13 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
         }
         return response;
     }
+    if reads_metrics {
+        return next.run(request).await;
+    }
+    let access = match grant.scope {
+        Scope::Tools(access) => access,
+        Scope::Metrics => unreachable!("a metrics token reaches only /metrics (checked above)"),
+    };
     let (mut parts, body) = request.into_parts();
     let bytes = match tokio::time::timeout(BODY_TIMEOUT, read_capped(body, MAX_BODY_BYTES)).await {
         Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "the request body took too long", &[]),
@@ -174,7 +208,8 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
     };
     let method = parts.method.clone();
     let revoked = gate.revocations.of(grant.key);
-    parts.extensions.insert(grant.access);
+    let timeout = grant.limits.request_timeout_s.map_or(gate.request_timeout, Duration::from_secs);
+    parts.extensions.insert(access);
     parts.extensions.insert(grant);
     let timed_out = timeout_event(&bytes);
     let revoked_event = ending_event(&bytes, -32000, REVOKED_MESSAGE);
@@ -201,8 +236,7 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
     let in_flight = gate.drain.enter();
     let now = tokio::time::Instant::now();
     // A timeout too far out to add (a library caller's Duration::MAX) means a year.
-    let deadline =
-        now.checked_add(gate.request_timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
+    let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
     match tokio::time::timeout_at(deadline, next.run(request)).await {
         Ok(response) => {
             if let (Some(opening), Some(id)) =
@@ -228,7 +262,7 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             })
         }
         Err(_) => {
-            log(json!({ "event": "http_timeout", "after_s": gate.request_timeout.as_secs() }));
+            log(json!({ "event": "http_timeout", "after_s": timeout.as_secs() }));
             refuse(StatusCode::GATEWAY_TIMEOUT, "the request took too long", &[])
         }
     }

@@ -118,9 +118,8 @@ impl HttpBody for Watched {
 
 /// A token bucket per token name.
 pub(super) struct RateLimiter {
-    /// Tokens added per second (0: no limit).
+    /// Tokens added per second by default (0: no limit).
     pub(super) rate: f64,
-    burst: f64,
     buckets: Mutex<HashMap<Arc<str>, Bucket>>,
 }
 
@@ -129,29 +128,37 @@ struct Bucket {
     updated: Instant,
 }
 
+/// A rate as given (NaN, infinite or not above 0: no limit).
+fn usable(rate: f64) -> f64 {
+    if rate.is_finite() && rate > 0.0 { rate } else { 0.0 }
+}
+
 impl RateLimiter {
     pub(super) fn new(rate: f64) -> Self {
-        let rate = if rate.is_finite() && rate > 0.0 { rate } else { 0.0 };
-        RateLimiter { rate, burst: (2.0 * rate).max(1.0), buckets: Mutex::new(HashMap::new()) }
+        RateLimiter { rate: usable(rate), buckets: Mutex::new(HashMap::new()) }
     }
 
-    /// Admits one request by `name`, or says how long to wait.
-    pub(super) fn admit(&self, name: &Arc<str>) -> Result<(), Duration> {
-        if self.rate == 0.0 {
+    /// Admits one request by `name`, at its own `rate` where the token has
+    /// one (else the server's), in bursts of twice the rate; or says how long
+    /// to wait.
+    pub(super) fn admit(&self, name: &Arc<str>, rate: Option<f64>) -> Result<(), Duration> {
+        let rate = rate.map_or(self.rate, usable);
+        if rate == 0.0 {
             return Ok(());
         }
+        let burst = (2.0 * rate).max(1.0);
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let bucket = buckets.entry(name.clone()).or_insert(Bucket { level: self.burst, updated: now });
-        let refill = now.duration_since(bucket.updated).as_secs_f64() * self.rate;
-        bucket.level = (bucket.level + refill).min(self.burst);
+        let bucket = buckets.entry(name.clone()).or_insert(Bucket { level: burst, updated: now });
+        let refill = now.duration_since(bucket.updated).as_secs_f64() * rate;
+        bucket.level = (bucket.level + refill).min(burst);
         bucket.updated = now;
         if bucket.level >= 1.0 {
             bucket.level -= 1.0;
             Ok(())
         } else {
             // A wait too long to represent (a tiny rate from a library caller) is capped at a day.
-            Err(Duration::try_from_secs_f64((1.0 - bucket.level) / self.rate)
+            Err(Duration::try_from_secs_f64((1.0 - bucket.level) / rate)
                 .unwrap_or(Duration::from_secs(86_400))
                 .min(Duration::from_secs(86_400)))
         }
@@ -166,11 +173,18 @@ mod tests {
     fn the_bucket_allows_a_burst_then_asks_to_wait() {
         let limiter = RateLimiter::new(1.0);
         let name: Arc<str> = Arc::from("t");
-        assert!(limiter.admit(&name).is_ok());
-        assert!(limiter.admit(&name).is_ok());
-        let wait = limiter.admit(&name).unwrap_err();
+        assert!(limiter.admit(&name, None).is_ok());
+        assert!(limiter.admit(&name, None).is_ok());
+        let wait = limiter.admit(&name, None).unwrap_err();
         assert!(wait > Duration::ZERO && wait <= Duration::from_secs(1));
-        assert!(limiter.admit(&Arc::from("other")).is_ok(), "buckets are per token");
-        assert!(RateLimiter::new(0.0).admit(&name).is_ok());
+        assert!(limiter.admit(&Arc::from("other"), None).is_ok(), "buckets are per token");
+        assert!(RateLimiter::new(0.0).admit(&name, None).is_ok());
+        // A token's own rate: 0 lifts the limit, a higher one allows a bigger burst.
+        assert!((0..100).all(|_| limiter.admit(&Arc::from("free"), Some(0.0)).is_ok()));
+        let fast: Arc<str> = Arc::from("fast");
+        assert_eq!((0..30).filter(|_| limiter.admit(&fast, Some(10.0)).is_ok()).count(), 20);
+        // …and a token's own rate holds where the server has none.
+        let unlimited = RateLimiter::new(0.0);
+        assert_eq!((0..3).filter(|_| unlimited.admit(&name, Some(1.0)).is_ok()).count(), 2);
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::middleware;
+use axum::response::IntoResponse;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -17,7 +18,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::gate::{Gate, guard};
+use super::gate::{Gate, METRICS_PATH, guard};
 use super::in_flight::IdsInFlight;
 use super::limits::{MAX_BODY_BYTES, RateLimiter};
 use super::options::HttpOptions;
@@ -46,6 +47,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         listener.local_addr().map_err(|err| Error::internal(format!("reading the bound address: {err}")))?;
 
     let shared = Shared::start(&options);
+    crate::server::published::spawn(shared.clone(), "http", Some(local.to_string()));
     let sessions_stop = CancellationToken::new();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(http.session_idle);
@@ -82,6 +84,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
     tokio::spawn(sweep_sessions(gate.clone(), sessions_stop.child_token()));
     let app = Router::new()
         .route_service("/mcp", service)
+        .route(METRICS_PATH, axum::routing::get(metrics).with_state(shared.clone()))
         .layer(middleware::from_fn_with_state(gate.clone(), guard));
 
     log(json!({
@@ -141,6 +144,15 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
     let closed = tokio::time::timeout(Duration::from_secs(5), connections.wait()).await.is_ok();
     log(json!({ "event": "stop", "reason": reason, "drained": finished, "connections_closed": closed }));
     Ok(())
+}
+
+/// `GET /metrics`: the server's metrics in the Prometheus text format (the
+/// gate lets only tokens of scope `metrics` this far).
+async fn metrics(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+) -> axum::response::Response {
+    let text = shared.metrics().prometheus_text(&shared.metrics_snapshot());
+    ([(::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }
 
 /// SIGINT and SIGTERM, installed before the server says it is listening.

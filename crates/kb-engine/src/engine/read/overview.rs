@@ -16,6 +16,17 @@ impl Engine {
         self.overview_since(caller, None)
     }
 
+    /// The index's size and last update, without looking at the vault: what
+    /// a server's metrics report beside its own counts.
+    pub fn index_activity(&self) -> IndexActivity {
+        let meta = self.index.meta();
+        IndexActivity {
+            documents: Some(meta.documents),
+            updated_at: meta.updated_at,
+            ..IndexActivity::default()
+        }
+    }
+
     /// `get_vault_overview {since}`: with `since`, the overview's `changes`
     /// list what changed after the overview that returned that cursor.
     pub fn overview_since(&self, caller: Caller, since: Option<&str>) -> Result<Overview> {
@@ -67,6 +78,7 @@ impl Engine {
             changes,
             warnings: self.warnings(),
             conflict_copies: self.conflict_copies(),
+            metrics: None,
         })
     }
 }

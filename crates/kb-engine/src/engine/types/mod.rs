@@ -29,8 +29,8 @@ pub use bounds::{
 pub use links::{BacklinkOut, BrokenLink, BrokenReason, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList, Tree, TreeNote};
 pub use overview::{
-    ChangedNote, Changes, Counts, IndexLocation, IndexState, NoArgs, Overview, OverviewArgs, ProposalEvent,
-    Roots, ServerIdentity, SkippedOut, Stale,
+    ChangedNote, Changes, Counts, IndexActivity, IndexLocation, IndexState, NoArgs, Overview, OverviewArgs,
+    ProposalEvent, Roots, ServerIdentity, ServerMetrics, SkippedOut, Stale, ToolMetrics,
 };
 pub use proposals::{
     ApplyArgs, ApplyResult, BrokenBy, ConflictCopies, ConflictCopy, IndexUpdate, ListProposalsArgs,

@@ -113,6 +113,63 @@ pub struct Overview {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "super::ConflictCopies")]
     pub conflict_copies: Option<super::ConflictCopies>,
+    /// What the running server measured since it started; only when asked
+    /// for with `metrics: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "ServerMetrics")]
+    pub metrics: Option<ServerMetrics>,
+}
+
+/// What a running server measured since it started: every tool's calls,
+/// errors and latency, and how the index keeps up with the vault.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ServerMetrics {
+    /// When the server started (RFC 3339).
+    pub since: String,
+    /// Seconds since it started.
+    pub uptime_s: u64,
+    /// Each tool called at least once, by name.
+    pub tools: Vec<ToolMetrics>,
+    /// The index and the watcher keeping it fresh.
+    pub index: IndexActivity,
+}
+
+/// One tool's calls since the server started. Latencies are the server's
+/// (from the call's arrival at the handler to its answer), in milliseconds.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ToolMetrics {
+    /// The tool's name.
+    pub tool: String,
+    /// Calls answered.
+    pub calls: u64,
+    /// Calls answered with an error, by its code (`not_found`, …).
+    pub errors: std::collections::BTreeMap<String, u64>,
+    /// Median latency.
+    pub p50_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// The slowest call.
+    pub max_ms: f64,
+}
+
+/// The index's size and how the watcher kept it up to date.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct IndexActivity {
+    /// Documents in the index (null while the server is still starting).
+    pub documents: Option<u64>,
+    /// The index's last update (RFC 3339), or null.
+    pub updated_at: Option<String>,
+    /// Whether a watcher follows the vault's changes.
+    pub watching: bool,
+    /// File events the watcher passed on (after its 300 ms debounce).
+    pub watcher_events: u64,
+    /// Index updates the watcher made.
+    pub syncs: u64,
+    /// The last update's lag: from the change on disk the watcher saw first
+    /// to the index holding it, in milliseconds (null before any).
+    pub last_sync_lag_ms: Option<f64>,
 }
 
 /// `get_vault_overview` arguments.
@@ -122,6 +179,10 @@ pub struct OverviewArgs {
     /// An earlier overview's `changes.cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
+    /// Also return `metrics`: the running server's calls, errors and
+    /// latencies per tool, and the watcher's activity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<bool>,
 }
 
 /// A note added, changed or removed, and by whom.

@@ -11,7 +11,7 @@ use sha2::Digest;
 
 use super::errors::{io_error, is_read_only};
 use super::folder::{
-    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MARKER_TEXT, is_index_file_name,
+    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MARKER_TEXT, SERVERS_DIR, is_index_file_name,
 };
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::fs::is_missing;
@@ -219,8 +219,13 @@ pub(super) fn check_entries(dir: &Path) -> Result<()> {
     for entry in entries {
         let entry = entry.map_err(|err| io_error(dir, &err))?;
         let name = entry.file_name();
-        let is_file = entry.file_type().is_ok_and(|kind| kind.is_file());
-        if !is_file || !name.to_str().is_some_and(is_index_file_name) {
+        let kind = entry.file_type().ok();
+        let ours = if name == SERVERS_DIR {
+            kind.is_some_and(|kind| kind.is_dir())
+        } else {
+            kind.is_some_and(|kind| kind.is_file()) && name.to_str().is_some_and(is_index_file_name)
+        };
+        if !ours {
             strangers.push(name.to_string_lossy().into_owned());
         }
     }

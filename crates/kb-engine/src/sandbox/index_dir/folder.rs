@@ -20,6 +20,11 @@ pub(super) const MARKER_TEXT: &str = "{\"kb_mcp_index\": 1, \"note\": \"This fol
 /// checked note by note when read, deleted with the index.
 pub const MENTIONS_CACHE: &str = "mentions.cache";
 
+/// The folder beside the index where running servers publish their metrics
+/// (for `kb-index status`): allowed in the index folder, never cleared by a
+/// rebuild (its files are the running servers').
+pub const SERVERS_DIR: &str = "servers";
+
 /// The index folder's name inside the vault.
 pub const DEFAULT_INDEX_DIR: &str = ".kb";
 

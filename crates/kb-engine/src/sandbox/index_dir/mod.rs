@@ -20,6 +20,6 @@ pub use claim::cache_folder;
 pub(super) use claim::claim;
 pub use errors::{disk_full, is_disk_full, is_read_only};
 pub use folder::{
-    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, canonical_or_same,
-    folder_size, is_index_file_name,
+    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, SERVERS_DIR,
+    canonical_or_same, folder_size, is_index_file_name,
 };
