@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use super::blocking;
 use super::confirm;
 use super::handler::KbServer;
+use super::http::Arrived;
 use super::metrics::{Metrics, UNKNOWN_TOOL};
 use super::shared::Waited;
 use super::timing::ms;
@@ -150,6 +151,12 @@ impl KbServer {
         result
             .map(|result| Answered::Plain(with_card_key(result, apps && tools::shown_in_card(&name)).into()))
     }
+}
+
+/// When an HTTP request carrying a call reached the gate (see [`Arrived`]).
+pub(super) fn arrival(context: &RequestContext<RoleServer>) -> Option<Instant> {
+    let parts = context.extensions.get::<::http::request::Parts>()?;
+    parts.extensions.get::<Arrived>().map(|arrived| arrived.0)
 }
 
 /// What the account of one call needs from its request: taken before the

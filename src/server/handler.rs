@@ -167,8 +167,9 @@ impl ServerHandler for KbServer {
         }
         let started = Instant::now();
         let call = call::Accounted::of(&request, &context);
+        let arrived = call::arrival(&context).unwrap_or(started);
         let (response, said) = self.answer_call(request, &context, started).await;
-        call.finish(self.shared.metrics(), &response, said, started.elapsed());
+        call.finish(self.shared.metrics(), &response, said, arrived.elapsed());
         response
     }
 

@@ -16,6 +16,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::common;
 use kb_mcp::engine::types::{ProposeNewArgs, ProposePatchArgs};
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::vault::content_hash;
@@ -853,4 +854,50 @@ fn issue36_the_review_page_is_safe_to_leave_open_and_applies_on_a_click() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("rejected"), "{body}");
     assert_eq!(server.request("GET", "/elsewhere", &session, "").0, 404);
+}
+
+/// Issue 40: `kb-index status` shows each server running on the vault with
+/// its calls per tool (what the server publishes in its index folder), and
+/// forgets a server killed without a chance to clean up.
+#[test]
+fn status_shows_the_running_servers_calls_and_forgets_a_killed_one() {
+    let (_tmp, vault) = common::temp_vault();
+    let mut server = common::RawStdio::start(&vault, "read", serde_json::json!({}));
+    let pid = server.pid();
+    for (id, query) in [(2, "备份"), (3, "sync")] {
+        server.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "search_knowledge", "arguments": {"query": query}}})
+            .to_string(),
+        );
+        assert!(server.next()["result"]["structuredContent"]["results"].is_array());
+    }
+    let shown = format!("server     pid {pid} (stdio)");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let out = loop {
+        let (_, out, err) = kb_index(&vault, &["status"]);
+        let counted = out.lines().any(|l| l.contains("search_knowledge") && l.contains("calls       2"));
+        if out.contains(&shown) && counted {
+            break out;
+        }
+        assert!(std::time::Instant::now() < deadline, "no server with 2 searches in:\n{out}{err}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(out.contains("watcher on"), "{out}");
+    let (_, json, _) = kb_index(&vault, &["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let published = &json["servers"][0];
+    assert_eq!(
+        (published["pid"].as_u64(), published["transport"].as_str()),
+        (Some(u64::from(pid)), Some("stdio"))
+    );
+    assert_eq!(published["metrics"]["tools"][0]["tool"], "search_knowledge");
+
+    drop(server); // kill -9: no clean-up of its own
+    let (_, out, _) = kb_index(&vault, &["status"]);
+    assert!(out.contains("servers    none running on this vault"), "{out}");
+    let servers = vault.join(".kb/servers");
+    let left: Vec<_> =
+        std::fs::read_dir(&servers).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "a killed server's files are removed: {left:?}");
 }

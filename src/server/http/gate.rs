@@ -33,6 +33,12 @@ pub(super) const METRICS_PATH: &str = "/metrics";
 /// The header that names a Streamable HTTP session.
 const HEADER_SESSION_ID: &str = "mcp-session-id";
 
+/// When a request reached the gate: a tool call's latency in the metrics
+/// counts from here, as its client's does (body, parsing and the hand-off
+/// to the session included).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arrived(pub(crate) std::time::Instant);
+
 /// Everything the per-request checks need.
 pub(super) struct Gate {
     pub(super) tokens: TokenStore,
@@ -50,6 +56,7 @@ pub(super) struct Gate {
 
 /// The checks in front of the MCP service, in order (see the module docs).
 pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let arrived = Arrived(std::time::Instant::now());
     if gate.drain.is_draining() {
         return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -210,6 +217,7 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
     let revoked = gate.revocations.of(grant.key);
     let timeout = grant.limits.request_timeout_s.map_or(gate.request_timeout, Duration::from_secs);
     parts.extensions.insert(access);
+    parts.extensions.insert(arrived);
     parts.extensions.insert(grant);
     let timed_out = timeout_event(&bytes);
     let revoked_event = ending_event(&bytes, -32000, REVOKED_MESSAGE);

@@ -54,6 +54,7 @@ mod revocation;
 mod serve;
 mod sessions;
 
+pub(crate) use gate::Arrived;
 pub use options::{
     DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
     HttpOptions,

@@ -31,9 +31,10 @@ impl Bound {
         }
     }
 
-    /// `"{what}, {min} to {max} (default {default})."`, a count's description.
+    /// `"{what} (default {default})."`, a count's description: the range is
+    /// the schema's `minimum` and `maximum`, which clients show beside it.
     pub(super) fn how_many(&self, what: &str) -> String {
-        format!("{what}, {} to {} (default {}).", self.min, self.max, self.default)
+        format!("{what} (default {}).", self.default)
     }
 }
 

@@ -26,7 +26,7 @@ pub struct ListNotesArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         range(min = LIST_NOTES_LIMIT.min, max = LIST_NOTES_LIMIT.max),
-        description = LIST_NOTES_LIMIT.how_many("How many notes a page holds")
+        description = LIST_NOTES_LIMIT.how_many("Notes per page")
     )]
     pub limit: Option<u32>,
     /// The `next_cursor` of the previous page, with the same other arguments.

@@ -114,9 +114,10 @@ pub struct Overview {
     #[schemars(with = "super::ConflictCopies")]
     pub conflict_copies: Option<super::ConflictCopies>,
     /// What the running server measured since it started; only when asked
-    /// for with `metrics: true`.
+    /// for with `metrics: true`. Published as a plain object in the output
+    /// schema (its fields are [`ServerMetrics`]'s), which `tools/list` keeps small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "ServerMetrics")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub metrics: Option<ServerMetrics>,
 }
 
@@ -179,8 +180,7 @@ pub struct OverviewArgs {
     /// An earlier overview's `changes.cursor`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
-    /// Also return `metrics`: the running server's calls, errors and
-    /// latencies per tool, and the watcher's activity.
+    /// Add server metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<bool>,
 }

@@ -17,8 +17,8 @@ pub struct RecallArgs {
     #[schemars(
         range(min = RECALL_BUDGET.min, max = RECALL_BUDGET.max),
         description = format!(
-            "Most tokens the pack may use (default {}; {} to {}); a CJK character is one.",
-            RECALL_BUDGET.default, RECALL_BUDGET.min, RECALL_BUDGET.max
+            "Most tokens the pack may use (default {}); a CJK character is one.",
+            RECALL_BUDGET.default
         )
     )]
     pub budget_tokens: Option<u32>,

@@ -13,7 +13,7 @@ pub struct RecentArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         range(min = RECENT_DAYS.min, max = RECENT_DAYS.max),
-        description = format!("How far back, in days (default {}, at most {}).", RECENT_DAYS.default, RECENT_DAYS.max)
+        description = format!("How far back, in days (default {}).", RECENT_DAYS.default)
     )]
     pub days: Option<u32>,
     /// How many notes ([`RECENT_LIMIT`]).

@@ -15,6 +15,7 @@
 mod claim;
 mod errors;
 mod folder;
+mod servers;
 
 pub use claim::cache_folder;
 pub(super) use claim::claim;
@@ -23,3 +24,4 @@ pub use folder::{
     DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, SERVERS_DIR,
     canonical_or_same, folder_size, is_index_file_name,
 };
+pub use servers::{ServerSlot, running_servers};
