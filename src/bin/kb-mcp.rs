@@ -59,7 +59,7 @@ struct Cli {
     /// Where the index lives (default: <vault>/.kb).
     #[arg(long)]
     index_dir: Option<PathBuf>,
-    /// What the JSON log on stderr holds: info (default), or debug (also one `timing` line per request: where its time went).
+    /// What the JSON log on stderr holds: info (default), or debug (also one `timing` line per request: where its time went; and a search's query in its `tool` line).
     #[arg(long, env = "KB_LOG", value_name = "LEVEL", value_parser = ["info", "debug"], default_value = "info")]
     log_level: String,
     /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0 picks a free one).
