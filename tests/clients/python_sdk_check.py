@@ -13,8 +13,11 @@ skill files in resources/list, and every file read back has the digest and size
 sent through its generic `send_request`); a client that does not declare it sees
 neither. In both modes, at access `apply`, a client that can ask the person has a
 decline refused and an accept applied (an elicitation request on the handshake, an
-input_required round trip on 2026-07-28). Prints one line per check and a final
-"N passed, N failed" line; exits 1 if anything failed.
+input_required round trip on 2026-07-28). Over HTTP (issue 40), a reader's calls
+made through the SDK's Streamable HTTP client are read back from `GET /metrics`
+with a token of scope `metrics`, parsed by the Prometheus client library's own
+parser (the exposition format as Prometheus reads it). Prints one line per check
+and a final "N passed, N failed" line; exits 1 if anything failed.
 
     python3 tests/clients/python_sdk_check.py --binary target/debug/kb-mcp --vault fixtures/vault
 """
@@ -24,8 +27,11 @@ import asyncio
 import hashlib
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from typing import Any, Literal
@@ -33,6 +39,9 @@ from typing import Any, Literal
 from mcp import Client, types
 from mcp.client import advertise
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from prometheus_client.parser import text_string_to_metric_families
 from pydantic import TypeAdapter
 
 SKILLS = "io.modelcontextprotocol/skills"
@@ -216,6 +225,67 @@ async def confirmed_apply(binary, vault, mode):
     check(f"[{mode}] apply: the person was asked each time, the question naming the note", ok, str(asked)[:300])
 
 
+def token_add(binary, tokens, name, scope):
+    out = subprocess.run([binary, "token", "add", name, "--scope", scope, "--tokens", str(tokens)],
+                         check=True, capture_output=True, text=True).stdout
+    return out.strip().splitlines()[-1]
+
+
+def get(url, token):
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("Content-Type", ""), error.read().decode()
+
+
+async def metrics(binary, vault, tmp):
+    tokens = Path(tmp) / "tokens.json"
+    reader = token_add(binary, tokens, "reader", "read")
+    prometheus = token_add(binary, tokens, "prometheus", "metrics")
+    server = subprocess.Popen([binary, "--http", "127.0.0.1:0", "--tokens", str(tokens), "--vault", str(vault)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        addr = None
+        for line in server.stderr:
+            event = json.loads(line)
+            if event.get("event") == "listening":
+                addr = event["addr"]
+                break
+        base = f"http://{addr}"
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {reader}"}) as http:
+            async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+                for query in ["备份", "Zettelkasten", "sync", "卡片笔记", "restore"]:
+                    await client.call_tool("search_knowledge", {"query": query})
+                await client.call_tool("read_note", {"path": "z/no such note.md"})
+        status, kind, text = get(f"{base}/metrics", prometheus)
+        check("[http] GET /metrics with a metrics token", status == 200 and kind.startswith("text/plain"), f"{status} {kind}")
+        families = {family.name: family for family in text_string_to_metric_families(text)}
+
+        def value(family, name, **labels):
+            found = [s.value for s in families[family].samples if s.name == name and s.labels == labels] if family in families else []
+            return found[0] if found else None
+
+        check("[http] the Prometheus parser reads every family",
+              {"kb_mcp_tool_calls", "kb_mcp_tool_errors", "kb_mcp_tool_latency_seconds", "kb_mcp_index_documents"} <= set(families),
+              str(sorted(families)))
+        check("[http] /metrics counted the five searches",
+              value("kb_mcp_tool_calls", "kb_mcp_tool_calls_total", tool="search_knowledge") == 5.0)
+        check("[http] /metrics counted the missing note as not_found",
+              value("kb_mcp_tool_errors", "kb_mcp_tool_errors_total", tool="read_note", code="not_found") == 1.0)
+        summary = families.get("kb_mcp_tool_latency_seconds")
+        p99 = value("kb_mcp_tool_latency_seconds", "kb_mcp_tool_latency_seconds", tool="search_knowledge", quantile="0.99")
+        count = value("kb_mcp_tool_latency_seconds", "kb_mcp_tool_latency_seconds_count", tool="search_knowledge")
+        ok = summary is not None and summary.type == "summary" and p99 is not None and 0 < p99 < 60 and count == 5.0
+        check("[http] the latency summary has p99 and a count per tool", ok, f"{p99} {count}")
+        status, _, _ = get(f"{base}/metrics", reader)
+        check("[http] a read token gets 403 at /metrics", status == 403, str(status))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -241,6 +311,10 @@ async def main():
             await proposals(str(Path(args.binary).resolve()), vault)
         except Exception as error:
             check("[propose] session", False, repr(error))
+        try:
+            await metrics(str(Path(args.binary).resolve()), vault, tmp)
+        except Exception as error:
+            check("[http] metrics session", False, repr(error))
     failed = results.count(False)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
