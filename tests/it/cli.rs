@@ -901,3 +901,110 @@ fn status_shows_the_running_servers_calls_and_forgets_a_killed_one() {
         std::fs::read_dir(&servers).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
     assert!(left.is_empty(), "a killed server's files are removed: {left:?}");
 }
+
+/// Runs `kb-mcp` with `args`, `home` as its home folder; (exit code, stdout, stderr).
+fn kb_mcp_at_home(home: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_kb-mcp"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CODEX_HOME")
+        .env_remove("KB_VAULT")
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The server a host would start from its entry answers `initialize` as kb-mcp on that vault.
+fn entry_starts_kb_mcp(command: &str, args: &[String]) {
+    use std::io::Write as _;
+    let mut child = Command::new(command)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"0"}}}"#;
+    writeln!(child.stdin.as_mut().unwrap(), "{init}").unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["result"]["serverInfo"]["name"], "kb-mcp", "{line}");
+}
+
+/// Issue 41: `kb-mcp install HOST` merges one entry into each host's own
+/// file (comments, settings and other servers kept, a backup beside it,
+/// installing twice a no-op, `--dry-run` writing nothing), and the entry it
+/// writes starts kb-mcp on the vault; hosts without a file get the steps.
+#[test]
+fn install_merges_a_working_entry_into_each_hosts_file() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (_tmp, vault) = common::temp_vault();
+    let vault_arg = vault.to_str().unwrap();
+    let vscode = home.join(".config/Code/User/mcp.json");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    let mine = "{\n  // my servers\n  \"servers\": {\n    \"github\": {\"type\": \"http\", \"url\": \"https://example.com/mcp\"},\n  },\n}\n";
+    std::fs::write(&vscode, mine).unwrap();
+
+    let (code, out, err) = kb_mcp_at_home(home, &["install", "vscode", "--vault", vault_arg, "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("+    \"kb\": {") && out.contains("dry run"), "{out}");
+    assert_eq!(std::fs::read_to_string(&vscode).unwrap(), mine, "a dry run writes nothing");
+
+    let hosts: [(&str, PathBuf); 4] = [
+        ("vscode", vscode.clone()),
+        ("cursor", home.join(".cursor/mcp.json")),
+        ("claude-desktop", home.join(".config/Claude/claude_desktop_config.json")),
+        ("codex", home.join(".codex/config.toml")),
+    ];
+    for (host, file) in &hosts {
+        let (code, out, err) = kb_mcp_at_home(home, &["install", host, "--vault", vault_arg]);
+        assert_eq!(code, 0, "{host}: {err}");
+        assert!(out.contains("Added the server `kb`"), "{host}: {out}");
+        let (code, again, _) = kb_mcp_at_home(home, &["install", host, "--vault", vault_arg]);
+        assert!(code == 0 && again.contains("nothing to do"), "{host}: installing twice: {again}");
+        let text = std::fs::read_to_string(file).unwrap();
+        let (command, args): (String, Vec<String>) = if *host == "codex" {
+            let doc: toml_edit::DocumentMut = text.parse().unwrap();
+            let entry = &doc["mcp_servers"]["kb"];
+            let args =
+                entry["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
+            (entry["command"].as_str().unwrap().to_owned(), args)
+        } else {
+            let key = if *host == "vscode" { "servers" } else { "mcpServers" };
+            let json = jsonc_parser::parse_to_serde_value::<serde_json::Value>(&text, &Default::default())
+                .unwrap_or_else(|e| panic!("{host}: {e}: {text}"));
+            let entry = &json[key]["kb"];
+            let args =
+                entry["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
+            (entry["command"].as_str().unwrap().to_owned(), args)
+        };
+        entry_starts_kb_mcp(&command, &args);
+    }
+    let merged = std::fs::read_to_string(&vscode).unwrap();
+    assert!(merged.contains("// my servers") && merged.contains("\"github\""), "{merged}");
+    assert!(merged.contains("\"type\": \"stdio\""), "{merged}");
+    assert_eq!(std::fs::read_to_string(vscode.with_file_name("mcp.json.kb-mcp-backup")).unwrap(), mine);
+
+    let (code, out, _) = kb_mcp_at_home(home, &["install", "claude-code", "--vault", vault_arg]);
+    assert!(code == 0 && out.contains("claude mcp add --scope user kb -- "), "{out}");
+    for host in ["chatgpt", "claude-ai"] {
+        let (code, out, _) = kb_mcp_at_home(home, &["install", host, "--vault", vault_arg]);
+        assert!(
+            code == 0 && out.contains("kb-mcp --http") && out.contains("Running remotely"),
+            "{host}: {out}"
+        );
+    }
+    std::fs::write(home.join(".cursor/mcp.json"), "[1, 2]").unwrap();
+    let (code, _, err) = kb_mcp_at_home(home, &["install", "cursor", "--vault", vault_arg]);
+    assert!(code == 2 && err.contains("top level is not an object"), "{err}");
+    assert_eq!(std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap(), "[1, 2]", "left alone");
+}

@@ -51,12 +51,17 @@ Examples:
 
 Exit codes: 0 success, 1 a check failed or nothing matched, 2 bad usage or input.";
 
+/// `--version`: the version and the index schema it reads and writes.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("{} (index schema {})", env!("CARGO_PKG_VERSION"), kb_mcp::index::schema_version())
+});
+
 /// Search a Markdown vault, see its state, and review the changes AI agents propose to it.
 ///
 /// kb-index is the command line for people; kb-mcp is the server agents talk to.
 /// Both use the same index (in <vault>/.kb unless --index-dir says otherwise).
 #[derive(Debug, Parser)]
-#[command(name = "kb-index", version, after_help = EXAMPLES)]
+#[command(name = "kb-index", version = &**VERSION, after_help = EXAMPLES)]
 struct Cli {
     /// The vault folder (default: $KB_VAULT, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder).
     #[arg(long, global = true, env = "KB_VAULT")]

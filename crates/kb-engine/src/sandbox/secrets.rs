@@ -1,4 +1,5 @@
-//! Private files outside the vault: the HTTP token file.
+//! Private files outside the vault: the HTTP token file, and a host's
+//! configuration file the person asked `kb-mcp install` to edit.
 //!
 //! The token file holds salted hashes of bearer tokens, so it must not be
 //! readable by other users and must never be seen half written (a server
@@ -116,4 +117,43 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     super::fs::sync_dir(parent);
     Ok(())
+}
+
+/// Replaces a file of the person's own outside the vault (a host's
+/// configuration) with `bytes`, atomically, keeping its permissions; the
+/// file it replaces is first copied beside it as `<name>.kb-mcp-backup`
+/// (replacing an older backup). Returns the backup's path, `None` when there
+/// was no file. A missing folder is created (0700).
+pub fn replace_user_file(path: &Path, bytes: &[u8]) -> Result<Option<std::path::PathBuf>> {
+    let shown = path.display();
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| Error::invalid(format!("{shown} does not name a file")))?;
+    let backup = match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            let backup = path.with_file_name(format!("{name}.kb-mcp-backup"));
+            fs::copy(path, &backup).map_err(|err| Error::io(backup.display(), &err))?;
+            Some((backup, meta.permissions()))
+        }
+        Ok(_) => {
+            return Err(Error::invalid(format!("{shown} is not a regular file; kb-mcp leaves it alone")));
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+        Err(err) => return Err(Error::io(&shown, &err)),
+    };
+    write_private_file(path, bytes)?;
+    if let Some((_, permissions)) = &backup {
+        fs::set_permissions(path, permissions.clone()).map_err(|err| Error::io(&shown, &err))?;
+    }
+    Ok(backup.map(|(backup, _)| backup))
+}
+
+/// The text of a file of the person's own outside the vault (at most 4 MiB),
+/// `None` when there is none.
+pub fn read_user_file(path: &Path) -> Result<Option<String>> {
+    let Some(file) = read_private_file(path, 4 << 20)? else { return Ok(None) };
+    String::from_utf8(file.bytes)
+        .map(Some)
+        .map_err(|_| Error::invalid(format!("{} is not UTF-8 text", path.display())))
 }

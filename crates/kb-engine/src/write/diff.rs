@@ -17,7 +17,7 @@ const CONTEXT: u32 = 3;
 
 /// A unified diff with `--- a/<path>` / `+++ b/<path>` headers, and the numbers of
 /// lines added and removed.
-pub(super) fn unified_diff(path: &str, before: &str, after: &str) -> (String, u32, u32) {
+pub fn unified_diff(path: &str, before: &str, after: &str) -> (String, u32, u32) {
     LineDiff::new(before, after).unified(path)
 }
 

@@ -82,6 +82,7 @@ pub use audit::{AuditMark, AuditSince, audit_since};
 pub use batch::{BATCH_MAX_ITEMS, BatchItem, BatchPlan, ItemPlanned, links_changed, plan_batch};
 pub use conflicts::{ConflictCopy, conflict_copies};
 pub use delete::{Break, plan_delete};
+pub use diff::unified_diff;
 pub use edit::{Edit, apply_edits};
 pub use effects::link_effects;
 pub use linkers::{Linker, Linkers, linkers_in};

@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod install;
+
 use clap::{Parser, Subcommand};
 use kb_mcp::engine::types::Access;
 use kb_mcp::server::{
@@ -46,9 +48,14 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--version`: the version and the index schema it reads and writes.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("{} (index schema {})", env!("CARGO_PKG_VERSION"), kb_mcp::index::schema_version())
+});
+
 /// Serve a Markdown vault to AI agents over MCP (stdio, or Streamable HTTP with --http).
 #[derive(Debug, Parser)]
-#[command(name = "kb-mcp", version, about, args_conflicts_with_subcommands = true)]
+#[command(name = "kb-mcp", version = &**VERSION, about, args_conflicts_with_subcommands = true)]
 struct Cli {
     /// The vault folder (default: $KB_VAULT, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder).
     #[arg(long, env = "KB_VAULT")]
@@ -100,6 +107,27 @@ enum Command {
         #[command(subcommand)]
         action: TokenAction,
     },
+    /// Add this kb-mcp to a host's MCP configuration (merged into the file, a backup kept), or print the steps for hosts that keep none.
+    Install {
+        /// The host.
+        #[arg(value_enum)]
+        host: install::Host,
+        /// The vault to serve (default: $KB_VAULT).
+        #[arg(long, env = "KB_VAULT")]
+        vault: PathBuf,
+        /// The server's name in the host's list.
+        #[arg(long, default_value = "kb")]
+        name: String,
+        /// What the host's agents may do: read (default), propose or apply.
+        #[arg(long, value_parser = ["read", "propose", "apply"])]
+        access: Option<String>,
+        /// The configuration file to edit instead of the host's usual one (for Claude Code: a project's .mcp.json).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Print the change as a diff; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,8 +167,19 @@ enum TokenAction {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::Token { action }) = cli.command {
-        return token_command(action);
+    match cli.command {
+        Some(Command::Token { action }) => return token_command(action),
+        Some(Command::Install { host, vault, name, access, config, dry_run }) => {
+            let asked = install::Install { host, name, vault, access, config, dry_run };
+            return match install::run(&asked, &mut std::io::stdout().lock()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("kb-mcp: {message}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        None => {}
     }
     let vault = match cli.vault.clone() {
         Some(vault) => vault,
