@@ -219,7 +219,7 @@ fn invalid_suites_are_refused_with_a_message_naming_the_field() {
 #[test]
 fn the_json_schema_agrees_with_the_parser() {
     let schema: serde_json::Value =
-        serde_json::from_str(&read("index-schema/eval-suite.schema.json")).unwrap();
+        serde_json::from_str(&read("crates/kb-engine/index-schema/eval-suite.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let valid = [
         V1.to_owned(),

@@ -640,9 +640,11 @@ async fn load_32_readers_and_an_applier_lose_nothing() {
         assert_eq!(text.matches(&format!("Body {n}.")).count(), 1, "note {n} written once");
     }
 
-    // The server counted exactly what the clients sent, and its percentiles
-    // agree with theirs (`KB_LOAD=1`: within 20 % at p99; the small run has
-    // too few calls per tool for a p99).
+    // The server counted exactly what the clients sent. Its percentiles are
+    // printed beside the clients'; under this load (32 clients in this very
+    // process, on the server's cores) a client's time is mostly its own wait
+    // for a core, which no server sees: the agreement is checked below, with
+    // one client that is not starved.
     let metrics = get(server.addr, "/metrics", &[("Authorization", &bearer(&grafana))]);
     assert_eq!(metrics.status, 200, "{}", metrics.body);
     let counted = |tool: &str| sample(&metrics.body, &format!("kb_mcp_tool_calls_total{{tool=\"{tool}\"}}"));
@@ -656,10 +658,6 @@ async fn load_32_readers_and_an_applier_lose_nothing() {
         let server_p99 = sample(&metrics.body, &series).unwrap() * 1000.0;
         let client_p99 = percentile(&client, 99.0).as_secs_f64() * 1000.0;
         eprintln!("http load: {tool} p99 server {server_p99:.1} ms, client {client_p99:.1} ms");
-        if full {
-            let off = (server_p99 - client_p99).abs() / client_p99;
-            assert!(off <= 0.2, "{tool}: server p99 {server_p99:.1} ms vs client {client_p99:.1} ms");
-        }
     }
     assert_eq!(counted("propose_new_note"), Some(proposals as f64));
     assert_eq!(counted("apply_proposal"), Some(2.0 * proposals as f64));
@@ -670,6 +668,38 @@ async fn load_32_readers_and_an_applier_lose_nothing() {
         ),
         Some(proposals as f64)
     );
+
+    if full {
+        // One client, one call at a time: the p99 the server reports is within
+        // 20 % of the client's (a tool the load above did not call, so the
+        // server's histogram holds these calls only).
+        let client = server.connect(&secrets[0]).await;
+        let mut took = Vec::new();
+        for n in 0..300 {
+            let topic = queries[n % queries.len()];
+            let started = Instant::now();
+            let answered = call(&client, "recall_context", json!({"topic": topic})).await.unwrap();
+            took.push(started.elapsed());
+            assert_eq!(error_code(&answered), None);
+        }
+        client.cancel().await.unwrap();
+        took.sort();
+        let metrics = get(server.addr, "/metrics", &[("Authorization", &bearer(&grafana))]);
+        let series = "kb_mcp_tool_latency_seconds{tool=\"recall_context\",quantile=\"0.99\"}";
+        let server_p99 = sample(&metrics.body, series).unwrap() * 1000.0;
+        let client_p99 = percentile(&took, 99.0).as_secs_f64() * 1000.0;
+        let server_p50 =
+            sample(&metrics.body, "kb_mcp_tool_latency_seconds{tool=\"recall_context\",quantile=\"0.5\"}")
+                .unwrap()
+                * 1000.0;
+        let client_p50 = percentile(&took, 50.0).as_secs_f64() * 1000.0;
+        eprintln!(
+            "http load: one client, 300 recall_context: p50 server {server_p50:.2} ms, client {client_p50:.2} ms; \
+             p99 server {server_p99:.2} ms, client {client_p99:.2} ms"
+        );
+        let off = (server_p99 - client_p99).abs() / client_p99;
+        assert!(off <= 0.2, "server p99 {server_p99:.2} ms vs client {client_p99:.2} ms");
+    }
 
     let mut latencies: Vec<Duration> = latencies.into_iter().map(|(_, took)| took).collect();
     latencies.sort();

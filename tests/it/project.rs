@@ -145,8 +145,10 @@ fn the_engine_hands_out_none_of_its_internals() {
 fn the_index_schema_declaration_and_the_code_agree() {
     kb_mcp::index::check_schema().unwrap();
     let declared: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("index-schema/schema.json"))
-            .unwrap(),
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/kb-engine/index-schema/schema.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(declared["schema_version"].as_u64().unwrap(), u64::from(kb_mcp::index::schema_version()));

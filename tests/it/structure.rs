@@ -3089,7 +3089,8 @@ fn issue_34_a_folder_move_carries_every_file_and_leaves_no_folder_behind() {
     // `diagram.png`, which z/proj/diagram.png answered: it follows it).
     let lines = audit_lines(&vault);
     assert_eq!(lines[0]["files"].as_array().unwrap().len(), 10, "{}", lines[0]);
-    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("index-schema/audit.schema.json");
+    let schema =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/kb-engine/index-schema/audit.schema.json");
     let schema: Value = serde_json::from_slice(&fs::read(schema).unwrap()).unwrap();
     let errors: Vec<String> =
         jsonschema::validator_for(&schema).unwrap().iter_errors(&lines[0]).map(|e| e.to_string()).collect();

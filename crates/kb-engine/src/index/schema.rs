@@ -17,7 +17,7 @@ use super::tokenizer::ANALYZER;
 use crate::error::{Error, Result};
 
 /// The declaration file, compiled in.
-pub(crate) const DECLARATION: &str = include_str!("../../../../index-schema/schema.json");
+pub(crate) const DECLARATION: &str = include_str!("../../index-schema/schema.json");
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Declaration {
