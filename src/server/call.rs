@@ -21,7 +21,7 @@ use super::blocking;
 use super::confirm;
 use super::handler::KbServer;
 use super::http::Arrived;
-use super::metrics::{Metrics, UNKNOWN_TOOL};
+use super::metrics::{Metrics, PendingCount, UNKNOWN_TOOL};
 use super::shared::Waited;
 use super::timing::ms;
 use super::tokens::Grant;
@@ -167,6 +167,8 @@ pub(super) struct Accounted {
     token: Option<String>,
     /// The query, kept only when the debug log is on.
     query: Option<String>,
+    /// Where an HTTP call leaves its count for the transport.
+    pending: Option<PendingCount>,
 }
 
 impl Accounted {
@@ -179,7 +181,12 @@ impl Accounted {
         let query = debug_log()
             .then(|| request.arguments.as_ref()?.get("query")?.as_str().map(str::to_owned))
             .flatten();
-        Accounted { tool: request.name.to_string(), token, query }
+        let pending = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<PendingCount>())
+            .cloned();
+        Accounted { tool: request.name.to_string(), token, query, pending }
     }
 
     /// Logs the call's `tool` line and counts it. The outcome is `ok`, the
@@ -197,7 +204,11 @@ impl Accounted {
             Err(error) => (format!("rpc_error {}", error.code.0), 0),
         };
         let known = tools::level(&self.tool).is_some();
-        metrics.record_call(if known { &self.tool } else { UNKNOWN_TOOL }, &code, took);
+        let counted = if known { self.tool.as_str() } else { UNKNOWN_TOOL };
+        // Over HTTP the transport counts the call once its answer is written.
+        if !self.pending.as_ref().is_some_and(|pending| pending.leave(counted, &code)) {
+            metrics.record_call(counted, &code, took);
+        }
         let mut line = Map::new();
         line.insert("event".to_owned(), json!("tool"));
         line.insert("tool".to_owned(), json!(crate::error::cut_middle(&self.tool, 100)));

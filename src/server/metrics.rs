@@ -30,6 +30,51 @@ const LONGEST_US: u64 = 3_600_000_000;
 /// The name calls to tools the server does not have are counted under.
 pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
 
+/// A call's count, left by the handler for the HTTP transport, which records
+/// it once the answer has been written (so that an HTTP call's latency runs
+/// from the request's arrival to the answer's last byte, as its client sees
+/// it); when the transport gave up on the request first (a timeout), the
+/// handler records it itself.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PendingCount(std::sync::Arc<Mutex<Pending>>);
+
+#[derive(Debug, Default)]
+enum Pending {
+    /// The answer is still being made.
+    #[default]
+    Open,
+    /// The handler's outcome: (tool, outcome).
+    Left(String, String),
+    /// The transport is done with the request.
+    Closed,
+}
+
+impl PendingCount {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The handler's part: leaves the outcome for the transport; `false`
+    /// when the transport is done already (the caller records it then).
+    pub(crate) fn leave(&self, tool: &str, outcome: &str) -> bool {
+        let mut slot = self.slot();
+        if matches!(*slot, Pending::Closed) {
+            return false;
+        }
+        *slot = Pending::Left(tool.to_owned(), outcome.to_owned());
+        true
+    }
+
+    /// The transport's part, once the answer is written (or abandoned):
+    /// records what the handler left, `took` after the request arrived.
+    pub(crate) fn close(&self, metrics: &Metrics, took: Duration) {
+        let left = std::mem::replace(&mut *self.slot(), Pending::Closed);
+        if let Pending::Left(tool, outcome) = left {
+            metrics.record_call(&tool, &outcome, took);
+        }
+    }
+}
+
 /// The counts of one server process.
 pub(crate) struct Metrics {
     started: jiff::Timestamp,

@@ -280,6 +280,11 @@ impl Shared {
         &self.metrics
     }
 
+    /// The metrics, shared (the HTTP transport records calls once answered).
+    pub(super) fn metrics_handle(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
     /// The engine once it serves (`None` while starting or failed).
     pub(super) fn engine_now(&self) -> Option<Arc<Engine>> {
         match &*self.readiness.borrow() {

@@ -259,7 +259,12 @@ async def metrics(binary, vault, tmp):
                 for query in ["备份", "Zettelkasten", "sync", "卡片笔记", "restore"]:
                     await client.call_tool("search_knowledge", {"query": query})
                 await client.call_tool("read_note", {"path": "z/no such note.md"})
-        status, kind, text = get(f"{base}/metrics", prometheus)
+        # An HTTP call is counted once its answer is written, a moment after the client has it.
+        for _ in range(100):
+            status, kind, text = get(f"{base}/metrics", prometheus)
+            if status != 200 or 'kb_mcp_tool_calls_total{tool="read_note"} 1' in text:
+                break
+            await asyncio.sleep(0.05)
         check("[http] GET /metrics with a metrics token", status == 200 and kind.startswith("text/plain"), f"{status} {kind}")
         families = {family.name: family for family in text_string_to_metric_families(text)}
 

@@ -645,7 +645,15 @@ async fn load_32_readers_and_an_applier_lose_nothing() {
     // process, on the server's cores) a client's time is mostly its own wait
     // for a core, which no server sees: the agreement is checked below, with
     // one client that is not starved.
-    let metrics = get(server.addr, "/metrics", &[("Authorization", &bearer(&grafana))]);
+    let sent = latencies.len() as f64 + 3.0 * proposals as f64 + 1.0;
+    let metrics = metrics_once(server.addr, &grafana, |text| {
+        let counted: f64 = text
+            .lines()
+            .filter(|line| line.starts_with("kb_mcp_tool_calls_total{"))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        counted >= sent
+    });
     assert_eq!(metrics.status, 200, "{}", metrics.body);
     let counted = |tool: &str| sample(&metrics.body, &format!("kb_mcp_tool_calls_total{{tool=\"{tool}\"}}"));
     for tool in ["search_knowledge", "search_note_content", "read_note"] {
@@ -684,7 +692,9 @@ async fn load_32_readers_and_an_applier_lose_nothing() {
         }
         client.cancel().await.unwrap();
         took.sort();
-        let metrics = get(server.addr, "/metrics", &[("Authorization", &bearer(&grafana))]);
+        let metrics = metrics_once(server.addr, &grafana, |text| {
+            sample(text, "kb_mcp_tool_calls_total{tool=\"recall_context\"}") == Some(300.0)
+        });
         let series = "kb_mcp_tool_latency_seconds{tool=\"recall_context\",quantile=\"0.99\"}";
         let server_p99 = sample(&metrics.body, series).unwrap() * 1000.0;
         let client_p99 = percentile(&took, 99.0).as_secs_f64() * 1000.0;
@@ -1275,6 +1285,20 @@ async fn issue33_both_revisions_search_propose_and_apply_confirmed_over_http() {
     }
 }
 
+/// `GET /metrics` with `token` once `ready` holds for its text (an HTTP call
+/// is counted when its answer has been written, a moment after the client
+/// has it), or as it is after ten seconds.
+fn metrics_once(addr: SocketAddr, token: &str, ready: impl Fn(&str) -> bool) -> Reply {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = get(addr, "/metrics", &[("Authorization", &bearer(token))]);
+        if reply.status != 200 || ready(&reply.body) || Instant::now() > deadline {
+            return reply;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The value of the Prometheus sample `name{labels}` in `text` (labels as
 /// written, in order), if there is one.
 fn sample(text: &str, series: &str) -> Option<f64> {
@@ -1324,7 +1348,9 @@ async fn metrics_count_every_call_and_only_a_metrics_token_reads_them() {
     assert!(without.structured_content.unwrap().get("metrics").is_none(), "metrics only when asked");
 
     let addr = server.addr;
-    let read = get(addr, "/metrics", &[("Authorization", &bearer(&grafana))]);
+    let read = metrics_once(addr, &grafana, |text| {
+        sample(text, "kb_mcp_tool_calls_total{tool=\"get_vault_overview\"}") == Some(2.0)
+    });
     assert_eq!(read.status, 200, "{}", read.body);
     assert!(read.header("content-type").unwrap().starts_with("text/plain; version=0.0.4"));
     let text = &read.body;

@@ -22,6 +22,7 @@ use super::serve::Drain;
 use super::sessions::{Sessions, is_initialize};
 use crate::error::cut_middle;
 use crate::server::log;
+use crate::server::metrics::{Metrics, PendingCount};
 use crate::server::rpc::{
     INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, too_many_values, unusable_id_message,
 };
@@ -52,6 +53,8 @@ pub(super) struct Gate {
     pub(super) in_flight: IdsInFlight,
     /// Ends a revoked token's open streams.
     pub(super) revocations: Revocations,
+    /// Where each tool call is counted once its answer is written.
+    pub(super) metrics: Arc<Metrics>,
 }
 
 /// The checks in front of the MCP service, in order (see the module docs).
@@ -218,6 +221,8 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
     let timeout = grant.limits.request_timeout_s.map_or(gate.request_timeout, Duration::from_secs);
     parts.extensions.insert(access);
     parts.extensions.insert(arrived);
+    let pending = PendingCount::default();
+    parts.extensions.insert(pending.clone());
     parts.extensions.insert(grant);
     let timed_out = timeout_event(&bytes);
     let revoked_event = ending_event(&bytes, -32000, REVOKED_MESSAGE);
@@ -261,6 +266,7 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
                     ended: false,
                     _in_flight: in_flight,
                     claim,
+                    count: Some((pending, gate.metrics.clone(), arrived.0)),
                 });
                 if is_stream {
                     Body::new(EndsAtRevocation::new(watched, revoked, revoked_event))
@@ -270,6 +276,8 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             })
         }
         Err(_) => {
+            // A call still running is counted by its handler when it ends.
+            pending.close(&gate.metrics, arrived.0.elapsed());
             log(json!({ "event": "http_timeout", "after_s": timeout.as_secs() }));
             refuse(StatusCode::GATEWAY_TIMEOUT, "the request took too long", &[])
         }

@@ -15,6 +15,7 @@ use super::in_flight::IdClaim;
 use super::serve::InFlight;
 use crate::error::Result;
 use crate::server::log;
+use crate::server::metrics::{Metrics, PendingCount};
 
 /// The largest request body accepted (a proposal's content is capped at 2 MiB by
 /// default; JSON around it needs a little more).
@@ -71,6 +72,16 @@ pub(super) struct Watched {
     pub(super) _in_flight: InFlight,
     /// The request's id, in flight until its answer streams past (or the body ends).
     pub(super) claim: Option<IdClaim>,
+    /// A tool call's count, recorded when the body ends: the latency its client sees.
+    pub(super) count: Option<(PendingCount, Arc<Metrics>, Instant)>,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if let Some((pending, metrics, arrived)) = self.count.take() {
+            pending.close(&metrics, arrived.elapsed());
+        }
+    }
 }
 
 impl HttpBody for Watched {

@@ -80,6 +80,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         sessions: Sessions::new(sessions, http.sessions_per_token, http.session_idle),
         in_flight: IdsInFlight::default(),
         revocations: Revocations::default(),
+        metrics: shared.metrics_handle(),
     });
     tokio::spawn(sweep_sessions(gate.clone(), sessions_stop.child_token()));
     let app = Router::new()
