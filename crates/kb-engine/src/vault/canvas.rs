@@ -4,14 +4,32 @@
 //! (the file keeps its key order, spacing and every other byte).
 //!
 //! A file node (`"type": "file"`) names its file in `file`; a group node may
-//! name a background image in `background`. Both are vault paths. The scan is
-//! a small JSON reader of its own: a canvas that is not JSON, or nests deeper
-//! than [`MAX_DEPTH`], gives nothing (it is left as it is).
+//! name a background image in `background`. Both are vault paths. The canvas
+//! is read by `jsonc-parser` as strict JSON (no comments, trailing commas or
+//! other extensions), whose syntax tree keeps where each string is written; a
+//! canvas that is not JSON, or nests deeper than the parser allows (512
+//! levels), gives nothing (it is left as it is).
+
+use std::borrow::Cow;
+
+use jsonc_parser::ast::{ObjectProp, Value};
+use jsonc_parser::{CollectOptions, ParseOptions};
 
 use super::markdown::Span;
 
-/// Deepest nesting read (a canvas nests three levels; deeper is not a canvas).
-const MAX_DEPTH: usize = 64;
+/// Strict JSON, as JSON Canvas is.
+const STRICT: ParseOptions = ParseOptions {
+    allow_comments: false,
+    allow_loose_object_property_names: false,
+    allow_trailing_commas: false,
+    allow_missing_commas: false,
+    allow_single_quoted_strings: false,
+    allow_hexadecimal_numbers: false,
+    allow_unary_plus_numbers: false,
+    allow_bare_decimal_point_numbers: false,
+    allow_non_finite_numbers: false,
+    allow_extended_string_escapes: false,
+};
 
 /// Whether a path names a canvas (`.canvas`, any case).
 pub fn is_canvas(path: &str) -> bool {
@@ -32,31 +50,31 @@ pub struct CanvasPath {
 /// Every vault path the canvas `text` names (file nodes' `file`, group nodes'
 /// `background`), in file order; `None` when it is not a JSON object.
 pub fn canvas_paths(text: &str) -> Option<Vec<CanvasPath>> {
-    let mut reader = Reader { bytes: text.as_bytes(), text, at: 0 };
-    let value = reader.value(0)?;
-    reader.space();
-    if reader.at != text.len() {
-        return None;
-    }
-    let Json::Object(fields) = value else { return None };
+    let parsed = jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &STRICT).ok()?;
+    let Some(Value::Object(canvas)) = parsed.value else { return None };
     let mut out = Vec::new();
-    for (key, value) in &fields {
-        let (true, Json::Array(nodes)) = (key == "nodes", value) else { continue };
-        for node in nodes {
-            let Json::Object(node) = node else { continue };
-            let kind = node.iter().find_map(|(key, value)| match value {
-                Json::String(kind, _) if key == "type" => Some(kind.as_str()),
-                _ => None,
-            });
-            let named = match kind {
+    fn string<'t>(prop: &ObjectProp<'t>, key: &str) -> Option<(Cow<'t, str>, jsonc_parser::common::Range)> {
+        match (&prop.value, prop.name.as_str() == key) {
+            (Value::StringLit(lit), true) => Some((lit.value.clone(), lit.range)),
+            _ => None,
+        }
+    }
+    for prop in &canvas.properties {
+        let (Value::Array(nodes), "nodes") = (&prop.value, prop.name.as_str()) else { continue };
+        for node in &nodes.elements {
+            let Value::Object(node) = node else { continue };
+            let kind = node.properties.iter().find_map(|prop| string(prop, "type"));
+            let named = match kind.as_ref().map(|(kind, _)| kind.as_ref()) {
                 Some("file") => "file",
                 Some("group") => "background",
                 _ => continue,
             };
-            for (key, value) in node {
-                if let (true, Json::String(path, span)) = (key == named, value) {
-                    out.push(CanvasPath { path: path.clone(), span: *span });
-                }
+            for (path, range) in node.properties.iter().filter_map(|prop| string(prop, named)) {
+                let path = match path {
+                    Cow::Borrowed(path) => path.to_owned(),
+                    Cow::Owned(path) => path,
+                };
+                out.push(CanvasPath { path, span: Span { start: range.start, end: range.end } });
             }
         }
     }
@@ -81,152 +99,6 @@ pub fn canvas_moved(text: &str, moved: impl Fn(&str) -> Option<String>) -> Optio
     }
     out.push_str(&text[at..]);
     Some(out)
-}
-
-/// A JSON value, its strings with their spans.
-enum Json {
-    String(String, Span),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
-    Other,
-}
-
-struct Reader<'t> {
-    text: &'t str,
-    bytes: &'t [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn space(&mut self) {
-        while self.bytes.get(self.at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
-            self.at += 1;
-        }
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        self.space();
-        (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
-    }
-
-    fn value(&mut self, depth: usize) -> Option<Json> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.space();
-        match *self.bytes.get(self.at)? {
-            b'"' => self.string().map(|(text, span)| Json::String(text, span)),
-            b'[' => {
-                self.at += 1;
-                let mut items = Vec::new();
-                if self.eat(b']').is_some() {
-                    return Some(Json::Array(items));
-                }
-                loop {
-                    items.push(self.value(depth + 1)?);
-                    if self.eat(b']').is_some() {
-                        return Some(Json::Array(items));
-                    }
-                    self.eat(b',')?;
-                }
-            }
-            b'{' => {
-                self.at += 1;
-                let mut fields = Vec::new();
-                if self.eat(b'}').is_some() {
-                    return Some(Json::Object(fields));
-                }
-                loop {
-                    self.space();
-                    let (key, _) = self.string()?;
-                    self.eat(b':')?;
-                    fields.push((key, self.value(depth + 1)?));
-                    if self.eat(b'}').is_some() {
-                        return Some(Json::Object(fields));
-                    }
-                    self.eat(b',')?;
-                }
-            }
-            _ => self.scalar(),
-        }
-    }
-
-    /// A number, `true`, `false` or `null`.
-    fn scalar(&mut self) -> Option<Json> {
-        let start = self.at;
-        while self
-            .bytes
-            .get(self.at)
-            .is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.'))
-        {
-            self.at += 1;
-        }
-        let word = &self.text[start..self.at];
-        let number = word.parse::<f64>().is_ok_and(f64::is_finite) && !word.starts_with('+');
-        (number || matches!(word, "true" | "false" | "null")).then_some(Json::Other)
-    }
-
-    /// A string literal at `self.at`, unescaped, and its span.
-    fn string(&mut self) -> Option<(String, Span)> {
-        let start = self.at;
-        if self.bytes.get(self.at) != Some(&b'"') {
-            return None;
-        }
-        self.at += 1;
-        let mut out = String::new();
-        loop {
-            let run = self.bytes[self.at..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-            out.push_str(&self.text[self.at..self.at + run]);
-            self.at += run;
-            match self.bytes[self.at] {
-                b'"' => {
-                    self.at += 1;
-                    return Some((out, Span { start, end: self.at }));
-                }
-                b'\\' => {
-                    let escape = *self.bytes.get(self.at + 1)?;
-                    self.at += 2;
-                    out.push(match escape {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => self.unicode()?,
-                        _ => return None,
-                    });
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// The character of a `\u` escape (after `\u`), a surrogate pair joined.
-    fn unicode(&mut self) -> Option<char> {
-        let high = self.hex4()?;
-        if !(0xD800..0xDC00).contains(&high) {
-            return char::from_u32(high);
-        }
-        if self.bytes.get(self.at..self.at + 2)? != b"\\u" {
-            return None;
-        }
-        self.at += 2;
-        let low = self.hex4()?;
-        if !(0xDC00..0xE000).contains(&low) {
-            return None;
-        }
-        char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
-    }
-
-    fn hex4(&mut self) -> Option<u32> {
-        let digits = self.text.get(self.at..self.at + 4)?;
-        let value = u32::from_str_radix(digits, 16).ok()?;
-        self.at += 4;
-        Some(value)
-    }
 }
 
 #[cfg(test)]
@@ -272,5 +144,10 @@ mod tests {
         }
         let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
         assert_eq!(canvas_paths(&deep), None);
+        // A hostile canvas nesting far deeper than any stack allows is refused, not followed.
+        let hostile = format!("{{\"nodes\":{}{}}}", "[".repeat(200_000), "]".repeat(200_000));
+        assert_eq!(canvas_paths(&hostile), None);
+        let comments = r#"{"nodes":[{"type":"file","file":"a.md"}] /* not JSON */}"#;
+        assert_eq!(canvas_paths(comments), None, "a canvas is strict JSON");
     }
 }
