@@ -102,7 +102,7 @@ fn run() -> Result<(), String> {
     // The criterion benchmarks' five content queries, twenty times each.
     for round in 0..100 {
         let (_, query) = GENERATED_QUERIES.all()[round % 5];
-        let search = SearchArgs { query: query.into(), tags: None, folder: None, limit: None, explain: None };
+        let search = SearchArgs { query: query.into(), ..SearchArgs::default() };
         engine.search_note_content(&search).map_err(|e| e.to_string())?;
     }
     report("searches", started);

@@ -39,6 +39,22 @@ fn content_paths(engine: &Engine, query: &str) -> Vec<String> {
     engine.search_note_content(&search(query)).unwrap().results.into_iter().map(|h| h.path).collect()
 }
 
+/// `knowledge_paths` making only `passes` of the search's optional passes.
+fn knowledge_paths_with(engine: &Engine, query: &str, passes: SearchPasses) -> Vec<String> {
+    let args = SearchArgs { passes, ..search(query) };
+    engine.search_knowledge(&args).unwrap().results.into_iter().map(|h| h.path).collect()
+}
+
+/// `content_paths` making only `passes` of the search's optional passes.
+fn content_paths_with(engine: &Engine, query: &str, passes: SearchPasses) -> Vec<String> {
+    let args = SearchArgs { passes, ..search(query) };
+    engine.search_note_content(&args).unwrap().results.into_iter().map(|h| h.path).collect()
+}
+
+const WITHOUT_FEEDBACK: SearchPasses = SearchPasses { feedback: false, title_shortcut: true, fusion: true };
+const WITHOUT_FUSION: SearchPasses = SearchPasses { fusion: false, title_shortcut: true, feedback: true };
+const FULL_QUERY_ONLY: SearchPasses = SearchPasses { title_shortcut: false, feedback: true, fusion: true };
+
 #[test]
 fn knowledge_search_finds_titles_aliases_and_descriptions_in_both_languages() {
     let (_tmp, vault) = common::temp_vault();
@@ -2496,13 +2512,13 @@ fn issue_13_an_unsure_questions_feedback_from_its_best_notes_reranks_them() {
     }
     let engine = open(vault);
     let question = "how do I switch the app to dark colors";
-    let without = kb_mcp::index::without_feedback(|| knowledge_paths(&engine, question));
+    let without = knowledge_paths_with(&engine, question, WITHOUT_FEEDBACK);
     assert_eq!(&without[..2], ["Graph view.md", "Settings.md"], "{without:?}");
     let with = knowledge_paths(&engine, question);
     assert_eq!(&with[..2], ["Settings.md", "Graph view.md"], "{with:?}");
     // Keywords are not a question: ranked as ever.
     let keywords = knowledge_paths(&engine, "dark colors");
-    assert_eq!(keywords, kb_mcp::index::without_feedback(|| knowledge_paths(&engine, "dark colors")));
+    assert_eq!(keywords, knowledge_paths_with(&engine, "dark colors", WITHOUT_FEEDBACK));
 }
 
 /// A question's page is ordered by its tool's ranking and the other tool's
@@ -2528,20 +2544,17 @@ fn issue_13_a_questions_page_is_ordered_by_both_tools_rankings() {
     }
     let engine = open(vault);
     let question = "how can I recover lost paragraphs after a crash";
-    let text_side = kb_mcp::index::without_fusion(|| content_paths(&engine, question));
+    let text_side = content_paths_with(&engine, question, WITHOUT_FUSION);
     assert_eq!(text_side[0], "File recovery.md", "{text_side:?}");
     assert!(!text_side.contains(&"Crash reports.md".to_owned()), "{text_side:?}");
-    let without = kb_mcp::index::without_fusion(|| knowledge_paths(&engine, question));
+    let without = knowledge_paths_with(&engine, question, WITHOUT_FUSION);
     assert_eq!(&without[..2], ["Crash reports.md", "File recovery.md"], "{without:?}");
     let with = knowledge_paths(&engine, question);
     assert_eq!(with[0], "File recovery.md", "{with:?}");
     assert!(with.contains(&"Crash reports.md".to_owned()), "reordered, not left out: {with:?}");
     // Keywords are not a question: ranked by the tool alone.
     let keywords = "crash recover lost paragraphs";
-    assert_eq!(
-        knowledge_paths(&engine, keywords),
-        kb_mcp::index::without_fusion(|| knowledge_paths(&engine, keywords))
-    );
+    assert_eq!(knowledge_paths(&engine, keywords), knowledge_paths_with(&engine, keywords, WITHOUT_FUSION));
 }
 
 /// Issue 19, the candidate pass: a question of many words makes more term
@@ -2593,7 +2606,7 @@ fn issue_19_a_question_of_many_words_is_answered_as_the_full_query_answers_it() 
     let engine = open(vault);
     let question = words.join(" ");
     let page = knowledge_paths(&engine, &question);
-    let full = kb_mcp::index::full_query_only(|| knowledge_paths(&engine, &question));
+    let full = knowledge_paths_with(&engine, &question, FULL_QUERY_ONLY);
     assert!(page.len() >= 10, "{page:?}");
     assert_eq!(page, full);
 }

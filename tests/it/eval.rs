@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use kb_mcp::engine::types::{AuditArgs, Finding, SearchArgs, Severity};
+use kb_mcp::engine::types::{AuditArgs, Finding, SearchArgs, SearchPasses, Severity};
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::error::ErrorCode;
 use kb_mcp::eval::{CaseReport, Metrics, Report, Score, Suite, Tool, language_of, run, run_baseline};
@@ -782,8 +782,8 @@ fn issue_13_questions_in_other_words_keep_their_recorded_ranks() {
 /// `search_knowledge` as (path, score) pairs and its total, with or without the
 /// title-side shortcut.
 fn knowledge_page(engine: &Engine, args: &SearchArgs, full: bool) -> (Vec<(String, f32)>, u64) {
-    let search = || engine.search_knowledge(args).unwrap();
-    let found = if full { kb_mcp::index::full_query_only(search) } else { search() };
+    let passes = SearchPasses { title_shortcut: !full, ..SearchPasses::default() };
+    let found = engine.search_knowledge(&SearchArgs { passes, ..args.clone() }).unwrap();
     (found.results.into_iter().map(|hit| (hit.path, hit.score)).collect(), found.total)
 }
 

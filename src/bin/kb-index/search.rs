@@ -67,7 +67,7 @@ pub(crate) fn run(
         tags: (!args.tags.is_empty()).then(|| args.tags.clone()),
         folder: args.folder.clone(),
         limit: Some(args.limit),
-        explain: None,
+        ..EngineArgs::default()
     };
     if let Err(error) = engine.sync(false, None) {
         if engine.record_count() == 0 {

@@ -71,6 +71,7 @@ impl Engine {
             limit: SIMILAR,
             explain: false,
             texts: None,
+            passes: SearchPasses::default(),
         };
         match self.index().search(&request) {
             Ok(outcome) => outcome

@@ -249,7 +249,7 @@ fn search(engine: &Engine, case: &Case, top_k: u32) -> Result<(u64, Vec<String>)
         tags: case.tags.clone(),
         folder: case.folder.clone(),
         limit: Some(top_k),
-        explain: None,
+        ..SearchArgs::default()
     };
     Ok(match case.tool {
         Tool::SearchKnowledge => {

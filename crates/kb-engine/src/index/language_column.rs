@@ -2,7 +2,7 @@
 //! while the segment serves.
 //!
 //! In a vault of several languages of one script, a search ranks the notes of
-//! the query's rival languages lower (see `search::RivalShare`): it reads the
+//! the query's rival languages lower (see `search::rivals::RivalShare`): it reads the
 //! language of every note it scores, the title side's matches and the scored
 //! candidates alike, a few hundred per search. Through the column's codec that
 //! was about 3 % of a `search_knowledge` call on the Obsidian Help vault. A

@@ -35,10 +35,7 @@ mod writer;
 pub use baseline::BaselineIndex;
 pub use open::OpenedIndex;
 pub use script::{is_cjk, is_han, is_hangul, is_kana};
-pub use search::{
-    NoteTexts, SearchHit, SearchOutcome, SearchRequest, SearchScope, full_query_only, without_feedback,
-    without_fusion,
-};
+pub use search::{NoteTexts, SearchHit, SearchOutcome, SearchPasses, SearchRequest, SearchScope};
 pub use snippet::Snippet;
 pub use writer::{DocumentSink, Journal, PendingUpdate};
 

@@ -15,7 +15,7 @@
 //! frontmatter diagnostics), `notes.rs` (orphans, duplicate titles, maps of
 //! content, sizes, skipped files), `text.rs` (the checks that read notes' text),
 //! `findings.rs` (the findings of one audit, their counts and pages),
-//! `mentions.rs` (unlinked mentions), `cursor.rs` (order and paging), `fix.rs`
+//! `mentions/` (unlinked mentions), `cursor.rs` (order and paging), `fix.rs`
 //! (mechanical fixes staged as proposals) and `spelling.rs` (when a fix is
 //! mechanical).
 

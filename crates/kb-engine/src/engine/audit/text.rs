@@ -1,7 +1,7 @@
 //! The checks that read notes' text: the `[lint]` frontmatter rules, empty
 //! notes (only notes small and bare enough to be empty are read), each file
 //! once, in parallel; and unlinked mentions, from what the engine keeps of
-//! each note's prose (`mentions.rs`), read again only where a note changed.
+//! each note's prose (`mentions/`), read again only where a note changed.
 
 use rayon::prelude::*;
 

@@ -64,6 +64,7 @@ impl Engine {
             limit: limit as usize,
             explain: args.explain.unwrap_or(false),
             texts: None,
+            passes: args.passes,
         })
     }
 

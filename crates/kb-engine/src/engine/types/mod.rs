@@ -19,6 +19,7 @@ mod recall;
 mod recent;
 mod search;
 
+pub use crate::index::SearchPasses;
 pub use access::{Access, Actor, Caller};
 pub use audit::{Audit, AuditArgs, AuditCheck, Finding, Fix, Severity, UnstagedReason};
 pub use batch::{BatchItem, ProposeBatchArgs, ProposeBatchResult, RevertArgs, RevertResult};

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds::SEARCH_LIMIT;
 use super::is_zero;
+use crate::index::SearchPasses;
 
 /// `search_knowledge` and `search_note_content` arguments.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
@@ -25,6 +26,11 @@ pub struct SearchArgs {
     /// Explain each hit's score.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<bool>,
+    /// Which of the search's optional passes it makes: all of them, unless a
+    /// test turns one off. Not an argument of the tools: never read from JSON.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub passes: SearchPasses,
 }
 
 /// One `search_knowledge` hit.

@@ -98,8 +98,8 @@ struct InSegment {
 }
 
 /// The lowest score that can still enter a page being collected: the page's
-/// last score once it is full (see `search::BarredTop`), only ever raised. A
-/// candidate whose most possible score is below it cannot enter the page, so
+/// last score once it is full (see `search::collectors::BarredTop`), only
+/// ever raised. A candidate whose most possible score is below it cannot enter the page, so
 /// its leaves need not score it; a leaf that passes it over while another has
 /// already scored it leaves it a partial score, lower still, which the page
 /// refuses all the same. Scores are never negative, so their bits order as

@@ -13,8 +13,10 @@
 //! The [`Graph`] is computed from all records at once and is immutable; the
 //! engine rebuilds it lazily after the vault changes.
 
+mod after_change;
 mod links;
 mod resolver;
 
-pub use links::{AfterChange, Backlink, Graph, MovedAttachments};
+pub use after_change::{AfterChange, MovedAttachments};
+pub use links::{Backlink, Graph};
 pub use resolver::{Broken, Resolution, Resolver};

@@ -20,6 +20,7 @@
 
 mod blocks;
 mod inline;
+mod link_syntax;
 mod properties;
 mod syntax;
 mod target;

@@ -34,7 +34,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 
-use super::inline::{make_anchor, parse_wikilink};
+use super::link_syntax::{make_anchor, parse_wikilink};
 use super::{LinkSpan, PropertyQuote, Span};
 use crate::vault::keys::frontmatter_keys;
 use crate::vault::note::LinkKind;

@@ -2,7 +2,7 @@
 //! escapes, URL schemes (external links are not the vault's) and relative paths
 //! resolved against the note's folder.
 
-use super::inline::make_anchor;
+use super::link_syntax::make_anchor;
 use crate::vault::note::Anchor;
 
 /// Removes backslash escapes before ASCII punctuation.
