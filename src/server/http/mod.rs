@@ -56,8 +56,8 @@ mod sessions;
 
 pub(crate) use gate::Arrived;
 pub use options::{
-    DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
-    HttpOptions,
+    DEFAULT_ACCESS_TOKEN_LIFETIME_SECS, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS,
+    DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN, HttpOptions,
 };
 pub use origin::{is_loopback, is_valid_origin_pattern};
 pub use serve::serve_http;
