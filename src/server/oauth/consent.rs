@@ -2,7 +2,7 @@
 //! pages that end an attempt (refused, expired, replayed, locked). Plain
 //! server-rendered HTML with inline styles and no script or external
 //! resource; every value from a client is escaped. Served with a strict
-//! Content-Security-Policy, no caching, no referrer, and no framing (so no
+//! Content-Security-Policy, no caching, no referrer to other sites, and no framing (so no
 //! other site can overlay the Allow button).
 
 use axum::response::{IntoResponse, Response};
@@ -46,7 +46,7 @@ fn html(status: StatusCode, title: &str, body: &str) -> Response {
     let page = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
-         <title>{}</title><style>{STYLE}</style></head><body><main>{body}</main></body></html>",
+         <title>{}</title><link rel=\"icon\" href=\"data:,\"><style>{STYLE}</style></head><body><main>{body}</main></body></html>",
         escape(title)
     );
     let mut response = (status, page).into_response();
@@ -54,11 +54,14 @@ fn html(status: StatusCode, title: &str, body: &str) -> Response {
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"),
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'",
+        ),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // Not `no-referrer`: Chromium then sends `Origin: null` with the form, which the gate refuses.
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     response
 }
 
