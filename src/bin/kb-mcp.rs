@@ -314,6 +314,14 @@ fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, Stri
         Some(text) => Some(check_public_url(text)?),
         None => None,
     };
+    if public_url.is_none()
+        && let Some(host) = cli.allowed_host.first()
+    {
+        eprintln!(
+            "kb-mcp: warning: OAuth clients (ChatGPT, claude.ai) that reach this server as {host} need \
+             --public-url https://{host}; without it the OAuth metadata names http://{addr}, which they cannot reach"
+        );
+    }
     let mut http = HttpOptions::new(addr, tokens);
     http.public_url = public_url;
     http.access_token_lifetime = Duration::from_secs(cli.access_token_lifetime);

@@ -337,6 +337,15 @@ fn metadata_and_the_401_point_a_client_at_the_authorization_server() {
     assert_eq!(metadata["token_endpoint"], format!("{base}/oauth/token"));
     assert_eq!(metadata["registration_endpoint"], format!("{base}/oauth/register"));
     assert_eq!(metadata["code_challenge_methods_supported"], json!(["S256"]));
+    // A browser-based client (the MCP Inspector) may call the endpoints: CORS preflight.
+    let preflight = server.send(
+        "OPTIONS",
+        "/oauth/register",
+        &[("Origin", "http://localhost:6274"), ("Access-Control-Request-Method", "POST")],
+        "",
+    );
+    assert_eq!(preflight.status, 204, "{}", preflight.body);
+    assert_eq!(preflight.header("access-control-allow-origin"), Some("*"));
     // The static token works beside OAuth.
     assert_eq!(server.initialize(&server.static_token).status, 200);
 

@@ -101,15 +101,30 @@ impl OAuth {
     /// The routes of the endpoints.
     pub(in crate::server) fn routes(self: &Arc<Self>) -> Router {
         Router::new()
-            .route(RESOURCE_METADATA, get(resource_metadata))
-            .route(&format!("{RESOURCE_METADATA}/mcp"), get(resource_metadata))
-            .route(SERVER_METADATA, get(server_metadata))
-            .route(REGISTER, post(register))
+            .route(RESOURCE_METADATA, get(resource_metadata).options(preflight))
+            .route(&format!("{RESOURCE_METADATA}/mcp"), get(resource_metadata).options(preflight))
+            .route(SERVER_METADATA, get(server_metadata).options(preflight))
+            .route(REGISTER, post(register).options(preflight))
             .route(AUTHORIZE, get(authorize).post(consent_answer))
-            .route(TOKEN, post(token))
-            .route(REVOKE, post(revoke))
+            .route(TOKEN, post(token).options(preflight))
+            .route(REVOKE, post(revoke).options(preflight))
             .with_state(self.clone())
     }
+}
+
+/// A CORS preflight for the endpoints a browser-based client calls (the MCP
+/// Inspector): the gate has already checked the `Origin` against the allowed ones.
+async fn preflight() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, OPTIONS"));
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("authorization, content-type, mcp-protocol-version"),
+    );
+    headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    response
 }
 
 fn public_json(value: Value) -> Response {
