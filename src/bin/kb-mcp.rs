@@ -359,13 +359,10 @@ fn check_public_url(text: &str) -> Result<String, String> {
 /// Reads the passphrase (twice, without echo, on a terminal) and stores its hash.
 fn owner_set(tokens: &Path) -> ExitCode {
     let path = oauth_state_path(tokens);
-    let mut file = match OAuthFile::load(&path) {
-        Ok(file) => file,
-        Err(error) => {
-            eprintln!("kb-mcp: {}", error.message);
-            return ExitCode::from(2);
-        }
-    };
+    if let Err(error) = OAuthFile::load(&path) {
+        eprintln!("kb-mcp: {}", error.message);
+        return ExitCode::from(2);
+    }
     let terminal = std::io::stdin().is_terminal();
     let read = |prompt: &str| -> Option<String> {
         if terminal {
@@ -389,14 +386,11 @@ fn owner_set(tokens: &Path) -> ExitCode {
         eprintln!("kb-mcp: the two passphrases differ; nothing was changed");
         return ExitCode::from(2);
     }
-    if let Err(error) = file.set_owner_passphrase(&passphrase) {
+    let set = OAuthFile::update(&path, |file| file.set_owner_passphrase(&passphrase).map(|()| ((), true)));
+    if let Err(error) = set {
         let hint = error.hint.map(|h| format!("\nhint: {h}")).unwrap_or_default();
         eprintln!("kb-mcp: {}{hint}", error.message);
-        return ExitCode::from(2);
-    }
-    if let Err(error) = file.save(&path) {
-        eprintln!("kb-mcp: cannot write {}: {error}", path.display());
-        return ExitCode::from(1);
+        return ExitCode::from(if error.code == kb_mcp::error::ErrorCode::InvalidArgument { 2 } else { 1 });
     }
     let _ = writeln!(
         std::io::stdout(),
@@ -411,7 +405,7 @@ fn clients_command(action: ClientsAction) -> ExitCode {
         ClientsAction::List { tokens } | ClientsAction::Revoke { tokens, .. } => tokens,
     };
     let path = oauth_state_path(tokens);
-    let mut file = match OAuthFile::load(&path) {
+    let file = match OAuthFile::load(&path) {
         Ok(file) => file,
         Err(error) => {
             eprintln!("kb-mcp: {}", error.message);
@@ -443,16 +437,21 @@ fn clients_command(action: ClientsAction) -> ExitCode {
             ExitCode::SUCCESS
         }
         ClientsAction::Revoke { name, .. } => {
-            let removed = file.revoke_client(&name);
+            let removed = match OAuthFile::update(&path, |file| {
+                let removed = file.revoke_client(&name);
+                Ok((removed, removed > 0))
+            }) {
+                Ok(removed) => removed,
+                Err(error) => {
+                    eprintln!("kb-mcp: cannot change {}: {}", path.display(), error.message);
+                    return ExitCode::from(1);
+                }
+            };
             if removed == 0 {
                 eprintln!(
                     "kb-mcp: no OAuth client is named `{name}` in {}\nhint: `kb-mcp clients list` shows them",
                     path.display()
                 );
-                return ExitCode::from(1);
-            }
-            if let Err(error) = file.save(&path) {
-                eprintln!("kb-mcp: cannot write {}: {error}", path.display());
                 return ExitCode::from(1);
             }
             let _ = writeln!(

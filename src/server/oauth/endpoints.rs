@@ -84,6 +84,9 @@ impl OAuth {
 
     /// What an OAuth access token grants here, if it is live and for this resource.
     pub(in crate::server) fn verify(&self, presented: &str) -> Option<Grant> {
+        if !presented.starts_with(super::state::ACCESS_PREFIX) {
+            return None;
+        }
         let granted = self.store.read(|file| file.verify(presented, &self.resource))?;
         Some(Grant {
             name: Arc::from(format!("oauth:{}", granted.client_name)),

@@ -184,6 +184,19 @@ impl OAuthFile {
         Ok(state)
     }
 
+    /// Loads the state at `path`, changes it with `f` and writes it back, all
+    /// under the state's lock, so a running server's writes and this one never
+    /// overwrite each other. `f` says whether it changed anything.
+    pub fn update<T>(path: &Path, f: impl FnOnce(&mut OAuthFile) -> Result<(T, bool)>) -> Result<T> {
+        let _lock = sandbox::lock_private_file(path)?;
+        let mut file = OAuthFile::load(path)?;
+        let (out, changed) = f(&mut file)?;
+        if changed {
+            file.save(path)?;
+        }
+        Ok(out)
+    }
+
     /// Writes the state atomically with owner-only permissions, dropping what expired.
     pub fn save(&mut self, path: &Path) -> Result<()> {
         self.prune(now_s());
@@ -448,6 +461,13 @@ impl OAuthStore {
     /// Changes the state and writes it (only when `f` says it changed something).
     pub(super) fn change<T>(&self, f: impl FnOnce(&mut OAuthFile) -> (T, bool)) -> Result<T> {
         let mut loaded = self.fresh();
+        // Under the lock, what `kb-mcp clients revoke` wrote is read before this write replaces it.
+        let _lock = sandbox::lock_private_file(&self.path)?;
+        let stamp = sandbox::private_file_stamp(&self.path);
+        if stamp != loaded.1 {
+            loaded.0 = OAuthFile::load(&self.path)?;
+            loaded.1 = stamp;
+        }
         let (out, changed) = f(&mut loaded.0);
         if changed {
             loaded.0.save(&self.path)?;

@@ -54,7 +54,10 @@ pub use machine::spare_cores;
 pub use names::{is_zero_width, name_key, new_name_refusal, stray_zero_width, twin_among, twin_key};
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
-pub use secrets::{FileStamp, PrivateFile, private_file_stamp, read_private_file, write_private_file};
+pub use secrets::{
+    FileStamp, PrivateFile, PrivateLock, lock_private_file, private_file_stamp, read_private_file,
+    write_private_file,
+};
 pub use swap::{Prepared, Replaced};
 pub use vault_dir::current_folder_vault;
 
