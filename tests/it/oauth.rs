@@ -616,6 +616,25 @@ fn an_expired_access_token_is_refused_and_a_refresh_replaces_it() {
     assert_eq!(server.initialize(refreshed.json()["access_token"].as_str().unwrap()).status, 200);
 }
 
+/// `kb-mcp owner set` refuses a short passphrase and changes nothing.
+#[test]
+fn a_short_owner_passphrase_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tmp.path().join("tokens.json");
+    let mut owner = Command::new(BIN)
+        .args(["owner", "set", "--tokens"])
+        .arg(&tokens)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    owner.stdin.take().unwrap().write_all(b"too short\n").unwrap();
+    let output = owner.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("shorter than 12"));
+    assert!(!kb_mcp::server::oauth_state_path(&tokens).exists());
+}
+
 /// The state file beside the token file holds hashes, never a token.
 #[test]
 fn the_oauth_state_file_is_private_and_holds_no_token() {
