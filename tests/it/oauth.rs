@@ -440,6 +440,41 @@ fn codes_need_their_client_redirect_uri_and_pkce_verifier_once() {
     attack(&code, Some(VERIFIER), REDIRECT, "invalid_grant");
     assert_eq!(server.initialize(&access).status, 401);
 
+    // A redirect URI named in the request must be named again at the exchange.
+    let code = server.code(&client, "read");
+    let fields = [
+        ("grant_type", "authorization_code"),
+        ("client_id", client.as_str()),
+        ("code", code.as_str()),
+        ("code_verifier", VERIFIER),
+    ];
+    assert_eq!(error_of(&server.form("/oauth/token", &fields, &[])), "invalid_grant");
+    // One the request left out (the client has one) may be left out there too.
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([
+            ("response_type", "code"),
+            ("client_id", client.as_str()),
+            ("code_challenge", &challenge(VERIFIER)),
+            ("code_challenge_method", "S256"),
+        ])
+        .finish();
+    let page = server.get(&format!("/oauth/authorize?{query}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    let (attempt, csrf) = (hidden(&page.body, "attempt"), hidden(&page.body, "csrf"));
+    let code =
+        server.answer(&attempt, &csrf, Some(&csrf), "read", PASSPHRASE).redirect_query()["code"].clone();
+    let reply = server.form(
+        "/oauth/token",
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", client.as_str()),
+            ("code", code.as_str()),
+            ("code_verifier", VERIFIER),
+        ],
+        &[],
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+
     // A token for another resource is never issued.
     let code = server.code(&client, "read");
     let mut fields = vec![

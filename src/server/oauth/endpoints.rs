@@ -355,7 +355,7 @@ async fn authorize(
     }
     let begun = oauth.flow.begin(
         client.client_id.clone(),
-        redirect_uri.clone(),
+        (redirect_uri.clone(), param("redirect_uri").is_some()),
         challenge.to_owned(),
         state.clone(),
         scope,
@@ -577,7 +577,11 @@ async fn token(State(oauth): State<Arc<OAuth>>, Form(form): Form<HashMap<String,
                     "the code was issued to another client",
                 );
             }
-            if field("redirect_uri") != Some(issued.redirect_uri.as_str()) {
+            // OAuth 2.1: required when the authorization request named it; identical whenever sent.
+            let named = field("redirect_uri");
+            if named.is_some_and(|uri| uri != issued.redirect_uri)
+                || (issued.redirect_given && named.is_none())
+            {
                 return oauth_error(
                     StatusCode::BAD_REQUEST,
                     "invalid_grant",

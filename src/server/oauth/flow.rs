@@ -39,6 +39,8 @@ const FAILURE_WINDOW: Duration = Duration::from_secs(10 * 60);
 pub(super) struct Attempt {
     pub(super) client_id: String,
     pub(super) redirect_uri: String,
+    /// Whether the request named its redirect URI (then the exchange must name it too).
+    pub(super) redirect_given: bool,
     pub(super) challenge: String,
     pub(super) state: Option<String>,
     /// The most the client asked for.
@@ -54,6 +56,7 @@ pub(super) struct Attempt {
 pub(super) struct Code {
     pub(super) client_id: String,
     pub(super) redirect_uri: String,
+    pub(super) redirect_given: bool,
     pub(super) challenge: String,
     pub(super) scope: Access,
     pub(super) resource: String,
@@ -91,7 +94,7 @@ impl Flow {
     pub(super) fn begin(
         &self,
         client_id: String,
-        redirect_uri: String,
+        (redirect_uri, redirect_given): (String, bool),
         challenge: String,
         state: Option<String>,
         scope: Access,
@@ -107,6 +110,7 @@ impl Flow {
         let attempt = Attempt {
             client_id,
             redirect_uri,
+            redirect_given,
             challenge,
             state,
             scope,
@@ -169,6 +173,7 @@ impl Flow {
             CodeState::Fresh(Code {
                 client_id: attempt.client_id.clone(),
                 redirect_uri: attempt.redirect_uri.clone(),
+                redirect_given: attempt.redirect_given,
                 challenge: attempt.challenge.clone(),
                 scope,
                 resource: attempt.resource.clone(),
@@ -259,7 +264,7 @@ mod tests {
     fn a_code_is_spent_by_its_first_use() {
         let flow = Flow::default();
         let (id, attempt) = flow
-            .begin("c".into(), "https://a/cb".into(), "x".repeat(43), None, Access::Read, "r".into())
+            .begin("c".into(), ("https://a/cb".into(), true), "x".repeat(43), None, Access::Read, "r".into())
             .unwrap()
             .unwrap();
         assert!(flow.attempt(&id).is_some());
