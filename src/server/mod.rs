@@ -20,6 +20,7 @@ mod fixtures;
 mod guide;
 mod http;
 mod metrics;
+mod oauth;
 mod published;
 mod resources;
 mod rpc;
@@ -30,9 +31,11 @@ mod tokens;
 mod watch;
 
 pub use http::{
-    DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
-    HttpOptions, is_loopback, is_valid_origin_pattern, serve_http,
+    DEFAULT_ACCESS_TOKEN_LIFETIME_SECS, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS,
+    DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN, HttpOptions, is_loopback, is_valid_origin_pattern,
+    serve_http,
 };
+pub use oauth::{ClientSummary, OAuthFile, oauth_state_path};
 pub use published::{PublishedServer, running_servers};
 pub use tokens::{Scope, TokenFile, TokenLimits, TokenRecord};
 

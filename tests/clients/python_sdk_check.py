@@ -16,7 +16,12 @@ decline refused and an accept applied (an elicitation request on the handshake, 
 input_required round trip on 2026-07-28). Over HTTP (issue 40), a reader's calls
 made through the SDK's Streamable HTTP client are read back from `GET /metrics`
 with a token of scope `metrics`, parsed by the Prometheus client library's own
-parser (the exposition format as Prometheus reads it). Prints one line per check
+parser (the exposition format as Prometheus reads it). Over HTTP too (issue 41), the
+SDK's own OAuth client (`OAuthClientProvider`) finds the metadata from the 401,
+registers, is sent to the consent page (answered as a browser would: the page's
+form, its cookie, the owner passphrase, granting `read` of the three scopes asked
+for), exchanges the code with PKCE and calls tools with the token, seeing only the
+read tools. Prints one line per check
 and a final "N passed, N failed" line; exits 1 if anything failed.
 
     python3 tests/clients/python_sdk_check.py --binary target/debug/kb-mcp --vault fixtures/vault
@@ -291,6 +296,92 @@ async def metrics(binary, vault, tmp):
         server.wait(timeout=30)
 
 
+PASSPHRASE = "correct horse battery staple"
+OAUTH_REDIRECT = "http://127.0.0.1:9/callback"
+
+
+async def oauth(binary, vault, tmp):
+    import re
+    import urllib.parse
+
+    import httpx2
+    from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+    tokens = Path(tmp) / "oauth-tokens.json"
+    token_add(binary, tokens, "laptop", "read")
+    subprocess.run([binary, "owner", "set", "--tokens", str(tokens)], input=PASSPHRASE + "\n", text=True,
+                   check=True, capture_output=True)
+    server = subprocess.Popen([binary, "--http", "127.0.0.1:0", "--tokens", str(tokens), "--vault", str(vault)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    class Memory:
+        def __init__(self):
+            self.tokens, self.client = None, None
+
+        async def get_tokens(self) -> OAuthToken | None:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return self.client
+
+        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+            self.client = client_info
+
+    try:
+        addr = None
+        for line in server.stderr:
+            event = json.loads(line)
+            if event.get("event") == "listening":
+                addr = event["addr"]
+                break
+        base = f"http://{addr}"
+        answer = {}
+
+        async def redirect_handler(url: str) -> None:
+            # The person's browser: the consent page, then its form with the passphrase.
+            async with httpx2.AsyncClient() as browser:
+                page = await browser.get(url)
+                check("[oauth] the consent page names the client and the vault",
+                      page.status_code == 200 and "kb-mcp python check" in page.text and "<b>vault</b>" in page.text,
+                      f"{page.status_code}")
+                field = lambda name: re.search(f'name="{name}" value="([^"]+)"', page.text).group(1)
+                form = {"attempt": field("attempt"), "csrf": field("csrf"), "scope": "read",
+                        "passphrase": PASSPHRASE, "decision": "allow"}
+                reply = await browser.post(f"{base}/oauth/authorize", data=form, headers={"Origin": base})
+                check("[oauth] the owner's answer redirects back with a code", reply.status_code == 303, str(reply.status_code))
+                query = urllib.parse.parse_qs(urllib.parse.urlparse(reply.headers["location"]).query)
+                answer.update({name: values[0] for name, values in query.items()})
+
+        async def callback_handler() -> AuthorizationCodeResult:
+            return AuthorizationCodeResult(code=answer["code"], state=answer.get("state"), iss=answer.get("iss"))
+
+        metadata = OAuthClientMetadata(client_name="kb-mcp python check", redirect_uris=[OAUTH_REDIRECT],
+                                       grant_types=["authorization_code", "refresh_token"], response_types=["code"])
+        storage = Memory()
+        provider = OAuthClientProvider(server_url=f"{base}/mcp", client_metadata=metadata, storage=storage,
+                                       redirect_handler=redirect_handler, callback_handler=callback_handler)
+        async with create_mcp_http_client(auth=provider) as http:
+            async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                check("[oauth] the granted read scope lists the read tools only",
+                      "search_knowledge" in names and "propose_new_note" not in names, str(names))
+                result = await client.call_tool("search_knowledge", {"query": "sync"})
+                check("[oauth] a tool call with the OAuth token", not result.is_error, str(result)[:300])
+        issued = storage.tokens
+        check("[oauth] the token is opaque, bound to its scope, and refreshable",
+              issued is not None and issued.access_token.startswith("kbo_") and issued.scope == "read"
+              and issued.refresh_token is not None, f"scope {issued.scope if issued else None}")
+        status, _, _ = get(f"{base}/metrics", issued.access_token)
+        check("[oauth] an OAuth token gets 403 at /metrics", status == 403, str(status))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -320,6 +411,10 @@ async def main():
             await metrics(str(Path(args.binary).resolve()), vault, tmp)
         except Exception as error:
             check("[http] metrics session", False, repr(error))
+        try:
+            await oauth(str(Path(args.binary).resolve()), vault, tmp)
+        except Exception as error:
+            check("[oauth] session", False, repr(error))
     failed = results.count(False)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

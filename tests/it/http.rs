@@ -359,7 +359,9 @@ fn the_gate_refuses_without_revealing_anything() {
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let reply = post(addr, &headers, INITIALIZE, None);
         assert_eq!(reply.status, 401, "{headers:?}");
-        assert_eq!(reply.header("www-authenticate"), Some("Bearer realm=\"kb-mcp\""));
+        let metadata = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
+        let challenge = format!("Bearer realm=\"kb-mcp\", resource_metadata=\"{metadata}\"");
+        assert_eq!(reply.header("www-authenticate"), Some(challenge.as_str()));
         assert_eq!(reply.body, "a valid bearer token is required\n", "nothing about the vault");
         assert!(reply.header("mcp-session-id").is_none());
     }

@@ -22,6 +22,7 @@ mod fuzz_regressions;
 mod http;
 mod index_folder;
 mod mcp;
+mod oauth;
 mod project;
 mod sandbox;
 mod structure;

@@ -27,9 +27,10 @@ mod install;
 use clap::{Parser, Subcommand};
 use kb_mcp::engine::types::Access;
 use kb_mcp::server::{
-    DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
-    HttpOptions, Scope, ServerOptions, TokenFile, TokenLimits, is_loopback, is_valid_origin_pattern,
-    serve_http, serve_stdio, set_debug_log,
+    DEFAULT_ACCESS_TOKEN_LIFETIME_SECS, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS,
+    DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN, HttpOptions, OAuthFile, Scope, ServerOptions,
+    TokenFile, TokenLimits, is_loopback, is_valid_origin_pattern, oauth_state_path, serve_http, serve_stdio,
+    set_debug_log,
 };
 
 /// The longest --session-idle: a week.
@@ -96,6 +97,12 @@ struct Cli {
     /// Open HTTP sessions allowed per token (1 to 10000); a client over the cap is told to end one (DELETE /mcp).
     #[arg(long, default_value_t = DEFAULT_SESSIONS_PER_TOKEN as u64, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
     sessions_per_token: u64,
+    /// The URL clients reach this server at, without /mcp (e.g. https://kb.example.com, a tunnel's or proxy's address): OAuth's issuer and resource are built from it, and its host is allowed as --allowed-host is (default: http:// and the bound address).
+    #[arg(long, env = "KB_PUBLIC_URL", value_name = "URL")]
+    public_url: Option<String>,
+    /// Seconds an OAuth access token lives (1 to 86400; default an hour); clients refresh it with their refresh token (30 days, rotated at each use).
+    #[arg(long, default_value_t = DEFAULT_ACCESS_TOKEN_LIFETIME_SECS, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    access_token_lifetime: u64,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -127,6 +134,44 @@ enum Command {
         /// Print the change as a diff; write nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// The owner's passphrase, which the OAuth consent page asks for before granting a client access.
+    Owner {
+        #[command(subcommand)]
+        action: OwnerAction,
+    },
+    /// The clients granted access by OAuth (ChatGPT, claude.ai, …): list them, revoke them.
+    Clients {
+        #[command(subcommand)]
+        action: ClientsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum OwnerAction {
+    /// Set (or change) the passphrase: read from stdin (typed twice, unechoed, on a terminal); at least 12 characters; stored as an Argon2id hash in the OAuth state file beside the token file.
+    Set {
+        /// The token file the server is started with (the OAuth state lives beside it, NAME.oauth.json).
+        #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
+        tokens: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ClientsAction {
+    /// List registered clients: name, client id, registration time and the access granted.
+    List {
+        /// The token file (the OAuth state lives beside it).
+        #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
+        tokens: PathBuf,
+    },
+    /// Revoke a client by name or client id: its tokens stop working at its next request and its sessions close.
+    Revoke {
+        /// The client's name (every client of that name) or client id.
+        name: String,
+        /// The token file (the OAuth state lives beside it).
+        #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
+        tokens: PathBuf,
     },
 }
 
@@ -179,6 +224,8 @@ fn main() -> ExitCode {
                 }
             };
         }
+        Some(Command::Owner { action: OwnerAction::Set { tokens } }) => return owner_set(&tokens),
+        Some(Command::Clients { action }) => return clients_command(action),
         None => {}
     }
     let vault = match cli.vault.clone() {
@@ -301,7 +348,21 @@ fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, Stri
              pass the Host check; add --allowed-host NAME for each name clients use to reach this machine"
         );
     }
+    let public_url = match &cli.public_url {
+        Some(text) => Some(check_public_url(text)?),
+        None => None,
+    };
+    if public_url.is_none()
+        && let Some(host) = cli.allowed_host.first()
+    {
+        eprintln!(
+            "kb-mcp: warning: OAuth clients (ChatGPT, claude.ai) that reach this server as {host} need \
+             --public-url https://{host}; without it the OAuth metadata names http://{addr}, which they cannot reach"
+        );
+    }
     let mut http = HttpOptions::new(addr, tokens);
+    http.public_url = public_url;
+    http.access_token_lifetime = Duration::from_secs(cli.access_token_lifetime);
     http.allowed_origins = cli.allow_origin.clone();
     http.allowed_hosts = cli.allowed_host.clone();
     http.rate = cli.rate;
@@ -309,6 +370,135 @@ fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, Stri
     http.request_timeout = Duration::from_secs(cli.request_timeout);
     http.sessions_per_token = usize::try_from(cli.sessions_per_token).unwrap_or(usize::MAX);
     Ok(http)
+}
+
+/// `--public-url`: an http(s) URL with a host and nothing after it but `/`; returned without the slash.
+fn check_public_url(text: &str) -> Result<String, String> {
+    let bad = |why: &str| {
+        format!(
+            "--public-url `{text}` {why}\nhint: write the address clients use, e.g. https://kb.example.com"
+        )
+    };
+    let url = url::Url::parse(text).map_err(|err| bad(&format!("is not a URL ({err})")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(bad("must start with https:// (or http://) and name a host"));
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(bad("must be the server's base address alone (kb-mcp serves /mcp and /oauth under it)"));
+    }
+    if url.scheme() == "http" && !matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]")) {
+        eprintln!(
+            "kb-mcp: warning: --public-url {text} is plain http: OAuth tokens would cross the network unencrypted"
+        );
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+/// Reads the passphrase (twice, without echo, on a terminal) and stores its hash.
+fn owner_set(tokens: &Path) -> ExitCode {
+    let path = oauth_state_path(tokens);
+    if let Err(error) = OAuthFile::load(&path) {
+        eprintln!("kb-mcp: {}", error.message);
+        return ExitCode::from(2);
+    }
+    let terminal = std::io::stdin().is_terminal();
+    let read = |prompt: &str| -> Option<String> {
+        if terminal {
+            eprint!("{prompt}");
+            let _ = std::io::stderr().flush();
+            let _ = std::process::Command::new("stty").arg("-echo").status();
+        }
+        let mut line = String::new();
+        let got = std::io::stdin().read_line(&mut line);
+        if terminal {
+            let _ = std::process::Command::new("stty").arg("echo").status();
+            eprintln!();
+        }
+        got.ok().filter(|n| *n > 0).map(|_| line.trim_end_matches(['\r', '\n']).to_owned())
+    };
+    let Some(passphrase) = read("Owner passphrase (at least 12 characters): ") else {
+        eprintln!("kb-mcp: no passphrase given on stdin");
+        return ExitCode::from(2);
+    };
+    if terminal && read("Again: ").as_deref() != Some(passphrase.as_str()) {
+        eprintln!("kb-mcp: the two passphrases differ; nothing was changed");
+        return ExitCode::from(2);
+    }
+    let set = OAuthFile::update(&path, |file| file.set_owner_passphrase(&passphrase).map(|()| ((), true)));
+    if let Err(error) = set {
+        let hint = error.hint.map(|h| format!("\nhint: {h}")).unwrap_or_default();
+        eprintln!("kb-mcp: {}{hint}", error.message);
+        return ExitCode::from(if error.code == kb_mcp::error::ErrorCode::InvalidArgument { 2 } else { 1 });
+    }
+    let _ = writeln!(
+        std::io::stdout(),
+        "Set the owner passphrase in {}; the consent page asks for it before granting any client access.",
+        path.display()
+    );
+    ExitCode::SUCCESS
+}
+
+fn clients_command(action: ClientsAction) -> ExitCode {
+    let tokens = match &action {
+        ClientsAction::List { tokens } | ClientsAction::Revoke { tokens, .. } => tokens,
+    };
+    let path = oauth_state_path(tokens);
+    let file = match OAuthFile::load(&path) {
+        Ok(file) => file,
+        Err(error) => {
+            eprintln!("kb-mcp: {}", error.message);
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    match action {
+        ClientsAction::List { .. } => {
+            let clients = file.clients();
+            if clients.is_empty() {
+                eprintln!("kb-mcp: no OAuth client has registered in {}", path.display());
+                return ExitCode::from(1);
+            }
+            let width = clients.iter().map(|c| c.name.chars().count()).max().unwrap_or(4).max(4);
+            let _ = writeln!(out, "{:<width$}  {:<28}  {:<25}  GRANTED", "NAME", "CLIENT ID", "REGISTERED");
+            for client in clients {
+                let granted = if client.scopes.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    client.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  {:<28}  {:<25}  {granted}",
+                    client.name, client.client_id, client.registered
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        ClientsAction::Revoke { name, .. } => {
+            let removed = match OAuthFile::update(&path, |file| {
+                let removed = file.revoke_client(&name);
+                Ok((removed, removed > 0))
+            }) {
+                Ok(removed) => removed,
+                Err(error) => {
+                    eprintln!("kb-mcp: cannot change {}: {}", path.display(), error.message);
+                    return ExitCode::from(1);
+                }
+            };
+            if removed == 0 {
+                eprintln!(
+                    "kb-mcp: no OAuth client is named `{name}` in {}\nhint: `kb-mcp clients list` shows them",
+                    path.display()
+                );
+                return ExitCode::from(1);
+            }
+            let _ = writeln!(
+                out,
+                "Revoked {removed} client(s) named `{name}`; a running server refuses their tokens from the next request."
+            );
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 /// `IP:PORT`, `[IPv6]:PORT`, or `localhost:PORT`.
@@ -436,6 +626,7 @@ mod tests {
         assert_eq!(Duration::from_secs(cli.session_idle), defaults.session_idle);
         assert_eq!(Duration::from_secs(cli.request_timeout), defaults.request_timeout);
         assert_eq!(cli.sessions_per_token as usize, defaults.sessions_per_token);
+        assert_eq!(Duration::from_secs(cli.access_token_lifetime), defaults.access_token_lifetime);
         assert_eq!(
             (cli.rate, cli.session_idle, cli.request_timeout, cli.sessions_per_token),
             (20.0, 1800, 120, 32)

@@ -23,6 +23,7 @@ use super::sessions::{Sessions, is_initialize};
 use crate::error::cut_middle;
 use crate::server::log;
 use crate::server::metrics::{Metrics, PendingCount};
+use crate::server::oauth::{OAuth, is_oauth_path};
 use crate::server::rpc::{
     INVALID_REQUEST, IdField, MessageScan, Reply, duplicate_id, too_many_values, unusable_id_message,
 };
@@ -55,6 +56,17 @@ pub(super) struct Gate {
     pub(super) revocations: Revocations,
     /// Where each tool call is counted once its answer is written.
     pub(super) metrics: Arc<Metrics>,
+    /// The OAuth endpoints and the access tokens they issued.
+    pub(super) oauth: Arc<OAuth>,
+}
+
+impl Gate {
+    /// The keys of every token and OAuth grant admitted now (sessions of others are closed).
+    pub(super) fn live_keys(&self) -> Vec<[u8; 32]> {
+        let mut keys = self.tokens.keys();
+        keys.extend(self.oauth.keys());
+        keys
+    }
 }
 
 /// The checks in front of the MCP service, in order (see the module docs).
@@ -110,13 +122,21 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             );
         }
     }
-    let Some(grant) = bearer(request.headers()).and_then(|token| gate.tokens.verify(token)) else {
+    if is_oauth_path(request.uri().path()) {
+        // The OAuth endpoints are how a client gets a token: they share one rate limit.
+        if gate.limiter.admit(&Arc::from("oauth endpoints"), None).is_err() {
+            return refuse(StatusCode::TOO_MANY_REQUESTS, "too many OAuth requests; try again shortly", &[]);
+        }
+        return next.run(request).await;
+    }
+    let presented = bearer(request.headers());
+    let Some(grant) =
+        presented.and_then(|token| gate.tokens.verify(token).or_else(|| gate.oauth.verify(token)))
+    else {
         log(json!({ "event": "http_refused", "status": 401, "why": "missing or unknown token" }));
-        return refuse(
-            StatusCode::UNAUTHORIZED,
-            "a valid bearer token is required",
-            &[(header::WWW_AUTHENTICATE, "Bearer realm=\"kb-mcp\"")],
-        );
+        let mut response = refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required", &[]);
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, gate.oauth.challenge());
+        return response;
     };
     let reads_metrics = request.uri().path() == METRICS_PATH;
     match (grant.scope, reads_metrics) {

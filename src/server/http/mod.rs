@@ -9,8 +9,11 @@
 //! the `Origin` header, when a browser sends one, on their allow-lists (403:
 //! DNS-rebinding protection, as the MCP specification requires; the refusal is
 //! logged and its body names the host or origin and the flag that allows it,
-//! `--allowed-host` or `--allow-origin`); an `Authorization: Bearer` token from the token
-//! file (401 with `WWW-Authenticate`, and nothing about the vault); the token's
+//! `--allowed-host` or `--allow-origin`); the OAuth endpoints (`/.well-known/*`,
+//! `/oauth/*`, see [`crate::server::oauth`]) go on from here without a token, under
+//! one shared rate limit; anything else needs an `Authorization: Bearer` token from
+//! the token file or an OAuth access token (401 with a `WWW-Authenticate` that names
+//! the protected-resource metadata, and nothing about the vault); the token's
 //! request rate (429 with `Retry-After`); the body itself, read within a time
 //! limit and the size cap (408, 413). The token's scope then rides in the
 //! request's extensions, where [`super::KbServer`] reads it for `tools/list` and
@@ -56,8 +59,8 @@ mod sessions;
 
 pub(crate) use gate::Arrived;
 pub use options::{
-    DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN,
-    HttpOptions,
+    DEFAULT_ACCESS_TOKEN_LIFETIME_SECS, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS,
+    DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN, HttpOptions,
 };
 pub use origin::{is_loopback, is_valid_origin_pattern};
 pub use serve::serve_http;

@@ -17,6 +17,9 @@ pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
 /// Sessions one token may hold open at once by default.
 pub const DEFAULT_SESSIONS_PER_TOKEN: usize = 32;
 
+/// Seconds an OAuth access token lives by default (an hour; the refresh token, 30 days).
+pub const DEFAULT_ACCESS_TOKEN_LIFETIME_SECS: u64 = 3600;
+
 /// How the HTTP transport was asked to run.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -38,11 +41,18 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
     /// How many sessions one token may hold open at once.
     pub sessions_per_token: usize,
+    /// The URL clients reach the server at (`https://kb.example.com`), the
+    /// OAuth issuer; `None`: `http://` and the bound address. Its host is
+    /// allowed as a `Host` and its origin as an `Origin`.
+    pub public_url: Option<String>,
+    /// How long an OAuth access token lives.
+    pub access_token_lifetime: Duration,
 }
 
 impl HttpOptions {
     /// The defaults ([`DEFAULT_RATE`], [`DEFAULT_SESSION_IDLE_SECS`],
-    /// [`DEFAULT_REQUEST_TIMEOUT_SECS`], [`DEFAULT_SESSIONS_PER_TOKEN`]), which `kb-mcp`'s flags default to as well.
+    /// [`DEFAULT_REQUEST_TIMEOUT_SECS`], [`DEFAULT_SESSIONS_PER_TOKEN`],
+    /// [`DEFAULT_ACCESS_TOKEN_LIFETIME_SECS`]), which `kb-mcp`'s flags default to as well.
     pub fn new(addr: SocketAddr, tokens: PathBuf) -> Self {
         HttpOptions {
             addr,
@@ -53,6 +63,8 @@ impl HttpOptions {
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
             request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
             sessions_per_token: DEFAULT_SESSIONS_PER_TOKEN,
+            public_url: None,
+            access_token_lifetime: Duration::from_secs(DEFAULT_ACCESS_TOKEN_LIFETIME_SECS),
         }
     }
 }

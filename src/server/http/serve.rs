@@ -27,6 +27,7 @@ use super::revocation::Revocations;
 use super::sessions::{Sessions, sweep_sessions};
 use crate::engine::types::Access;
 use crate::error::{Error, Result};
+use crate::server::oauth::{OAuth, oauth_state_path};
 use crate::server::tokens::TokenStore;
 use crate::server::{KbServer, ServerOptions, Shared, log};
 
@@ -52,12 +53,28 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(http.session_idle);
     let sessions = Arc::new(sessions);
+    let issuer = http.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+    let public = url::Url::parse(&issuer)
+        .map_err(|err| Error::invalid(format!("--public-url `{issuer}` is not a URL: {err}")))?;
+    let mut extra_hosts = http.allowed_hosts.clone();
+    extra_hosts.extend(public.host_str().map(|h| h.trim_matches(['[', ']']).to_owned()));
     let origins: Vec<String> = LOOPBACK_ORIGINS
         .iter()
         .map(|o| (*o).to_owned())
         .chain(http.allowed_origins.iter().cloned())
+        .chain(Some(public.origin().ascii_serialization()).filter(|o| o != "null"))
         .collect();
-    let hosts = allowed_hosts(local, &http.allowed_hosts);
+    let hosts = allowed_hosts(local, &extra_hosts);
+    let vault_name = options
+        .vault
+        .file_name()
+        .map_or_else(|| options.vault.display().to_string(), |name| name.to_string_lossy().into_owned());
+    let oauth = OAuth::new(
+        oauth_state_path(&http.tokens),
+        &issuer,
+        vault_name,
+        http.access_token_lifetime.as_secs().max(1),
+    )?;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts.clone())
         .with_allowed_origins(origins.clone())
@@ -81,18 +98,20 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         in_flight: IdsInFlight::default(),
         revocations: Revocations::default(),
         metrics: shared.metrics_handle(),
+        oauth: oauth.clone(),
     });
     tokio::spawn(sweep_sessions(gate.clone(), sessions_stop.child_token()));
     let app = Router::new()
         .route_service("/mcp", service)
         .route(METRICS_PATH, axum::routing::get(metrics).with_state(shared.clone()))
+        .merge(oauth.routes())
         .layer(middleware::from_fn_with_state(gate.clone(), guard));
 
     log(json!({
         "event": "start", "transport": "http", "version": env!("CARGO_PKG_VERSION"),
         "tokens": gate.tokens.len(), "rate": http.rate,
         "session_idle_s": http.session_idle.as_secs(), "request_timeout_s": http.request_timeout.as_secs(),
-        "sessions_per_token": http.sessions_per_token,
+        "sessions_per_token": http.sessions_per_token, "oauth_issuer": issuer,
     }));
     log(json!({ "event": "listening", "addr": local.to_string(), "url": format!("http://{local}/mcp") }));
 

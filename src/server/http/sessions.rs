@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::gate::Gate;
 use crate::error::Result;
 use crate::server::log;
-use crate::server::tokens::{Grant, TokenStore};
+use crate::server::tokens::Grant;
 
 /// How often open sessions are checked against the token file and their idle time.
 const SWEEP_EVERY: Duration = Duration::from_millis(250);
@@ -138,8 +138,7 @@ impl Sessions {
     }
 
     /// Closes the sessions of tokens no longer admitted and the ones idle too long.
-    async fn sweep(&self, tokens: &TokenStore) {
-        let live = tokens.keys();
+    async fn sweep(&self, live: &[[u8; 32]]) {
         let mut closing: Vec<(String, Arc<str>, &'static str)> = Vec::new();
         self.table().open.retain(|id, entry| {
             let why = if !live.contains(&entry.owner) {
@@ -170,8 +169,9 @@ pub(super) async fn sweep_sessions(gate: Arc<Gate>, stop: CancellationToken) {
     loop {
         tokio::select! {
             _ = ticks.tick() => {
-                gate.revocations.end_revoked(&gate.tokens.keys());
-                gate.sessions.sweep(&gate.tokens).await;
+                let live = gate.live_keys();
+                gate.revocations.end_revoked(&live);
+                gate.sessions.sweep(&live).await;
             }
             () = stop.cancelled() => return,
         }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The review card and the review page in a real browser (Debian's Chromium through
-# playwright-core), against the real binaries: installs what is missing (install.sh), builds
-# the binaries, runs card.mjs and page.mjs. Prints one `ok`/`FAIL` line per check; exits
-# non-zero if any check failed.
+# The review card, the review page and the OAuth consent page in a real browser (Debian's
+# Chromium through playwright-core), against the real binaries: installs what is missing
+# (install.sh), builds the binaries, runs card.mjs, page.mjs and consent.mjs. Prints one
+# `ok`/`FAIL` line per check; exits non-zero if any check failed.
 #
 #   bash tests/clients/review/run.sh
 #   KB_UPDATE_SCREENSHOTS=1 bash tests/clients/review/run.sh   # also rewrites docs/review-*.png
@@ -17,4 +17,5 @@ cargo build --quiet --bins || { echo "FAIL review: cargo build"; exit 1; }
 status=0
 node tests/clients/review/card.mjs || status=1
 node tests/clients/review/page.mjs || status=1
+node tests/clients/review/consent.mjs || status=1
 exit $status

@@ -55,8 +55,8 @@ pub use names::{is_zero_width, name_key, new_name_refusal, stray_zero_width, twi
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{
-    FileStamp, PrivateFile, private_file_stamp, read_private_file, read_user_file, replace_user_file,
-    write_private_file,
+    FileStamp, PrivateFile, PrivateLock, lock_private_file, private_file_stamp, read_private_file,
+    read_user_file, replace_user_file, write_private_file,
 };
 pub use swap::{Prepared, Replaced};
 pub use vault_dir::current_folder_vault;

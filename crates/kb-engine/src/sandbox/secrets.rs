@@ -1,5 +1,5 @@
-//! Private files outside the vault: the HTTP token file, and a host's
-//! configuration file the person asked `kb-mcp install` to edit.
+//! Private files outside the vault: the HTTP token file, the OAuth state,
+//! and a host's configuration file the person asked `kb-mcp install` to edit.
 //!
 //! The token file holds salted hashes of bearer tokens, so it must not be
 //! readable by other users and must never be seen half written (a server
@@ -7,12 +7,15 @@
 //! outside the vault, which is why it does not go through the vault writer:
 //! this module writes it atomically (a temporary file created with mode 0600
 //! in the same folder, fsync, rename, fsync of the folder) and reads it with a
-//! size cap. Nothing here knows what the file means.
+//! size cap. A file that two processes change (the OAuth state: the server
+//! issuing tokens, `kb-mcp clients revoke`) is changed under an advisory lock
+//! on a sibling `NAME.lock`, so neither write is lost. Nothing here knows what
+//! the file means.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{Error, Result};
 
@@ -156,4 +159,46 @@ pub fn read_user_file(path: &Path) -> Result<Option<String>> {
     String::from_utf8(file.bytes)
         .map(Some)
         .map_err(|_| Error::invalid(format!("{} is not UTF-8 text", path.display())))
+}
+
+/// A held lock on a private file; dropping it releases the lock.
+#[derive(Debug)]
+pub struct PrivateLock {
+    /// The lock file; `None` where the file system cannot lock.
+    _file: Option<fs::File>,
+}
+
+/// Takes the exclusive lock that serialises changes to the private file
+/// `path` across processes (on `NAME.lock` beside it, created owner-only),
+/// waiting up to 5 s. The operating system drops it when its holder dies.
+/// Where the file system cannot lock, it is granted without exclusion.
+pub fn lock_private_file(path: &Path) -> Result<PrivateLock> {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".lock");
+    let lock_path = path.with_file_name(name);
+    let shown = lock_path.display();
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(&lock_path).map_err(|err| Error::io(&shown, &err))?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(PrivateLock { _file: Some(file) }),
+            Err(TryLockError::Error(err)) if err.kind() == io::ErrorKind::Unsupported => {
+                return Ok(PrivateLock { _file: None });
+            }
+            Err(TryLockError::Error(err)) => return Err(Error::io(&shown, &err)),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::new(
+                    crate::error::ErrorCode::Conflict,
+                    format!("{shown} stayed locked by another process for 5 s"),
+                ));
+            }
+        }
+    }
 }
