@@ -283,29 +283,25 @@ fn shell_quote(word: &str) -> String {
     if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }
 }
 
-/// The steps for hosts that reach kb-mcp over the network.
+/// The steps for hosts that reach kb-mcp over the network, by OAuth.
 fn remote_steps(host: Host, out: &mut dyn Write) -> std::io::Result<()> {
-    let how = match host {
-        Host::Chatgpt => {
-            "In ChatGPT: Settings → Apps & Connectors → Advanced → Developer mode, then Create: \
-                          give the URL https://<your host>/mcp and choose the authentication kb-mcp offers."
-        }
-        _ => {
-            "On claude.ai: Settings → Connectors → Add custom connector, with the URL https://<your host>/mcp; \
-              the phone apps use the connectors of your account."
-        }
+    let add = match host {
+        Host::Chatgpt => "In ChatGPT: Settings → Apps & Connectors → Create, URL https://<name>.trycloudflare.com/mcp, \
+                          authentication OAuth.",
+        _ => "On claude.ai: Settings → Connectors → Add custom connector, URL https://<name>.trycloudflare.com/mcp \
+              (the phone apps use the connectors of your account).",
     };
     writeln!(
         out,
-        "{} reaches kb-mcp over the network, not through a file on this machine:\n\n\
-         1. Create a token:  kb-mcp token add {} --scope read --tokens ~/.config/kb-mcp/tokens.json\n\
-         2. Serve the vault:  kb-mcp --http 127.0.0.1:8765 --tokens ~/.config/kb-mcp/tokens.json --vault <your vault>\n\
-         3. Give it a public HTTPS address, e.g. a tunnel you run: cloudflared tunnel --url http://127.0.0.1:8765\n   \
-            (then add --allowed-host <that host name> to step 2)\n\
-         4. {how}\n\n\
+        "{} reaches kb-mcp over the network by OAuth, not through a file on this machine:\n\n\
+         1. Set the passphrase the consent page asks for:  kb-mcp owner set --tokens ~/.config/kb-mcp/tokens.json\n\
+         2. Give the server a public HTTPS address, e.g. a tunnel you run:  cloudflared tunnel --url http://127.0.0.1:8765\n\
+         3. Serve the vault:  kb-mcp --http 127.0.0.1:8765 --tokens ~/.config/kb-mcp/tokens.json --vault <your vault> \\\n   \
+            --public-url https://<name>.trycloudflare.com\n\
+         4. {add}\n\
+         5. On kb-mcp's consent page, choose the access, type the passphrase and allow.\n\n\
          The README's \"Running remotely\" section has the details and what protects the vault.",
         host.shown(),
-        if host == Host::Chatgpt { "chatgpt" } else { "claude-ai" },
     )
 }
 
