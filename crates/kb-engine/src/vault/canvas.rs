@@ -8,7 +8,7 @@
 //! a small JSON reader of its own: a canvas that is not JSON, or nests deeper
 //! than [`MAX_DEPTH`], gives nothing (it is left as it is).
 
-use super::markdown::Span;
+use super::markdown::{Span, replace_spans};
 
 /// Deepest nesting read (a canvas nests three levels; deeper is not a canvas).
 const MAX_DEPTH: usize = 64;
@@ -68,19 +68,15 @@ pub fn canvas_paths(text: &str) -> Option<Vec<CanvasPath>> {
 /// it (each string literal replaced by the new path's, JSON-escaped); `None`
 /// when it names none of them (or is not a canvas).
 pub fn canvas_moved(text: &str, moved: impl Fn(&str) -> Option<String>) -> Option<String> {
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
+    let mut replacements: Vec<(Span, String)> = Vec::new();
     for named in canvas_paths(text)? {
         let Some(new) = moved(&named.path) else { continue };
-        out.push_str(&text[at..named.span.start]);
-        out.push_str(&serde_json::to_string(&new).ok()?);
-        at = named.span.end;
+        replacements.push((named.span, serde_json::to_string(&new).ok()?));
     }
-    if at == 0 {
+    if replacements.is_empty() {
         return None;
     }
-    out.push_str(&text[at..]);
-    Some(out)
+    Some(replace_spans(text, replacements.iter().map(|(span, new)| (*span, new.as_str()))))
 }
 
 /// A JSON value, its strings with their spans.

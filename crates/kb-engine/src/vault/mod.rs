@@ -31,6 +31,7 @@ pub use note::{
 pub use obsidian::templates_folders;
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 
+pub(crate) use markdown::replace_spans;
 pub use markdown::{
     BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, PropertyQuote, Span, TagSpan, note_spans, prose_spans,
 };

@@ -16,7 +16,7 @@ use super::yaml;
 use crate::error::{Error, Result};
 use crate::vault::{
     Heading, Span, atx_heading_line, frontmatter_keys, heading_blocks, heading_key, line_start,
-    parse_frontmatter, section_range,
+    parse_frontmatter, replace_spans, section_range,
 };
 
 /// One change to a note (each applies to the result of the one before).
@@ -370,24 +370,17 @@ fn set_frontmatter(text: &str, fields: &Map<String, Value>, eol: &str) -> Result
             replacements.push((entry.entry, replacement));
         }
     }
-    replacements.sort_by_key(|(span, _)| span.start);
-    let yaml = frontmatter.yaml;
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut at = 0;
-    for (span, replacement) in &replacements {
-        out.push_str(&text[at..span.start]);
-        out.push_str(replacement);
-        at = span.end;
-    }
-    out.push_str(&text[at..yaml.end]);
+    // The keys not found are added at the end of the block, in order.
+    let mut added = String::new();
     for (key, value) in &changed {
         if !value.is_null() && !written.contains(key) {
-            out.push_str(&yaml::entry(key, value)?);
-            out.push_str(eol);
+            added.push_str(&yaml::entry(key, value)?);
+            added.push_str(eol);
         }
     }
-    out.push_str(&text[yaml.end..]);
-    Ok(out)
+    let end = frontmatter.yaml.end;
+    replacements.push((Span { start: end, end }, added));
+    Ok(replace_spans(text, replacements.iter().map(|(span, new)| (*span, new.as_str()))))
 }
 
 #[cfg(test)]

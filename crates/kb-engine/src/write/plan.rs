@@ -28,7 +28,7 @@ use super::propose::stale_base;
 use super::review::{FileChange, op_change};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{Discards, NotePath, OpenedFile, Prepared, Replaced, Sandbox, WriteMode, ends_in_md};
-use crate::vault::{ContentHasher, content_hash, is_canvas};
+use crate::vault::{ContentHasher, Span, content_hash, is_canvas, replace_spans};
 
 /// The plan format version.
 pub(super) const PLAN_SCHEMA: u32 = 1;
@@ -306,24 +306,22 @@ fn splices_between(diff: &LineDiff<'_>, before: &str, after: &str) -> Vec<Splice
 
 /// The text after: each splice's `old` found at its place in `before` and replaced.
 fn splice_forward(before: &str, splices: &[Splice]) -> Option<String> {
-    let mut out = String::with_capacity(before.len());
+    let mut spans = Vec::with_capacity(splices.len());
     let mut cursor = 0;
     for splice in splices {
         let end = splice.at.checked_add(splice.old.len())?;
         if splice.at < cursor || before.get(splice.at..end)? != splice.old {
             return None;
         }
-        out.push_str(&before[cursor..splice.at]);
-        out.push_str(&splice.new);
+        spans.push((Span { start: splice.at, end }, splice.new.as_str()));
         cursor = end;
     }
-    out.push_str(before.get(cursor..)?);
-    Some(out)
+    Some(replace_spans(before, spans))
 }
 
 /// The text before: each splice's `new` found at its place in `after` and put back.
 fn splice_backward(after: &str, splices: &[Splice]) -> Option<String> {
-    let mut out = String::with_capacity(after.len());
+    let mut spans = Vec::with_capacity(splices.len());
     let (mut cursor, mut shift) = (0usize, 0isize);
     for splice in splices {
         let at = splice.at.checked_add_signed(shift)?;
@@ -331,13 +329,11 @@ fn splice_backward(after: &str, splices: &[Splice]) -> Option<String> {
         if at < cursor || after.get(at..end)? != splice.new {
             return None;
         }
-        out.push_str(&after[cursor..at]);
-        out.push_str(&splice.old);
+        spans.push((Span { start: at, end }, splice.old.as_str()));
         cursor = end;
         shift += isize::try_from(splice.new.len()).ok()? - isize::try_from(splice.old.len()).ok()?;
     }
-    out.push_str(after.get(cursor..)?);
-    Some(out)
+    Some(replace_spans(after, spans))
 }
 
 /// What a rewrite's texts are taken to be when its note holds neither: no

@@ -12,7 +12,7 @@
 //! the move are the caller's to decide, with the vault's graph.
 
 use crate::sandbox::{NotePath, strip_md};
-use crate::vault::{LinkKind, LinkSpan, Span};
+use crate::vault::{LinkKind, LinkSpan, Span, replace_spans};
 
 /// One replacement in a note's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,22 +80,10 @@ pub(super) fn encoded(text: &str, link: &LinkSpan, mut edit: LinkEdit) -> Option
     (edit.text != edit.span.of(text)).then_some(edit)
 }
 
-/// Applies edits to `text`; they must not overlap (each is one link's target).
+/// Applies edits to `text` ([`replace_spans`]); they must not overlap (each
+/// is one link's target).
 pub fn apply_link_edits(text: &str, edits: &[LinkEdit]) -> String {
-    let mut sorted: Vec<&LinkEdit> = edits.iter().collect();
-    sorted.sort_by_key(|edit| edit.span.start);
-    let mut out = String::with_capacity(text.len() + edits.len() * 16);
-    let mut at = 0;
-    for edit in sorted {
-        if edit.span.start < at {
-            continue;
-        }
-        out.push_str(&text[at..edit.span.start]);
-        out.push_str(&edit.text);
-        at = edit.span.end;
-    }
-    out.push_str(&text[at..]);
-    out
+    replace_spans(text, edits.iter().map(|edit| (edit.span, edit.text.as_str())))
 }
 
 /// An embed written as `![alt](path)` rather than `![[path]]`.
