@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::yaml;
 use crate::error::Result;
 use crate::sandbox::{NotePath, strip_md};
-use crate::vault::{KeySpan, frontmatter_keys, parse_frontmatter, parse_note};
+use crate::vault::{KeySpan, bom_len, frontmatter_keys, parse_frontmatter, parse_note};
 
 /// Adds `alias` to the `aliases` of a note moved from `old` to `new` (whose
 /// text is `text`) when its file name changes and the note lacks it.
@@ -35,7 +35,7 @@ pub(super) fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result
     }
     aliases.push(alias.to_owned());
     let line = format!("{}\n", yaml::entry("aliases", &json!(aliases))?);
-    let bom = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
+    let bom = bom_len(text);
     let mut out = String::with_capacity(text.len() + line.len() + 8);
     if let Some(key) = entry {
         out.push_str(&text[..key.entry.start]);

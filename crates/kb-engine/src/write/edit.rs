@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use super::yaml;
 use crate::error::{Error, Result};
 use crate::vault::{
-    Heading, Span, atx_heading_line, frontmatter_keys, heading_blocks, heading_key, line_start,
+    BOM, Heading, Span, atx_heading_line, bom_len, frontmatter_keys, heading_blocks, heading_key, line_start,
     parse_frontmatter, replace_spans, section_range,
 };
 
@@ -108,13 +108,6 @@ fn in_edit(mut err: Error, number: usize, edit: &Edit) -> Error {
     details.insert("edit".to_owned(), json!(number));
     err.details = Some(Value::Object(details));
     err
-}
-
-const BOM: char = '\u{feff}';
-
-/// Length of a BOM at the start (0 or 3 bytes).
-fn bom_len(text: &str) -> usize {
-    if text.starts_with(BOM) { BOM.len_utf8() } else { 0 }
 }
 
 /// The file's line ending: that of its first line, `\n` when it has none.
