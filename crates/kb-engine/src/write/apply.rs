@@ -23,7 +23,7 @@ use super::propose::stale_base;
 use super::recover::{Recovered, recover_locked};
 use super::{Actor, Applied, ProposalKind, ProposalStatus, Rejected, Step};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{Discards, FileStat, InboxLock, NotePath, Replaced, Sandbox, WriteMode};
+use crate::sandbox::{Discards, FileStat, InboxLock, NotePath, Replaced, Sandbox, WriteMode, Zone, rfc3339};
 use crate::vault::content_hash;
 
 /// How long an apply waits for another one to finish.
@@ -211,7 +211,7 @@ pub fn reject(sandbox: &Sandbox, id: &str, reason: &str, actor: Actor) -> Result
     let record = Rejection {
         proposal_id: id.to_owned(),
         reason: reason.to_owned(),
-        at: proposal::rfc3339(Timestamp::now()),
+        at: rfc3339(Timestamp::now(), Zone::Local),
         by: actor,
     };
     let mut bytes = serde_json::to_vec_pretty(&record)

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::proposal::{self, Inbox, Located};
 use super::{Actor, Applied, ApplyStatus, ProposalKind, Rejected};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{NotePath, Sandbox};
+use crate::sandbox::{NotePath, Sandbox, Zone, rfc3339};
 
 /// How much of the log's end is read at first; the window doubles until it
 /// holds the start of the last line.
@@ -71,7 +71,7 @@ impl<'a> AuditLine<'a> {
     fn of(archived: &'a Located, actor: Actor, recovered: bool) -> Self {
         let meta = &archived.meta;
         AuditLine {
-            at: proposal::rfc3339(Timestamp::now()),
+            at: rfc3339(Timestamp::now(), Zone::Local),
             proposal_id: &meta.proposal_id,
             kind: meta.kind,
             target: &meta.target,

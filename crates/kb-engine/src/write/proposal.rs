@@ -144,11 +144,6 @@ fn is_hash(hash: &str) -> bool {
     })
 }
 
-/// RFC 3339 with the local offset, to the second.
-pub(super) fn rfc3339(at: Timestamp) -> String {
-    at.to_zoned(TimeZone::system()).strftime("%Y-%m-%dT%H:%M:%S%:z").to_string()
-}
-
 /// Today's local date, `YYYY-MM-DD`: the archive folder's name.
 pub(super) fn today() -> String {
     Timestamp::now().to_zoned(TimeZone::system()).strftime("%Y-%m-%d").to_string()

@@ -18,7 +18,7 @@ use super::moves::VaultView;
 use super::proposal::{self, Inbox, META_SUFFIX, Metadata, SCHEMA, content_name, diff_name};
 use super::{NewNote, PatchRequest, ProposalKind, Staged, slug, yaml};
 use crate::error::{Error, ErrorCode, Result};
-use crate::sandbox::{NotePath, Sandbox, WriteMode};
+use crate::sandbox::{NotePath, Sandbox, WriteMode, Zone, rfc3339};
 use crate::vault::{Limits, content_hash, decode_note, parse_frontmatter};
 
 /// Characters of the staged note shown in [`Staged::preview`].
@@ -47,7 +47,7 @@ pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Time
         base_sha256: None,
         diff_file: None,
         reason,
-        created_at: proposal::rfc3339(now),
+        created_at: rfc3339(now, Zone::Local),
     };
     let meta_file = inbox.path(&format!("new/{stem}{META_SUFFIX}"))?;
     stage(sandbox, limits, &[(&content_file, text.as_bytes()), (&meta_file, &metadata_bytes(&meta)?)], &[])?;
@@ -128,7 +128,7 @@ pub(super) fn build_new(
     if let Some(description) = note.description.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
         frontmatter.push(yaml::entry("description", &json!(description))?);
     }
-    frontmatter.push(yaml::entry("created", &json!(proposal::rfc3339(now)))?);
+    frontmatter.push(yaml::entry("created", &json!(rfc3339(now, Zone::Local)))?);
     let mut text = format!("---\n{}\n---\n", frontmatter.join("\n"));
     let body = body.trim_end_matches('\n');
     if !body.trim().is_empty() {
@@ -173,7 +173,7 @@ pub fn propose_patch(
         base_sha256: Some(current_hash.clone()),
         diff_file: Some(diff_file.as_str().to_owned()),
         reason,
-        created_at: proposal::rfc3339(now),
+        created_at: rfc3339(now, Zone::Local),
     };
     stage(
         sandbox,
@@ -442,7 +442,7 @@ pub fn stage_plan(
         base_sha256: None,
         diff_file: Some(diff_file.as_str().to_owned()),
         reason,
-        created_at: proposal::rfc3339(now),
+        created_at: rfc3339(now, Zone::Local),
     };
     stage(
         sandbox,
