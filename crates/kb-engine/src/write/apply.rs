@@ -19,7 +19,6 @@ use super::audit::{AuditLog, Rejection, finish_apply, finish_reject};
 use super::journal::{self, Action, Journal};
 use super::linkers::Linker;
 use super::proposal::{self, FILE_MAX_BYTES, Inbox, Located, find, intact, tampered, validate};
-use super::propose::stale_base;
 use super::recover::{Recovered, recover_locked};
 use super::{Actor, Applied, ProposalKind, ProposalStatus, Rejected, Step};
 use crate::error::{Error, ErrorCode, Result};
@@ -315,11 +314,13 @@ fn check(
                 Ok(bytes) => {
                     let current = content_hash(&bytes);
                     if current != base {
-                        return Err(stale_base(&target, base, Some(&current)));
+                        return Err(Error::stale_base(&target, base, Some(&current)));
                     }
                     checked = Some(bytes);
                 }
-                Err(err) if err.code == ErrorCode::NotFound => return Err(stale_base(&target, base, None)),
+                Err(err) if err.code == ErrorCode::NotFound => {
+                    return Err(Error::stale_base(&target, base, None));
+                }
                 Err(err) => return Err(err),
             }
         }
@@ -350,7 +351,7 @@ fn swap(
         Replaced::Clean => Ok(()),
         Replaced::Changed(now) => {
             let base = located.meta.base_sha256.as_deref().unwrap_or_default();
-            Err(stale_base(target, base, now.map(|bytes| content_hash(&bytes)).as_deref()))
+            Err(Error::stale_base(target, base, now.map(|bytes| content_hash(&bytes)).as_deref()))
         }
         Replaced::Conflict { kept } => Err(saved_meanwhile(located, target, kept.as_ref())),
     }

@@ -24,7 +24,6 @@ use serde_json::json;
 use super::diff::LineDiff;
 use super::linkers::Linkers;
 use super::proposal::{FILE_MAX_BYTES, Inbox, short_id, today};
-use super::propose::stale_base;
 use super::review::{FileChange, op_change};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{Discards, NotePath, OpenedFile, Prepared, Replaced, Sandbox, WriteMode, ends_in_md};
@@ -516,7 +515,7 @@ pub(super) fn archive_date(archive: &str) -> String {
 
 /// What [`check`] found wrong with one file.
 fn changed(path: &NotePath, expected: &str, now: Option<&[u8]>) -> Error {
-    stale_base(path, &content_hash(expected.as_bytes()), now.map(content_hash).as_deref())
+    Error::stale_base(path, &content_hash(expected.as_bytes()), now.map(content_hash).as_deref())
 }
 
 /// A note's (or a rewritten canvas's) bytes now (`None`: it does not exist).
@@ -580,7 +579,7 @@ pub(super) fn check_read(sandbox: &Sandbox, plan: &Plan, reads: &[Read]) -> Resu
                 if now.as_deref() == Some(sha256.as_str()) {
                     return Ok(None);
                 }
-                let err = stale_base(&path, sha256, now.as_deref());
+                let err = Error::stale_base(&path, sha256, now.as_deref());
                 return Ok(Some((path, err)));
             }
             let read;

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use jiff::Timestamp;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::diff::unified_diff;
 use super::edit::apply_edits;
@@ -226,7 +226,7 @@ pub(super) fn build_patch(
     })?;
     let current_hash = content_hash(&bytes);
     if request.base_hash.trim() != current_hash {
-        return Err(stale_base(&target, &request.base_hash, Some(&current_hash)));
+        return Err(Error::stale_base(&target, &request.base_hash, Some(&current_hash)));
     }
     let text = decode_note(&bytes).map_err(|diagnostic| {
         Error::invalid(format!("{target} cannot be patched: {}", diagnostic.message))
@@ -239,17 +239,6 @@ pub(super) fn build_patch(
     }
     check_size(&patched, limits)?;
     Ok((target, text.to_owned(), patched))
-}
-
-/// `stale_base`, carrying the current hash (`None` when the note is gone).
-pub(super) fn stale_base(target: &NotePath, base: &str, current: Option<&str>) -> Error {
-    let message = match current {
-        Some(current) => format!("{target} has changed: its hash is {current}, not the base {base}"),
-        None => format!("{target} no longer exists, so the patch made against {base} cannot apply"),
-    };
-    Error::new(ErrorCode::StaleBase, message)
-        .with_hint("read the note again (read_note) and make the edits against its current text and hash")
-        .with_details(json!({ "current_hash": current.map_or(Value::Null, |hash| json!(hash)) }))
 }
 
 /// A proposal's reason, trimmed; an empty one is refused before anything is planned or staged.
