@@ -28,7 +28,7 @@ use serde_json::json;
 use super::alias::add_alias;
 use super::ambiguous::{newly_ambiguous, remarks};
 use super::canvases::staying_canvases;
-use super::carry::{carried_ops, what_moves};
+use super::carry::{Moving, carried_ops, what_moves};
 use super::delete::Break;
 use super::plan::{FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan};
 use super::relink::{
@@ -88,7 +88,8 @@ pub(super) fn read_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> 
         .map_err(|why| Error::invalid(format!("{path} cannot be rewritten: {}", why.message)))
 }
 
-/// Plans moving a note or a folder (see the module docs).
+/// Plans moving a note or a folder (see the module docs), one phase of
+/// [`MovePlanner`] after the other.
 pub fn plan_move(
     sandbox: &Sandbox,
     view: &VaultView<'_>,
@@ -96,110 +97,235 @@ pub fn plan_move(
     to: &str,
     keep_alias: bool,
 ) -> Result<MovePlan> {
-    let moving = what_moves(sandbox, view, from, to)?;
-    let moves = &moving.notes;
-    let moved: HashMap<&str, &str> = moves.iter().map(|(old, new)| (old.as_str(), new.as_str())).collect();
-    let carried: HashMap<&str, &str> =
-        moving.files.iter().map(|(old, new)| (old.as_str(), new.as_str())).collect();
-    // Where every file that moves goes (notes and carried files alike).
-    let moved_to = |path: &str| -> Option<String> {
-        moved.get(path).or_else(|| carried.get(path)).map(|new| (*new).to_owned())
-    };
-    // The attachments after the move (sorted), and where each one goes.
-    let mut attachments_after: Vec<String> =
-        view.attachments.iter().map(|path| moved_to(path).unwrap_or_else(|| path.clone())).collect();
-    attachments_after.sort();
-    let attachment_position: Vec<usize> = view
-        .attachments
+    let planner = MovePlanner::new(sandbox, view, from, to, keep_alias)?;
+    let affected = planner.affected();
+    let texts = planner.read(&affected)?;
+    // Judged without the old names as aliases: a link by the old name is
+    // rewritten, not left to resolve through the alias.
+    let moved = planner.after(&texts)?;
+    let relinked = planner.relink(&affected, &texts, &moved)?;
+    let after = planner.check(&affected, &relinked.texts, moved)?;
+    let ambiguous = newly_ambiguous(
+        view,
+        &planner.moving.notes,
+        &after.records,
+        &after.resolver,
+        &planner.attachments_after,
+    );
+    let (files, canvases) = planner.file_ops(&affected, &texts, &relinked.texts)?;
+    let summary = planner.summary(&relinked, canvases, ambiguous.len());
+    let folders = planner
+        .moving
+        .folders
         .iter()
-        .map(|path| {
-            let now = moved_to(path).unwrap_or_else(|| path.clone());
-            attachments_after.binary_search(&now).unwrap_or(usize::MAX)
-        })
+        .map(|(from, to)| FolderMove { from: from.clone(), to: to.clone() })
         .collect();
-    let attachments_after = &attachments_after[..];
-    let index_of: HashMap<&str, usize> =
-        view.records.iter().enumerate().map(|(i, r)| (r.path.as_str(), i)).collect();
+    let remarks = remarks(&ambiguous);
+    Ok(MovePlan {
+        moves: planner.moving.notes.clone(),
+        carried: planner.moving.files.clone(),
+        notes: relinked.notes,
+        links: relinked.links,
+        ambiguous,
+        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks, linkers: None },
+    })
+}
 
-    // The notes whose links may need rewriting: the moved ones, the ones linking
-    // to them, and the ones linking by a bare name a moved note takes on: to a
-    // note of that name, or to a note that has it as an alias (a file name
-    // wins over an alias, so `[[x]]` meaning the note aliased `x` would lead
-    // to a note moved to `x.md`).
-    let mut affected: BTreeSet<usize> = BTreeSet::new();
-    let mut new_stems: BTreeSet<String> = BTreeSet::new();
-    let mut watched: HashSet<u32> = HashSet::new();
-    for (old, new) in moves {
-        let index = index_of[old.as_str()];
-        affected.insert(index);
-        watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
-        new_stems.insert(name_key(strip_md(new.rsplit('/').next().unwrap_or(new))));
+/// A move being planned: what moves where (`carry.rs`), and the vault's
+/// notes and attachments before and after it. Each phase of [`plan_move`]
+/// is a method: the notes the move affects, their texts, the vault after
+/// the move, their links rewritten, the check that no link breaks or leads
+/// elsewhere, the file operations and the summary.
+struct MovePlanner<'v> {
+    sandbox: &'v Sandbox,
+    view: &'v VaultView<'v>,
+    /// `from` and `to` as given (a folder's with its slash).
+    from: &'v str,
+    to: &'v str,
+    /// Whether a renamed note keeps its old name as an alias.
+    keep_alias: bool,
+    /// What moves.
+    moving: Moving,
+    /// Where each moved note goes, by its path now.
+    moved: HashMap<String, String>,
+    /// Where each file a folder move carries goes, by its path now.
+    carried: HashMap<String, String>,
+    /// The attachments after the move, sorted.
+    attachments_after: Vec<String>,
+    /// Each attachment's index in `attachments_after`, by its index now.
+    attachment_position: Vec<usize>,
+    /// Each note's index in `view.records`, by path.
+    index_of: HashMap<&'v str, usize>,
+}
+
+/// The vault after the move (its notes' records, in path order) and where
+/// a link leads in it.
+struct After {
+    records: Vec<Arc<NoteRecord>>,
+    resolver: Resolver,
+}
+
+/// The affected notes' texts with their links rewritten (and a moved note's
+/// old name as an alias), by index; how many notes and links changed.
+struct Relinked {
+    texts: HashMap<usize, String>,
+    notes: u32,
+    links: u32,
+}
+
+/// Where a resolution leads: a note's path (a link missing only its heading
+/// or block leads to its note), an attachment's, or nowhere.
+fn path_of(resolution: Resolution, records: &[Arc<NoteRecord>], attachments: &[String]) -> Option<String> {
+    match resolution {
+        Resolution::Note(i) | Resolution::Broken(Broken::MissingHeading(i) | Broken::MissingBlock(i)) => {
+            Some(records[i as usize].path.clone())
+        }
+        Resolution::Attachment(a) => attachments.get(a as usize).cloned(),
+        Resolution::Broken(_) => None,
     }
-    for (index, record) in view.records.iter().enumerate() {
-        let named = |name: &str| new_stems.contains(&name_key(name.trim()));
-        if named(record.stem()) || record.aliases.iter().any(|alias| named(alias)) {
+}
+
+impl<'v> MovePlanner<'v> {
+    /// What moves where, every destination checked, and where the
+    /// attachments are after the move.
+    fn new(
+        sandbox: &'v Sandbox,
+        view: &'v VaultView<'v>,
+        from: &'v str,
+        to: &'v str,
+        keep_alias: bool,
+    ) -> Result<Self> {
+        let moving = what_moves(sandbox, view, from, to)?;
+        let moved = moving.notes.iter().cloned().collect();
+        let carried = moving.files.iter().cloned().collect();
+        let index_of = view.records.iter().enumerate().map(|(i, r)| (r.path.as_str(), i)).collect();
+        let mut planner = MovePlanner {
+            sandbox,
+            view,
+            from,
+            to,
+            keep_alias,
+            moving,
+            moved,
+            carried,
+            attachments_after: Vec::new(),
+            attachment_position: Vec::new(),
+            index_of,
+        };
+        let mut attachments_after: Vec<String> =
+            view.attachments.iter().map(|path| planner.new_path(path)).collect();
+        attachments_after.sort();
+        planner.attachment_position = view
+            .attachments
+            .iter()
+            .map(|path| attachments_after.binary_search(&planner.new_path(path)).unwrap_or(usize::MAX))
+            .collect();
+        planner.attachments_after = attachments_after;
+        Ok(planner)
+    }
+
+    /// Where a file that moves goes (notes and carried files alike).
+    fn moved_to(&self, path: &str) -> Option<String> {
+        self.moved.get(path).or_else(|| self.carried.get(path)).cloned()
+    }
+
+    /// Where a path is after the move.
+    fn new_path(&self, path: &str) -> String {
+        self.moved_to(path).unwrap_or_else(|| path.to_owned())
+    }
+
+    /// The notes whose links may need rewriting: the moved ones, the ones
+    /// linking to them, and the ones linking by a bare name a moved note
+    /// takes on: to a note of that name, or to a note that has it as an
+    /// alias (a file name wins over an alias, so `[[x]]` meaning the note
+    /// aliased `x` would lead to a note moved to `x.md`).
+    fn affected(&self) -> BTreeSet<usize> {
+        let view = self.view;
+        let mut affected: BTreeSet<usize> = BTreeSet::new();
+        let mut new_stems: BTreeSet<String> = BTreeSet::new();
+        let mut watched: HashSet<u32> = HashSet::new();
+        for (old, new) in &self.moving.notes {
+            let index = self.index_of[old.as_str()];
+            affected.insert(index);
             watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
+            new_stems.insert(name_key(strip_md(new.rsplit('/').next().unwrap_or(new))));
         }
-    }
-    // Only notes are rewritten: a standard or a `read_also` file is read-only,
-    // so a link of one that the move would change refuses the move (below).
-    let writable = |index: usize| view.records[index].kind == NoteKind::Note;
-    for &index in &watched {
-        affected.extend(
-            view.graph.backlinks(index as usize).iter().map(|b| b.from as usize).filter(|&i| writable(i)),
-        );
-    }
-    // A link to a watched note naming a heading or block it lacks is broken, so
-    // not among its backlinks, yet leads to it: it must follow it all the same
-    // (left alone, `[[dup#h]]` could fall to another `dup` and count as mended).
-    // A link to a carried attachment, or by the name of one (another file of
-    // that name may answer it once this one moves), follows it too.
-    let carried_names: HashSet<String> =
-        moving.files.iter().map(|(old, _)| name_key(old.rsplit('/').next().unwrap_or(old))).collect();
-    let names_carried = |attachment: u32| {
-        view.attachments.get(attachment as usize).is_some_and(|path| {
-            carried.contains_key(path.as_str())
-                || carried_names.contains(&name_key(path.rsplit('/').next().unwrap_or(path)))
-        })
-    };
-    for from in 0..view.records.len() {
-        let follows = view.graph.outlinks(from).iter().any(|resolution| match *resolution {
-            Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to)) => {
-                watched.contains(&to)
+        for (index, record) in view.records.iter().enumerate() {
+            let named = |name: &str| new_stems.contains(&name_key(name.trim()));
+            if named(record.stem()) || record.aliases.iter().any(|alias| named(alias)) {
+                watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
             }
-            Resolution::Attachment(attachment) => names_carried(attachment),
-            _ => false,
-        });
-        if follows && writable(from) {
-            affected.insert(from);
         }
+        // Only notes are rewritten: a standard or a `read_also` file is
+        // read-only, so a link of one that the move would change refuses the
+        // move ([`MovePlanner::check`]).
+        let writable = |index: usize| view.records[index].kind == NoteKind::Note;
+        for &index in &watched {
+            affected.extend(
+                view.graph.backlinks(index as usize).iter().map(|b| b.from as usize).filter(|&i| writable(i)),
+            );
+        }
+        // A link to a watched note naming a heading or block it lacks is
+        // broken, so not among its backlinks, yet leads to it: it must follow
+        // it all the same (left alone, `[[dup#h]]` could fall to another `dup`
+        // and count as mended). A link to a carried attachment, or by the name
+        // of one (another file of that name may answer it once this one
+        // moves), follows it too.
+        let carried_names: HashSet<String> = self
+            .moving
+            .files
+            .iter()
+            .map(|(old, _)| name_key(old.rsplit('/').next().unwrap_or(old)))
+            .collect();
+        let names_carried = |attachment: u32| {
+            view.attachments.get(attachment as usize).is_some_and(|path| {
+                self.carried.contains_key(path.as_str())
+                    || carried_names.contains(&name_key(path.rsplit('/').next().unwrap_or(path)))
+            })
+        };
+        for from in 0..view.records.len() {
+            let follows = view.graph.outlinks(from).iter().any(|resolution| match *resolution {
+                Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to)) => {
+                    watched.contains(&to)
+                }
+                Resolution::Attachment(attachment) => names_carried(attachment),
+                _ => false,
+            });
+            if follows && writable(from) {
+                affected.insert(from);
+            }
+        }
+        affected
     }
 
-    // Each affected note's text, and moved notes' with the old name as an alias.
-    // Read in parallel: a hub's move reads thousands of notes.
-    let texts: HashMap<usize, String> = affected
-        .par_iter()
-        .map(|&index| Ok((index, read_text(sandbox, view, &view.records[index].path)?)))
-        .collect::<Result<_>>()?;
-    let with_alias = |index: usize, text: &str| -> Result<String> {
-        let old = &view.records[index].path;
-        match moved.get(old.as_str()) {
-            Some(new) if keep_alias => {
+    /// Each affected note's text, read in parallel: a hub's move reads
+    /// thousands of notes.
+    fn read(&self, affected: &BTreeSet<usize>) -> Result<HashMap<usize, String>> {
+        affected
+            .par_iter()
+            .map(|&index| Ok((index, read_text(self.sandbox, self.view, &self.view.records[index].path)?)))
+            .collect()
+    }
+
+    /// A moved note's text with its old name as an alias (when asked to keep it).
+    fn with_alias(&self, index: usize, text: &str) -> Result<String> {
+        let old = &self.view.records[index].path;
+        match self.moved.get(old.as_str()) {
+            Some(new) if self.keep_alias => {
                 add_alias(old, text, strip_md(old.rsplit('/').next().unwrap_or(old)), new)
             }
             _ => Ok(text.to_owned()),
         }
-    };
+    }
 
-    // The vault after the move, before any link is rewritten.
-    let new_path = |path: &str| moved_to(path).unwrap_or_else(|| path.to_owned());
-    let record_of = |index: usize, text: &str| -> Result<Arc<NoteRecord>> {
-        let old = &view.records[index];
-        if !moved.contains_key(old.path.as_str()) && content_hash(text.as_bytes()) == old.hash {
+    /// The record of note `index` after the move, holding `text`.
+    fn record_of(&self, index: usize, text: &str) -> Result<Arc<NoteRecord>> {
+        let old = &self.view.records[index];
+        if !self.moved.contains_key(old.path.as_str()) && content_hash(text.as_bytes()) == old.hash {
             // The very bytes the record was made from, at the same path.
             return Ok(Arc::clone(old));
         }
-        let path = NotePath::parse(&new_path(&old.path))?;
+        let path = NotePath::parse(&self.new_path(&old.path))?;
         let note = parse_note(&path, text);
         Ok(Arc::new(NoteRecord::from_note(
             note,
@@ -209,18 +335,26 @@ pub fn plan_move(
             old.born_ns,
             old.hash.clone(),
         )))
-    };
-    // Judged without the old names as aliases: a link by the old name is
-    // rewritten, not left to resolve through the alias.
-    let mut staged: HashMap<usize, String> = texts.clone();
-    let after = |staged: &HashMap<usize, String>| -> Result<(Vec<Arc<NoteRecord>>, Vec<usize>)> {
-        // The staged notes parsed in parallel, the others shared.
+    }
+
+    /// The vault after the move with the notes in `staged` holding those
+    /// texts (parsed in parallel, the others shared), and its resolver: only
+    /// where links lead is asked of it, not a whole graph of every link resolved.
+    fn after(&self, staged: &HashMap<usize, String>) -> Result<After> {
+        let (records, _) = self.records_after(staged)?;
+        let resolver = Resolver::new(&records, &self.attachments_after);
+        Ok(After { records, resolver })
+    }
+
+    /// [`MovePlanner::after`] without its resolver: the records in path
+    /// order, and each one's place among them by its index in the view.
+    fn records_after(&self, staged: &HashMap<usize, String>) -> Result<(Vec<Arc<NoteRecord>>, Vec<usize>)> {
         let mut parsed: HashMap<usize, Arc<NoteRecord>> = staged
             .par_iter()
-            .map(|(&index, text)| Ok((index, record_of(index, text)?)))
+            .map(|(&index, text)| Ok((index, self.record_of(index, text)?)))
             .collect::<Result<_>>()?;
-        let mut records: Vec<(Arc<NoteRecord>, usize)> = Vec::with_capacity(view.records.len());
-        for (index, record) in view.records.iter().enumerate() {
+        let mut records: Vec<(Arc<NoteRecord>, usize)> = Vec::with_capacity(self.view.records.len());
+        for (index, record) in self.view.records.iter().enumerate() {
             let record = parsed.remove(&index).unwrap_or_else(|| Arc::clone(record));
             records.push((record, index));
         }
@@ -230,31 +364,48 @@ pub fn plan_move(
             position[*index] = at;
         }
         Ok((records.into_iter().map(|(record, _)| record).collect(), position))
-    };
-    let (new_records, _) = after(&staged)?;
-    // Only where links lead is asked of the vault after the move: its resolver,
-    // not a whole graph of every link resolved.
-    let resolver = &Resolver::new(&new_records, attachments_after);
-    // Where a resolution leads, before the move (the view's records and
-    // attachments) or after it (the new records and `attachments_after`).
-    let path_of =
-        |resolution: Resolution, records: &[Arc<NoteRecord>], attachments: &[String]| match resolution {
-            Resolution::Note(i) | Resolution::Broken(Broken::MissingHeading(i) | Broken::MissingBlock(i)) => {
-                Some(records[i as usize].path.clone())
-            }
-            Resolution::Attachment(a) => attachments.get(a as usize).cloned(),
-            Resolution::Broken(_) => None,
-        };
-    let lead = |link: LinkRef<'_>| {
-        path_of(resolver.lead(&new_records, attachments_after, link), &new_records, attachments_after)
-    };
+    }
 
-    // Each affected note's links judged on its own (in parallel): its new text
-    // and how many of its links changed.
-    let relink_note = |index: usize| -> Result<(usize, String, usize)> {
-        let text = &texts[&index];
+    /// Where `link` leads in the vault `after` the move.
+    fn lead(&self, after: &After, link: LinkRef<'_>) -> Option<String> {
+        let resolution = after.resolver.lead(&after.records, &self.attachments_after, link);
+        path_of(resolution, &after.records, &self.attachments_after)
+    }
+
+    /// Each affected note's links judged on its own (in parallel) in the
+    /// vault as the move leaves it (`moved`): its new text and how many of
+    /// its links changed.
+    fn relink(
+        &self,
+        affected: &BTreeSet<usize>,
+        texts: &HashMap<usize, String>,
+        moved: &After,
+    ) -> Result<Relinked> {
+        let relinked: Vec<(usize, String, usize)> = affected
+            .par_iter()
+            .map(|&index| {
+                let (text, edits) = self.relink_note(index, &texts[&index], moved)?;
+                Ok((index, text, edits))
+            })
+            .collect::<Result<_>>()?;
+        let mut done = Relinked { texts: HashMap::with_capacity(relinked.len()), notes: 0, links: 0 };
+        for (index, text, edits) in relinked {
+            if edits > 0 {
+                done.notes += 1;
+                done.links = done.links.saturating_add(u32::try_from(edits).unwrap_or(u32::MAX));
+            }
+            done.texts.insert(index, text);
+        }
+        Ok(done)
+    }
+
+    /// Note `index`'s text (`text`) with every link rewritten that would no
+    /// longer lead where it led, each written as the link was (see the module
+    /// docs), and a moved note's old name as an alias; and how many links changed.
+    fn relink_note(&self, index: usize, text: &str, moved: &After) -> Result<(String, usize)> {
+        let view = self.view;
         let old_path = NotePath::parse(&view.records[index].path)?;
-        let source = NotePath::parse(&new_path(old_path.as_str()))?;
+        let source = NotePath::parse(&self.new_path(old_path.as_str()))?;
         let old_spans = note_spans(&old_path, text);
         // Spans depend on the note's folder alone: parsed again only when it changes.
         let moved_spans = (old_path.parent() != source.parent()).then(|| note_spans(&source, text));
@@ -267,10 +418,10 @@ pub fn plan_move(
             }
             let Some(resolution) = outlinks.get(number) else { continue };
             let Some(was) = path_of(*resolution, view.records, view.attachments) else { continue };
-            let expected = new_path(&was);
+            let expected = self.new_path(&was);
             let packed: Links = vec![new.link.clone()].into();
             let Some(link) = packed.get(0) else { continue };
-            let now = lead(link);
+            let now = self.lead(moved, link);
             // A Markdown link names a path: it must name it exactly (case included).
             let exact = new.link.kind != LinkKind::Markdown
                 || new.link.target == expected
@@ -287,7 +438,7 @@ pub fn plan_move(
             let bare = strip_md(expected_path.file_name());
             let bare_link =
                 LinkRef { target: bare, anchor: None, display: None, kind: LinkKind::Wikilink, line: 0 };
-            let bare_is_unique = lead(bare_link).as_deref() == Some(expected.as_str());
+            let bare_is_unique = self.lead(moved, bare_link).as_deref() == Some(expected.as_str());
             if let Some(mut edit) = target_edit(text, old, &source, &expected_path, bare_is_unique) {
                 let wiki = old.span.of(text).trim_start_matches('!').starts_with("[[");
                 if wiki && edit.text.contains('/') {
@@ -299,11 +450,11 @@ pub fn plan_move(
                             kind: LinkKind::Wikilink,
                             line: 0,
                         };
-                        lead(link).as_deref() == Some(expected.as_str())
+                        self.lead(moved, link).as_deref() == Some(expected.as_str())
                     });
                 }
                 // Written as the link's quotes need (a property's); one that
-                // cannot be is left, and the check below refuses the move.
+                // cannot be is left, and the check refuses the move.
                 if let Some(mut edit) = encoded(text, old, edit) {
                     if matches!(old.link.kind, LinkKind::Wikilink | LinkKind::Property)
                         && old.display.is_none()
@@ -316,176 +467,183 @@ pub fn plan_move(
             }
         }
         let rewritten = apply_link_edits(text, &edits);
-        Ok((index, with_alias(index, &rewritten)?, edits.len()))
-    };
-    let relinked: Vec<(usize, String, usize)> =
-        affected.par_iter().map(|&index| relink_note(index)).collect::<Result<_>>()?;
-    let (mut notes, mut links) = (0u32, 0u32);
-    for (index, text, edits) in relinked {
-        if edits > 0 {
-            notes += 1;
-            links = links.saturating_add(u32::try_from(edits).unwrap_or(u32::MAX));
-        }
-        staged.insert(index, text);
+        Ok((self.with_alias(index, &rewritten)?, edits.len()))
     }
 
-    // The vault as it would be: no link may break. Counted over the links
-    // whose resolution can change, not by resolving the whole vault again.
-    let (final_records, position) = after(&staged)?;
-    let same_names = affected.iter().all(|&index| {
-        let (was, is) = (&new_records[position[index]], &final_records[position[index]]);
-        was.path == is.path && was.aliases == is.aliases
-    });
-    let final_resolver;
-    let final_resolver = if same_names {
-        resolver
-    } else {
-        final_resolver = Resolver::new(&final_records, attachments_after);
-        &final_resolver
-    };
-    // The notes whose record differs (one made from unchanged bytes is shared).
-    let changed: Vec<usize> = affected
-        .iter()
-        .copied()
-        .filter(|&index| !Arc::ptr_eq(&view.records[index], &final_records[position[index]]))
-        .collect();
-    let attachments_moved = (!carried.is_empty())
-        .then_some(MovedAttachments { after: attachments_after, position: &attachment_position });
-    let after_move = view.graph.after_change(
-        view.records,
-        &final_records,
-        final_resolver,
-        view.attachments,
-        attachments_moved,
-        &changed,
-        &[],
-        &position,
-    );
-    let broken_after = after_move.broken_count;
-    debug_assert_eq!(
-        broken_after,
-        Graph::build(&final_records, attachments_after).broken_count,
-        "the broken links counted over the changed links are the whole graph's"
-    );
-    // Every link of a note that led to a moved note is rewritten; no other
-    // link may come to lead elsewhere (a name taken from another note, an
-    // alias; a link in a read-only standard, which is not rewritten).
-    if let Some(&(from, number, lead)) = after_move.relinked.first() {
-        let holder = &view.records[from];
-        let link = holder.links.get(number);
-        let written = link.map(super::delete::written).unwrap_or_default();
-        let line = link.map_or(0, |l| l.line);
-        let now = match lead {
-            Resolution::Note(to) => format!("lead to {}", final_records[to as usize].path),
-            Resolution::Attachment(to) => format!("lead to {}", attachments_after[to as usize]),
-            Resolution::Broken(_) => "break".to_owned(),
-        };
-        let (what, hint) = if holder.kind == NoteKind::Note {
-            ("", "move the note to another name, or move the notes one at a time")
-        } else {
-            (
-                " (read-only: it is not rewritten)",
-                "change that link yourself, or move the note to another name (with keep_alias, links by its old name still lead to it)",
-            )
-        };
-        return Err(Error::new(
-            ErrorCode::Conflict,
-            format!(
-                "this move would make {written} in {}{what}, line {line}, {now}{}; nothing was staged",
-                holder.path,
-                match after_move.relinked.len() {
-                    1 => String::new(),
-                    n => format!(" (and {} more link(s) like it)", n - 1),
-                }
-            ),
-        )
-        .with_hint(hint)
-        .with_details(json!({ "path": holder.path, "line": line, "link": written })));
-    }
-    if broken_after > view.graph.broken_count {
-        return Err(Error::new(
-            ErrorCode::Conflict,
-            format!(
-                "this move would leave {} broken links where there are {} now; nothing was staged",
-                broken_after, view.graph.broken_count
-            ),
-        )
-        .with_hint("move the notes one at a time, or rename them so their names stay unique"));
-    }
-    let ambiguous = newly_ambiguous(view, moves, &final_records, final_resolver, attachments_after);
-    let mut files = Vec::new();
-    for (old, new) in moves {
-        let index = index_of[old.as_str()];
-        files.push(FileOp {
-            op: FileOpKind::Move,
-            path: old.clone(),
-            to: Some(new.clone()),
-            before: Some(texts[&index].clone()),
-            after: Some(staged[&index].clone()),
-            kept: None,
-            sha256: None,
+    /// The vault as the move leaves it, the links rewritten (`staged`): no
+    /// link may break, counted over the links whose resolution can change,
+    /// not by resolving the whole vault again; and every link of a note that
+    /// led to a moved note is rewritten, so no other link may come to lead
+    /// elsewhere (a name taken from another note, an alias; a link in a
+    /// read-only standard, which is not rewritten). `moved`: the vault after
+    /// the move before the rewrites, whose resolver serves when no name changed.
+    fn check(
+        &self,
+        affected: &BTreeSet<usize>,
+        staged: &HashMap<usize, String>,
+        moved: After,
+    ) -> Result<After> {
+        let view = self.view;
+        let (final_records, position) = self.records_after(staged)?;
+        let same_names = affected.iter().all(|&index| {
+            let (was, is) = (&moved.records[position[index]], &final_records[position[index]]);
+            was.path == is.path && was.aliases == is.aliases
         });
-    }
-    for &index in &affected {
-        let path = &view.records[index].path;
-        if moved.contains_key(path.as_str()) || staged[&index] == texts[&index] {
-            continue;
-        }
-        files.push(FileOp {
-            op: FileOpKind::Write,
-            path: path.clone(),
-            to: None,
-            before: Some(texts[&index].clone()),
-            after: Some(staged[&index].clone()),
-            kept: None,
-            sha256: None,
-        });
-    }
-    // The files a folder move carries, then the canvases that stay and name a moved file.
-    files.extend(carried_ops(sandbox, view, &moving.files, &moved_to)?);
-    let canvases = staying_canvases(sandbox, view, &|path| carried.contains_key(path), &moved_to)?;
-    let canvases_rewritten = canvases.len()
-        + files
+        let final_resolver =
+            if same_names { moved.resolver } else { Resolver::new(&final_records, &self.attachments_after) };
+        // The notes whose record differs (one made from unchanged bytes is shared).
+        let changed: Vec<usize> = affected
             .iter()
-            .filter(|op| op.op == FileOpKind::Move && is_canvas(&op.path) && op.before != op.after)
-            .count();
-    files.extend(canvases);
-
-    let plural = |n: usize, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });
-    let mut rewrite =
-        format!("rewrite {} in {}", plural(links as usize, "link"), plural(notes as usize, "note"));
-    if canvases_rewritten > 0 {
-        let canvases = if canvases_rewritten == 1 { "canvas" } else { "canvases" };
-        rewrite.push_str(&format!(" and {canvases_rewritten} {canvases}"));
-    }
-    if !ambiguous.is_empty() {
-        rewrite.push_str(&format!(", {} will become ambiguous", plural(ambiguous.len(), "link")));
-    }
-    let summary = match moves.as_slice() {
-        [(old, new)] if old.ends_with(".md") && from.ends_with(".md") => {
-            format!("move {old} → {new}, {rewrite}")
-        }
-        _ => {
-            let mut what = plural(moves.len(), "note");
-            if !moving.files.is_empty() {
-                what.push_str(&format!(", {}", plural(moving.files.len(), "other file")));
-            }
-            format!(
-                "move folder {} → {} ({what}), {rewrite}",
-                from.trim_end_matches('/'),
-                to.trim_end_matches('/')
+            .copied()
+            .filter(|&index| !Arc::ptr_eq(&view.records[index], &final_records[position[index]]))
+            .collect();
+        let attachments_moved = (!self.carried.is_empty()).then_some(MovedAttachments {
+            after: &self.attachments_after,
+            position: &self.attachment_position,
+        });
+        let after_move = view.graph.after_change(
+            view.records,
+            &final_records,
+            &final_resolver,
+            view.attachments,
+            attachments_moved,
+            &changed,
+            &[],
+            &position,
+        );
+        let broken_after = after_move.broken_count;
+        debug_assert_eq!(
+            broken_after,
+            Graph::build(&final_records, &self.attachments_after).broken_count,
+            "the broken links counted over the changed links are the whole graph's"
+        );
+        if let Some(&(from, number, lead)) = after_move.relinked.first() {
+            let holder = &view.records[from];
+            let link = holder.links.get(number);
+            let written = link.map(super::delete::written).unwrap_or_default();
+            let line = link.map_or(0, |l| l.line);
+            let now = match lead {
+                Resolution::Note(to) => format!("lead to {}", final_records[to as usize].path),
+                Resolution::Attachment(to) => format!("lead to {}", self.attachments_after[to as usize]),
+                Resolution::Broken(_) => "break".to_owned(),
+            };
+            let (what, hint) = if holder.kind == NoteKind::Note {
+                ("", "move the note to another name, or move the notes one at a time")
+            } else {
+                (
+                    " (read-only: it is not rewritten)",
+                    "change that link yourself, or move the note to another name (with keep_alias, links by its old name still lead to it)",
+                )
+            };
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "this move would make {written} in {}{what}, line {line}, {now}{}; nothing was staged",
+                    holder.path,
+                    match after_move.relinked.len() {
+                        1 => String::new(),
+                        n => format!(" (and {} more link(s) like it)", n - 1),
+                    }
+                ),
             )
+            .with_hint(hint)
+            .with_details(json!({ "path": holder.path, "line": line, "link": written })));
         }
-    };
-    let folders =
-        moving.folders.iter().map(|(from, to)| FolderMove { from: from.clone(), to: to.clone() }).collect();
-    let remarks = remarks(&ambiguous);
-    Ok(MovePlan {
-        moves: moving.notes.clone(),
-        carried: moving.files.clone(),
-        notes,
-        links,
-        ambiguous,
-        plan: Plan { schema: PLAN_SCHEMA, summary, files, folders, remarks, linkers: None },
-    })
+        if broken_after > view.graph.broken_count {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "this move would leave {} broken links where there are {} now; nothing was staged",
+                    broken_after, view.graph.broken_count
+                ),
+            )
+            .with_hint("move the notes one at a time, or rename them so their names stay unique"));
+        }
+        Ok(After { records: final_records, resolver: final_resolver })
+    }
+
+    /// The plan's file operations: every moved note (its text before and
+    /// after), every other note rewritten, the files a folder move carries,
+    /// then the canvases that stay and name a moved file; and how many
+    /// canvases are rewritten.
+    fn file_ops(
+        &self,
+        affected: &BTreeSet<usize>,
+        texts: &HashMap<usize, String>,
+        staged: &HashMap<usize, String>,
+    ) -> Result<(Vec<FileOp>, usize)> {
+        let mut files = Vec::new();
+        for (old, new) in &self.moving.notes {
+            let index = self.index_of[old.as_str()];
+            files.push(FileOp {
+                op: FileOpKind::Move,
+                path: old.clone(),
+                to: Some(new.clone()),
+                before: Some(texts[&index].clone()),
+                after: Some(staged[&index].clone()),
+                kept: None,
+                sha256: None,
+            });
+        }
+        for &index in affected {
+            let path = &self.view.records[index].path;
+            if self.moved.contains_key(path.as_str()) || staged[&index] == texts[&index] {
+                continue;
+            }
+            files.push(FileOp {
+                op: FileOpKind::Write,
+                path: path.clone(),
+                to: None,
+                before: Some(texts[&index].clone()),
+                after: Some(staged[&index].clone()),
+                kept: None,
+                sha256: None,
+            });
+        }
+        let moved_to = |path: &str| self.moved_to(path);
+        files.extend(carried_ops(self.sandbox, self.view, &self.moving.files, &moved_to)?);
+        let canvases =
+            staying_canvases(self.sandbox, self.view, &|path| self.carried.contains_key(path), &moved_to)?;
+        let canvases_rewritten = canvases.len()
+            + files
+                .iter()
+                .filter(|op| op.op == FileOpKind::Move && is_canvas(&op.path) && op.before != op.after)
+                .count();
+        files.extend(canvases);
+        Ok((files, canvases_rewritten))
+    }
+
+    /// The plan's summary line: what moves where, and what it rewrites.
+    fn summary(&self, relinked: &Relinked, canvases_rewritten: usize, ambiguous: usize) -> String {
+        let moves = &self.moving.notes;
+        let plural = |n: usize, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });
+        let mut rewrite = format!(
+            "rewrite {} in {}",
+            plural(relinked.links as usize, "link"),
+            plural(relinked.notes as usize, "note")
+        );
+        if canvases_rewritten > 0 {
+            let canvases = if canvases_rewritten == 1 { "canvas" } else { "canvases" };
+            rewrite.push_str(&format!(" and {canvases_rewritten} {canvases}"));
+        }
+        if ambiguous > 0 {
+            rewrite.push_str(&format!(", {} will become ambiguous", plural(ambiguous, "link")));
+        }
+        match moves.as_slice() {
+            [(old, new)] if old.ends_with(".md") && self.from.ends_with(".md") => {
+                format!("move {old} → {new}, {rewrite}")
+            }
+            _ => {
+                let mut what = plural(moves.len(), "note");
+                if !self.moving.files.is_empty() {
+                    what.push_str(&format!(", {}", plural(self.moving.files.len(), "other file")));
+                }
+                format!(
+                    "move folder {} → {} ({what}), {rewrite}",
+                    self.from.trim_end_matches('/'),
+                    self.to.trim_end_matches('/')
+                )
+            }
+        }
+    }
 }
