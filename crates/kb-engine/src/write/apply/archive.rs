@@ -60,7 +60,7 @@ pub(crate) fn archive_files(
 
 /// Moves a file if it is still there. When both copies exist (a crash between
 /// the link and the unlink of a move) and are the same, the source is removed.
-pub(crate) fn move_leftover(sandbox: &Sandbox, from: &NotePath, to: &NotePath) -> Result<()> {
+pub(super) fn move_leftover(sandbox: &Sandbox, from: &NotePath, to: &NotePath) -> Result<()> {
     match sandbox.move_in_inbox(from, to) {
         Ok(()) => Ok(()),
         Err(err) if err.code == ErrorCode::NotFound => Ok(()),

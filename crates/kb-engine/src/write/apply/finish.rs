@@ -173,7 +173,7 @@ pub(crate) struct Rejection {
 /// The audit line of an archived apply, and the result to return. A
 /// multi-file proposal's line lists every file of its plan: `files`, when the
 /// caller has them from the plan it applied, else read from the archive.
-pub(crate) fn finish_apply(
+pub(super) fn finish_apply(
     sandbox: &Sandbox,
     log: &mut AuditLog,
     archived: &Located,

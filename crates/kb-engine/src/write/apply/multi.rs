@@ -32,7 +32,7 @@ use crate::write::propose::check_linkers;
 /// was kept in ([`FileOp::kept`]) or, when that is gone (the trash emptied
 /// since), the proposal's own plan, which holds the text too and was staged
 /// no more readable than that file. `None` for the other operations.
-pub(crate) fn kept_paths(
+pub(super) fn kept_paths(
     sandbox: &Sandbox,
     inbox: &Inbox,
     archive: &str,
@@ -324,7 +324,7 @@ fn make_folders(sandbox: &Sandbox, plan: &Plan) -> Result<()> {
 /// left empty (after the commit point: the files are at their destinations).
 /// Best effort: a folder holding anything (a file a person put there since)
 /// is kept.
-pub(crate) fn remove_emptied_folders(sandbox: &Sandbox, plan: &Plan) {
+pub(super) fn remove_emptied_folders(sandbox: &Sandbox, plan: &Plan) {
     let mut folders: Vec<&str> = plan.folders.iter().map(|folder| folder.from.as_str()).collect();
     folders.sort_by_key(|folder| std::cmp::Reverse(folder.matches('/').count()));
     for folder in folders {
@@ -380,7 +380,7 @@ fn prepare_all(sandbox: &Sandbox, plan: &Plan) -> Result<Vec<Option<Prepared>>> 
 /// of the text after), and the files its swaps replaced (the text before).
 /// Anything else may hold a person's save: it is kept apart in the inbox as a
 /// conflict copy (`inbox/conflicts.rs`), never left among the notes.
-pub(crate) fn sweep_temps(sandbox: &Sandbox, inbox: &Inbox, plan: &Plan, id: &str) -> Vec<String> {
+pub(super) fn sweep_temps(sandbox: &Sandbox, inbox: &Inbox, plan: &Plan, id: &str) -> Vec<String> {
     let mut done = Vec::new();
     for op in &plan.files {
         for path in op.touched() {
@@ -404,7 +404,7 @@ fn ours(op: &FileOp, bytes: &[u8]) -> bool {
 
 /// Undoes `ops` (the ones started), last first. Best effort: an operation that
 /// cannot be undone is left for the person (its file holds a save of theirs).
-pub(crate) fn roll_back(sandbox: &Sandbox, ops: &[FileOp], id: &str, kept: &[Option<NotePath>]) {
+pub(super) fn roll_back(sandbox: &Sandbox, ops: &[FileOp], id: &str, kept: &[Option<NotePath>]) {
     for (number, op) in ops.iter().enumerate().rev() {
         let _ = plan::backward(sandbox, op, id, kept.get(number).and_then(Option::as_ref));
     }
@@ -412,7 +412,7 @@ pub(crate) fn roll_back(sandbox: &Sandbox, ops: &[FileOp], id: &str, kept: &[Opt
 
 /// Recovery of a pending multi-file proposal the journal names: roll back.
 /// The folders the apply created (the journal's) are removed once left empty.
-pub(crate) fn recover_pending(
+pub(super) fn recover_pending(
     sandbox: &Sandbox,
     inbox: &Inbox,
     located: &Located,
@@ -432,7 +432,7 @@ pub(crate) fn recover_pending(
 
 /// Recovery of an archived multi-file proposal without its audit line: carry
 /// every operation forward; returns the paths to index.
-pub(crate) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<Vec<NotePath>> {
+pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Located) -> Result<Vec<NotePath>> {
     let plan = read_plan(sandbox, located)?;
     let kept = kept_paths(sandbox, inbox, &located.dir, located, &plan)?;
     // Unused: without prepared files, each swap removes what it replaced.

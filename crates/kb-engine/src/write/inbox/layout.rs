@@ -113,11 +113,11 @@ pub(crate) const SCHEMA: u32 = 1;
 /// Name suffix of metadata files.
 pub(crate) const META_SUFFIX: &str = ".proposal.json";
 /// Largest metadata file read.
-pub(crate) const META_MAX_BYTES: u64 = 1 << 20;
+pub(super) const META_MAX_BYTES: u64 = 1 << 20;
 /// Largest staged note, target or audit log read (the largest configurable limit).
 pub(crate) const FILE_MAX_BYTES: u64 = 1 << 30;
 /// `p_` and 32 hex digits.
-pub(crate) const ID_PREFIX: &str = "p_";
+pub(super) const ID_PREFIX: &str = "p_";
 
 /// The inbox folders and files, from the configured inbox folder.
 #[derive(Debug, Clone)]
@@ -208,7 +208,7 @@ pub(crate) fn short_id(id: &str) -> &str {
 }
 
 /// Whether `hash` is `sha256:` and 64 lowercase hex digits.
-pub(crate) fn is_hash(hash: &str) -> bool {
+pub(super) fn is_hash(hash: &str) -> bool {
     hash.strip_prefix("sha256:").is_some_and(|rest| {
         rest.len() == 64 && rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
@@ -220,4 +220,4 @@ pub(crate) fn today() -> String {
 }
 
 /// Fewest hex digits of an id that name a proposal by prefix.
-pub(crate) const PREFIX_MIN_DIGITS: usize = 4;
+pub(super) const PREFIX_MIN_DIGITS: usize = 4;

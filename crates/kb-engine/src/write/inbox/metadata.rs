@@ -95,7 +95,7 @@ pub(crate) fn flaw(why: impl Into<String>) -> Error {
 }
 
 /// Reads and parses a metadata file; the error says why it is not valid metadata.
-pub(crate) fn read_metadata(sandbox: &Sandbox, path: &NotePath) -> Result<Metadata> {
+pub(super) fn read_metadata(sandbox: &Sandbox, path: &NotePath) -> Result<Metadata> {
     let bytes = sandbox.read(path, META_MAX_BYTES).map_err(|err| flaw(err.message))?;
     serde_json::from_slice(&bytes)
         .map_err(|err| flaw(format!("{path} is not valid proposal metadata: {err}")))

@@ -141,11 +141,11 @@ pub struct Linkers {
 
 /// What a rewrite's texts are taken to be when its note holds neither: no
 /// file's bytes (it holds a NUL), so every check of the note finds it changed.
-pub(crate) fn unknown_text(path: &str) -> String {
+pub(super) fn unknown_text(path: &str) -> String {
     format!("\u{0}kb-mcp: {path} holds neither the text this plan rewrites nor the one it leaves\u{0}")
 }
 
 /// Whether a text is [`unknown_text`].
-pub(crate) fn is_unknown_text(text: &str) -> bool {
+pub(super) fn is_unknown_text(text: &str) -> bool {
     text.starts_with("\u{0}kb-mcp: ")
 }

@@ -16,12 +16,12 @@ use crate::write::inbox::{Inbox, short_id, today};
 
 /// Where an applied plan's trashed notes go: `inbox/trash/<date>/<8 hex of the
 /// id>/<path>` (the id keeps two deletes of one path on one day apart).
-pub(crate) fn trash_path(inbox_root: &str, date: &str, id: &str, path: &str) -> Result<NotePath> {
+pub(super) fn trash_path(inbox_root: &str, date: &str, id: &str, path: &str) -> Result<NotePath> {
     NotePath::parse(&format!("{inbox_root}/trash/{date}/{}/{path}", short_id(id)))
 }
 
 /// The date of an archive folder (`inbox/applied/<date>`), for the trash.
-pub(crate) fn archive_date(archive: &str) -> String {
+pub(super) fn archive_date(archive: &str) -> String {
     archive.rsplit('/').next().map(str::to_owned).unwrap_or_else(today)
 }
 

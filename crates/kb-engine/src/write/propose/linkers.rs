@@ -146,7 +146,7 @@ pub fn linkers_in(view: &VaultView<'_>, targets: &[usize], skip: &dyn Fn(&str) -
 
 /// What `plan` is judged on in `view` (the catalog it was planned on): the
 /// notes it watches and their linkers outside it.
-pub(crate) fn linkers_of(view: &VaultView<'_>, plan: &Plan) -> Linkers {
+pub(super) fn linkers_of(view: &VaultView<'_>, plan: &Plan) -> Linkers {
     let in_plan: HashSet<&str> = plan.files.iter().flat_map(|op| op.touched()).collect();
     let targets = watched(view, plan);
     let notes = linkers_in(view, &targets, &|path| in_plan.contains(path))

@@ -46,7 +46,7 @@ pub struct PatchRequest {
 
 /// A new note's target and complete text (frontmatter included), checked as
 /// [`propose_new`] checks them (all but the reason), without staging anything.
-pub(crate) fn build_new(
+pub(super) fn build_new(
     sandbox: &Sandbox,
     limits: &Limits,
     note: &NewNote,
@@ -124,7 +124,7 @@ pub(crate) fn build_new(
 /// anything. `overlay` holds the texts the edits apply to when they are not
 /// the file's (a batch's earlier items changed the note), by path; the base
 /// hash is always checked against the file.
-pub(crate) fn build_patch(
+pub(super) fn build_patch(
     sandbox: &Sandbox,
     limits: &Limits,
     request: &PatchRequest,

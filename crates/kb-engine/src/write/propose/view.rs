@@ -29,7 +29,7 @@ pub struct VaultView<'a> {
 
 /// A note's text as a plan reads it: the batch's text when an earlier item
 /// changed it, else the file's.
-pub(crate) fn read_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<String> {
+pub(super) fn read_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<String> {
     if let Some(text) = view.texts.and_then(|texts| texts.get(path)) {
         return Ok(text.clone());
     }

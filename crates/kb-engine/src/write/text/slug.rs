@@ -14,7 +14,7 @@
 use crate::sandbox::{NotePath, forbidden_char, is_device_name, is_invisible, stray_zero_width, strip_md};
 
 /// Longest slug, in bytes (cut on a character boundary).
-pub(crate) const MAX_SLUG_BYTES: usize = 80;
+pub(super) const MAX_SLUG_BYTES: usize = 80;
 /// The slug of a title with nothing usable in it.
 const UNTITLED: &str = "untitled";
 

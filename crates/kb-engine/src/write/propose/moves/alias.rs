@@ -18,7 +18,7 @@ use crate::write::text::yaml;
 
 /// Adds `alias` to the `aliases` of a note moved from `old` to `new` (whose
 /// text is `text`) when its file name changes and the note lacks it.
-pub(crate) fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result<String> {
+pub(super) fn add_alias(old: &str, text: &str, alias: &str, new: &str) -> Result<String> {
     let new_stem = strip_md(new.rsplit('/').next().unwrap_or(new));
     if new_stem == alias {
         return Ok(text.to_owned());

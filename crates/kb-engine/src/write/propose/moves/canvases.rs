@@ -20,7 +20,7 @@ const CANVAS_MAX_BYTES: u64 = 64 << 20;
 
 /// A canvas's text: from a batch's earlier items when they changed it, else
 /// its file; `None` when it is not UTF-8 (or too large to be a board).
-pub(crate) fn canvas_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<Option<String>> {
+pub(super) fn canvas_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Result<Option<String>> {
     if let Some(text) = view.texts.and_then(|texts| texts.get(path)) {
         return Ok(Some(text.clone()));
     }
@@ -35,7 +35,7 @@ pub(crate) fn canvas_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -
 /// The canvases of the notes roots that stay where they are (`moving`: what
 /// the move carries aside) and name a file that moves (`moved` gives its new
 /// path), each rewritten in place.
-pub(crate) fn staying_canvases(
+pub(super) fn staying_canvases(
     sandbox: &Sandbox,
     view: &VaultView<'_>,
     moving: &dyn Fn(&str) -> bool,

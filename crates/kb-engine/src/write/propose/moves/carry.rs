@@ -62,7 +62,7 @@ fn without_slash(path: &str) -> &str {
 
 /// What `from` names, moving to `to` (see the module docs), every
 /// destination checked.
-pub(crate) fn what_moves(sandbox: &Sandbox, view: &VaultView<'_>, from: &str, to: &str) -> Result<Moving> {
+pub(super) fn what_moves(sandbox: &Sandbox, view: &VaultView<'_>, from: &str, to: &str) -> Result<Moving> {
     if from.is_empty() || to.is_empty() {
         return Err(Error::invalid("`from` and `to` must both be given: a note path or a folder path"));
     }
@@ -232,7 +232,7 @@ fn taken(new: &str, twin: &NotePath) -> Error {
 /// The operations moving the files a folder move carries (`files`): a canvas
 /// as text, the paths it names pointed at where those files go (`moved`,
 /// see `canvases.rs`); any other file as bytes, by the hash of its bytes now.
-pub(crate) fn carried_ops(
+pub(super) fn carried_ops(
     sandbox: &Sandbox,
     view: &VaultView<'_>,
     files: &[(String, String)],

@@ -53,7 +53,7 @@ pub fn relink(
 /// [`relink`]'s edit before its text is escaped for the link's quotes (and
 /// whether or not it changes anything): the target as the note's path or name
 /// reads, for a caller that shortens it first.
-pub(crate) fn target_edit(
+pub(super) fn target_edit(
     text: &str,
     link: &LinkSpan,
     source: &NotePath,
@@ -150,7 +150,7 @@ fn percent_encode(path: &str) -> String {
 /// Whether a wikilink names its note (at `was`) by something else than the
 /// note's file name: by an alias. Rewritten to the note's name, it would show
 /// another text.
-pub(crate) fn by_another_name(link: &LinkSpan, was: &str) -> bool {
+pub(super) fn by_another_name(link: &LinkSpan, was: &str) -> bool {
     let written = strip_md(&link.link.target);
     let written = written.rsplit('/').next().unwrap_or(written);
     let name = strip_md(was.rsplit('/').next().unwrap_or(was));
@@ -162,7 +162,7 @@ pub(crate) fn by_another_name(link: &LinkSpan, was: &str) -> bool {
 /// before the display (`[[b#h|x]]`). In a GFM table row (`in_table`, from the
 /// Markdown model), where a bare `|` would end the cell, it is `\|`; a line
 /// that merely holds a `|` is no table.
-pub(crate) fn keep_shown_text(text: &str, link: &LinkSpan, in_table: bool, edit: &mut LinkEdit) {
+pub(super) fn keep_shown_text(text: &str, link: &LinkSpan, in_table: bool, edit: &mut LinkEdit) {
     let whole = link.span.of(text);
     if !whole.ends_with("]]") {
         return;
@@ -182,7 +182,7 @@ pub(crate) fn keep_shown_text(text: &str, link: &LinkSpan, in_table: bool, edit:
 /// The shortest trailing part of a wikilink's path (`b/x/dup` of `z/b/x/dup`)
 /// that still leads to the same note, keeping at least two segments (a bare
 /// name was judged already).
-pub(crate) fn shortest_suffix(path: &str, leads: impl Fn(&str) -> bool) -> String {
+pub(super) fn shortest_suffix(path: &str, leads: impl Fn(&str) -> bool) -> String {
     let starts: Vec<usize> = path.match_indices('/').map(|(at, _)| at + 1).collect();
     for &start in starts.iter().rev().skip(1) {
         if leads(&path[start..]) {

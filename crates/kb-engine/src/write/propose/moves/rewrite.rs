@@ -21,7 +21,7 @@ use crate::write::propose::view::written;
 
 /// The affected notes' texts with their links rewritten (and a moved note's
 /// old name as an alias), by index; how many notes and links changed.
-pub(crate) struct Relinked {
+pub(super) struct Relinked {
     pub(crate) texts: HashMap<usize, String>,
     pub(crate) notes: u32,
     pub(crate) links: u32,
