@@ -25,7 +25,7 @@ use subtle::ConstantTimeEq;
 use super::log;
 use crate::engine::types::Access;
 use crate::error::{Error, Result};
-use crate::sandbox::{self, FileStamp, hex, unhex};
+use crate::sandbox::{self, FileStamp, Zone, hex, rfc3339, unhex};
 
 /// The token file format this code reads and writes.
 const TOKEN_FILE_VERSION: u32 = 1;
@@ -218,7 +218,7 @@ impl TokenFile {
             scope: scope.as_str().to_owned(),
             salt: hex(&salt),
             hash: format!("sha256:{}", hex(&digest(&salt, &token))),
-            created: jiff::Zoned::now().strftime("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+            created: rfc3339(jiff::Timestamp::now(), Zone::Local),
             rate: limits.rate,
             request_timeout_s: limits.request_timeout_s,
         });

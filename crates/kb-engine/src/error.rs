@@ -260,6 +260,19 @@ impl Error {
         )
     }
 
+    /// `stale_base`: the note at `target` no longer has the hash `base` a
+    /// change was made against; `current` is its hash now (`None`: it is
+    /// gone), carried in `details.current_hash`.
+    pub fn stale_base(target: impl fmt::Display, base: &str, current: Option<&str>) -> Self {
+        let message = match current {
+            Some(current) => format!("{target} has changed: its hash is {current}, not the base {base}"),
+            None => format!("{target} no longer exists, so the patch made against {base} cannot apply"),
+        };
+        Error::new(ErrorCode::StaleBase, message)
+            .with_hint("read the note again (read_note) and make the edits against its current text and hash")
+            .with_details(serde_json::json!({ "current_hash": current }))
+    }
+
     /// Wraps an I/O error, naming the path it happened on.
     pub fn io(path: impl fmt::Display, err: &std::io::Error) -> Self {
         match err.kind() {

@@ -286,10 +286,14 @@ fn shell_quote(word: &str) -> String {
 /// The steps for hosts that reach kb-mcp over the network, by OAuth.
 fn remote_steps(host: Host, out: &mut dyn Write) -> std::io::Result<()> {
     let add = match host {
-        Host::Chatgpt => "In ChatGPT: Settings → Apps & Connectors → Create, URL https://<name>.trycloudflare.com/mcp, \
-                          authentication OAuth.",
-        _ => "On claude.ai: Settings → Connectors → Add custom connector, URL https://<name>.trycloudflare.com/mcp \
-              (the phone apps use the connectors of your account).",
+        Host::Chatgpt => {
+            "In ChatGPT: Settings → Apps & Connectors → Create, URL https://<name>.trycloudflare.com/mcp, \
+                          authentication OAuth."
+        }
+        _ => {
+            "On claude.ai: Settings → Connectors → Add custom connector, URL https://<name>.trycloudflare.com/mcp \
+              (the phone apps use the connectors of your account)."
+        }
     };
     writeln!(
         out,

@@ -1,6 +1,6 @@
 //! Who links to some notes now: the engine's answer to a multi-file apply's
 //! check that no link to a note it moves or trashes was written since it was
-//! proposed (`write/linkers.rs`; the write layer knows no index).
+//! proposed (`write/propose/linkers.rs`; the write layer knows no index).
 //!
 //! The catalog's graph answers for every file it holds as it is on disk. A
 //! file changed or added since the catalog was made is not in it yet: the

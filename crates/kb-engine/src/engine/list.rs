@@ -19,9 +19,9 @@
 use super::Engine;
 use super::bounded::{HIT_LIST_MAX, TEXT_MAX_CHARS, cap_list, cut_chars};
 use super::read::{created_nanos, created_rfc3339};
-use super::rfc3339;
 use super::types::{FolderCount, LIST_NOTES_LIMIT, ListNotesArgs, ListSort, ListedNote, NoteList};
 use crate::error::{Error, ErrorCode, Result};
+use crate::sandbox::{Zone, file_time, rfc3339};
 use crate::vault::NoteRecord;
 
 /// Most subfolders one answer lists (the rest are counted in `folders_omitted`).
@@ -237,7 +237,7 @@ impl Engine {
                 ListedNote {
                     path: record.path.clone(),
                     title: cut_chars(&record.title, TEXT_MAX_CHARS),
-                    updated: rfc3339(record.modified_ns),
+                    updated: rfc3339(file_time(record.modified_ns), Zone::Utc),
                     created: created_rfc3339(record),
                     tags,
                     tags_omitted,

@@ -404,13 +404,6 @@ fn open_sandbox(root: &Path, policy: Policy, templates: &[Option<String>]) -> Re
     Ok(sandbox.with_templates(crate::vault::templates_folders(templates)))
 }
 
-/// Nanoseconds since the epoch as RFC 3339 (UTC).
-pub(crate) fn rfc3339(nanos: i64) -> String {
-    jiff::Timestamp::from_nanosecond(i128::from(nanos))
-        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
-        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
-}
-
 /// Requires exactly one of `path` and `ref`.
 pub(crate) fn one_of(path: Option<&str>, reference: Option<&str>) -> Result<NoteName> {
     match (path.filter(|p| !p.is_empty()), reference.filter(|r| !r.is_empty())) {

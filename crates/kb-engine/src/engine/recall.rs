@@ -10,8 +10,8 @@
 
 use std::collections::BTreeSet;
 
+use super::Engine;
 use super::types::*;
-use super::{Engine, rfc3339};
 use crate::error::Result;
 use crate::sandbox::NotePath;
 use crate::vault::graph::Resolution;
@@ -219,7 +219,6 @@ impl Engine {
                 }
             }
         }
-        let _ = rfc3339;
         Ok(RecallPack {
             topic: args.topic.clone(),
             budget_tokens: budget,

@@ -13,7 +13,7 @@ use super::swap::is_temp_name;
 
 /// The top-level names kb-mcp creates in its inbox (compared case-insensitively):
 /// the pending folders, the archives, the trash and the conflict copies kept
-/// apart (`write/conflicts.rs`); names starting with `_` are its own files too
+/// apart (`write/inbox/conflicts.rs`); names starting with `_` are its own files too
 /// (the audit log, the lock, the journal), and so are the temporary files
 /// atomic writes of these leave for an instant.
 const OWN_NAMES: [&str; 10] =

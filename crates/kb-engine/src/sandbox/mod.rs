@@ -38,7 +38,7 @@ mod vault_dir;
 
 pub use carried::{FolderContents, RefusedFile};
 pub use displaced::{Discards, LATE_SAVE_GRACE, LateSave};
-pub use encoding::{hex, percent_decode, unhex};
+pub use encoding::{Zone, file_time, hex, percent_decode, rfc3339, unhex};
 pub use fs::{
     FileStat, NotePermissions, OpenedFile, Scan, ScannedFile, SkippedFile, TEMPLATE_SETTINGS, WriteMode,
     ensure_dir, read_template_settings, read_vault_config,

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use jsonc_parser::ast::{ObjectProp, Value};
 use jsonc_parser::{CollectOptions, ParseOptions};
 
-use super::markdown::Span;
+use super::markdown::{Span, replace_spans};
 
 /// Strict JSON, as JSON Canvas is.
 const STRICT: ParseOptions = ParseOptions {
@@ -86,19 +86,15 @@ pub fn canvas_paths(text: &str) -> Option<Vec<CanvasPath>> {
 /// it (each string literal replaced by the new path's, JSON-escaped); `None`
 /// when it names none of them (or is not a canvas).
 pub fn canvas_moved(text: &str, moved: impl Fn(&str) -> Option<String>) -> Option<String> {
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
+    let mut replacements: Vec<(Span, String)> = Vec::new();
     for named in canvas_paths(text)? {
         let Some(new) = moved(&named.path) else { continue };
-        out.push_str(&text[at..named.span.start]);
-        out.push_str(&serde_json::to_string(&new).ok()?);
-        at = named.span.end;
+        replacements.push((named.span, serde_json::to_string(&new).ok()?));
     }
-    if at == 0 {
+    if replacements.is_empty() {
         return None;
     }
-    out.push_str(&text[at..]);
-    Some(out)
+    Some(replace_spans(text, replacements.iter().map(|(span, new)| (*span, new.as_str()))))
 }
 
 #[cfg(test)]

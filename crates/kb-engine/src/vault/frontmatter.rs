@@ -22,6 +22,8 @@ use jiff::fmt::temporal::{Pieces, PiecesOffset};
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value};
 
+use super::note::bom_len;
+
 /// Largest frontmatter block parsed, in bytes (Obsidian properties are a few
 /// hundred bytes; 50,000 aliases fit).
 pub const FRONTMATTER_MAX_BYTES: usize = 1024 * 1024;
@@ -82,11 +84,6 @@ pub(super) fn scan(text: &str) -> Scan {
         Err((message, line)) => (Value::Null, Some(message), line),
     };
     Scan::Found { frontmatter: Frontmatter { yaml, end, body_line, value, error }, error_line }
-}
-
-/// Length of a UTF-8 BOM at the start of `text` (0 or 3).
-pub(super) fn bom_len(text: &str) -> usize {
-    if text.starts_with('\u{feff}') { 3 } else { 0 }
 }
 
 /// Whether a line (without its `\n`) is a fence made of `marker` plus optional trailing

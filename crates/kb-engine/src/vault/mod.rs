@@ -31,9 +31,11 @@ pub use note::{
 pub use obsidian::templates_folders;
 pub use packed::{AnchorRef, HeadingRef, Headings, LinkRef, Links};
 
+pub(crate) use markdown::replace_spans;
 pub use markdown::{
     BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, PropertyQuote, Span, TagSpan, note_spans, prose_spans,
 };
+pub(crate) use note::{BOM, bom_len};
 pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};
 pub use section::{
     atx_heading_line, heading_blocks, line_start, section_around, section_named, section_range,

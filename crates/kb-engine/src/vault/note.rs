@@ -219,6 +219,16 @@ fn strip_block_id(line: &str) -> &str {
     }
 }
 
+/// The byte order mark a note's text may start with. It is kept in the text
+/// ([`decode_note`]), so offsets and hashes stay the file's; whatever reads or
+/// edits the text skips it ([`bom_len`]) and never adds or drops one.
+pub(crate) const BOM: char = '\u{feff}';
+
+/// Length of a BOM at the start of `text` (0 or 3 bytes): where its content starts.
+pub(crate) fn bom_len(text: &str) -> usize {
+    if text.starts_with(BOM) { BOM.len_utf8() } else { 0 }
+}
+
 /// Decodes a file's bytes as UTF-8 text. A UTF-8 BOM is kept in the text (offsets and
 /// hashes stay those of the file); the parser skips it. Anything that is not UTF-8
 /// (UTF-16, Latin-1, binary) is a diagnostic, not garbage in the index.
@@ -297,7 +307,7 @@ pub fn body_offset(text: &str) -> usize {
 /// Parses a note's text. Total: never fails, never panics.
 pub fn parse_note(path: &NotePath, text: &str) -> Note {
     let mut diagnostics = Vec::new();
-    let bom = frontmatter::bom_len(text);
+    let bom = bom_len(text);
     let (map, yaml_range, body_offset, body_line) = match frontmatter::scan(text) {
         Scan::Absent => (Map::new(), 0..0, bom, 1),
         Scan::Unclosed => {
@@ -364,7 +374,7 @@ pub fn parse_note(path: &NotePath, text: &str) -> Note {
 /// The text of the H1 on the body's first non-blank line, if that line is one
 /// (ATX `# Title` or the text line of a setext `Title` / `===`).
 fn opening_h1(body: &str, body_line: u32, headings: &[Heading]) -> Option<String> {
-    let body = body.strip_prefix('\u{feff}').unwrap_or(body);
+    let body = &body[bom_len(body)..];
     let blank_lines = body.lines().take_while(|line| line.trim().is_empty()).count();
     let first = body_line.saturating_add(u32::try_from(blank_lines).unwrap_or(u32::MAX));
     headings.iter().find(|h| h.line == first && h.level == 1 && !h.text.is_empty()).map(|h| h.text.clone())

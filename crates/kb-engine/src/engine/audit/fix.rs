@@ -43,7 +43,7 @@ use crate::engine::Engine;
 use crate::engine::types::{AuditCheck, BatchItem, Finding, ProposeBatchArgs, UnstagedReason};
 use crate::error::{ErrorCode, Result};
 use crate::sandbox::NotePath;
-use crate::vault::{Limits, Span, content_hash, decode_note, frontmatter_keys, note_spans};
+use crate::vault::{Limits, Span, content_hash, decode_note, frontmatter_keys, note_spans, replace_spans};
 use crate::write::{self, BATCH_MAX_ITEMS, Edit};
 
 /// The kinds of fix, one batch proposal each, staged in this order.
@@ -359,20 +359,7 @@ fn place_fixes(path: &str, text: &str, fixes: &[&Finding]) -> Placed {
     replacements.sort_by_key(|(span, _)| (span.start, span.end));
     replacements.dedup_by_key(|(span, _)| span.start);
     // Overlapping replacements would garble the text: keep the first of each.
-    let mut kept: Vec<(Span, String)> = Vec::new();
-    for (span, new) in replacements {
-        if kept.last().is_none_or(|(last, _)| last.end <= span.start) {
-            kept.push((span, new));
-        }
-    }
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut at = 0;
-    for (span, new) in &kept {
-        out.push_str(&text[at..span.start]);
-        out.push_str(new);
-        at = span.end;
-    }
-    out.push_str(&text[at..]);
+    let mut out = replace_spans(text, replacements.iter().map(|(span, new)| (*span, new.as_str())));
     if !appended.is_empty() {
         let (with_lines, read_as_links) = append_lines(&note, out, &appended);
         out = with_lines;

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::engine::Engine;
 use crate::engine::types::*;
-use crate::engine::{Engine, rfc3339};
 use crate::error::Result;
+use crate::sandbox::{Zone, file_time, rfc3339};
 use crate::vault::{NoteKind, NoteRecord};
 
 impl Engine {
@@ -21,7 +22,7 @@ impl Engine {
                 path: r.path.clone(),
                 title: r.title.clone(),
                 description: r.description.clone(),
-                updated: rfc3339(r.modified_ns),
+                updated: rfc3339(file_time(r.modified_ns), Zone::Utc),
             })
             .collect();
         Ok(Standards { standards })
@@ -94,7 +95,7 @@ impl Engine {
                 path: r.path.clone(),
                 title: r.title.clone(),
                 created: created_rfc3339(r),
-                updated: rfc3339(r.modified_ns),
+                updated: rfc3339(file_time(r.modified_ns), Zone::Utc),
             })
             .collect();
         Ok(Recent { notes })
@@ -114,6 +115,6 @@ pub(in crate::engine) fn created_nanos(record: &NoteRecord) -> i128 {
 pub(in crate::engine) fn created_rfc3339(record: &NoteRecord) -> String {
     match &record.created {
         Some(created) => created.clone(),
-        None => rfc3339(record.born_ns.unwrap_or(record.modified_ns)),
+        None => rfc3339(file_time(record.born_ns.unwrap_or(record.modified_ns)), Zone::Utc),
     }
 }

@@ -6,9 +6,9 @@ use crate::engine::bounded::{
     self, METADATA_BUDGET, TEXT_MAX_CHARS, WHOLE_MAX, cap_frontmatter, cut_chars, window_text,
 };
 use crate::engine::types::*;
-use crate::engine::{Engine, NoteName, one_of, rfc3339};
+use crate::engine::{Engine, NoteName, one_of};
 use crate::error::{Error, Result};
-use crate::sandbox::NotePath;
+use crate::sandbox::{NotePath, Zone, file_time, rfc3339};
 use crate::vault::{ContentHasher, content_hash, decode_note, section_named};
 
 impl Engine {
@@ -166,7 +166,9 @@ impl Engine {
             content,
             hash,
             size,
-            modified: stat.map(|s| rfc3339(crate::engine::sync::nanos(s.modified))).unwrap_or_default(),
+            modified: stat
+                .map(|s| rfc3339(file_time(crate::engine::sync::nanos(s.modified)), Zone::Utc))
+                .unwrap_or_default(),
             outline,
             truncated,
             next_offset,

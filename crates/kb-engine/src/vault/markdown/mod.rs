@@ -55,6 +55,33 @@ impl Span {
     }
 }
 
+/// `text` with each span replaced by its new text, in one pass: the one way
+/// every edit by spans is written (a patch's frontmatter keys, a move's link
+/// targets, the audit's fixes, a plan's stored splices, a canvas's paths).
+/// Replacements are taken in the order of the text (ties in the order given);
+/// one that overlaps a replacement before it is left out, so the result never
+/// garbles the text. Each span must lie on character boundaries of `text`.
+pub(crate) fn replace_spans<'a>(
+    text: &str,
+    replacements: impl IntoIterator<Item = (Span, &'a str)>,
+) -> String {
+    let mut sorted: Vec<(Span, &str)> = replacements.into_iter().collect();
+    sorted.sort_by_key(|(span, _)| span.start);
+    let grown: usize = sorted.iter().map(|(_, new)| new.len()).sum();
+    let mut out = String::with_capacity(text.len() + grown);
+    let mut at = 0;
+    for (span, new) in sorted {
+        if span.start < at {
+            continue;
+        }
+        out.push_str(&text[at..span.start]);
+        out.push_str(new);
+        at = span.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 /// A heading and where it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeadingSpan {

@@ -1,0 +1,14 @@
+//! Pure functions on a note's text, no inbox and no files: the edits a patch
+//! is made of (`edit.rs`), line diffs for people and for undoing a patch
+//! (`diff.rs`), YAML values as frontmatter lines (`yaml.rs`), and file names
+//! from titles (`slug.rs`).
+
+mod diff;
+mod edit;
+pub(crate) mod slug;
+pub(crate) mod yaml;
+
+pub use edit::{Edit, apply_edits};
+
+pub use diff::unified_diff;
+pub(crate) use diff::{LineDiff, undo_diff};
