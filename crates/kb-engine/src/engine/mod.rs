@@ -116,7 +116,7 @@ pub struct Engine {
     /// with [`Engine::open_to_serve`]) when first needed; the error when they
     /// could not be read.
     catalog_loaded: OnceLock<Result<()>>,
-    /// What each note's prose mentions, kept between audits (see `audit/mentions.rs`).
+    /// What each note's prose mentions, kept between audits (see `audit/mentions/`).
     mentions: audit::MentionCache,
     /// The findings of the last audit, for its next pages (see `audit/mod.rs`).
     last_audit: audit::LastAudit,
