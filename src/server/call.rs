@@ -10,7 +10,7 @@
 //! in the debug log) and records the call in [`Metrics`].
 
 use std::io::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::RequestContext;
@@ -153,16 +153,12 @@ impl KbServer {
     }
 }
 
-/// When an HTTP request carrying a call reached the gate (see [`Arrived`]).
-pub(super) fn arrival(context: &RequestContext<RoleServer>) -> Option<Instant> {
-    let parts = context.extensions.get::<::http::request::Parts>()?;
-    parts.extensions.get::<Arrived>().map(|arrived| arrived.0)
-}
-
 /// What the account of one call needs from its request: taken before the
 /// request is consumed.
 pub(super) struct Accounted {
     tool: String,
+    /// When the call arrived: at the HTTP gate (see [`Arrived`]), else at the handler.
+    arrived: Instant,
     /// The HTTP token's name (none over stdio).
     token: Option<String>,
     /// The query, kept only when the debug log is on.
@@ -172,21 +168,20 @@ pub(super) struct Accounted {
 }
 
 impl Accounted {
-    pub(super) fn of(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Accounted {
-        let token = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Grant>())
-            .map(|grant| grant.name.to_string());
+    /// The account of a call the handler started at `started`.
+    pub(super) fn of(
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        started: Instant,
+    ) -> Accounted {
+        let http = context.extensions.get::<::http::request::Parts>().map(|parts| &parts.extensions);
+        let arrived = http.and_then(|ext| ext.get::<Arrived>()).map_or(started, |arrived| arrived.0);
+        let token = http.and_then(|ext| ext.get::<Grant>()).map(|grant| grant.name.to_string());
+        let pending = http.and_then(|ext| ext.get::<PendingCount>()).cloned();
         let query = debug_log()
             .then(|| request.arguments.as_ref()?.get("query")?.as_str().map(str::to_owned))
             .flatten();
-        let pending = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<PendingCount>())
-            .cloned();
-        Accounted { tool: request.name.to_string(), token, query, pending }
+        Accounted { tool: request.name.to_string(), arrived, token, query, pending }
     }
 
     /// Logs the call's `tool` line and counts it. The outcome is `ok`, the
@@ -196,8 +191,8 @@ impl Accounted {
         metrics: &Metrics,
         response: &Result<CallToolResponse, McpError>,
         said: Option<&'static str>,
-        took: Duration,
     ) {
+        let took = self.arrived.elapsed();
         let (code, bytes) = match response {
             Ok(CallToolResponse::Complete(result)) => (result_code(result), result_size(result)),
             Ok(_) => ("ok".to_owned(), 0),

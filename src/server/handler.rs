@@ -166,10 +166,9 @@ impl ServerHandler for KbServer {
             return fixtures::call_tool(request, context).await;
         }
         let started = Instant::now();
-        let call = call::Accounted::of(&request, &context);
-        let arrived = call::arrival(&context).unwrap_or(started);
+        let call = call::Accounted::of(&request, &context, started);
         let (response, said) = self.answer_call(request, &context, started).await;
-        call.finish(self.shared.metrics(), &response, said, arrived.elapsed());
+        call.finish(self.shared.metrics(), &response, said);
         response
     }
 
