@@ -1820,6 +1820,9 @@ fn race(applies: u64, saves: Saves, style: Style) -> RaceFigures {
         editor.join().unwrap()
     });
     figures.saves = last_save;
+    // What the next apply or server start does: a save that reached a
+    // replaced file after its apply had finished becomes a conflict copy.
+    write::recover(&vault.sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
     let copies = conflict_copies(&vault, "race");
     if let Style::Only(Editing::Append) = style {
         let mut texts = vec![vault.text(rel)];
@@ -1951,6 +1954,49 @@ fn an_append_opened_before_the_swap_and_written_after_it_is_kept() {
     assert!(temp_files(&vault.root).is_empty(), "{:?}", temp_files(&vault.root));
     // Applied again, the proposal meets the note as the person left it: stale.
     assert_eq!(code(apply(&vault, &staged.proposal_id)), ErrorCode::StaleBase);
+}
+
+/// The window no watch can close: an editor saving in place found the note's
+/// file just before the swap, and its open (which truncates) and its write
+/// come after the apply has finished, when nothing yet held the file open (a
+/// truncate can wait that long for the disk's journal). The replaced file is
+/// parked in the inbox rather than removed, so the save lands there, and the
+/// next apply or start keeps it as a conflict copy.
+#[test]
+fn a_save_into_the_replaced_file_after_the_apply_is_kept() {
+    use std::io::Write as _;
+    let vault = vault();
+    let rel = "z/late.md";
+    vault.write(rel, "# Late\n\nfirst\n");
+    let staged = vault.patch(rel, vec![Edit::Append { content: "from the proposal".to_owned() }]).unwrap();
+    let mut editor: Option<fs::File> = None;
+    write::apply_with_failpoint(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut no_index, &mut |at| {
+        if at == Step::Archived {
+            // The open completes only now, past the watch, on the file the swap replaced.
+            let replaced = temp_files(&vault.path("z"));
+            assert_eq!(replaced.len(), 1, "{replaced:?}");
+            editor = Some(
+                fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(vault.path(&format!("z/{}", replaced[0])))
+                    .unwrap(),
+            );
+        }
+        Ok(())
+    })
+    .unwrap();
+    editor.take().unwrap().write_all(b"# Late\n\nthe person's save\n").unwrap();
+    assert_eq!(vault.text(rel), "# Late\n\nfirst\nfrom the proposal\n");
+    assert!(temp_files(&vault.root).is_empty(), "{:?}", temp_files(&vault.root));
+    let recovery = write::recover(&vault.sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
+    assert_eq!(recovery.swept.len(), 1, "{recovery:?}");
+    let copies = conflict_copies(&vault, "late");
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert_eq!(copies[0].1, "# Late\n\nthe person's save\n");
+    let listed = write::conflict_copies(&vault.sandbox);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].note, rel, "the copy names its note");
 }
 
 // ---------------------------------------------------------------- permissions (issue 12, item 3)

@@ -13,7 +13,9 @@
 //! ([`Discards::late_saves`]): one that changed holds a late save, which
 //! goes back to the note's name ([`Sandbox::put_back_late_save`]) while the
 //! apply is rolled back. A crash during the wait leaves the files under
-//! kb-mcp's temporary names, where recovery's sweep finds them.
+//! kb-mcp's temporary names, where recovery's sweep finds them. The files
+//! that held what was expected are not removed then either, but parked in the
+//! inbox (`parked.rs`), where a save landing later still is not lost.
 //!
 //! A file that may hold a person's save and cannot go back to its note is kept
 //! apart as a conflict copy in the inbox, never among the notes
@@ -27,6 +29,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::fs::{WriteMode, sync_dir, walk_write_chain, write_atomic};
 use super::inbox::require_inbox;
+use super::parked::Seal;
 use super::trash::rename_no_replace;
 use super::{NotePath, Sandbox};
 use crate::error::{Error, ErrorCode, Result};
@@ -40,7 +43,7 @@ pub const LATE_SAVE_GRACE: Duration = Duration::from_millis(100);
 /// The longest an apply waits for another process to close a file it displaced.
 const HELD_OPEN_WAIT: Duration = Duration::from_secs(5);
 
-/// Threads removing discarded files: the waits are the journal's, not the CPU's.
+/// Threads parking discarded files: the waits are the journal's, not the CPU's.
 const DISCARD_THREADS: usize = 8;
 
 /// How a file came away from its note's name.
@@ -87,19 +90,21 @@ struct Displaced {
     how: Displacement,
     /// The file as it was when it was checked to hold the expected bytes.
     stamp: Stamp,
+    /// What its parked name records of it (`parked.rs`).
+    seal: Seal,
 }
 
 /// The files an apply displaced, each checked to hold the bytes it expected.
-/// Those a swap replaced are removed together at the end
-/// ([`Discards::remove`], or when dropped), not one at a time: removing a file
-/// is what frees its blocks, and on some file systems that is a wait on the
-/// journal of a few milliseconds (about 2 ms a file on the ext4 with `discard`
-/// these figures come from), which, one at a time, was most of a hub's move
-/// of 10,000 rewrites. Until then each is a temporary file beside its note
-/// holding bytes the note had, which recovery's sweep removes after a crash.
-/// Trashed notes are watched the same way and stay in the trash.
-#[derive(Debug, Default)]
+/// Those a swap replaced are parked in the inbox together at the end
+/// ([`Discards::park`], or when dropped; see `parked.rs`), from several
+/// threads: a file system may make each rename wait on its journal. Until
+/// then each is a temporary file beside its note holding bytes the note had,
+/// which recovery's sweep settles after a crash. Trashed notes are watched
+/// the same way and stay in the trash.
+#[derive(Debug)]
 pub struct Discards {
+    /// The vault, whose inbox the files are parked in.
+    sandbox: Sandbox,
     files: Vec<Displaced>,
     /// When the last file was displaced.
     last: Option<Instant>,
@@ -116,7 +121,9 @@ impl LateSave {
     /// A note that was trashed with a save already in it: it goes back.
     pub(super) fn trashed(file: PathBuf, note_disk: PathBuf, note: &NotePath) -> LateSave {
         let stamp = Stamp { size: 0, modified: None, changed: (0, 0), file: 0 };
-        let displaced = Displaced { file, note_disk, note: note.clone(), how: Displacement::Trashed, stamp };
+        let seal = Seal::unknown();
+        let how = Displacement::Trashed;
+        let displaced = Displaced { file, note_disk, note: note.clone(), how, stamp, seal };
         LateSave { displaced }
     }
 
@@ -127,6 +134,11 @@ impl LateSave {
 }
 
 impl Discards {
+    /// None yet, for an apply to the vault `sandbox` is.
+    pub fn new(sandbox: &Sandbox) -> Discards {
+        Discards { sandbox: sandbox.clone(), files: Vec::new(), last: None }
+    }
+
     /// How many files are watched.
     pub fn len(&self) -> usize {
         self.files.len()
@@ -137,29 +149,31 @@ impl Discards {
         self.files.is_empty()
     }
 
-    fn watch(&mut self, file: &Path, note_disk: &Path, note: &NotePath, how: Displacement, meta: &Metadata) {
+    fn watch(&mut self, file: &Path, note_disk: &Path, note: &NotePath, how: Displacement, checked: Checked) {
+        let (meta, bytes) = checked;
         self.files.push(Displaced {
             file: file.to_path_buf(),
             note_disk: note_disk.to_path_buf(),
             note: note.clone(),
             how,
             stamp: Stamp::of(meta),
+            seal: Seal::of(meta, bytes),
         });
         self.last = Some(Instant::now());
     }
 
     /// Watches a trashed note, which held the expected bytes when checked
-    /// (`meta` taken before the read, as for [`Discards::watch_swapped`]).
-    pub(super) fn watch_trashed(&mut self, file: &Path, note_disk: &Path, note: &NotePath, meta: &Metadata) {
-        self.watch(file, note_disk, note, Displacement::Trashed, meta);
+    /// (metadata taken before the read, as for [`Discards::watch_swapped`]).
+    pub(super) fn watch_trashed(&mut self, file: &Path, note_disk: &Path, note: &NotePath, checked: Checked) {
+        self.watch(file, note_disk, note, Displacement::Trashed, checked);
     }
 
-    /// Watches a file a swap replaced, which held the base when checked;
-    /// `meta` is the file's as taken *before* its bytes were read
+    /// Watches a file a swap replaced, which held the base when checked:
+    /// `checked` is its metadata as taken *before* its bytes were read
     /// ([`read_stamped`]), so that a write landing between the read and now
-    /// still shows as a change.
-    pub(super) fn watch_swapped(&mut self, file: &Path, note_disk: &Path, note: &NotePath, meta: &Metadata) {
-        self.watch(file, note_disk, note, Displacement::Swapped, meta);
+    /// still shows as a change, and those bytes.
+    pub(super) fn watch_swapped(&mut self, file: &Path, note_disk: &Path, note: &NotePath, checked: Checked) {
+        self.watch(file, note_disk, note, Displacement::Swapped, checked);
     }
 
     /// Waits until [`LATE_SAVE_GRACE`] has passed since the last file was
@@ -180,11 +194,11 @@ impl Discards {
         late.into_iter().map(|displaced| LateSave { displaced }).collect()
     }
 
-    /// Removes the files swaps replaced, from several threads. Best effort, as
-    /// the removal of a replaced file always was: one left behind is a hidden
-    /// temporary file holding bytes the note had.
-    pub fn remove(mut self) {
-        remove_all(std::mem::take(&mut self.files));
+    /// Parks the files swaps replaced in the inbox (`parked.rs`), from
+    /// several threads. Best effort, as the removal of a replaced file always
+    /// was: one left behind is a hidden temporary file holding bytes the note had.
+    pub fn park(mut self) {
+        park_all(&self.sandbox, std::mem::take(&mut self.files));
     }
 
     /// Leaves them on disk, as a crash would (recovery sweeps them).
@@ -195,9 +209,12 @@ impl Discards {
 
 impl Drop for Discards {
     fn drop(&mut self) {
-        remove_all(std::mem::take(&mut self.files));
+        park_all(&self.sandbox, std::mem::take(&mut self.files));
     }
 }
+
+/// A file's metadata taken before its bytes were read, and those bytes.
+pub(super) type Checked<'a> = (&'a Metadata, &'a [u8]);
 
 /// A file's bytes and its metadata taken just before they were read, through
 /// one handle: any write after the metadata was taken changes what a later
@@ -223,70 +240,73 @@ fn wait_for_writers(since: Instant, files: &HashSet<&Path>) {
     }
 }
 
-/// Removes `file` (one of kb-mcp's temporary files, just exchanged away from
-/// a note's name) when it holds exactly `ours` and nobody writes to it
-/// afterwards: an editor that opened the note just before the exchange may
-/// still write into it, so the removal waits as [`Discards::late_saves`]
-/// does and looks again. Returns whether it was removed; a file that was not
+/// Parks `file` (one of kb-mcp's temporary files, just exchanged away from
+/// `note`'s name) when it holds exactly `ours`: an editor that opened the note
+/// just before the exchange may still write into it, which the parked file
+/// keeps (`parked.rs`). Returns whether it was parked; a file that was not
 /// holds (or may hold) a person's save.
-pub(super) fn remove_if_ours(file: &Path, ours: &[u8]) -> io::Result<bool> {
-    let (bytes, before) = read_stamped(file)?;
+pub(super) fn park_if_ours(sandbox: &Sandbox, file: &Path, note: &NotePath, ours: &[u8]) -> io::Result<bool> {
+    let (bytes, meta) = read_stamped(file)?;
     if bytes != ours {
         return Ok(false);
     }
-    wait_for_writers(Instant::now(), &HashSet::from([file]));
-    let now = fs::symlink_metadata(file)?;
-    if Stamp::of(&now) != Stamp::of(&before) {
-        return Ok(false);
-    }
-    fs::remove_file(file)?;
+    sandbox.park(file, note, &Seal::of(&meta, &bytes));
     Ok(true)
 }
 
-fn remove_all(files: Vec<Displaced>) {
-    let files: Vec<PathBuf> = files
-        .into_iter()
-        .filter(|displaced| displaced.how == Displacement::Swapped)
-        .map(|displaced| displaced.file)
-        .collect();
+fn park_all(sandbox: &Sandbox, files: Vec<Displaced>) {
+    let files: Vec<Displaced> =
+        files.into_iter().filter(|displaced| displaced.how == Displacement::Swapped).collect();
+    let park = |displaced: &Displaced| sandbox.park(&displaced.file, &displaced.note, &displaced.seal);
     if files.len() < 2 * DISCARD_THREADS {
-        for file in files {
-            let _ = fs::remove_file(file);
-        }
+        files.iter().for_each(park);
         return;
     }
     let share = files.len().div_ceil(DISCARD_THREADS);
     std::thread::scope(|scope| {
         for chunk in files.chunks(share) {
-            scope.spawn(move || {
-                for file in chunk {
-                    let _ = fs::remove_file(file);
-                }
-            });
+            scope.spawn(move || chunk.iter().for_each(park));
         }
     });
 }
 
-/// Whether any process holds one of `files` open, where the system tells
-/// (Linux: the open files each process lists under `/proc`, those of the
-/// same user at least); elsewhere `false`, and only the grace protects.
-#[cfg(target_os = "linux")]
+/// Whether any process holds one of `files` open, where the system tells;
+/// elsewhere `false`, and only the grace protects.
 fn held_open(files: &HashSet<&Path>) -> bool {
-    let Ok(processes) = fs::read_dir("/proc") else { return false };
-    processes.flatten().any(|process| {
+    !files_held_open(files).is_empty()
+}
+
+/// Which of `files` a process holds open, where the system tells (Linux: the
+/// open files each process lists under `/proc`, those of the same user at
+/// least); elsewhere none.
+#[cfg(target_os = "linux")]
+pub(super) fn files_held_open(files: &HashSet<&Path>) -> HashSet<PathBuf> {
+    let mut held = HashSet::new();
+    if files.is_empty() {
+        return held;
+    }
+    let Ok(processes) = fs::read_dir("/proc") else { return held };
+    for process in processes.flatten() {
         let numbered =
             process.file_name().to_str().is_some_and(|name| name.bytes().all(|b| b.is_ascii_digit()));
-        numbered
-            && fs::read_dir(process.path().join("fd")).is_ok_and(|open| {
-                open.flatten()
-                    .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| files.contains(target.as_path())))
-            })
-    })
+        if !numbered {
+            continue;
+        }
+        let Ok(open) = fs::read_dir(process.path().join("fd")) else { continue };
+        for fd in open.flatten() {
+            if let Ok(target) = fs::read_link(fd.path())
+                && files.contains(target.as_path())
+            {
+                held.insert(target);
+            }
+        }
+    }
+    held
 }
 
 #[cfg(not(target_os = "linux"))]
-fn held_open(_: &HashSet<&Path>) -> bool {
-    false
+pub(super) fn files_held_open(_: &HashSet<&Path>) -> HashSet<PathBuf> {
+    HashSet::new()
 }
 
 impl Sandbox {
@@ -311,7 +331,7 @@ impl Sandbox {
         match how {
             Displacement::Swapped => {
                 super::swap::exchange(&file, &note_disk).map_err(|err| kept_at(&err))?;
-                if remove_if_ours(&file, ours).map_err(|err| kept_at(&err))? {
+                if park_if_ours(self, &file, &note, ours).map_err(|err| kept_at(&err))? {
                     sync_dir(note_disk.parent().unwrap_or(self.root()));
                     return Ok(None);
                 }
@@ -376,52 +396,78 @@ impl Sandbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::Policy;
 
-    fn watched(dir: &Path, count: usize) -> (Discards, Vec<PathBuf>) {
-        let mut discards = Discards::default();
+    /// A vault in a temporary folder, with its notes in `z/`.
+    fn vault() -> (tempfile::TempDir, Sandbox) {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("z")).unwrap();
+        let sandbox = Sandbox::open(dir.path(), Policy::default()).unwrap();
+        (dir, sandbox)
+    }
+
+    fn watched(sandbox: &Sandbox, count: usize) -> (Discards, Vec<PathBuf>) {
+        let mut discards = Discards::new(sandbox);
         let note = NotePath::parse("z/note.md").unwrap();
+        let dir = sandbox.root().join("z");
         let files: Vec<PathBuf> = (0..count)
             .map(|n| {
                 let file = dir.join(format!(".note-{n}.md.kb-tmp-0123456789abcdef"));
                 fs::write(&file, b"before").unwrap();
                 let meta = fs::symlink_metadata(&file).unwrap();
-                discards.watch_swapped(&file, &dir.join("note.md"), &note, &meta);
+                discards.watch_swapped(&file, &dir.join("note.md"), &note, (&meta, b"before"));
                 file
             })
             .collect();
         (discards, files)
     }
 
+    /// The files parked for `z/note.md`.
+    fn parked(sandbox: &Sandbox) -> Vec<PathBuf> {
+        let folder = sandbox.root().join("inbox/displaced/z");
+        let mut found: Vec<PathBuf> = fs::read_dir(folder)
+            .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+            .unwrap_or_default();
+        found.sort();
+        found
+    }
+
     #[test]
-    fn discarded_files_stay_until_removed_together_and_a_crash_leaves_them() {
-        let dir = tempfile::tempdir().unwrap();
+    fn discarded_files_stay_until_parked_together_and_a_crash_leaves_them() {
+        let (_dir, sandbox) = vault();
         // More than one thread's share, and fewer.
+        let mut parked_so_far = 0;
         for count in [3, 5 * DISCARD_THREADS + 1] {
-            let (discards, kept) = watched(dir.path(), count);
+            let (discards, kept) = watched(&sandbox, count);
             assert_eq!(discards.len(), count);
-            assert!(kept.iter().all(|file| file.exists()), "nothing is removed before `remove`");
-            discards.remove();
-            assert!(kept.iter().all(|file| !file.exists()), "`remove` removes every one");
+            assert!(kept.iter().all(|file| file.exists()), "nothing is parked before `park`");
+            discards.park();
+            assert!(kept.iter().all(|file| !file.exists()), "`park` takes every one away from the notes");
+            parked_so_far += count;
+            assert_eq!(parked(&sandbox).len(), parked_so_far, "each is parked in the inbox, none removed");
 
-            let (discards, kept) = watched(dir.path(), count);
+            let (discards, kept) = watched(&sandbox, count);
             drop(discards);
-            assert!(kept.iter().all(|file| !file.exists()), "dropping removes them too");
+            assert!(kept.iter().all(|file| !file.exists()), "dropping parks them too");
+            parked_so_far += count;
+            assert_eq!(parked(&sandbox).len(), parked_so_far);
 
-            let (discards, kept) = watched(dir.path(), count);
+            let (discards, kept) = watched(&sandbox, count);
             discards.forget();
             assert!(kept.iter().all(|file| file.exists()), "a crash leaves them for recovery");
             for file in kept {
                 fs::remove_file(file).unwrap();
             }
         }
+        assert!(parked(&sandbox).iter().all(|file| fs::read(file).unwrap() == b"before"));
     }
 
     #[cfg(target_os = "linux")]
     #[test]
     fn a_writer_stalled_past_the_grace_is_waited_for() {
         use std::io::Write as _;
-        let dir = tempfile::tempdir().unwrap();
-        let (mut discards, files) = watched(dir.path(), 2);
+        let (_dir, sandbox) = vault();
+        let (mut discards, files) = watched(&sandbox, 2);
         // Opened before the check, written well after the grace.
         let mut editor = fs::OpenOptions::new().append(true).open(&files[0]).unwrap();
         let writer = std::thread::spawn(move || {
@@ -437,8 +483,8 @@ mod tests {
     #[test]
     fn a_write_after_the_check_is_a_late_save_and_only_after_the_grace() {
         use std::io::Write as _;
-        let dir = tempfile::tempdir().unwrap();
-        let (mut discards, files) = watched(dir.path(), 3);
+        let (_dir, sandbox) = vault();
+        let (mut discards, files) = watched(&sandbox, 3);
         let started = Instant::now();
         // An editor that opened the note before the swap appends after it.
         let mut editor = fs::OpenOptions::new().append(true).open(&files[1]).unwrap();
@@ -448,16 +494,17 @@ mod tests {
         assert!(started.elapsed() >= LATE_SAVE_GRACE, "looked before the grace had passed");
         assert_eq!(late.len(), 1);
         assert_eq!(late[0].displaced.file, files[1]);
-        assert_eq!(discards.len(), 2, "the untouched ones stay to be removed");
-        discards.remove();
-        assert!(files[1].exists(), "a late save is never removed with the discards");
+        assert_eq!(discards.len(), 2, "the untouched ones stay to be parked");
+        discards.park();
+        assert!(files[1].exists(), "a late save is never parked with the discards");
         assert!(!files[0].exists() && !files[2].exists());
+        assert_eq!(parked(&sandbox).len(), 2);
     }
 
     #[test]
     fn a_write_between_the_read_and_the_watch_is_a_late_save() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(".note.md.kb-tmp-0123456789abcdef");
+        let (_dir, sandbox) = vault();
+        let file = sandbox.root().join("z/.note.md.kb-tmp-0123456789abcdef");
         fs::write(&file, b"# Race\n\nsave 1849\n").unwrap();
         let (bytes, meta) = read_stamped(&file).unwrap();
         assert_eq!(bytes, b"# Race\n\nsave 1849\n");
@@ -465,36 +512,23 @@ mod tests {
         // after the swap read it, before the watch began: same size, new bytes.
         std::thread::sleep(Duration::from_millis(20));
         fs::write(&file, b"# Race\n\nsave 1850\n").unwrap();
-        let mut discards = Discards::default();
-        discards.watch_swapped(
-            &file,
-            &dir.path().join("note.md"),
-            &NotePath::parse("z/note.md").unwrap(),
-            &meta,
-        );
+        let mut discards = Discards::new(&sandbox);
+        let note = NotePath::parse("z/note.md").unwrap();
+        discards.watch_swapped(&file, &sandbox.root().join("z/note.md"), &note, (&meta, &bytes));
         let late = discards.late_saves();
         assert_eq!(late.len(), 1, "the save between the read and the watch was missed");
     }
 
-    #[cfg(target_os = "linux")]
     #[test]
-    fn a_file_exchanged_away_is_removed_only_when_nobody_writes_to_it() {
-        use std::io::Write as _;
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(".note.md.kb-tmp-0123456789abcdef");
+    fn a_file_exchanged_away_is_parked_only_when_it_holds_ours() {
+        let (_dir, sandbox) = vault();
+        let file = sandbox.root().join("z/.note.md.kb-tmp-0123456789abcdef");
+        let note = NotePath::parse("z/note.md").unwrap();
         fs::write(&file, b"ours").unwrap();
-        assert!(!remove_if_ours(&file, b"theirs").unwrap(), "bytes not ours are never removed");
-        // Opened before the look, written after it: the removal waits and sees it.
-        let mut editor = fs::OpenOptions::new().append(true).open(&file).unwrap();
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(LATE_SAVE_GRACE * 2);
-            editor.write_all(b" and the person's line").unwrap();
-        });
-        assert!(!remove_if_ours(&file, b"ours").unwrap(), "a late save was removed");
-        writer.join().unwrap();
-        assert_eq!(fs::read(&file).unwrap(), b"ours and the person's line");
-        fs::write(&file, b"ours").unwrap();
-        assert!(remove_if_ours(&file, b"ours").unwrap());
+        assert!(!park_if_ours(&sandbox, &file, &note, b"theirs").unwrap(), "bytes not ours are never parked");
+        assert!(file.exists());
+        assert!(park_if_ours(&sandbox, &file, &note, b"ours").unwrap());
         assert!(!file.exists());
+        assert_eq!(parked(&sandbox).len(), 1);
     }
 }

@@ -12,12 +12,24 @@ use super::Sandbox;
 use super::swap::is_temp_name;
 
 /// The top-level names kb-mcp creates in its inbox (compared case-insensitively):
-/// the pending folders, the archives, the trash and the conflict copies kept
-/// apart (`write/inbox/conflicts.rs`); names starting with `_` are its own files too
+/// the pending folders, the archives, the trash, the conflict copies kept
+/// apart (`write/inbox/conflicts.rs`) and the files applies parked
+/// (`parked.rs`); names starting with `_` are its own files too
 /// (the audit log, the lock, the journal), and so are the temporary files
 /// atomic writes of these leave for an instant.
-const OWN_NAMES: [&str; 10] =
-    ["new", "patch", "move", "delete", "batch", "revert", "applied", "rejected", "trash", "conflicts"];
+const OWN_NAMES: [&str; 11] = [
+    "new",
+    "patch",
+    "move",
+    "delete",
+    "batch",
+    "revert",
+    "applied",
+    "rejected",
+    "trash",
+    "conflicts",
+    super::parked::FOLDER,
+];
 /// Files the operating system leaves in any folder.
 const SYSTEM_NAMES: [&str; 3] = [".ds_store", "desktop.ini", "thumbs.db"];
 

@@ -20,11 +20,12 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek};
 use std::path::Path;
 
-use super::displaced::{Discards, read_stamped, remove_if_ours};
+use super::displaced::{Discards, park_if_ours, read_stamped};
 use super::fs::{
     Access, FileStat, TempFile, check_plan_target, file_stat, is_missing, same_file, sync_dir,
     walk_write_chain,
 };
+use super::parked::Seal;
 use super::{NotePath, Sandbox};
 use crate::error::{Error, Result};
 
@@ -194,16 +195,14 @@ fn settle(
     let (was, meta) = read_stamped(replaced).map_err(|err| kept_at(&err))?;
     if was == base {
         match discards {
-            Some(discards) => discards.watch_swapped(replaced, target, path, &meta),
-            None => {
-                let _ = fs::remove_file(replaced);
-            }
+            Some(discards) => discards.watch_swapped(replaced, target, path, (&meta, &was)),
+            None => sandbox.park(replaced, path, &Seal::of(&meta, &was)),
         }
         return Ok(Replaced::Clean);
     }
     // A person's save: put it back where it was.
     exchange(replaced, target).map_err(|err| kept_at(&err))?;
-    if remove_if_ours(replaced, bytes).map_err(|err| kept_at(&err))? {
+    if park_if_ours(sandbox, replaced, path, bytes).map_err(|err| kept_at(&err))? {
         return Ok(Replaced::Conflict { kept: None });
     }
     // Another save landed in the new file while it was in place: keep it too.

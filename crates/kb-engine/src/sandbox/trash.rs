@@ -64,7 +64,7 @@ impl Sandbox {
         }
         match read_stamped(&trash_disk) {
             Ok((bytes, meta)) if bytes == expected => {
-                discards.watch_trashed(&trash_disk, &note_disk, path, &meta);
+                discards.watch_trashed(&trash_disk, &note_disk, path, (&meta, &bytes));
                 Ok(())
             }
             _ => {

@@ -156,7 +156,7 @@ pub(crate) fn apply(
 
     // The files the swaps replace (each holding its note's before-bytes) are
     // removed together once all are swapped, not one at a time: see `Discards`.
-    let mut discards = Discards::default();
+    let mut discards = Discards::new(sandbox);
     for (number, op) in plan.files.iter().enumerate() {
         // An error of the failpoint is a crash: it stops on the spot, as one would.
         let mut crashed: Option<Error> = None;
@@ -171,7 +171,7 @@ pub(crate) fn apply(
         if let Err(err) = done {
             drop(prepared);
             roll_back(sandbox, &plan.files[..=number], &id, &kept);
-            discards.remove();
+            discards.park();
             remove_new_folders(sandbox, &plan, &kept, &journal.folders);
             let _ = journal::clear(sandbox, inbox);
             return Err(err);
@@ -185,7 +185,7 @@ pub(crate) fn apply(
     // The renames and swaps reach the disk before the commit point.
     if let Err(err) = sandbox.flush_files() {
         roll_back(sandbox, &plan.files, &id, &kept);
-        discards.remove();
+        discards.park();
         remove_new_folders(sandbox, &plan, &kept, &journal.folders);
         let _ = journal::clear(sandbox, inbox);
         return Err(err);
@@ -196,15 +196,15 @@ pub(crate) fn apply(
     if !late.is_empty() {
         let err = put_back_late_saves(sandbox, inbox, &plan, &id, late);
         roll_back(sandbox, &plan.files, &id, &kept);
-        discards.remove();
+        discards.park();
         remove_new_folders(sandbox, &plan, &kept, &journal.folders);
         let _ = journal::clear(sandbox, inbox);
         return Err(err);
     }
-    // The replaced files go while the rest of the apply runs (their removal
-    // waits on the disk, the index update on the CPU); the apply returns only
-    // once they are gone.
-    let removing = Removing(Some(std::thread::spawn(move || discards.remove())));
+    // The replaced files are parked while the rest of the apply runs (their
+    // renames wait on the disk, the index update on the CPU); the apply
+    // returns only once they are parked.
+    let parking = Parking(Some(std::thread::spawn(move || discards.park())));
     failpoint(Step::Written)?;
 
     archive_files(sandbox, &located, &archive, failpoint).map_err(after_write_multi)?;
@@ -217,7 +217,7 @@ pub(crate) fn apply(
     let archived = Located { dir: archive.clone(), status: ProposalStatus::Applied, ..located };
     let applied = finish_apply(sandbox, log, &archived, index_result, actor, false, Some(audit_entries))?;
     failpoint(Step::Audited)?;
-    drop(removing);
+    drop(parking);
     let _ = journal::clear(sandbox, inbox);
     Ok(applied)
 }
@@ -269,11 +269,11 @@ fn put_back_late_saves(
     .with_details(json!({ "saved": notes, "conflict_copies": copies }))
 }
 
-/// The removal of an apply's replaced files under way; dropping it waits for
+/// The parking of an apply's replaced files under way; dropping it waits for
 /// it (an apply, or a crash a failpoint stages, never leaves it running).
-struct Removing(Option<std::thread::JoinHandle<()>>);
+struct Parking(Option<std::thread::JoinHandle<()>>);
 
-impl Drop for Removing {
+impl Drop for Parking {
     fn drop(&mut self) {
         if let Some(thread) = self.0.take() {
             let _ = thread.join();
@@ -436,7 +436,7 @@ pub(super) fn recover_archived(sandbox: &Sandbox, inbox: &Inbox, located: &Locat
     let plan = read_plan(sandbox, located)?;
     let kept = kept_paths(sandbox, inbox, &located.dir, located, &plan)?;
     // Unused: without prepared files, each swap removes what it replaced.
-    let mut discards = Discards::default();
+    let mut discards = Discards::new(sandbox);
     make_folders(sandbox, &plan)?;
     for (number, op) in plan.files.iter().enumerate() {
         plan::forward(sandbox, op, located.id(), kept[number].as_ref(), &mut || Ok(()), None, &mut discards)?;

@@ -7,9 +7,11 @@
 //! audited; archived without its audit line (the audit log's last line), its
 //! leftover files are moved, the index updated and the line appended; still
 //! pending with its target untouched, nothing had changed. Recovery is
-//! idempotent and its cost does not grow with the history. At server start it
-//! also sweeps kb-mcp's own leftovers: temporary files beside the notes of
-//! pending proposals, and staged files whose metadata a killed propose never wrote.
+//! idempotent and its cost does not grow with the history. It also sweeps
+//! kb-mcp's own leftovers: temporary files beside the notes of pending
+//! proposals, staged files whose metadata a killed propose never wrote, and
+//! the files applies parked (`sandbox/parked.rs`): a save that reached one
+//! late is kept as a conflict copy, the others go once old enough.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -64,6 +66,7 @@ pub fn recover(
     let inbox = Inbox::of(sandbox);
     let _lock = lock(sandbox, &inbox)?;
     let mut swept = sweep_note_temps(sandbox, &inbox);
+    swept.extend(sandbox.sweep_displaced(&mut |note, hash| inbox.late_save_copy(note, hash)));
     let mut log = AuditLog::open(sandbox, &inbox)?;
     let mut done = recover_locked(sandbox, &inbox, &mut log, actor, index);
     // Only once every interrupted apply has its files back together is a staged

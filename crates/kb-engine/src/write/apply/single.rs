@@ -34,7 +34,7 @@ pub(crate) fn apply(
     failpoint(Step::Claimed)?;
 
     // The file the swap replaces is watched for a late save until the commit point.
-    let mut discards = Discards::default();
+    let mut discards = Discards::new(sandbox);
     let written = match base {
         None => sandbox.write_atomic(&target, &content, WriteMode::CreateNew),
         Some(base) => swap(sandbox, inbox, &located, &target, &content, &base, failpoint, &mut discards),

@@ -7,7 +7,9 @@
 //! nor a part of it) never remove such a file and never leave it among the
 //! notes, where it would be indexed, searched and shown as a note of its own.
 //! It goes to `inbox/conflicts/<date>/<the note's path without .md>.conflict-<8
-//! hex of the proposal id>.md`, which names the note it belongs to, and stays
+//! hex of the proposal id>.md` (for a save that reached a replaced file after
+//! its apply had finished, 8 hex of the replaced bytes' hash instead: see
+//! `sandbox/parked.rs`), which names the note it belongs to, and stays
 //! until the person removes it: `get_vault_overview` and `list_proposals`
 //! count them and name the first 20, `kb-index inbox list` and `kb-index status`
 //! print a line for each with what to do.
@@ -35,8 +37,19 @@ impl Inbox {
     /// Where a possible save of `note`, met while applying (or recovering)
     /// proposal `id`, is kept apart.
     pub(crate) fn conflict_copy(&self, note: &NotePath, id: &str) -> Result<NotePath> {
+        self.copy_named(note, short_id(id))
+    }
+
+    /// Where a save of `note` that reached a file after its apply had
+    /// finished (a parked file, `sandbox/parked.rs`) is kept apart: named
+    /// after the first 8 hex digits of `hash`, the replaced bytes' hash.
+    pub(crate) fn late_save_copy(&self, note: &NotePath, hash: &str) -> Result<NotePath> {
+        self.copy_named(note, hash.get(..8).unwrap_or(hash))
+    }
+
+    fn copy_named(&self, note: &NotePath, hex: &str) -> Result<NotePath> {
         let stem = note.as_str().strip_suffix(".md").unwrap_or(note.as_str());
-        self.path(&format!("{CONFLICTS}/{}/{stem}{MARK}{}.md", today(), short_id(id)))
+        self.path(&format!("{CONFLICTS}/{}/{stem}{MARK}{hex}.md", today()))
     }
 }
 
