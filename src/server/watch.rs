@@ -8,10 +8,14 @@
 //! configuration in force first ([`Engine::refresh_config`]). Opening or
 //! reading a file changes nothing and is ignored: the server's own reads (a
 //! walk opens every folder, a search opens the notes it quotes) would
-//! otherwise start a sync, whose walk starts the next one.
+//! otherwise start a sync, whose walk starts the next one. Events in the
+//! inbox's folder of parked files (`sandbox/parked.rs`) start its sweep
+//! ([`Sweeper`]): at once, so that a save that reached a replaced file late
+//! becomes a conflict copy the person sees, and again once the files parked
+//! meanwhile are old enough to go.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use notify::event::{AccessKind, AccessMode};
@@ -53,9 +57,15 @@ pub(super) fn spawn(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Option<Watche
             .map(|file| file.split('/').fold(root.clone(), |at, s| at.join(s))),
     );
     let handler_engine = engine.clone();
+    let sweeper = Arc::new(Sweeper::default());
     let handler = move |result: DebounceEventResult| {
         let Ok(mut events) = result else { return };
         events.retain(may_change);
+        let inbox = handler_engine.root().join(handler_engine.policy().inbox);
+        let displaced = inbox.join(crate::sandbox::DISPLACED_FOLDER);
+        if events.iter().flat_map(|e| e.paths.iter()).any(|p| p.starts_with(&displaced)) {
+            sweeper.poke(&handler_engine);
+        }
         if events.iter().flat_map(|e| e.paths.iter()).any(|p| settings_files.contains(p)) {
             // A new kb.toml is put in force (and the index brought in line) at once,
             // not only when the next call checks it.
@@ -65,7 +75,6 @@ pub(super) fn spawn(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Option<Watche
                 Err(error) => log(json!({ "event": "config_invalid", "error": error.to_string() })),
             }
         }
-        let inbox = handler_engine.root().join(handler_engine.policy().inbox);
         let changed: Vec<PathBuf> = events
             .iter()
             .flat_map(|e| e.paths.iter())
@@ -109,6 +118,54 @@ pub(super) fn spawn(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Option<Watche
         return None;
     }
     Some(Watcher { _debouncer: debouncer })
+}
+
+/// Runs the sweep of parked files (part of [`Engine::recover_proposals`]) on
+/// its own thread: at once when poked (again for each later poke), and once
+/// more when [`PARK_AGE`] has passed without one, for the files old enough to
+/// go by then; after that the thread ends, until the next poke. One thread
+/// at most.
+///
+/// [`PARK_AGE`]: crate::sandbox::PARK_AGE
+#[derive(Debug, Default)]
+struct Sweeper {
+    /// How the running thread is poked; `None` when none runs.
+    thread: Mutex<Option<mpsc::Sender<()>>>,
+}
+
+impl Sweeper {
+    fn poke(self: &Arc<Self>, engine: &Arc<Engine>) {
+        let mut thread = self.thread.lock().unwrap_or_else(|p| p.into_inner());
+        if thread.as_ref().is_some_and(|poke| poke.send(()).is_ok()) {
+            return;
+        }
+        let (poke, poked) = mpsc::channel();
+        *thread = Some(poke);
+        let (sweeper, engine) = (self.clone(), engine.clone());
+        std::thread::spawn(move || {
+            let sweep = || {
+                if let Err(error) = engine.recover_proposals(crate::engine::types::Actor::Mcp) {
+                    log(json!({ "event": "recover_failed", "error": error.to_string() }));
+                }
+            };
+            loop {
+                sweep();
+                match poked.recv_timeout(crate::sandbox::PARK_AGE + Duration::from_secs(1)) {
+                    Ok(()) => while poked.try_recv().is_ok() {},
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        sweep();
+                        let mut thread = sweeper.thread.lock().unwrap_or_else(|p| p.into_inner());
+                        // A poke that came meanwhile runs another round.
+                        if poked.try_recv().is_err() {
+                            *thread = None;
+                            return;
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        });
+    }
 }
 
 /// Whether an event can stand for a changed file. Opening, reading and closing

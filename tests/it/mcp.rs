@@ -12,7 +12,7 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -713,6 +713,59 @@ async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_on
     assert!(one.content[0].as_text().unwrap().text.starts_with("1 proposal\n- "));
     let tags = call(&client, "list_tags", json!({"limit": 1})).await.unwrap();
     assert!(tags.content[0].as_text().unwrap().text.starts_with("1 tag\n"), "{tags:?}");
+    client.cancel().await.unwrap();
+}
+
+/// A save that reaches a note's replaced file after the apply (an editor
+/// whose open found it just before the swap) lands in the file parked in the
+/// inbox; the running server sees that write and keeps it as a conflict copy
+/// at once, without waiting for the next apply or start.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_late_save_into_a_parked_file_becomes_a_conflict_copy_while_serving() {
+    let (_tmp, vault) = common::temp_vault();
+    let client = connect(&vault, "apply").await;
+    let note =
+        call(&client, "read_note", json!({"path": "z/设计.md"})).await.unwrap().structured_content.unwrap();
+    let patch = call(
+        &client,
+        "propose_note_patch",
+        json!({"path": "z/设计.md", "base_hash": note["hash"], "reason": "a line", "edits": [{"op": "append", "content": "from the agent\n"}]}),
+    )
+    .await
+    .unwrap()
+    .structured_content
+    .unwrap();
+    let applied =
+        call(&client, "apply_proposal", json!({"proposal_id": patch["proposal_id"]})).await.unwrap();
+    assert_eq!(applied.structured_content.unwrap()["status"], "applied");
+    let parked: Vec<PathBuf> = walkdir::WalkDir::new(vault.join("inbox/displaced"))
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.file_type().is_file())
+        .map(|entry| entry.into_path())
+        .collect();
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    assert!(parked[0].starts_with(vault.join("inbox/displaced/z")), "{parked:?}");
+    // Past the watcher's debounce: the sweep the parking started has run and
+    // waits for the files to age; the write must wake it.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    std::fs::write(&parked[0], "# 设计\n\nthe person's save\n").unwrap();
+    let copies = || -> Vec<String> {
+        walkdir::WalkDir::new(vault.join("inbox/conflicts"))
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry.file_type().is_file())
+            .map(|entry| std::fs::read_to_string(entry.path()).unwrap())
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    while copies().is_empty() && started.elapsed() < std::time::Duration::from_secs(20) {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(copies(), vec!["# 设计\n\nthe person's save\n".to_owned()]);
+    let overview = call(&client, "get_vault_overview", json!({})).await.unwrap().structured_content.unwrap();
+    assert_eq!(overview["conflict_copies"]["total"], 1, "{overview}");
+    assert_eq!(overview["conflict_copies"]["copies"][0]["note"], "z/设计.md", "{overview}");
     client.cancel().await.unwrap();
 }
 

@@ -53,7 +53,7 @@ pub use index_dir::{
 pub use lock::InboxLock;
 pub use machine::spare_cores;
 pub use names::{is_zero_width, name_key, new_name_refusal, stray_zero_width, twin_among, twin_key};
-pub use parked::PARK_AGE;
+pub use parked::{FOLDER as DISPLACED_FOLDER, PARK_AGE};
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub use policy::{Area, Policy};
 pub use secrets::{

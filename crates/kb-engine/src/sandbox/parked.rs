@@ -38,7 +38,7 @@ use crate::error::{Error, Result};
 pub const PARK_AGE: Duration = Duration::from_secs(60);
 
 /// The inbox folder parked files go to.
-pub(super) const FOLDER: &str = "displaced";
+pub const FOLDER: &str = "displaced";
 
 /// What separates the note's file name from the seal in a parked file's name.
 const MARK: &str = ".kb-parked-";
@@ -170,46 +170,99 @@ impl Sandbox {
         let Ok(inside) = NotePath::parse(&format!("{folder}/_")) else { return done };
         let Ok(probe) = walk_write_chain(self, &inside, false) else { return done };
         let Some(root) = probe.parent().map(Path::to_path_buf) else { return done };
+        // Only a file whose stamp moved, or that is old enough to go, is read again.
+        let looked: Vec<Parked> = parked_files(&root)
+            .into_iter()
+            .filter_map(|(file, rel)| Parked::of(file, &rel))
+            .filter(|parked| parked.aged || !parked.stamp_held)
+            .collect();
+        let verdicts = in_parallel(&looked, |parked| {
+            fs::read(&parked.file).ok().map(|bytes| short_hash(&bytes) == parked.seal.hash)
+        });
         let mut old = Vec::new();
-        for (file, rel) in parked_files(&root) {
-            let Some((note_name, at, seal)) =
-                file.file_name().and_then(|name| name.to_str()).and_then(parse_parked)
-            else {
-                continue;
-            };
-            let note = match rel.rsplit_once('/') {
-                Some((parent, _)) => format!("{parent}/{note_name}"),
-                None => note_name.to_owned(),
-            };
-            let Ok(note) = NotePath::parse(&note) else { continue };
-            let Ok(meta) = fs::symlink_metadata(&file) else { continue };
-            let aged = now_millis().saturating_sub(at) >= PARK_AGE.as_millis();
-            if seal.stamp_holds(&meta) && !aged {
-                continue;
-            }
-            let Ok(bytes) = fs::read(&file) else { continue };
-            if short_hash(&bytes) != seal.hash {
-                let kept =
-                    conflict_copy(&note, &seal.hash).and_then(|copy| self.keep_conflict_copy(&file, &copy));
-                done.push(match kept {
-                    Ok(copy) => {
-                        format!("kept a save made to {note} after an apply had replaced its file, as {copy}")
-                    }
-                    Err(err) => {
-                        format!("left a save made to {note} after an apply in {}: {err}", file.display())
-                    }
-                });
-            } else if aged {
-                old.push(file);
+        for (parked, unchanged) in looked.iter().zip(verdicts) {
+            match unchanged {
+                None => {}
+                Some(true) if parked.aged => old.push(parked.file.as_path()),
+                Some(true) => {}
+                Some(false) => {
+                    let (note, file) = (&parked.note, &parked.file);
+                    let kept = conflict_copy(note, &parked.seal.hash)
+                        .and_then(|copy| self.keep_conflict_copy(file, &copy));
+                    done.push(match kept {
+                        Ok(copy) => {
+                            format!(
+                                "kept a save made to {note} after an apply had replaced its file, as {copy}"
+                            )
+                        }
+                        Err(err) => {
+                            format!("left a save made to {note} after an apply in {}: {err}", file.display())
+                        }
+                    });
+                }
             }
         }
-        let held = files_held_open(&old.iter().map(PathBuf::as_path).collect());
-        for file in old.iter().filter(|file| !held.contains(file.as_path())) {
-            let _ = fs::remove_file(file);
-        }
+        let held = files_held_open(&old.iter().copied().collect());
+        old.retain(|file| !held.contains(*file));
+        // Removing is what frees a file's blocks: a wait on the journal each.
+        in_parallel(&old, |file| fs::remove_file(file).is_ok());
         remove_empty_folders(&root);
         done
     }
+}
+
+/// A parked file as its name and metadata describe it.
+struct Parked {
+    file: PathBuf,
+    note: NotePath,
+    seal: Seal,
+    /// Parked [`PARK_AGE`] ago or longer.
+    aged: bool,
+    /// Its size and modification time are still those its name records.
+    stamp_held: bool,
+}
+
+impl Parked {
+    /// `file`, at `rel` under the folder of parked files; `None` for a name
+    /// kb-mcp did not give or a file gone meanwhile.
+    fn of(file: PathBuf, rel: &str) -> Option<Parked> {
+        let (note_name, at, seal) = parse_parked(file.file_name()?.to_str()?)?;
+        let note = match rel.rsplit_once('/') {
+            Some((parent, _)) => format!("{parent}/{note_name}"),
+            None => note_name.to_owned(),
+        };
+        let note = NotePath::parse(&note).ok()?;
+        let meta = fs::symlink_metadata(&file).ok()?;
+        let aged = now_millis().saturating_sub(at) >= PARK_AGE.as_millis();
+        let stamp_held = seal.stamp_holds(&meta);
+        Some(Parked { file, note, seal, aged, stamp_held })
+    }
+}
+
+/// Threads sharing a sweep's reads and removals, which wait on the disk.
+const SWEEP_THREADS: usize = 8;
+
+/// `work` on each item, from several threads when there are many; the
+/// answers in the items' order (a thread that panicked answers `R::default()`
+/// for each of its items: for the sweep, "do nothing").
+fn in_parallel<T: Sync, R: Send + Default>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() < 2 * SWEEP_THREADS {
+        return items.iter().map(&work).collect();
+    }
+    let share = items.len().div_ceil(SWEEP_THREADS);
+    std::thread::scope(|scope| {
+        let work = &work;
+        let handles: Vec<_> = items
+            .chunks(share)
+            .map(|chunk| (chunk.len(), scope.spawn(move || chunk.iter().map(work).collect::<Vec<R>>())))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|(len, handle)| {
+                handle.join().unwrap_or_else(|_| (0..len).map(|_| R::default()).collect())
+            })
+            .collect()
+    })
 }
 
 /// Every regular file under `root` (real folders only, never a symlink) with
@@ -357,6 +410,38 @@ mod tests {
         assert_eq!(lines.len(), 1, "the save was removed as unchanged: {lines:?}");
         let copies = parked_files(&sandbox.root().join("inbox/conflicts"));
         assert_eq!(fs::read(&copies[0].0).unwrap(), b"save 1377\n");
+    }
+
+    #[test]
+    fn many_parked_files_are_each_settled_by_their_own_bytes() {
+        let (_dir, sandbox, _, _) = displaced(b"");
+        let count = 5 * SWEEP_THREADS + 3;
+        let mut editors = Vec::new();
+        for n in 0..count {
+            let note = NotePath::parse(&format!("z/note {n}.md")).unwrap();
+            let file = sandbox.root().join(format!("z/.note {n}.md.kb-tmp-0123456789abcdef"));
+            fs::write(&file, format!("before {n}\n")).unwrap();
+            if n % 5 == 0 {
+                editors.push((n, fs::OpenOptions::new().append(true).open(&file).unwrap()));
+            }
+            sandbox.park_in_inbox(&file, &note, &seal(&file), long_ago()).unwrap();
+        }
+        for (n, editor) in &mut editors {
+            editor.write_all(format!("late save {n}\n").as_bytes()).unwrap();
+        }
+        drop(editors);
+        let lines = sweep(&sandbox);
+        assert_eq!(lines.len(), count.div_ceil(5), "{lines:?}");
+        let mut kept: Vec<String> = parked_files(&sandbox.root().join("inbox/conflicts"))
+            .into_iter()
+            .map(|(file, _)| fs::read_to_string(file).unwrap())
+            .collect();
+        kept.sort();
+        let mut expected: Vec<String> =
+            (0..count).filter(|n| n % 5 == 0).map(|n| format!("before {n}\nlate save {n}\n")).collect();
+        expected.sort();
+        assert_eq!(kept, expected);
+        assert!(parked(&sandbox).is_empty(), "the unchanged old ones are removed");
     }
 
     #[test]
