@@ -1972,16 +1972,18 @@ fn a_save_into_the_replaced_file_after_the_apply_is_kept() {
     let mut editor: Option<fs::File> = None;
     write::apply_with_failpoint(&vault.sandbox, &staged.proposal_id, Actor::Cli, &mut no_index, &mut |at| {
         if at == Step::Archived {
-            // The open completes only now, past the watch, on the file the swap replaced.
-            let replaced = temp_files(&vault.path("z"));
-            assert_eq!(replaced.len(), 1, "{replaced:?}");
-            editor = Some(
-                fs::OpenOptions::new()
-                    .write(true)
-                    .truncate(true)
-                    .open(vault.path(&format!("z/{}", replaced[0])))
-                    .unwrap(),
-            );
+            // The open completes only now, past the watch, on the file the
+            // swap replaced (found before the swap, wherever it is now).
+            assert!(temp_files(&vault.path("z")).is_empty(), "parked before the archive");
+            let parked: Vec<PathBuf> = walkdir::WalkDir::new(vault.path("inbox/displaced"))
+                .into_iter()
+                .flatten()
+                .filter(|entry| entry.file_type().is_file())
+                .map(|entry| entry.into_path())
+                .collect();
+            assert_eq!(parked.len(), 1, "{parked:?}");
+            assert_eq!(fs::read_to_string(&parked[0]).unwrap(), "# Late\n\nfirst\n");
+            editor = Some(fs::OpenOptions::new().write(true).truncate(true).open(&parked[0]).unwrap());
         }
         Ok(())
     })

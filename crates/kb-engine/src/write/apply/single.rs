@@ -56,6 +56,9 @@ pub(crate) fn apply(
         let _ = journal::clear(sandbox, inbox);
         return Err(saved_meanwhile(&located, &target, kept.as_ref()));
     }
+    // Parked while the journal still names the apply: a crash before this
+    // leaves the replaced file beside the note, where recovery looks for it.
+    discards.park();
 
     archive_files(sandbox, &located, &archive, failpoint).map_err(|err| after_write(err, &target))?;
     failpoint(Step::Archived)?;
