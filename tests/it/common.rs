@@ -417,6 +417,18 @@ impl Editing {
     }
 }
 
+/// Every regular file under `dir`, any depth, sorted.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.file_type().is_file())
+        .map(|entry| entry.into_path())
+        .collect();
+    files.sort();
+    files
+}
+
 /// Every file under `dir` (any depth) whose name starts with `prefix`, with its text.
 pub fn texts_under(dir: &Path, prefix: &str) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();

@@ -12,7 +12,7 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -738,12 +738,7 @@ async fn a_late_save_into_a_parked_file_becomes_a_conflict_copy_while_serving() 
     let applied =
         call(&client, "apply_proposal", json!({"proposal_id": patch["proposal_id"]})).await.unwrap();
     assert_eq!(applied.structured_content.unwrap()["status"], "applied");
-    let parked: Vec<PathBuf> = walkdir::WalkDir::new(vault.join("inbox/displaced"))
-        .into_iter()
-        .flatten()
-        .filter(|entry| entry.file_type().is_file())
-        .map(|entry| entry.into_path())
-        .collect();
+    let parked = common::files_in(&vault.join("inbox/displaced"));
     assert_eq!(parked.len(), 1, "{parked:?}");
     assert!(parked[0].starts_with(vault.join("inbox/displaced/z")), "{parked:?}");
     // Past the watcher's debounce: the sweep the parking started has run and
@@ -751,12 +746,8 @@ async fn a_late_save_into_a_parked_file_becomes_a_conflict_copy_while_serving() 
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     std::fs::write(&parked[0], "# 设计\n\nthe person's save\n").unwrap();
     let copies = || -> Vec<String> {
-        walkdir::WalkDir::new(vault.join("inbox/conflicts"))
-            .into_iter()
-            .flatten()
-            .filter(|entry| entry.file_type().is_file())
-            .map(|entry| std::fs::read_to_string(entry.path()).unwrap())
-            .collect()
+        let files = common::files_in(&vault.join("inbox/conflicts"));
+        files.iter().map(|file| std::fs::read_to_string(file).unwrap()).collect()
     };
     let started = std::time::Instant::now();
     while copies().is_empty() && started.elapsed() < std::time::Duration::from_secs(20) {

@@ -1975,12 +1975,7 @@ fn a_save_into_the_replaced_file_after_the_apply_is_kept() {
             // The open completes only now, past the watch, on the file the
             // swap replaced (found before the swap, wherever it is now).
             assert!(temp_files(&vault.path("z")).is_empty(), "parked before the archive");
-            let parked: Vec<PathBuf> = walkdir::WalkDir::new(vault.path("inbox/displaced"))
-                .into_iter()
-                .flatten()
-                .filter(|entry| entry.file_type().is_file())
-                .map(|entry| entry.into_path())
-                .collect();
+            let parked = common::files_in(&vault.path("inbox/displaced"));
             assert_eq!(parked.len(), 1, "{parked:?}");
             assert_eq!(fs::read_to_string(&parked[0]).unwrap(), "# Late\n\nfirst\n");
             editor = Some(fs::OpenOptions::new().write(true).truncate(true).open(&parked[0]).unwrap());
