@@ -1673,6 +1673,38 @@ fn without_applies(text: &str) -> String {
     lines.join("\n")
 }
 
+/// Whether `text` is save `i` with applies added on top.
+fn holds_save(text: &str, i: u64) -> bool {
+    without_applies(text) == without_applies(&save_text(i))
+}
+
+/// The note's text once it stops changing, as an editor reads a file again
+/// after the change events settle: an apply that meets a save exchanges its
+/// text in and, finding the save in the file it took away, exchanges that
+/// file straight back (`conflict`), and a read in between sees the proposal's
+/// text for an instant. What the note holds for good is what counts: the
+/// text as soon as it holds save `i`, else once unchanged for half a second
+/// (at most 5 s).
+fn settled_text(path: &Path, i: u64) -> String {
+    use std::time::{Duration, Instant};
+    let started = Instant::now();
+    let mut text = fs::read_to_string(path).unwrap();
+    let mut since = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = fs::read_to_string(path).unwrap();
+        if holds_save(&now, i) {
+            return now;
+        }
+        if now != text {
+            (text, since) = (now, Instant::now());
+        } else if since.elapsed() >= Duration::from_millis(500) {
+            break;
+        }
+    }
+    text
+}
+
 /// Conflict copies of a note (`<stem>.conflict-…`), kept apart in the inbox's
 /// `conflicts/` folder, with their text.
 fn conflict_copies(vault: &Vault, stem: &str) -> Vec<(String, String)> {
@@ -1691,6 +1723,8 @@ struct RaceFigures {
     conflicts: u64,
     stale: u64,
     lost: Vec<String>,
+    /// The applies that answered `conflict`, by number.
+    conflicted: std::collections::BTreeSet<u64>,
 }
 
 /// How the racing editor saves: by one style, or alternately in place and by rename.
@@ -1757,7 +1791,10 @@ fn race(applies: u64, saves: Saves, style: Style) -> RaceFigures {
                     }
                 }
                 last = Instant::now();
-                let before = fs::read_to_string(&path).unwrap();
+                let mut before = fs::read_to_string(&path).unwrap();
+                if !matches!(style, Style::Only(Editing::Append)) && !holds_save(&before, i) {
+                    before = settled_text(&path, i);
+                }
                 found.lock().unwrap().push((i, before));
                 i += 1;
                 match style {
@@ -1798,6 +1835,7 @@ fn race(applies: u64, saves: Saves, style: Style) -> RaceFigures {
                 }
                 Err(err) if err.code == ErrorCode::Conflict => {
                     figures.conflicts += 1;
+                    figures.conflicted.insert(k);
                     let details = err.details.clone().unwrap_or_default();
                     assert_eq!(details["target"], rel, "{err}");
                     assert!(details.get("conflict_copy").is_some(), "{err}");
@@ -1839,8 +1877,18 @@ fn race(applies: u64, saves: Saves, style: Style) -> RaceFigures {
     let mut found = found.into_inner().unwrap();
     found.push((last_save, vault.text(rel)));
     for (i, text) in found {
-        if without_applies(&text) != without_applies(&save_text(i)) && !kept(i) {
-            figures.lost.push(format!("save {i}: the editor next found {text:?}"));
+        if !holds_save(&text, i) && !kept(i) {
+            let conflicted: Vec<&str> = text
+                .lines()
+                .filter(|line| {
+                    line.strip_prefix("apply ")
+                        .and_then(|k| k.parse().ok())
+                        .is_some_and(|k| figures.conflicted.contains(&k))
+                })
+                .collect();
+            figures.lost.push(format!(
+                "save {i}: the editor next found {text:?} (answered conflict: {conflicted:?})"
+            ));
         }
     }
     figures
