@@ -133,9 +133,14 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
     let Some(grant) =
         presented.and_then(|token| gate.tokens.verify(token).or_else(|| gate.oauth.verify(token)))
     else {
-        log(json!({ "event": "http_refused", "status": 401, "why": "missing or unknown token" }));
+        // RFC 6750 §3.1: no error code when no token came; `invalid_token` when a wrong one did.
+        let (why, challenge) = match presented {
+            None => ("missing token", gate.oauth.challenges.missing()),
+            Some(_) => ("unknown token", gate.oauth.challenges.invalid()),
+        };
+        log(json!({ "event": "http_refused", "status": 401, "why": why }));
         let mut response = refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required", &[]);
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, gate.oauth.challenge());
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
         return response;
     };
     let reads_metrics = request.uri().path() == METRICS_PATH;
