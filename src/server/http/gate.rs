@@ -20,6 +20,7 @@ use super::origin::{HostAllowList, OriginPattern, host_name};
 use super::revocation::{EndsAtRevocation, REVOKED_MESSAGE, Revocations};
 use super::serve::Drain;
 use super::sessions::{Sessions, is_initialize};
+use super::step_up::scope_needed;
 use crate::error::cut_middle;
 use crate::server::log;
 use crate::server::metrics::{Metrics, PendingCount};
@@ -202,6 +203,20 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             }
             None => {}
         }
+    }
+    if grant.oauth
+        && parts.method == Method::POST
+        && let Some(needed) = scope_needed(&bytes, access)
+    {
+        log(
+            json!({ "event": "http_refused", "status": 403, "why": "insufficient scope", "token": &*grant.name, "needed": needed.as_str() }),
+        );
+        let mut response = refuse_owned(
+            StatusCode::FORBIDDEN,
+            format!("this call needs the scope `{}`; this token has `{}`", needed.as_str(), access.as_str()),
+        );
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, gate.oauth.challenges.insufficient(needed));
+        return response;
     }
     let session = parts.headers.get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let opening = match &session {

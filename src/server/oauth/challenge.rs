@@ -8,8 +8,12 @@
 
 use http::HeaderValue;
 
+use crate::engine::types::Access;
+
 /// The challenges of one resource.
 pub(in crate::server) struct Challenges {
+    /// `resource_metadata="…"`, checked to fit in a header.
+    metadata: String,
     missing: HeaderValue,
     invalid: HeaderValue,
 }
@@ -28,7 +32,7 @@ impl Challenges {
             "Bearer realm=\"kb-mcp\", error=\"invalid_token\", error_description=\"the access token is \
              unknown, expired, revoked or for another resource\", {metadata}"
         ))?;
-        Ok(Challenges { missing, invalid })
+        Ok(Challenges { metadata, missing, invalid })
     }
 
     /// No token was presented.
@@ -39,5 +43,17 @@ impl Challenges {
     /// A token was presented and is not valid here.
     pub(in crate::server) fn invalid(&self) -> HeaderValue {
         self.invalid.clone()
+    }
+
+    /// The token is valid but its scope is below `needed`.
+    pub(in crate::server) fn insufficient(&self, needed: Access) -> HeaderValue {
+        let text = format!(
+            "Bearer realm=\"kb-mcp\", error=\"insufficient_scope\", scope=\"{}\", error_description=\"this \
+             call needs the scope {}\", {}",
+            needed.as_str(),
+            needed.as_str(),
+            self.metadata
+        );
+        HeaderValue::from_str(&text).unwrap_or_else(|_| self.missing.clone())
     }
 }

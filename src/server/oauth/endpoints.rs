@@ -93,6 +93,7 @@ impl OAuth {
             scope: Scope::Tools(granted.scope),
             limits: TokenLimits::default(),
             key: granted.key,
+            oauth: true,
         })
     }
 
