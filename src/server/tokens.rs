@@ -269,6 +269,8 @@ pub(super) struct Grant {
     pub(super) limits: TokenLimits,
     /// Which stored token it is (its salted hash): sessions are bound to it.
     pub(super) key: [u8; 32],
+    /// Issued by OAuth (its client can ask for more scope), not a static token.
+    pub(super) oauth: bool,
 }
 
 /// One stored token, decoded for checking.
@@ -376,6 +378,7 @@ impl TokenStore {
                     scope: verifier.scope,
                     limits: verifier.limits,
                     key: verifier.hash,
+                    oauth: false,
                 });
             }
         }

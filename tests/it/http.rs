@@ -351,16 +351,21 @@ fn the_gate_refuses_without_revealing_anything() {
     let [rebind, tunnel, burst, revoked] = [&secrets[0], &secrets[1], &secrets[2], &secrets[3]];
     let addr = server.addr;
 
-    for headers in [
-        vec![],
-        vec![("Authorization", bearer("kb_0123"))],
-        vec![("Authorization", "Basic a2I6eA==".to_owned())],
+    // RFC 6750 §3.1: `invalid_token` only when a bearer token was presented.
+    for (headers, error) in [
+        (vec![], ""),
+        (
+            vec![("Authorization", bearer("kb_0123"))],
+            "error=\"invalid_token\", error_description=\"the access token is unknown, expired, revoked or \
+             for another resource\", ",
+        ),
+        (vec![("Authorization", "Basic a2I6eA==".to_owned())], ""),
     ] {
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let reply = post(addr, &headers, INITIALIZE, None);
         assert_eq!(reply.status, 401, "{headers:?}");
         let metadata = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
-        let challenge = format!("Bearer realm=\"kb-mcp\", resource_metadata=\"{metadata}\"");
+        let challenge = format!("Bearer realm=\"kb-mcp\", {error}resource_metadata=\"{metadata}\"");
         assert_eq!(reply.header("www-authenticate"), Some(challenge.as_str()));
         assert_eq!(reply.body, "a valid bearer token is required\n", "nothing about the vault");
         assert!(reply.header("mcp-session-id").is_none());

@@ -5,9 +5,13 @@
 //! and the attacks: a wrong redirect URI, a missing or wrong PKCE verifier, a
 //! reused code, a token for another resource, an expired or revoked token,
 //! a forged or replayed consent form, a metadata document at a private
-//! address. Static tokens keep working throughout.
+//! address. Static tokens keep working throughout. Client ID Metadata
+//! Documents are in [`cimd`], the shapes of 401 and 403 in [`challenges`].
 
 use crate::common;
+
+mod challenges;
+mod cimd;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -322,7 +326,9 @@ fn metadata_and_the_401_point_a_client_at_the_authorization_server() {
     assert_eq!(
         challenge,
         format!(
-            "Bearer realm=\"kb-mcp\", resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+            "Bearer realm=\"kb-mcp\", error=\"invalid_token\", error_description=\"the access token is unknown, \
+             expired, revoked or for another resource\", \
+             resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
         )
     );
     for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"] {
@@ -550,7 +556,7 @@ fn authorization_requests_are_checked_before_anything_is_sent_back() {
     let document = get(with(&[("client_id", "https://127.0.0.1/client.json")]));
     assert_eq!(document.status, 400);
     assert!(
-        document.header("location").is_none() && document.body.contains("does not fetch"),
+        document.header("location").is_none() && document.body.contains("not a public address"),
         "{}",
         document.body
     );

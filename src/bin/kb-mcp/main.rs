@@ -103,6 +103,9 @@ struct Cli {
     /// Seconds an OAuth access token lives (1 to 86400; default an hour); clients refresh it with their refresh token (30 days, rotated at each use).
     #[arg(long, default_value_t = DEFAULT_ACCESS_TOKEN_LIFETIME_SECS, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     access_token_lifetime: u64,
+    /// FOR TESTS ONLY: fetch Client ID Metadata Documents trusting this PEM certificate instead of the public roots, from loopback addresses too (no real client's document can then be fetched).
+    #[arg(long, value_name = "CERT.pem", hide_short_help = true)]
+    testing_cimd_trust: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -363,6 +366,16 @@ fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, Stri
     let mut http = HttpOptions::new(addr, tokens);
     http.public_url = public_url;
     http.access_token_lifetime = Duration::from_secs(cli.access_token_lifetime);
+    if let Some(path) = &cli.testing_cimd_trust {
+        let pem =
+            std::fs::read(path).map_err(|err| format!("--testing-cimd-trust {}: {err}", path.display()))?;
+        eprintln!(
+            "kb-mcp: warning: --testing-cimd-trust is for tests: client metadata documents are fetched trusting {} \
+             alone, loopback addresses allowed, so no real client's document can be fetched",
+            path.display()
+        );
+        http.testing_cimd_root = Some(pem);
+    }
     http.allowed_origins = cli.allow_origin.clone();
     http.allowed_hosts = cli.allowed_host.clone();
     http.rate = cli.rate;

@@ -20,6 +20,7 @@ use super::origin::{HostAllowList, OriginPattern, host_name};
 use super::revocation::{EndsAtRevocation, REVOKED_MESSAGE, Revocations};
 use super::serve::Drain;
 use super::sessions::{Sessions, is_initialize};
+use super::step_up::scope_needed;
 use crate::error::cut_middle;
 use crate::server::log;
 use crate::server::metrics::{Metrics, PendingCount};
@@ -133,9 +134,14 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
     let Some(grant) =
         presented.and_then(|token| gate.tokens.verify(token).or_else(|| gate.oauth.verify(token)))
     else {
-        log(json!({ "event": "http_refused", "status": 401, "why": "missing or unknown token" }));
+        // RFC 6750 §3.1: no error code when no token came; `invalid_token` when a wrong one did.
+        let (why, challenge) = match presented {
+            None => ("missing token", gate.oauth.challenges.missing()),
+            Some(_) => ("unknown token", gate.oauth.challenges.invalid()),
+        };
+        log(json!({ "event": "http_refused", "status": 401, "why": why }));
         let mut response = refuse(StatusCode::UNAUTHORIZED, "a valid bearer token is required", &[]);
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, gate.oauth.challenge());
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
         return response;
     };
     let reads_metrics = request.uri().path() == METRICS_PATH;
@@ -197,6 +203,20 @@ pub(super) async fn guard(State(gate): State<Arc<Gate>>, request: Request, next:
             }
             None => {}
         }
+    }
+    if grant.oauth
+        && parts.method == Method::POST
+        && let Some(needed) = scope_needed(&bytes, access)
+    {
+        log(
+            json!({ "event": "http_refused", "status": 403, "why": "insufficient scope", "token": &*grant.name, "needed": needed.as_str() }),
+        );
+        let mut response = refuse_owned(
+            StatusCode::FORBIDDEN,
+            format!("this call needs the scope `{}`; this token has `{}`", needed.as_str(), access.as_str()),
+        );
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, gate.oauth.challenges.insufficient(needed));
+        return response;
     }
     let session = parts.headers.get(HEADER_SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let opening = match &session {

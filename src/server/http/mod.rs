@@ -56,6 +56,7 @@ mod origin;
 mod revocation;
 mod serve;
 mod sessions;
+mod step_up;
 
 pub(crate) use gate::Arrived;
 pub use options::{

@@ -47,6 +47,10 @@ pub struct HttpOptions {
     pub public_url: Option<String>,
     /// How long an OAuth access token lives.
     pub access_token_lifetime: Duration,
+    /// For tests only (`--testing-cimd-trust`): a PEM certificate trusted
+    /// *instead of* the public roots when fetching Client ID Metadata
+    /// Documents, loopback addresses allowed. `None` in any real use.
+    pub testing_cimd_root: Option<Vec<u8>>,
 }
 
 impl HttpOptions {
@@ -65,6 +69,7 @@ impl HttpOptions {
             sessions_per_token: DEFAULT_SESSIONS_PER_TOKEN,
             public_url: None,
             access_token_lifetime: Duration::from_secs(DEFAULT_ACCESS_TOKEN_LIFETIME_SECS),
+            testing_cimd_root: None,
         }
     }
 }

@@ -74,6 +74,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         &issuer,
         vault_name,
         http.access_token_lifetime.as_secs().max(1),
+        http.testing_cimd_root.as_deref(),
     )?;
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts.clone())

@@ -16,9 +16,12 @@ use axum::{Json, Router};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
+use super::challenge::Challenges;
+use super::client_metadata::{Fetcher, is_document_url, remember_document_client};
 use super::consent::{Consent, ending};
 use super::flow::{Flow, Presented, WRONG_PER_ATTEMPT, is_challenge, parse_scope, pkce_matches};
 use super::passphrase;
+use super::redirect::redirect_uri_allowed;
 use super::state::{OAuthStore, RefreshRefused, TokenPair, now_s};
 use crate::engine::types::Access;
 use crate::server::log;
@@ -50,7 +53,10 @@ pub(in crate::server) struct OAuth {
     resource: String,
     vault: String,
     access_lifetime_s: u64,
-    challenge: HeaderValue,
+    /// The `WWW-Authenticate` values of 401s and 403s.
+    pub(in crate::server) challenges: Challenges,
+    /// Client ID Metadata Documents, fetched and cached.
+    documents: Fetcher,
 }
 
 impl OAuth {
@@ -59,13 +65,11 @@ impl OAuth {
         issuer: &str,
         vault: String,
         access_lifetime_s: u64,
+        testing_root: Option<&[u8]>,
     ) -> crate::error::Result<Arc<OAuth>> {
         let issuer = issuer.trim_end_matches('/').to_owned();
         let resource = format!("{issuer}/mcp");
-        let challenge =
-            format!("Bearer realm=\"kb-mcp\", resource_metadata=\"{issuer}{RESOURCE_METADATA}/mcp\"");
-        let challenge = HeaderValue::from_str(&challenge)
-            .map_err(|_| crate::error::Error::invalid(format!("`{issuer}` cannot be sent in a header")))?;
+        let challenges = Challenges::new(&format!("{issuer}{RESOURCE_METADATA}/mcp"))?;
         Ok(Arc::new(OAuth {
             store: OAuthStore::open(state)?,
             flow: Flow::default(),
@@ -73,13 +77,9 @@ impl OAuth {
             resource,
             vault,
             access_lifetime_s,
-            challenge,
+            challenges,
+            documents: Fetcher::new(testing_root)?,
         }))
-    }
-
-    /// The `WWW-Authenticate` value of a 401: where the metadata is.
-    pub(in crate::server) fn challenge(&self) -> HeaderValue {
-        self.challenge.clone()
     }
 
     /// What an OAuth access token grants here, if it is live and for this resource.
@@ -93,6 +93,7 @@ impl OAuth {
             scope: Scope::Tools(granted.scope),
             limits: TokenLimits::default(),
             key: granted.key,
+            oauth: true,
         })
     }
 
@@ -174,24 +175,8 @@ async fn server_metadata(State(oauth): State<Arc<OAuth>>) -> Response {
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "authorization_response_iss_parameter_supported": true,
-        "client_id_metadata_document_supported": false,
+        "client_id_metadata_document_supported": true,
     }))
-}
-
-/// Whether a redirect URI may be registered: HTTPS; HTTP on a loopback host
-/// (native apps, RFC 8252 §7.3); or an app's private scheme (§7.1). Never a
-/// fragment, never a scheme a browser would run.
-fn redirect_uri_allowed(text: &str) -> bool {
-    let Ok(url) = url::Url::parse(text) else { return false };
-    if url.fragment().is_some() || text.len() > 2000 {
-        return false;
-    }
-    match url.scheme() {
-        "https" => url.host().is_some(),
-        "http" => matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]")),
-        "javascript" | "data" | "file" | "vbscript" | "blob" | "about" | "ftp" | "ws" | "wss" => false,
-        _ => true,
-    }
 }
 
 /// `POST /oauth/register`: dynamic client registration for public clients.
@@ -299,15 +284,31 @@ async fn authorize(
             "The app sent no client_id. Start again from the app.",
         );
     };
-    let Some(client) = oauth.store.read(|file| file.client(client_id).cloned()) else {
-        let why = if client_id.starts_with("https://") {
-            "The app identified itself by a client metadata document, which this kb-mcp does not fetch; \
-             it should register itself instead (dynamic client registration)."
-        } else {
+    let client = if is_document_url(client_id) {
+        match remember_document_client(&oauth.documents, &oauth.store, client_id).await {
+            Ok(client) => client,
+            Err(why) => {
+                log(
+                    json!({ "event": "oauth_refused", "error": "client metadata document", "why": why, "client_id": client_id }),
+                );
+                return ending(
+                    StatusCode::BAD_REQUEST,
+                    "Cannot identify the app",
+                    &format!(
+                        "The app identified itself by the URL {client_id}, but {why}. No access was granted."
+                    ),
+                );
+            }
+        }
+    } else if let Some(client) = oauth.store.read(|file| file.client(client_id).cloned()) {
+        client
+    } else {
+        return ending(
+            StatusCode::BAD_REQUEST,
+            "Unknown app",
             "This server does not know the app's client id (it may have been revoked, or registered with \
-             another server). Remove the connection in the app and add it again."
-        };
-        return ending(StatusCode::BAD_REQUEST, "Unknown app", why);
+             another server). Remove the connection in the app and add it again.",
+        );
     };
     let redirect_uri = match param("redirect_uri") {
         Some(uri) if client.redirect_uris.iter().any(|r| r == uri) => uri.to_owned(),
@@ -676,26 +677,4 @@ async fn revoke(State(oauth): State<Arc<OAuth>>, Form(form): Form<HashMap<String
         log(json!({ "event": "oauth_token_revoked", "client_id": client_id }));
     }
     no_store(StatusCode::OK, json!({}))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redirect_uris_are_https_loopback_or_an_apps_own() {
-        for good in [
-            "https://claude.ai/api/mcp/auth_callback",
-            "https://chatgpt.com/connector_platform_oauth_redirect",
-            "http://127.0.0.1:33418/callback",
-            "http://localhost/cb",
-            "cursor://anysphere.cursor-retrieval/oauth/callback",
-        ] {
-            assert!(redirect_uri_allowed(good), "{good}");
-        }
-        for bad in ["http://evil.example/cb", "javascript:alert(1)", "https://a.example/cb#frag", "not a url"]
-        {
-            assert!(!redirect_uri_allowed(bad), "{bad}");
-        }
-    }
 }

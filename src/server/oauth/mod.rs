@@ -16,12 +16,22 @@
 //! The files: [`state`] (the private state file: clients, grants, token
 //! hashes, the passphrase hash), [`flow`] (consent attempts and codes, in
 //! memory, single-use), [`passphrase`] (Argon2id), [`consent`] (the pages a
-//! person sees), [`endpoints`] (the handlers and the gate's hooks).
+//! person sees), [`endpoints`] (the handlers and the gate's hooks),
+//! [`challenge`] (the `WWW-Authenticate` values of 401s and 403s),
+//! [`redirect`] (which redirect URIs a client may use).
+//!
+//! A client may also identify itself by the URL of its Client ID Metadata
+//! Document instead of registering: [`client_metadata`] fetches, checks and
+//! caches that document, from public addresses only ([`public_address`]).
 
+mod challenge;
+mod client_metadata;
 mod consent;
 mod endpoints;
 mod flow;
 mod passphrase;
+mod public_address;
+mod redirect;
 mod state;
 
 pub(super) use endpoints::{OAuth, is_oauth_path};

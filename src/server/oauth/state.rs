@@ -276,6 +276,24 @@ impl OAuthFile {
 
     /// Registers a client, making room when full; an error when every kept client holds a grant.
     pub(super) fn register(&mut self, name: String, redirect_uris: Vec<String>) -> Result<Client> {
+        let id = format!("kbc_{}", random_text::<18>()?);
+        self.remember(id, name, redirect_uris).map(|(client, _)| client)
+    }
+
+    /// Adds or updates the client `client_id` (one described by a metadata
+    /// document, or a new registration): the client, and whether anything changed.
+    pub(super) fn remember(
+        &mut self,
+        client_id: String,
+        name: String,
+        redirect_uris: Vec<String>,
+    ) -> Result<(Client, bool)> {
+        if let Some(known) = self.clients.iter_mut().find(|c| c.client_id == client_id) {
+            let changed = known.client_name != name || known.redirect_uris != redirect_uris;
+            known.client_name = name;
+            known.redirect_uris = redirect_uris;
+            return Ok((known.clone(), changed));
+        }
         if self.clients.len() >= MAX_CLIENTS {
             let idle =
                 self.clients.iter().position(|c| !self.grants.iter().any(|g| g.client_id == c.client_id));
@@ -293,14 +311,9 @@ impl OAuthFile {
                 }
             }
         }
-        let client = Client {
-            client_id: format!("kbc_{}", random_text::<18>()?),
-            client_name: name,
-            redirect_uris,
-            registered: now_text(),
-        };
+        let client = Client { client_id, client_name: name, redirect_uris, registered: now_text() };
         self.clients.push(client.clone());
-        Ok(client)
+        Ok((client, true))
     }
 
     /// A new grant to `client_id` and its first tokens.
