@@ -12,6 +12,7 @@
 )]
 
 mod attack;
+mod canvas;
 mod cli;
 mod common;
 mod docs;

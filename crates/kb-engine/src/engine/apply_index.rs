@@ -164,7 +164,7 @@ fn fill_ahead(
             // What a sync would make of the file (indexed areas, Markdown, no templates).
             let area = sandbox.area_of(&note.path)?;
             let indexed = matches!(area, Area::Note | Area::Standard | Area::ReadAlso)
-                && note.path.is_markdown()
+                && note.path.is_note()
                 && sandbox.templates_folder_of(&note.path).is_none();
             // The times are the file's, known once it is written (below).
             indexed.then(|| document_of(&note.path, kind_of(area), note.text.as_bytes(), 0, None).ok())?

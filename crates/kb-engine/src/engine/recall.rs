@@ -15,7 +15,7 @@ use super::types::*;
 use crate::error::Result;
 use crate::sandbox::NotePath;
 use crate::vault::graph::Resolution;
-use crate::vault::{Heading, NoteKind, decode_note, parse_note};
+use crate::vault::{Heading, NoteKind, decode_note, parse_note, read_canvas};
 
 /// Notes whose sections are taken as matches.
 const MATCHES: usize = 5;
@@ -120,6 +120,8 @@ impl Engine {
         let bytes = self.sandbox().read(&path, FILE_MAX).ok()?;
         let text = decode_note(&bytes).ok()?.to_owned();
         let note = parse_note(&path, &text);
+        // A canvas is recalled by its text nodes (the text its snippets' lines count in).
+        let text = if path.is_canvas() { read_canvas(&text).text } else { text };
         Some((text, note))
     }
 

@@ -155,7 +155,7 @@ impl Engine {
         let mut differ: Vec<std::path::PathBuf> = Vec::new();
         for input in paths {
             let Ok(Some(path)) = NotePath::parse_folder(input) else { continue };
-            if path.is_markdown() {
+            if path.is_note() {
                 let on_disk = sandbox.stat(&path).ok().flatten().is_some();
                 if on_disk != catalog.get(path.as_str()).is_some() {
                     differ.push(sandbox.root().join(path.as_str()));
@@ -170,7 +170,7 @@ impl Engine {
             let on_disk: BTreeSet<&str> = contents
                 .files
                 .iter()
-                .filter(|file| file.is_markdown() && sandbox.templates_folder_of(file).is_none())
+                .filter(|file| file.is_note() && sandbox.templates_folder_of(file).is_none())
                 .map(NotePath::as_str)
                 .collect();
             let known: BTreeSet<&str> = catalog

@@ -82,6 +82,18 @@ impl NotePath {
     pub fn is_markdown(&self) -> bool {
         ends_in_md(self.file_name())
     }
+
+    /// Whether the file name ends in `.canvas` (any case): a JSON Canvas,
+    /// read and indexed as a note, written only by moves.
+    pub fn is_canvas(&self) -> bool {
+        let name = self.file_name();
+        name.len() > 7 && name.get(name.len() - 7..).is_some_and(|ext| ext.eq_ignore_ascii_case(".canvas"))
+    }
+
+    /// Whether the file is read as a note: Markdown, or a canvas.
+    pub fn is_note(&self) -> bool {
+        self.is_markdown() || self.is_canvas()
+    }
 }
 
 /// `text` without a final `.md` in any case (`Alpha.Md` → `Alpha`), else `text`:

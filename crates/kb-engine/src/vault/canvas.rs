@@ -18,7 +18,7 @@ use jsonc_parser::{CollectOptions, ParseOptions};
 use super::markdown::{Span, replace_spans};
 
 /// Strict JSON, as JSON Canvas is.
-const STRICT: ParseOptions = ParseOptions {
+pub(super) const STRICT: ParseOptions = ParseOptions {
     allow_comments: false,
     allow_loose_object_property_names: false,
     allow_trailing_commas: false,

@@ -7,6 +7,7 @@
 //! links, orphans and maps of content.
 
 mod canvas;
+mod canvas_note;
 mod config;
 mod frontmatter;
 pub mod graph;
@@ -20,6 +21,7 @@ mod record;
 mod section;
 
 pub use canvas::{CanvasPath, canvas_moved, canvas_paths, is_canvas};
+pub(crate) use canvas_note::read_canvas;
 pub use config::{Limits, VaultConfig, edit_distance};
 pub use frontmatter::{FRONTMATTER_MAX_BYTES, FRONTMATTER_MAX_DEPTH, Frontmatter, parse_frontmatter};
 pub use keys::{KeySpan, frontmatter_keys};

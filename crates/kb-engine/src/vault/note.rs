@@ -10,6 +10,8 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::canvas::is_canvas;
+use super::canvas_note::{parse_canvas, read_canvas};
 use super::frontmatter::{self, Scan};
 use super::markdown;
 use crate::sandbox::NotePath;
@@ -39,6 +41,10 @@ pub enum LinkKind {
     /// "[[target]]"`), as Obsidian reads it; written in quotes. Resolved and
     /// rewritten as a wikilink. An extension of the contract's three kinds.
     Property,
+    /// A canvas's file node (or group background): the exact vault path it
+    /// names, resolved like a Markdown link's. An extension of the contract's
+    /// kinds.
+    Canvas,
 }
 
 impl LinkKind {
@@ -49,7 +55,14 @@ impl LinkKind {
             LinkKind::Embed => "embed",
             LinkKind::Markdown => "markdown",
             LinkKind::Property => "property",
+            LinkKind::Canvas => "canvas",
         }
+    }
+
+    /// Whether the target is a vault path as written (a Markdown link's or a
+    /// canvas file node's), not a name to look up.
+    pub fn is_path(self) -> bool {
+        matches!(self, LinkKind::Markdown | LinkKind::Canvas)
     }
 }
 
@@ -136,9 +149,12 @@ impl Note {
         text.get(self.body_offset..).unwrap_or("")
     }
 
-    /// The text to index: the body, or for an Excalidraw drawing only its words
-    /// (see `drawing_text`).
+    /// The text to index: the body, for an Excalidraw drawing only its words
+    /// (see `drawing_text`), for a canvas its text nodes (see `canvas_note`).
     pub(crate) fn index_body<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        if is_canvas(self.path.as_str()) {
+            return std::borrow::Cow::Owned(read_canvas(text).text);
+        }
         let body = self.body(text);
         if is_drawing(&self.path) { std::borrow::Cow::Owned(drawing_text(body)) } else { body.into() }
     }
@@ -304,8 +320,12 @@ pub fn body_offset(text: &str) -> usize {
     frontmatter::body_offset(text)
 }
 
-/// Parses a note's text. Total: never fails, never panics.
+/// Parses a note's text (a canvas's as `canvas_note` reads it). Total: never
+/// fails, never panics.
 pub fn parse_note(path: &NotePath, text: &str) -> Note {
+    if is_canvas(path.as_str()) {
+        return parse_canvas(path, text);
+    }
     let mut diagnostics = Vec::new();
     let bom = bom_len(text);
     let (map, yaml_range, body_offset, body_line) = match frontmatter::scan(text) {

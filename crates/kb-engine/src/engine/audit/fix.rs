@@ -43,7 +43,9 @@ use crate::engine::Engine;
 use crate::engine::types::{AuditCheck, BatchItem, Finding, ProposeBatchArgs, UnstagedReason};
 use crate::error::{ErrorCode, Result};
 use crate::sandbox::NotePath;
-use crate::vault::{Limits, Span, content_hash, decode_note, frontmatter_keys, note_spans, replace_spans};
+use crate::vault::{
+    Limits, Span, content_hash, decode_note, frontmatter_keys, is_canvas, note_spans, replace_spans,
+};
 use crate::write::{self, BATCH_MAX_ITEMS, Edit};
 
 /// The kinds of fix, one batch proposal each, staged in this order.
@@ -224,7 +226,8 @@ impl Engine {
         for finding in findings {
             let Some(fix) = &finding.fix else { continue };
             match KINDS.iter().position(|kind| *kind == finding.check) {
-                Some(kind) if fix.mechanical => {
+                // A canvas is JSON: no fix is written into it as Markdown.
+                Some(kind) if fix.mechanical && !is_canvas(&fix.path) => {
                     by_kind.entry(kind).or_default().entry(fix.path.as_str()).or_default().push(finding);
                 }
                 _ => left.add(UnstagedReason::Suggestion, 1),

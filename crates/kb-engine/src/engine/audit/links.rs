@@ -56,7 +56,7 @@ pub(super) fn check(scope: &Scope<'_>, run: &(dyn Fn(AuditCheck) -> bool + Sync)
                 }
                 Resolution::Note(_)
                     if run(AuditCheck::AmbiguousLink)
-                        && link.kind != LinkKind::Markdown
+                        && !link.kind.is_path()
                         && !link.target.trim().is_empty() =>
                 {
                     let candidates = shared
@@ -94,7 +94,7 @@ fn missing_heading(record: &NoteRecord, link: &LinkRef<'_>, target: &NoteRecord,
             (near, false)
         }
     };
-    let fix = near.as_ref().filter(|_| link.kind != LinkKind::Markdown).map(|heading| Fix {
+    let fix = near.as_ref().filter(|_| !link.kind.is_path()).map(|heading| Fix {
         path: record.path.clone(),
         summary: format!("point the link at the heading `{heading}`"),
         old: Some(wanted.to_owned()),
@@ -148,6 +148,7 @@ fn shown(link: &LinkRef<'_>) -> String {
     match link.kind {
         LinkKind::Markdown => format!("({}{anchor})", link.target),
         LinkKind::Embed => format!("![[{}{anchor}]]", link.target),
+        LinkKind::Canvas => format!("file node {}{anchor}", link.target),
         _ => format!("[[{}{anchor}]]", link.target),
     }
 }
@@ -197,7 +198,7 @@ impl Engine {
                     && **resolution == Resolution::Broken(Broken::MissingNote)
                     && broken_message(link) == finding.message
             });
-            let Some((link, _)) = link.filter(|(link, _)| link.kind != LinkKind::Markdown) else { continue };
+            let Some((link, _)) = link.filter(|(link, _)| !link.kind.is_path()) else { continue };
             let same: Vec<usize> =
                 names.written_as(link.target).iter().copied().filter(|&n| n != from).collect();
             let (to, mechanical) = match same.as_slice() {

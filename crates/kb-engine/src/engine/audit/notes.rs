@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use super::findings::Findings;
 use super::{NAMED_MAX, Scope};
 use crate::engine::types::{AuditCheck, Fix};
-use crate::vault::NoteKind;
+use crate::vault::{NoteKind, is_canvas};
 
 /// Notes nothing links to that link to nothing.
 pub(super) fn orphans(scope: &Scope<'_>, findings: &mut Findings) {
@@ -88,12 +88,11 @@ pub(super) fn moc_missing(scope: &Scope<'_>, findings: &mut Findings) {
     }
     let registry = scope.config.tag_registry.as_deref();
     // A map of content is a note (the tag registry, listing #moc, is not one).
-    let maps = scope
-        .graph()
-        .mocs
-        .iter()
-        .copied()
-        .filter(|&m| records[m].kind == NoteKind::Note && Some(records[m].path.as_str()) != registry);
+    let maps = scope.graph().mocs.iter().copied().filter(|&m| {
+        records[m].kind == NoteKind::Note
+            && Some(records[m].path.as_str()) != registry
+            && !is_canvas(&records[m].path)
+    });
     for moc in maps {
         for (note, tag) in moc_members(scope, moc, &carriers) {
             if note == moc || !records[note].path.starts_with(&scope.prefix) || records[note].is_moc() {

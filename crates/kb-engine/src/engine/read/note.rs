@@ -9,7 +9,7 @@ use crate::engine::types::*;
 use crate::engine::{Engine, NoteName, one_of};
 use crate::error::{Error, Result};
 use crate::sandbox::{NotePath, Zone, file_time, rfc3339};
-use crate::vault::{ContentHasher, content_hash, decode_note, section_named};
+use crate::vault::{ContentHasher, content_hash, decode_note, read_canvas, section_named};
 
 impl Engine {
     /// Resolves `path` or `ref` to a readable note path (and a `#heading` from the ref).
@@ -86,6 +86,9 @@ impl Engine {
         };
         let note = bounded::parsed(&path, &hash, text);
         let mut hints = Vec::new();
+        // A canvas reads as its text nodes (a canvas past `WHOLE_MAX` as its JSON).
+        let canvas = path.is_canvas() && whole && args.raw != Some(true);
+        let words = canvas.then(|| read_canvas(text).text);
         let (content, truncated, next_offset) = match section {
             Some(wanted) => {
                 let found = section_named(text, &note.headings, wanted)
@@ -110,9 +113,10 @@ impl Engine {
                 }
                 page_of(found.as_bytes(), 0, offset, max, found.len() as u64)?
             }
-            None => match page_bytes {
-                Some(bytes) => page_of(&bytes, offset, offset, max, size)?,
-                None => {
+            None => match (&words, page_bytes) {
+                (Some(words), _) => page_of(words.as_bytes(), 0, offset, max, words.len() as u64)?,
+                (None, Some(bytes)) => page_of(&bytes, offset, offset, max, size)?,
+                (None, None) => {
                     page_of(head.as_slice(), 0, offset, max, if whole { head.len() as u64 } else { size })?
                 }
             },
@@ -157,6 +161,13 @@ impl Engine {
             hints.push(format!(
                 "this note is {size} bytes: its title, frontmatter and outline come from its first {WHOLE_MAX} bytes"
             ));
+        }
+        if canvas && first_page {
+            hints.push(
+                "a canvas: `content` is its text nodes, top to bottom then left to right; `raw: true` reads \
+                 its JSON"
+                    .to_owned(),
+            );
         }
         let stat = self.sandbox().stat(&path)?;
         Ok(NoteContent {

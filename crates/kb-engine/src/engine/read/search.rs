@@ -15,7 +15,7 @@ use crate::engine::{Engine, timing};
 use crate::error::{Error, Result};
 use crate::index::{NoteTexts, SearchRequest, SearchScope};
 use crate::sandbox::{NotePath, Sandbox};
-use crate::vault::{NoteRecord, body_offset, content_hash, decode_note, parse_note};
+use crate::vault::{NoteRecord, body_offset, content_hash, decode_note, parse_note, read_canvas};
 
 /// Snippets per content hit.
 const SNIPPETS_PER_HIT: usize = 3;
@@ -197,11 +197,15 @@ fn cut_snippets(sandbox: &Sandbox, record: &NoteRecord, terms: &BTreeSet<String>
     } else {
         file.len() == record.size
     };
-    let (offset, headings) = if unchanged {
-        (body_offset(text), record.headings.to_vec())
-    } else {
-        let parsed = parse_note(&path, text);
-        (parsed.body_offset, parsed.headings)
+    // A canvas's snippets come from its text nodes, as `read_note` shows them.
+    let words = path.is_canvas().then(|| read_canvas(text).text);
+    let (text, offset, headings) = match &words {
+        Some(words) => (words.as_str(), 0, Vec::new()),
+        None if unchanged => (text, body_offset(text), record.headings.to_vec()),
+        None => {
+            let parsed = parse_note(&path, text);
+            (text, parsed.body_offset, parsed.headings)
+        }
     };
     crate::index::snippets(text, offset, terms, &headings, SNIPPETS_PER_HIT)
         .into_iter()

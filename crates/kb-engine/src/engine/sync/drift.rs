@@ -151,13 +151,15 @@ impl Engine {
             if !path.is_markdown() {
                 let listed = drift.attachments.binary_search_by(|a| a.as_str().cmp(path.as_str()));
                 match (self.sandbox().is_attachment(&path), listed) {
-                    (true, Err(at)) => drift.attachments.insert(at, rel),
+                    (true, Err(at)) => drift.attachments.insert(at, rel.clone()),
                     (false, Ok(at)) => {
                         drift.attachments.remove(at);
                     }
                     _ => {}
                 }
-                continue;
+                if !path.is_canvas() {
+                    continue;
+                }
             }
             let stat = self.sandbox().stat(&path).ok().flatten();
             let known = self.unreadable.lock().unwrap_or_else(|p| p.into_inner()).remove(&rel);

@@ -57,16 +57,16 @@ impl Engine {
         &self,
         path: &crate::sandbox::NotePath,
     ) -> Result<Option<IndexDocument>> {
-        // Not Markdown (an attachment a folder move carried): never a note, and
-        // not a file reads may stat.
-        if !path.is_markdown() {
+        // Neither Markdown nor a canvas (an attachment a folder move carried):
+        // never a note, and not a file reads may stat.
+        if !path.is_note() {
             return Ok(None);
         }
         let area = self.sandbox().area_of(path);
         let stat = self.sandbox().stat(path)?;
         Ok(match (area, stat) {
             (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
-                if path.is_markdown() && self.sandbox().templates_folder_of(path).is_none() =>
+                if path.is_note() && self.sandbox().templates_folder_of(path).is_none() =>
             {
                 match self.load(&ScannedFile { path: path.clone(), area, stat })? {
                     Loaded::Document(document) => Some(*document),

@@ -124,7 +124,9 @@ mod tests {
         for status in [ApplyStatus::Applied, ApplyStatus::AppliedIndexFailed] {
             check(status, status.name());
         }
-        for kind in [LinkKind::Wikilink, LinkKind::Embed, LinkKind::Markdown, LinkKind::Property] {
+        for kind in
+            [LinkKind::Wikilink, LinkKind::Embed, LinkKind::Markdown, LinkKind::Property, LinkKind::Canvas]
+        {
             check(kind, kind.name());
         }
         for reason in [BrokenReason::MissingNote, BrokenReason::MissingHeading, BrokenReason::MissingBlock] {

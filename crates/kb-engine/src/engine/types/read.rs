@@ -17,17 +17,20 @@ pub struct ReadNoteArgs {
     /// A wikilink target. Or give `path`.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
-    /// Only this heading and what is under it.
+    /// One heading's section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
     /// A truncated read's `next_offset`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub offset: Option<u64>,
-    /// Page size in bytes (default 65536).
+    /// Page size (default 65536).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_bytes: Option<u64>,
+    /// A canvas as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<bool>,
 }
 
 /// A heading in a note's outline.
@@ -50,7 +53,8 @@ pub struct NoteContent {
     pub title: String,
     /// Parsed frontmatter (an empty object when there is none).
     pub frontmatter: serde_json::Map<String, serde_json::Value>,
-    /// The file's text exactly as on disk (or the requested section), this page of it.
+    /// The file's text exactly as on disk (or the requested section), this page of it;
+    /// a canvas's text nodes, top to bottom (`raw`: its JSON).
     pub content: String,
     /// `sha256:<hex>` of the whole file: the `base_hash` a patch needs.
     pub hash: String,
@@ -79,7 +83,8 @@ pub struct NoteContent {
     /// Headings left out of `outline` (of those parsed).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub outline_omitted: u64,
-    /// What this answer left out and how to read the rest.
+    /// What this answer left out and how to read the rest (for a canvas: that
+    /// `content` is its text nodes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
 }

@@ -126,8 +126,8 @@ pub(super) fn logical_area(sandbox: &Sandbox, path: &NotePath, used: Use) -> Res
         Some(Area::Inbox) => {
             Err(Error::denied(format!("{path} is in the proposals inbox, which is not readable as notes")))
         }
-        Some(area) if path.is_markdown() => Ok(area),
-        Some(_) => Err(Error::denied(format!("{path}: only Markdown notes (.md) can be read"))),
+        Some(area) if path.is_note() => Ok(area),
+        Some(_) => Err(Error::denied(format!("{path}: only Markdown notes (.md) and canvases can be read"))),
         None => Err(outside_areas(sandbox, path)),
     }
 }
@@ -166,7 +166,7 @@ fn check_real(sandbox: &Sandbox, path: &NotePath, area: Area, canonical: &Path) 
     let real_area = sandbox.policy.area_of(&real);
     let allowed = match area {
         Area::Inbox => real_area == Some(Area::Inbox),
-        _ => real_area.is_some_and(is_readable) && real.is_markdown(),
+        _ => real_area.is_some_and(is_readable) && real.is_note(),
     };
     if !allowed {
         return Err(Error::denied(format!(

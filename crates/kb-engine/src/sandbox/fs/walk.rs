@@ -27,9 +27,10 @@ pub struct ScannedFile {
 /// The result of a vault walk.
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
-    /// Markdown files in readable areas, sorted by path.
+    /// Markdown files and canvases in readable areas, sorted by path.
     pub markdown: Vec<ScannedFile>,
-    /// Other files in readable areas (attachments links may point at), sorted.
+    /// Other files in readable areas (attachments links may point at, canvases
+    /// too), sorted.
     pub attachments: Vec<NotePath>,
     /// Markdown files left out because their names are refused, templates,
     /// and symlinks (to folders, or `.md` ones) that serve no note, sorted.
@@ -103,6 +104,13 @@ pub(in crate::sandbox) fn scan(sandbox: &Sandbox) -> Result<Scan> {
             continue;
         }
         if file_type.is_file() {
+            if path.is_canvas()
+                && let Ok(meta) = entry.metadata()
+            {
+                // A canvas is a note (searched, read, linking) and stays an
+                // attachment (what moves carry and rewrite as JSON).
+                scan.markdown.push(ScannedFile { path: path.clone(), area, stat: file_stat(&meta) });
+            }
             if !path.is_markdown() {
                 scan.attachments.push(path);
             } else if let Ok(meta) = entry.metadata() {

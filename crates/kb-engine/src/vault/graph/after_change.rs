@@ -12,7 +12,7 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 use super::links::Graph;
 use super::resolver::{Broken, Files, Resolution, Resolver, Target, anchored, id};
 use crate::sandbox::strip_md;
-use crate::vault::{LinkKind, LinkRef, NoteKind, NoteRecord};
+use crate::vault::{LinkRef, NoteKind, NoteRecord};
 
 impl Graph {
     /// What a change does to the vault's links, without a new graph: the
@@ -157,7 +157,7 @@ impl<'t> Tally<'t> {
         } else {
             *self
                 .targets
-                .entry((link.kind == LinkKind::Markdown, link.target))
+                .entry((link.kind.is_path(), link.target))
                 .or_insert_with(|| resolver.target(files, link))
         };
         anchored(files.records, target, link)

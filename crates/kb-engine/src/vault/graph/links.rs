@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::resolver::{Files, Resolution, Resolver, Target, anchored, id};
-use crate::vault::{LinkKind, NoteKind, NoteRecord};
+use crate::vault::{NoteKind, NoteRecord};
 
 /// A backlink: another note linking to this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ impl Graph {
                     anchored(records, Ok(from), link)
                 } else {
                     // Popular targets are written thousands of times: resolve each once.
-                    let key = (link.kind == LinkKind::Markdown, link.target);
+                    let key = (link.kind.is_path(), link.target);
                     let target = *targets.entry(key).or_insert_with(|| resolver.target(files, link));
                     anchored(records, target, link)
                 };

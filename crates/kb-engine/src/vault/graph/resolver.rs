@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{name_key, strip_md};
-use crate::vault::{AnchorRef, LinkKind, LinkRef, NoteRecord, heading_key};
+use crate::vault::{AnchorRef, LinkRef, NoteRecord, heading_key};
 
 /// Where a link leads. Indexes are `u32` (a vault has far fewer than 4 billion
 /// files) so that a resolution takes 8 bytes: a 100,000-note vault has about
@@ -227,7 +227,7 @@ impl Resolver {
     /// the attachment or broken link it is. The same for every link written
     /// with the same kind and target, whichever note holds it.
     pub(super) fn target(&self, files: Files<'_>, link: LinkRef<'_>) -> Target {
-        let target_index = if link.kind == LinkKind::Markdown {
+        let target_index = if link.kind.is_path() {
             // Markdown links are already vault-relative: exact path, then any case.
             self.exact(files, link.target)
                 .filter(|&i| files.records[i].path == link.target)

@@ -31,7 +31,7 @@ use super::view::{Break, VaultView};
 use crate::error::{Error, Result};
 use crate::sandbox::{NotePath, Sandbox, ends_in_md};
 use crate::vault::graph::Graph;
-use crate::vault::{Limits, NoteKind, NoteRecord, content_hash, parse_note};
+use crate::vault::{Limits, NoteKind, NoteRecord, content_hash, is_canvas, parse_note};
 use crate::write::plan::{FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan};
 
 /// Most items one batch takes.
@@ -199,8 +199,9 @@ impl<'a> Virtual<'a> {
             if let Some(after) = &op.after {
                 touched.text = after.clone();
             }
-            // A canvas keeps its text for the items after it, and is no note.
-            if let Some(now) = touched.now.clone().filter(|now| !ends_in_md(now)) {
+            // Another file keeps its text for the items after it, and is no
+            // note; a canvas is a note (its record parsed again below).
+            if let Some(now) = touched.now.clone().filter(|now| !ends_in_md(now) && !is_canvas(now)) {
                 self.by_path.insert(now.clone(), at);
                 self.texts.insert(now, touched.text.clone());
                 continue;

@@ -12,7 +12,7 @@ use super::view::{Break, VaultView, written};
 use crate::error::Result;
 use crate::sandbox::{NotePath, ends_in_md};
 use crate::vault::graph::{Resolution, Resolver};
-use crate::vault::{NoteKind, NoteRecord, content_hash, parse_note};
+use crate::vault::{NoteKind, NoteRecord, content_hash, is_canvas, parse_note};
 use crate::write::plan::FileOp;
 
 /// The links of the notes `ops` leave alone that will lead to another note or
@@ -27,9 +27,9 @@ pub fn link_effects(view: &VaultView<'_>, ops: &[FileOp]) -> Result<Vec<Break>> 
     // The notes the change writes, with their index before it (none for a new one).
     let mut writes: Vec<(Arc<NoteRecord>, Option<usize>)> = Vec::with_capacity(ops.len());
     for op in ops {
-        // A canvas or another file the change moves is no note: links lead
-        // to it by its path, which the move planned for.
-        if !ends_in_md(&op.path) {
+        // A file the change moves is no note: links lead to it by its path,
+        // which the move planned for. A canvas is a note (its file nodes links).
+        if !ends_in_md(&op.path) && !is_canvas(&op.path) {
             continue;
         }
         let old = index_of(&op.path);

@@ -55,8 +55,8 @@ pub struct Break {
 }
 
 /// A link as a person finds it in the note: `[[target#anchor]]`,
-/// `![[target]]`, `[text](target#anchor)` (the display text of a wikilink left
-/// out: the link is named by where it leads).
+/// `![[target]]`, `[text](target#anchor)`, a canvas's `file node target` (the
+/// display text of a wikilink left out: the link is named by where it leads).
 pub(crate) fn written(link: LinkRef<'_>) -> String {
     let anchor = match link.anchor {
         Some(AnchorRef::Heading(heading)) => format!("#{heading}"),
@@ -67,5 +67,6 @@ pub(crate) fn written(link: LinkRef<'_>) -> String {
         LinkKind::Markdown => format!("[{}]({}{anchor})", link.display.unwrap_or_default(), link.target),
         LinkKind::Embed => format!("![[{}{anchor}]]", link.target),
         LinkKind::Wikilink | LinkKind::Property => format!("[[{}{anchor}]]", link.target),
+        LinkKind::Canvas => format!("file node {}{anchor}", link.target),
     }
 }

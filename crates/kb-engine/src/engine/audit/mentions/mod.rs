@@ -46,7 +46,7 @@ use rayon::prelude::*;
 use super::findings::Mention;
 use crate::sandbox::{IndexFolder, Sandbox};
 use crate::vault::graph::{Broken, Graph, Resolution};
-use crate::vault::{NoteKind, NoteRecord};
+use crate::vault::{NoteKind, NoteRecord, is_canvas};
 use cache_file::{CACHE_MAX, decode, encode};
 use finder::{read_note, unique_names};
 use words::{Bloom, words};
@@ -223,7 +223,9 @@ impl MentionIndex {
             self.automaton = None;
             self.names = names;
         }
-        let notes: Vec<&Arc<NoteRecord>> = records.iter().filter(|r| r.kind == NoteKind::Note).collect();
+        // A canvas has no prose to mention names in (its words are JSON strings).
+        let notes: Vec<&Arc<NoteRecord>> =
+            records.iter().filter(|r| r.kind == NoteKind::Note && !is_canvas(&r.path)).collect();
         // Per note: whether it is kept at all, and kept as it is now.
         let kept: Vec<(bool, bool)> = notes
             .par_iter()

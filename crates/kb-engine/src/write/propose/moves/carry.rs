@@ -43,6 +43,9 @@ fn writable(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
     if path.is_markdown() {
         return sandbox.resolve_note_target(path.as_str());
     }
+    if path.is_canvas() {
+        return sandbox.resolve_plan_target(path.as_str());
+    }
     if sandbox.area_of(&path) != Some(Area::Note) {
         return Err(Error::denied(format!(
             "{path} is not inside a notes root; notes move only within notes roots"
@@ -83,6 +86,17 @@ pub(super) fn what_moves(sandbox: &Sandbox, view: &VaultView<'_>, from: &str, to
                 .with_hint("give the note's exact path (search_knowledge or list_notes shows it)"));
         }
         Moving { notes: vec![(from.to_owned(), to.to_owned())], ..Moving::default() }
+    } else if from_path.is_canvas() {
+        // A canvas moves as a file (its JSON kept, `carried_ops`); links to
+        // it follow it like links to a note.
+        if !to_path.is_canvas() {
+            return Err(Error::invalid(format!("`to` ({to}) must end in .canvas when `from` is a canvas")));
+        }
+        if !is_note(from_path.as_str()) {
+            return Err(Error::not_found(format!("{from} is not a canvas of a notes root"))
+                .with_hint("give the canvas's exact path (list_notes shows it)"));
+        }
+        Moving { files: vec![(from.to_owned(), to.to_owned())], ..Moving::default() }
     } else {
         folder_moving(sandbox, view, &from_path, &to_path)?
     };
@@ -127,7 +141,8 @@ fn folder_moving(sandbox: &Sandbox, view: &VaultView<'_>, from: &NotePath, to: &
     let under = |path: &str| format!("{to}/{}", &path[from.as_str().len() + 1..]);
     let prefix = format!("{from}/");
     let mut notes = Vec::new();
-    for record in view.records.iter().filter(|r| r.path.starts_with(&prefix)) {
+    // A canvas is a record but moves as a file (its JSON kept, see `carried_ops`).
+    for record in view.records.iter().filter(|r| r.path.starts_with(&prefix) && !is_canvas(&r.path)) {
         if record.kind != NoteKind::Note {
             return Err(Error::denied(format!("{} is not in a notes root; it cannot be moved", record.path)));
         }
@@ -137,7 +152,7 @@ fn folder_moving(sandbox: &Sandbox, view: &VaultView<'_>, from: &NotePath, to: &
     let files: Vec<(String, String)> = contents
         .files
         .iter()
-        .filter(|path| !is_record(path.as_str()))
+        .filter(|path| !is_record(path.as_str()) || path.is_canvas())
         .map(|path| (path.as_str().to_owned(), under(path.as_str())))
         .collect();
     if notes.is_empty() && files.is_empty() {

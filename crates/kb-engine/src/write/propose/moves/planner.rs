@@ -133,6 +133,15 @@ impl<'v> MovePlanner<'v> {
             watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
             new_stems.insert(name_key(strip_md(new.rsplit('/').next().unwrap_or(new))));
         }
+        // A canvas that moves is a note that moves: its record follows it,
+        // and links to it follow it too.
+        for (old, new) in &self.moving.files {
+            if let Some(&index) = self.index_of.get(old.as_str()).filter(|_| is_canvas(old)) {
+                affected.insert(index);
+                watched.insert(u32::try_from(index).unwrap_or(u32::MAX));
+                new_stems.insert(name_key(new.rsplit('/').next().unwrap_or(new)));
+            }
+        }
         for (index, record) in view.records.iter().enumerate() {
             let named = |name: &str| new_stems.contains(&name_key(name.trim()));
             if named(record.stem()) || record.aliases.iter().any(|alias| named(alias)) {
@@ -204,7 +213,7 @@ impl<'v> MovePlanner<'v> {
     /// The record of note `index` after the move, holding `text`.
     fn record_of(&self, index: usize, text: &str) -> Result<Arc<NoteRecord>> {
         let old = &self.view.records[index];
-        if !self.moved.contains_key(old.path.as_str()) && content_hash(text.as_bytes()) == old.hash {
+        if self.moved_to(&old.path).is_none() && content_hash(text.as_bytes()) == old.hash {
             // The very bytes the record was made from, at the same path.
             return Ok(Arc::clone(old));
         }
@@ -283,7 +292,8 @@ impl<'v> MovePlanner<'v> {
         }
         for &index in affected {
             let path = &self.view.records[index].path;
-            if self.moved.contains_key(path.as_str()) || staged[&index] == texts[&index] {
+            // Canvases are written by `carried_ops` and `staying_canvases`.
+            if self.moved.contains_key(path.as_str()) || staged[&index] == texts[&index] || is_canvas(path) {
                 continue;
             }
             files.push(FileOp {
@@ -328,10 +338,11 @@ impl<'v> MovePlanner<'v> {
         if ambiguous > 0 {
             rewrite.push_str(&format!(", {} will become ambiguous", plural(ambiguous, "link")));
         }
-        match moves.as_slice() {
-            [(old, new)] if old.ends_with(".md") && self.from.ends_with(".md") => {
+        match (moves.as_slice(), self.moving.files.as_slice()) {
+            ([(old, new)], []) if old.ends_with(".md") && self.from.ends_with(".md") => {
                 format!("move {old} → {new}, {rewrite}")
             }
+            ([], [(old, new)]) if is_canvas(self.from) => format!("move {old} → {new}, {rewrite}"),
             _ => {
                 let mut what = plural(moves.len(), "note");
                 if !self.moving.files.is_empty() {

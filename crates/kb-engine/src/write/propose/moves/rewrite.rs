@@ -16,7 +16,7 @@ use super::relink::{
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, strip_md};
 use crate::vault::graph::{Graph, MovedAttachments, Resolution, Resolver};
-use crate::vault::{LinkKind, LinkRef, Links, NoteKind, note_spans};
+use crate::vault::{LinkKind, LinkRef, Links, NoteKind, canvas_moved, note_spans};
 use crate::write::propose::view::written;
 
 /// The affected notes' texts with their links rewritten (and a moved note's
@@ -61,6 +61,11 @@ impl<'v> MovePlanner<'v> {
     fn relink_note(&self, index: usize, text: &str, moved: &After) -> Result<(String, usize)> {
         let view = self.view;
         let old_path = NotePath::parse(&view.records[index].path)?;
+        if old_path.is_canvas() {
+            // Its file nodes point where the files go, as `canvases.rs` writes them.
+            let after = canvas_moved(text, |path| self.moved_to(path));
+            return Ok((after.unwrap_or_else(|| text.to_owned()), 0));
+        }
         let source = NotePath::parse(&self.new_path(old_path.as_str()))?;
         let old_spans = note_spans(&old_path, text);
         // Spans depend on the note's folder alone: parsed again only when it changes.

@@ -1,0 +1,214 @@
+//! Canvases (issue 40, part 2): a `.canvas` (JSON Canvas) is a note of the
+//! vault as a person uses one: its text nodes are found by search (Chinese
+//! too) and read by `read_note`, it is listed by `list_notes`, its file nodes
+//! are links (backlinks of the notes it shows, broken links and audit
+//! findings when they name nothing), and moves and deletes treat it as a
+//! note: a move of a note it shows keeps it resolving (its JSON byte for byte
+//! but for the path), a move of the canvas itself takes the links to it
+//! along, a delete names the nodes it breaks.
+
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the tests build and inspect vaults on disk"
+)]
+
+use std::fs;
+use std::path::Path;
+
+use kb_mcp::engine::types::*;
+use kb_mcp::engine::{Engine, EngineOptions};
+use kb_mcp::write::Actor;
+
+use crate::common;
+
+/// A board as Obsidian writes it (tabs, one node a line): two Chinese text
+/// nodes written bottom first, a file node showing a fixture note at a
+/// heading, one naming a note that does not exist, and a web link.
+const BOARD: &str = "{\n\t\"nodes\":[\n\
+\t\t{\"id\":\"t2\",\"type\":\"text\",\"text\":\"第二步：每周检查一次恢复演练 #备份\",\"x\":0,\"y\":300,\"width\":250,\"height\":60},\n\
+\t\t{\"id\":\"t1\",\"type\":\"text\",\"text\":\"第一步：把笔记推送到远程仓库\",\"x\":0,\"y\":0,\"width\":250,\"height\":60},\n\
+\t\t{\"id\":\"f1\",\"type\":\"file\",\"file\":\"z/备份仓库.md\",\"subpath\":\"#同步不等于备份\",\"x\":400,\"y\":0,\"width\":400,\"height\":400},\n\
+\t\t{\"id\":\"f2\",\"type\":\"file\",\"file\":\"z/不存在的笔记.md\",\"x\":400,\"y\":500,\"width\":400,\"height\":400},\n\
+\t\t{\"id\":\"u\",\"type\":\"link\",\"url\":\"https://obsidian.md\",\"x\":900,\"y\":0,\"width\":400,\"height\":400}\n\
+\t],\n\t\"edges\":[{\"id\":\"e\",\"fromNode\":\"t1\",\"toNode\":\"f1\"}]\n}\n";
+
+const BOARD_PATH: &str = "z/备份计划.canvas";
+
+fn put(vault: &Path, rel: &str, text: &str) {
+    let path = vault.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn read(vault: &Path, rel: &str) -> String {
+    fs::read_to_string(vault.join(rel)).unwrap()
+}
+
+/// The fixture vault with the board, indexed.
+fn board_vault() -> (tempfile::TempDir, std::path::PathBuf, Engine) {
+    let (tmp, vault) = common::temp_vault();
+    put(&vault, BOARD_PATH, BOARD);
+    let engine = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    engine.sync(false, None).unwrap();
+    (tmp, vault, engine)
+}
+
+fn apply(engine: &Engine, id: &str) -> ApplyResult {
+    engine.apply_proposal(&ApplyArgs { proposal_id: id.to_owned() }, Actor::Cli).unwrap()
+}
+
+fn search(engine: &Engine, query: &str) -> Vec<ContentHit> {
+    engine.search_note_content(&SearchArgs { query: query.into(), ..Default::default() }).unwrap().results
+}
+
+fn broken(engine: &Engine) -> u64 {
+    engine.overview(Caller::Cli).unwrap().counts.broken_links
+}
+
+fn backlinks(engine: &Engine, path: &str) -> Vec<(String, u32)> {
+    let related =
+        engine.get_related_notes(&NoteRefArgs { path: Some(path.into()), reference: None }).unwrap();
+    related.backlinks.into_iter().map(|b| (b.path, b.line)).collect()
+}
+
+/// Its text nodes are searched through the same tokenizer as notes, its
+/// snippets cut from them (not from the JSON); it is listed and read as its
+/// text nodes top to bottom, its JSON with `raw`.
+#[test]
+fn issue_40_a_canvas_is_searched_listed_and_read_as_its_text_nodes() {
+    let (_tmp, _vault, engine) = board_vault();
+    let hits = search(&engine, "恢复演练");
+    let hit = hits.iter().find(|hit| hit.path == BOARD_PATH).unwrap_or_else(|| panic!("{hits:?}"));
+    assert_eq!(hit.title, "备份计划");
+    let snippet = &hit.snippets[0].text;
+    assert!(snippet.contains("恢复演练") && !snippet.contains("\"type\""), "{snippet}");
+    assert!(search(&engine, "远程仓库").iter().any(|hit| hit.path == BOARD_PATH));
+    // The JSON's own words are not the canvas's.
+    assert!(!search(&engine, "fromNode").iter().any(|hit| hit.path == BOARD_PATH));
+
+    let listed =
+        engine.list_notes(&ListNotesArgs { folder: Some("z".into()), ..Default::default() }).unwrap();
+    let entry = listed.notes.iter().find(|note| note.path == BOARD_PATH).expect("the canvas is listed");
+    assert_eq!(entry.title, "备份计划");
+    assert_eq!(entry.tags, ["备份"]);
+
+    let page =
+        engine.read_note(&ReadNoteArgs { path: Some(BOARD_PATH.into()), ..Default::default() }).unwrap();
+    assert_eq!(page.content, "第一步：把笔记推送到远程仓库\n\n第二步：每周检查一次恢复演练 #备份");
+    assert_eq!(page.hash, kb_mcp::vault::content_hash(BOARD.as_bytes()));
+    assert!(page.hint.as_deref().is_some_and(|hint| hint.contains("raw")), "{:?}", page.hint);
+    let by_ref = engine
+        .read_note(&ReadNoteArgs { reference: Some("备份计划.canvas".into()), ..Default::default() });
+    assert_eq!(by_ref.unwrap().path, BOARD_PATH);
+    let raw = engine
+        .read_note(&ReadNoteArgs { path: Some(BOARD_PATH.into()), raw: Some(true), ..Default::default() })
+        .unwrap();
+    assert!(raw.hint.is_none(), "{:?}", raw.hint);
+    assert_eq!(raw.content, BOARD);
+}
+
+/// Its file nodes are links: a backlink of the note it shows (on the line
+/// of the node), a broken link for the node naming nothing, which
+/// `audit_vault` reports; the web link is no link of the vault.
+#[test]
+fn issue_40_a_canvas_file_node_is_a_backlink_and_one_to_nothing_is_broken() {
+    let (_tmp, vault, engine) = board_vault();
+    assert!(backlinks(&engine, "z/备份仓库.md").contains(&(BOARD_PATH.to_owned(), 5)));
+    let related =
+        engine.get_related_notes(&NoteRefArgs { path: Some(BOARD_PATH.into()), reference: None }).unwrap();
+    let outlinks: Vec<(&str, Option<&str>, &str)> =
+        related.outlinks.iter().map(|l| (l.target.as_str(), l.resolved.as_deref(), l.kind.name())).collect();
+    assert_eq!(
+        outlinks,
+        [
+            ("z/备份仓库.md#同步不等于备份", Some("z/备份仓库.md"), "canvas"),
+            ("z/不存在的笔记.md", None, "canvas")
+        ]
+    );
+    let broken_targets: Vec<(&str, u32)> =
+        related.broken.iter().map(|b| (b.target.as_str(), b.line)).collect();
+    assert_eq!(broken_targets, [("z/不存在的笔记.md", 6)]);
+
+    let audit = engine
+        .audit_vault(&AuditArgs { checks: Some(vec![AuditCheck::BrokenLink]), ..Default::default() })
+        .unwrap();
+    let finding = audit.findings.iter().find(|f| f.path == BOARD_PATH).expect("the broken node is a finding");
+    assert_eq!(finding.line, Some(6));
+    assert!(finding.message.contains("z/不存在的笔记.md"), "{}", finding.message);
+    assert!(finding.fix.is_none(), "no Markdown fix is offered inside a canvas");
+
+    // Without the board, one broken link less.
+    let with = broken(&engine);
+    fs::remove_file(vault.join(BOARD_PATH)).unwrap();
+    engine.sync(false, None).unwrap();
+    assert_eq!(broken(&engine), with - 1);
+}
+
+/// A note the canvas shows moves: the canvas is rewritten byte for byte but
+/// for the path, and still resolves (a backlink again, no new broken link).
+#[test]
+fn issue_40_moving_a_note_a_canvas_shows_keeps_the_canvas_resolving() {
+    let (_tmp, vault, engine) = board_vault();
+    let before = broken(&engine);
+    let staged = engine
+        .propose_move(&ProposeMoveArgs {
+            from: "z/备份仓库.md".into(),
+            to: "z/archive/远程备份.md".into(),
+            reason: "tidy up".into(),
+            keep_alias: None,
+        })
+        .unwrap();
+    assert!(staged.diff.contains("and 1 canvas"), "{}", staged.diff);
+    assert_eq!(apply(&engine, &staged.proposal_id).status, ApplyStatus::Applied);
+    assert_eq!(read(&vault, BOARD_PATH), BOARD.replace("\"z/备份仓库.md\"", "\"z/archive/远程备份.md\""));
+    assert!(backlinks(&engine, "z/archive/远程备份.md").contains(&(BOARD_PATH.to_owned(), 5)));
+    assert_eq!(broken(&engine), before);
+}
+
+/// The canvas itself moves like a note: its JSON as it was, the links to it
+/// following it, its file nodes still resolving, and it is found at its new
+/// path.
+#[test]
+fn issue_40_a_canvas_moves_like_a_note_and_links_to_it_follow() {
+    let (_tmp, vault, engine) = board_vault();
+    put(&vault, "z/看板索引.md", "# 看板\n![[备份计划.canvas]] and [board](备份计划.canvas)\n");
+    engine.sync(false, None).unwrap();
+    let before = broken(&engine);
+    let staged = engine
+        .propose_move(&ProposeMoveArgs {
+            from: BOARD_PATH.into(),
+            to: "z/boards/备份看板.canvas".into(),
+            reason: "tidy up".into(),
+            keep_alias: None,
+        })
+        .unwrap();
+    assert!(
+        staged.diff.starts_with("# move z/备份计划.canvas → z/boards/备份看板.canvas"),
+        "{}",
+        staged.diff
+    );
+    assert_eq!(apply(&engine, &staged.proposal_id).status, ApplyStatus::Applied);
+    assert!(!vault.join(BOARD_PATH).exists());
+    assert_eq!(read(&vault, "z/boards/备份看板.canvas"), BOARD);
+    assert_eq!(
+        read(&vault, "z/看板索引.md"),
+        "# 看板\n![[备份看板.canvas]] and [board](boards/备份看板.canvas)\n"
+    );
+    assert_eq!(broken(&engine), before);
+    assert!(search(&engine, "恢复演练").iter().any(|hit| hit.path == "z/boards/备份看板.canvas"));
+    assert!(!search(&engine, "恢复演练").iter().any(|hit| hit.path == BOARD_PATH));
+}
+
+/// Deleting a note a canvas shows names the canvas's node among the links
+/// that break, on the node's line.
+#[test]
+fn issue_40_a_delete_names_the_canvas_nodes_it_breaks() {
+    let (_tmp, _vault, engine) = board_vault();
+    let staged = engine
+        .propose_delete(&ProposeDeleteArgs { path: "z/备份仓库.md".into(), reason: "obsolete".into() })
+        .unwrap();
+    let from_board: Vec<(&str, u32)> =
+        staged.breaks.iter().filter(|b| b.path == BOARD_PATH).map(|b| (b.link.as_str(), b.line)).collect();
+    assert_eq!(from_board, [("file node z/备份仓库.md#同步不等于备份", 5)], "{:?}", staged.breaks);
+}
