@@ -23,7 +23,7 @@ form, its cookie, the owner passphrase, granting `read` of the three scopes aske
 for), exchanges the code with PKCE and calls tools with the token, seeing only the
 read tools. Once more (`[oauth cimd]`) the client identifies itself by a Client ID Metadata
 Document (`client_metadata_url`) instead of registering: the document is served over HTTPS by
-this script on 127.0.0.1 with a CA made by `openssl`, which kb-mcp trusts through the tests-only
+this script on 127.0.0.1 with a CA made with `cryptography`, which kb-mcp trusts through the tests-only
 `--testing-cimd-trust`. Prints one line per check
 and a final "N passed, N failed" line; exits 1 if anything failed.
 
@@ -303,21 +303,55 @@ PASSPHRASE = "correct horse battery staple"
 OAUTH_REDIRECT = "http://127.0.0.1:9/callback"
 
 
+def write_test_certificates(folder):
+    """Writes a CA (`ca.pem`) and a certificate for `localhost` it signed (`leaf.pem`,
+    `leaf.key`) into `folder`, with the `cryptography` package the SDK brings (no openssl
+    command needed); both valid for two days."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    later = now + datetime.timedelta(days=2)
+    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kb-mcp check CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now).not_valid_after(later)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
+                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    leaf = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+            .issuer_name(ca_name).public_key(leaf_key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(later)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    (folder / "ca.pem").write_bytes(ca.public_bytes(pem))
+    (folder / "leaf.pem").write_bytes(leaf.public_bytes(pem))
+    (folder / "leaf.key").write_bytes(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                             serialization.NoEncryption()))
+
+
 def document_server(tmp, name):
     """An HTTPS server on 127.0.0.1 serving a Client ID Metadata Document at /client.json, with a
-    CA and a `localhost` certificate made by openssl: (its URL, the CA file, its request log)."""
+    CA and a `localhost` certificate (`write_test_certificates`): (its URL, the CA file, its
+    request log)."""
     import http.server
     import ssl
     import threading
 
-    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=kb-mcp check CA",
-        "-keyout", "ca.key", "-out", "ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign")
-    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "leaf.key", "-out", "leaf.csr")
-    Path(tmp, "leaf.ext").write_text("subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n")
-    run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
-        "-extfile", "leaf.ext", "-out", "leaf.pem")
+    write_test_certificates(Path(tmp))
     requests, where = [], {}
 
     class Handler(http.server.BaseHTTPRequestHandler):
