@@ -19,6 +19,7 @@
 )]
 
 mod carried;
+mod conflict_copy;
 mod displaced;
 mod encoding;
 mod fs;
