@@ -2474,7 +2474,28 @@ fn a_hundred_kills_of_a_batch_leave_the_notes_before_or_after_and_nothing_added(
                 .into_iter()
                 .filter(|p| !names(&before).contains(p) && !names(&after).contains(p))
                 .collect();
-            panic!("kill {kill} ({:?} in): neither before nor after; files added: {added:?}", whole);
+            let differing: Vec<String> = now
+                .iter()
+                .filter(|file| !before.contains(file) && !after.contains(file))
+                .map(|(path, bytes)| {
+                    format!(
+                        "{path} ({} bytes, {:?})",
+                        bytes.len(),
+                        String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
+                    )
+                })
+                .chain(
+                    names(&before)
+                        .into_iter()
+                        .chain(names(&after))
+                        .filter(|p| !names(&now).contains(p))
+                        .map(|p| format!("{p} missing")),
+                )
+                .collect();
+            panic!(
+                "kill {kill} ({:?} in): neither before nor after; files added: {added:?}; differing: {differing:?}; recovery: {recovery:?}",
+                whole
+            );
         };
         outcomes[which] += 1;
         assert!(
