@@ -3237,6 +3237,51 @@ fn issue_34_a_folder_move_killed_mid_apply_is_rolled_back() {
     assert_eq!(fs::read(vault.join("z/archive/proj/spec.pdf")).unwrap(), PDF);
 }
 
+/// A move renames a note by a link under the new name and then the removal
+/// of the old one; a crash in between leaves one file under both names. The
+/// recovery takes it for what it is (not for someone else's file, which it
+/// would leave): rolled back, the new name goes; carried forward (the
+/// proposal archived), the old one does. This is the state the hundred-kill
+/// test met about once in a thousand kills.
+#[test]
+fn a_rename_stopped_between_its_link_and_its_removal_is_recovered() {
+    for step in [Step::File(0), Step::Archived] {
+        let (_tmp, vault) = common::temp_vault();
+        put(&vault, "z/k/half.md", "# Half\n\nbefore\n");
+        let engine = open(&vault);
+        let original = notes_snapshot(&vault);
+        let staged = mv(&engine, "z/k/half.md", "z/k2/half.md").unwrap();
+        drop(engine);
+        let err = write::apply_with_failpoint(
+            &sandbox(&vault),
+            &staged.proposal_id,
+            Actor::Cli,
+            &mut |_| Ok(()),
+            &mut |at| {
+                if at == step { Err(kb_mcp::error::Error::internal("crash")) } else { Ok(()) }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "crash");
+        // The old name back as the link left it: both names, one file.
+        fs::hard_link(vault.join("z/k2/half.md"), vault.join("z/k/half.md")).unwrap();
+        let recovery = write::recover(&sandbox(&vault), Actor::Mcp, &mut |_| Ok(())).unwrap();
+        assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
+        let (kept, gone) = if step == Step::Archived {
+            ("z/k2/half.md", "z/k/half.md")
+        } else {
+            ("z/k/half.md", "z/k2/half.md")
+        };
+        assert_eq!(fs::read_to_string(vault.join(kept)).unwrap(), "# Half\n\nbefore\n", "{step:?}");
+        assert!(!vault.join(gone).exists(), "{step:?}: {gone} is left");
+        if step == Step::File(0) {
+            assert_eq!(notes_snapshot(&vault), original, "rolled back");
+            apply(&open(&vault), &staged.proposal_id);
+            assert!(vault.join("z/k2/half.md").exists() && !vault.join("z/k/half.md").exists());
+        }
+    }
+}
+
 /// A move that gives a note the name another note has makes that note's
 /// bare links ambiguous: each still leads where it led, but its name now
 /// names two notes and which one opens is the editor's guess. The move lists

@@ -81,6 +81,39 @@ impl Sandbox {
         Ok(())
     }
 
+    /// Whether `a` and `b` name one and the same file: a rename (a link under
+    /// the new name, then the old name's removal) that a crash stopped in
+    /// between leaves the note under both. `false` when either is missing.
+    pub(crate) fn same_note_file(&self, a: &NotePath, b: &NotePath) -> Result<bool> {
+        let meta = |path: &NotePath| -> Result<Option<fs::Metadata>> {
+            let path = self.resolve_plan_target(path.as_str())?;
+            let disk = walk_write_chain(self, &path, false)?;
+            match fs::symlink_metadata(&disk) {
+                Ok(meta) => Ok(Some(meta)),
+                Err(err) if is_missing(&err) => Ok(None),
+                Err(err) => Err(Error::io(&path, &err)),
+            }
+        };
+        Ok(match (meta(a)?, meta(b)?) {
+            (Some(a), Some(b)) => a.is_file() && same_file(&a, &b),
+            _ => false,
+        })
+    }
+
+    /// Removes the name `drop` of a file `keep` names too (see
+    /// [`Sandbox::same_note_file`]): the file itself stays, under `keep`.
+    /// Refuses when the two are not one file.
+    pub(crate) fn drop_second_name(&self, keep: &NotePath, drop: &NotePath) -> Result<()> {
+        if !self.same_note_file(keep, drop)? {
+            return Err(Error::internal(format!("{drop} is not a second name of {keep}")));
+        }
+        let drop = self.resolve_plan_target(drop.as_str())?;
+        let disk = walk_write_chain(self, &drop, false)?;
+        fs::remove_file(&disk).map_err(|err| Error::io(&drop, &err))?;
+        sync_dir(disk.parent().unwrap_or(self.root()));
+        Ok(())
+    }
+
     /// Removes a note that still holds exactly `expected` (its bytes are kept
     /// elsewhere first: the trash, or the note it was moved to); `false` when it
     /// was already gone, `stale_base` when it changed.

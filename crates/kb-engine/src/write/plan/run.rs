@@ -49,6 +49,9 @@ enum State {
     Before,
     /// A move renamed the note but has not rewritten it yet.
     Renamed,
+    /// A move's rename was stopped half done: the note is under both names,
+    /// one file (see `Sandbox::same_note_file`).
+    Linked,
     /// It is complete.
     After,
     /// The files hold neither: someone else changed them.
@@ -89,6 +92,8 @@ fn state(sandbox: &Sandbox, op: &FileOp, kept: Option<&NotePath>) -> Result<Stat
                 State::Renamed
             } else if holds(&now, &op.before) && (at_to.is_none() || case_only) {
                 State::Before
+            } else if !case_only && holds(&now, &op.before) && sandbox.same_note_file(&path, &to)? {
+                State::Linked
             } else {
                 State::Foreign
             }
@@ -247,6 +252,10 @@ pub(crate) fn forward(
         }
         (FileOpKind::Move, state) => {
             let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
+            if state == State::Linked {
+                // The rename a crash stopped: its old name goes now.
+                sandbox.drop_second_name(&to, &path)?;
+            }
             if state == State::Before {
                 hook()?;
                 if prepared.is_some() {
@@ -318,6 +327,10 @@ pub(crate) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, kept: Option<&N
         FileOpKind::Write => swap(sandbox, &path, before, after, id, &mut || Ok(()), None),
         FileOpKind::Move => {
             let to = NotePath::parse(op.to.as_deref().unwrap_or_default())?;
+            if state == State::Linked {
+                // The rename a crash stopped: its new name goes, the note stays.
+                return sandbox.drop_second_name(&path, &to);
+            }
             if state == State::After && after != before {
                 swap(sandbox, &to, before, after, id, &mut || Ok(()), None)?;
             }
