@@ -3282,6 +3282,41 @@ fn a_rename_stopped_between_its_link_and_its_removal_is_recovered() {
     }
 }
 
+/// The same for a file a folder move carries (an attachment): a crash
+/// between its link and its removal leaves it under both names; rolled back
+/// (pending) the new name goes, carried forward (archived) the old one.
+#[test]
+fn a_carried_files_rename_stopped_half_done_is_recovered() {
+    for step in [Step::Written, Step::Archived] {
+        let (_tmp, vault) = folder_vault();
+        let engine = open(&vault);
+        let original = notes_snapshot(&vault);
+        let staged = mv(&engine, "z/proj", "z/archive/proj").unwrap();
+        drop(engine);
+        let err = write::apply_with_failpoint(
+            &sandbox(&vault),
+            &staged.proposal_id,
+            Actor::Cli,
+            &mut |_| Ok(()),
+            &mut |at| if at == step { Err(kb_mcp::error::Error::internal("crash")) } else { Ok(()) },
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "crash");
+        fs::create_dir_all(vault.join("z/proj")).unwrap();
+        fs::hard_link(vault.join("z/archive/proj/spec.pdf"), vault.join("z/proj/spec.pdf")).unwrap();
+        let recovery = write::recover(&sandbox(&vault), Actor::Mcp, &mut |_| Ok(())).unwrap();
+        assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
+        if step == Step::Written {
+            assert_eq!(notes_snapshot(&vault), original, "rolled back");
+            assert_eq!(fs::read(vault.join("z/proj/spec.pdf")).unwrap(), PDF);
+            assert!(!vault.join("z/archive/proj/spec.pdf").exists(), "the new name is left");
+        } else {
+            assert_eq!(fs::read(vault.join("z/archive/proj/spec.pdf")).unwrap(), PDF);
+            assert!(!vault.join("z/proj/spec.pdf").exists(), "the old name is left");
+        }
+    }
+}
+
 /// A move that gives a note the name another note has makes that note's
 /// bare links ambiguous: each still leads where it led, but its name now
 /// names two notes and which one opens is the editor's guess. The move lists

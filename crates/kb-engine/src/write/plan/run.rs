@@ -127,6 +127,8 @@ fn carried_state(sandbox: &Sandbox, op: &FileOp) -> Result<State> {
         State::After
     } else if at_from.as_deref() == expected && (at_to.is_none() || case_only) {
         State::Before
+    } else if !case_only && at_from.as_deref() == expected && sandbox.same_note_file(&path, &to)? {
+        State::Linked
     } else {
         State::Foreign
     })
@@ -277,6 +279,12 @@ pub(crate) fn forward(
             let copy = Inbox::of(sandbox).conflict_copy(&path, id)?;
             sandbox.trash_note(&path, trash, before.as_bytes(), &copy, discards)
         }
+        (FileOpKind::MoveFile, State::Linked) => {
+            // The rename a crash stopped: its old name goes now.
+            let (path, to) =
+                (NotePath::parse(&op.path)?, NotePath::parse(op.to.as_deref().unwrap_or_default())?);
+            sandbox.drop_second_name(&to, &path)
+        }
         (FileOpKind::MoveFile, _) => {
             hook()?;
             rename_carried(sandbox, &op.path, op.to.as_deref().unwrap_or_default(), op.sha256.as_deref())
@@ -320,6 +328,10 @@ pub(crate) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, kept: Option<&N
         return Ok(());
     }
     match op.op {
+        FileOpKind::MoveFile if state == State::Linked => {
+            // The rename a crash stopped: its new name goes, the file stays.
+            sandbox.drop_second_name(&path, &NotePath::parse(op.to.as_deref().unwrap_or_default())?)
+        }
         FileOpKind::MoveFile => {
             rename_carried(sandbox, op.to.as_deref().unwrap_or_default(), &op.path, op.sha256.as_deref())
         }
