@@ -14,13 +14,12 @@
 )]
 
 use std::fs;
-use std::path::Path;
 
 use kb_mcp::engine::types::*;
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::write::Actor;
 
-use crate::common;
+use crate::common::{self, put, read};
 
 /// A board as Obsidian writes it (tabs, one node a line): two Chinese text
 /// nodes written bottom first, a file node showing a fixture note at a
@@ -34,16 +33,6 @@ const BOARD: &str = "{\n\t\"nodes\":[\n\
 \t],\n\t\"edges\":[{\"id\":\"e\",\"fromNode\":\"t1\",\"toNode\":\"f1\"}]\n}\n";
 
 const BOARD_PATH: &str = "z/备份计划.canvas";
-
-fn put(vault: &Path, rel: &str, text: &str) {
-    let path = vault.join(rel);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
-
-fn read(vault: &Path, rel: &str) -> String {
-    fs::read_to_string(vault.join(rel)).unwrap()
-}
 
 /// The fixture vault with the board, indexed.
 fn board_vault() -> (tempfile::TempDir, std::path::PathBuf, Engine) {

@@ -417,6 +417,18 @@ impl Editing {
     }
 }
 
+/// Writes `text` to the vault file `rel`, creating its folders.
+pub fn put(vault: &Path, rel: &str, text: &str) {
+    let path = vault.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The text of the vault file `rel`.
+pub fn read(vault: &Path, rel: &str) -> String {
+    std::fs::read_to_string(vault.join(rel)).unwrap()
+}
+
 /// Every regular file under `dir`, any depth, sorted.
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)

@@ -11,7 +11,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-use crate::common;
+use crate::common::{self, put, read};
 
 use std::fs;
 use std::path::Path;
@@ -36,14 +36,12 @@ fn sandbox(vault: &Path) -> Sandbox {
     Sandbox::open(vault, config.policy).unwrap()
 }
 
-fn put(vault: &Path, rel: &str, text: &str) {
-    let path = vault.join(rel);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, text).unwrap();
-}
-
-fn read(vault: &Path, rel: &str) -> String {
-    fs::read_to_string(vault.join(rel)).unwrap()
+/// Applies proposal `id` as the CLI does and crashes it at `step`: the
+/// apply stops on the spot, as a killed process would, leaving its journal.
+fn crash_apply_at(sandbox: &Sandbox, id: &str, step: Step) {
+    let mut crash = |at: Step| if at == step { Err(Error::internal("crash")) } else { Ok(()) };
+    let err = write::apply_with_failpoint(sandbox, id, Actor::Cli, &mut |_| Ok(()), &mut crash).unwrap_err();
+    assert_eq!(err.message, "crash", "{step:?}");
 }
 
 fn broken(engine: &Engine) -> usize {
@@ -657,17 +655,7 @@ fn a_crash_at_any_step_of_a_move_is_rolled_back_or_completed() {
         let original_folders = folders(&vault);
         let staged = mv(&engine, "z/m/target.md", "z/n/t2.md").unwrap();
         let sandbox = sandbox(&vault);
-        let err = write::apply_with_failpoint(
-            &sandbox,
-            &staged.proposal_id,
-            Actor::Cli,
-            &mut |_| Ok(()),
-            &mut |at| {
-                if at == step { Err(Error::internal("crash")) } else { Ok(()) }
-            },
-        )
-        .unwrap_err();
-        assert_eq!(err.message, "crash", "{step:?}");
+        crash_apply_at(&sandbox, &staged.proposal_id, step);
         let recovery = write::recover(&sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
         assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
         assert!(!vault.join("inbox/_applying.json").exists());
@@ -1478,17 +1466,7 @@ fn a_crash_at_any_step_of_a_batch_is_rolled_back_or_completed() {
         let staged = batch(&engine, four_kinds(&vault)).unwrap();
         let plan = staged_plan(&vault, "batch");
         let sandbox = sandbox(&vault);
-        let err = write::apply_with_failpoint(
-            &sandbox,
-            &staged.proposal_id,
-            Actor::Cli,
-            &mut |_| Ok(()),
-            &mut |at| {
-                if at == step { Err(Error::internal("crash")) } else { Ok(()) }
-            },
-        )
-        .unwrap_err();
-        assert_eq!(err.message, "crash", "{step:?}");
+        crash_apply_at(&sandbox, &staged.proposal_id, step);
         let recovery = write::recover(&sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
         assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
         assert_all_or_nothing(&engine, &vault, step, &original, &plan, &staged.proposal_id);
@@ -3166,17 +3144,7 @@ fn issue_34_a_crash_at_any_step_of_a_folder_move_is_all_or_nothing() {
         let original_folders = folders(&vault);
         let staged = mv(&engine, "z/proj", "z/archive/proj").unwrap();
         let sandbox = sandbox(&vault);
-        let err = write::apply_with_failpoint(
-            &sandbox,
-            &staged.proposal_id,
-            Actor::Cli,
-            &mut |_| Ok(()),
-            &mut |at| {
-                if at == step { Err(Error::internal("crash")) } else { Ok(()) }
-            },
-        )
-        .unwrap_err();
-        assert_eq!(err.message, "crash", "{step:?}");
+        crash_apply_at(&sandbox, &staged.proposal_id, step);
         let recovery = write::recover(&sandbox, Actor::Cli, &mut |_| Ok(())).unwrap();
         assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
         let temps: Vec<String> = common::snapshot(&vault)
@@ -3252,17 +3220,7 @@ fn a_rename_stopped_between_its_link_and_its_removal_is_recovered() {
         let original = notes_snapshot(&vault);
         let staged = mv(&engine, "z/k/half.md", "z/k2/half.md").unwrap();
         drop(engine);
-        let err = write::apply_with_failpoint(
-            &sandbox(&vault),
-            &staged.proposal_id,
-            Actor::Cli,
-            &mut |_| Ok(()),
-            &mut |at| {
-                if at == step { Err(kb_mcp::error::Error::internal("crash")) } else { Ok(()) }
-            },
-        )
-        .unwrap_err();
-        assert_eq!(err.message, "crash");
+        crash_apply_at(&sandbox(&vault), &staged.proposal_id, step);
         // The old name back as the link left it: both names, one file.
         fs::hard_link(vault.join("z/k2/half.md"), vault.join("z/k/half.md")).unwrap();
         let recovery = write::recover(&sandbox(&vault), Actor::Mcp, &mut |_| Ok(())).unwrap();
@@ -3293,15 +3251,7 @@ fn a_carried_files_rename_stopped_half_done_is_recovered() {
         let original = notes_snapshot(&vault);
         let staged = mv(&engine, "z/proj", "z/archive/proj").unwrap();
         drop(engine);
-        let err = write::apply_with_failpoint(
-            &sandbox(&vault),
-            &staged.proposal_id,
-            Actor::Cli,
-            &mut |_| Ok(()),
-            &mut |at| if at == step { Err(kb_mcp::error::Error::internal("crash")) } else { Ok(()) },
-        )
-        .unwrap_err();
-        assert_eq!(err.message, "crash");
+        crash_apply_at(&sandbox(&vault), &staged.proposal_id, step);
         fs::create_dir_all(vault.join("z/proj")).unwrap();
         fs::hard_link(vault.join("z/archive/proj/spec.pdf"), vault.join("z/proj/spec.pdf")).unwrap();
         let recovery = write::recover(&sandbox(&vault), Actor::Mcp, &mut |_| Ok(())).unwrap();
