@@ -166,8 +166,21 @@ impl Metrics {
     /// The counts now; `index` carries the index's own figures (documents,
     /// last update), `watching` whether a watcher runs.
     pub(crate) fn snapshot(&self, index: Option<IndexActivity>, watching: bool) -> ServerMetrics {
-        let tools = self
-            .tools()
+        self.read(index, watching).0
+    }
+
+    /// The snapshot in the Prometheus text exposition format (version 0.0.4),
+    /// its counts and latency sums read under one lock, so they agree.
+    pub(crate) fn prometheus_text(&self, index: Option<IndexActivity>, watching: bool) -> String {
+        let (snapshot, seconds) = self.read(index, watching);
+        prometheus_text(&snapshot, &seconds, self.started.as_second())
+    }
+
+    /// [`Metrics::snapshot`] and each tool's latency sum in seconds, taken
+    /// together.
+    fn read(&self, index: Option<IndexActivity>, watching: bool) -> (ServerMetrics, BTreeMap<String, f64>) {
+        let table = self.tools();
+        let tools = table
             .iter()
             .map(|(tool, stats)| ToolMetrics {
                 tool: tool.clone(),
@@ -179,6 +192,8 @@ impl Metrics {
                 max_ms: ms(stats.latency.max()),
             })
             .collect();
+        let seconds = table.iter().map(|(tool, stats)| (tool.clone(), stats.seconds)).collect();
+        drop(table);
         let lag = self.last_lag.load(Ordering::Relaxed);
         let index = IndexActivity {
             watching,
@@ -187,22 +202,13 @@ impl Metrics {
             last_sync_lag_ms: (lag > 0).then(|| ms(lag - 1)),
             ..index.unwrap_or_default()
         };
-        ServerMetrics {
+        let snapshot = ServerMetrics {
             since: self.started.to_string(),
             uptime_s: self.started_at.elapsed().as_secs(),
             tools,
             index,
-        }
-    }
-
-    /// The latency sum of each tool in seconds, for the Prometheus summary.
-    fn seconds(&self) -> BTreeMap<String, f64> {
-        self.tools().iter().map(|(tool, stats)| (tool.clone(), stats.seconds)).collect()
-    }
-
-    /// The snapshot in the Prometheus text exposition format (version 0.0.4).
-    pub(crate) fn prometheus_text(&self, snapshot: &ServerMetrics) -> String {
-        prometheus_text(snapshot, &self.seconds(), self.started.as_second())
+        };
+        (snapshot, seconds)
     }
 }
 
@@ -324,7 +330,7 @@ mod tests {
             updated_at: Some("2026-12-06T10:00:00Z".to_owned()),
             ..IndexActivity::default()
         };
-        let text = metrics.prometheus_text(&metrics.snapshot(Some(index), false));
+        let text = metrics.prometheus_text(Some(index), false);
         for line in [
             "kb_mcp_tool_calls_total{tool=\"read_note\"} 1",
             "kb_mcp_tool_errors_total{tool=\"a\\\"b\\\\c\\nd\",code=\"not_found\"} 1",

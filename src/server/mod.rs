@@ -37,7 +37,7 @@ pub use http::{
 };
 pub use oauth::{ClientSummary, OAuthFile, oauth_state_path};
 pub use published::{PublishedServer, running_servers};
-pub use tokens::{Scope, TokenFile, TokenLimits, TokenRecord};
+pub use tokens::{Scope, TokenFile, TokenLimits, TokenRecord, is_plain_name};
 
 mod handler;
 mod shared;

@@ -295,9 +295,22 @@ impl Shared {
 
     /// The metrics now, with the index's own figures when the engine serves.
     pub(super) fn metrics_snapshot(&self) -> crate::engine::types::ServerMetrics {
+        let (index, watching) = self.index_activity();
+        self.metrics.snapshot(index, watching)
+    }
+
+    /// [`Shared::metrics_snapshot`] in the Prometheus text format.
+    pub(super) fn metrics_prometheus(&self) -> String {
+        let (index, watching) = self.index_activity();
+        self.metrics.prometheus_text(index, watching)
+    }
+
+    /// The index's own figures when the engine serves, and whether a watcher
+    /// keeps it up to date.
+    fn index_activity(&self) -> (Option<crate::engine::types::IndexActivity>, bool) {
         let engine = self.engine_now();
         let watching = engine.is_some() && !self.unwatched.load(Ordering::Relaxed);
-        self.metrics.snapshot(engine.map(|engine| engine.index_activity()), watching)
+        (engine.map(|engine| engine.index_activity()), watching)
     }
 
     /// The engine, waiting for start-up and telling the client how far it got.

@@ -136,11 +136,16 @@ fn check_limits(limits: &TokenLimits) -> std::result::Result<(), String> {
 }
 
 /// Checks a token name: 1 to 64 of `A-Z a-z 0-9 . _ -`.
-fn check_name(name: &str) -> Result<()> {
-    let fine = !name.is_empty()
+/// Whether `name` is a plain name: 1 to 64 letters, digits, `.`, `_` or `-`
+/// (a token's, and a host entry's that `kb-mcp install` writes).
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
-    if fine {
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if is_plain_name(name) {
         Ok(())
     } else {
         Err(Error::invalid(format!(

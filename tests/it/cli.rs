@@ -83,11 +83,7 @@ fn kb_index_env(vault: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Stri
         .envs(env.iter().copied())
         .output()
         .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    crate::common::outcome(output)
 }
 
 const PATCH_DIFF: [&str; 7] = [
@@ -912,11 +908,7 @@ fn kb_mcp_at_home(home: &Path, args: &[&str]) -> (i32, String, String) {
         .env_remove("KB_VAULT")
         .output()
         .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    crate::common::outcome(output)
 }
 
 /// The server a host would start from its entry answers `initialize` as kb-mcp on that vault.

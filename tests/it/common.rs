@@ -498,3 +498,13 @@ pub fn property_vault() -> (tempfile::TempDir, std::path::PathBuf) {
     }
     (dir, vault)
 }
+
+/// A finished command's exit code (-1 when a signal ended it), stdout and
+/// stderr as text.
+pub fn outcome(output: std::process::Output) -> (i32, String, String) {
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}

@@ -924,11 +924,7 @@ fn kb_index_eval(vault: &Path, index: &Path, args: &[&str]) -> (i32, String, Str
         .args(args)
         .output()
         .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    crate::common::outcome(output)
 }
 
 fn write_suite(dir: &Path, name: &str, text: &str) -> PathBuf {

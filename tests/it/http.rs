@@ -36,11 +36,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_kb-mcp");
 
 fn kb_mcp(args: &[&str]) -> (i32, String, String) {
     let output = Command::new(BIN).args(args).stdin(Stdio::null()).output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    crate::common::outcome(output)
 }
 
 /// `kb-mcp token add`, returning the token (the last line of stdout).

@@ -165,11 +165,7 @@ fn the_index_schema_declaration_and_the_code_agree() {
 fn kb_index(vault: &Path, args: &[&str]) -> (i32, String, String) {
     let output =
         Command::new(env!("CARGO_BIN_EXE_kb-index")).args(args).arg("--vault").arg(vault).output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    crate::common::outcome(output)
 }
 
 #[test]

@@ -1687,11 +1687,7 @@ fn kb_index(vault: &Path, args: &[&str]) -> (i32, String, String) {
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    crate::common::outcome(output)
 }
 
 /// `kb-index inbox list` and `show` for a batch and a revert; `kb-index revert ID --yes`.
@@ -1877,11 +1873,7 @@ fn wait_for_lock(child: &mut std::process::Child, lock: &Path) {
 
 fn finished(child: std::process::Child) -> (i32, String, String) {
     let output = child.wait_with_output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    crate::common::outcome(output)
 }
 
 /// Two `kb-index inbox apply --yes` processes on one move touching 23 files,

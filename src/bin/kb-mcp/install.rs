@@ -183,10 +183,7 @@ pub(crate) fn run(install: &Install, out: &mut dyn Write) -> Result<(), String> 
 
 /// A server name: 1 to 64 of `A-Z a-z 0-9 . _ -`.
 fn check_name(name: &str) -> Result<(), String> {
-    let fine = !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
-    if fine {
+    if kb_mcp::server::is_plain_name(name) {
         Ok(())
     } else {
         Err(format!("`{name}` is not a valid server name: use 1 to 64 letters, digits, `.`, `_` or `-`"))

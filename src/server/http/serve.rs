@@ -172,7 +172,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
 async fn metrics(
     axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
 ) -> axum::response::Response {
-    let text = shared.metrics().prometheus_text(&shared.metrics_snapshot());
+    let text = shared.metrics_prometheus();
     ([(::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }
 
