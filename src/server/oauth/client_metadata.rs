@@ -12,9 +12,12 @@
 //! (see [`super::public_address`]). The document must name the URL as its
 //! `client_id` exactly, list its redirect URIs (each one a URI registration
 //! would accept), and be a public client's (no secret, no other token
-//! endpoint authentication than `none`). A valid document is cached for its
-//! `Cache-Control: max-age`, at most a day ([`MAX_CACHE`]; an hour without
-//! one; not at all with `no-store` or `no-cache`); refusals are not cached.
+//! endpoint authentication than `none`), served as `application/json`. A
+//! valid document is cached for its `Cache-Control: max-age`, at most a day
+//! ([`MAX_CACHE`]; an hour without one; not at all with `no-store` or
+//! `no-cache`); refusals are not cached. Requests for one URL that arrive
+//! together make one fetch: the others wait for it and read its result from
+//! the cache.
 //!
 //! For the tests alone, [`Fetcher::new`] takes a certificate to trust
 //! *instead of* the public roots, which also allows loopback addresses
@@ -23,7 +26,7 @@
 //! a deployment that works.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -63,6 +66,8 @@ pub(super) struct Fetcher {
     http: reqwest::Client,
     loopback: bool,
     cache: Mutex<HashMap<String, (DocumentClient, Instant)>>,
+    /// One lock per URL being fetched now.
+    fetching: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Fetcher {
@@ -85,19 +90,50 @@ impl Fetcher {
             http: builder.build().map_err(invalid)?,
             loopback: testing_root.is_some(),
             cache: Mutex::default(),
+            fetching: Mutex::default(),
         })
     }
 
     /// The client the document at `url` describes, from the cache or fetched;
     /// or why it cannot be used, in words for the person on the consent page.
     pub(super) async fn client(&self, url: &str) -> Result<DocumentClient, String> {
-        let now = Instant::now();
-        if let Some((client, until)) = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(url)
-            && *until > now
-        {
-            return Ok(client.clone());
+        if let Some(client) = self.cached(url) {
+            return Ok(client);
         }
         let parsed = check_url(url, self.loopback)?;
+        let lock = self
+            .fetching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(url.to_owned())
+            .or_default()
+            .clone();
+        let fetched = {
+            let _only_fetch = lock.lock().await;
+            match self.cached(url) {
+                Some(client) => Ok(client),
+                None => self.fetch_and_cache(url, parsed).await,
+            }
+        };
+        // Clones are made and dropped under this lock: the last request to
+        // finish sees the map's alone, and removes it.
+        let mut fetching = self.fetching.lock().unwrap_or_else(|e| e.into_inner());
+        drop(lock);
+        if fetching.get(url).is_some_and(|held| Arc::strong_count(held) == 1) {
+            fetching.remove(url);
+        }
+        fetched
+    }
+
+    /// The client cached for `url`, while its document is fresh.
+    fn cached(&self, url: &str) -> Option<DocumentClient> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.get(url).filter(|(_, until)| *until > Instant::now()).map(|(client, _)| client.clone())
+    }
+
+    /// Fetches and checks the document at `url`, caching a valid one.
+    async fn fetch_and_cache(&self, url: &str, parsed: url::Url) -> Result<DocumentClient, String> {
+        let now = Instant::now();
         let (body, lifetime) = match tokio::time::timeout(FETCH_TIMEOUT, self.fetch(parsed)).await {
             Err(_) => return Err(format!("its metadata document took longer than {FETCH_TIMEOUT:?}")),
             Ok(fetched) => fetched?,
@@ -140,6 +176,11 @@ impl Fetcher {
         let too_large = || format!("its metadata document is larger than {MAX_DOCUMENT_BYTES} bytes");
         if response.content_length().is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64) {
             return Err(too_large());
+        }
+        let media_type = response.headers().get(http::header::CONTENT_TYPE);
+        if !is_json(media_type) {
+            let shown = media_type.and_then(|v| v.to_str().ok()).unwrap_or("no Content-Type");
+            return Err(format!("its metadata document is served as `{shown}`, not application/json"));
         }
         let lifetime = cache_lifetime(response.headers().get(http::header::CACHE_CONTROL));
         let mut body = Vec::new();
@@ -217,6 +258,12 @@ fn check_url(text: &str, loopback: bool) -> Result<url::Url, String> {
         ));
     }
     Ok(url)
+}
+
+/// Whether a `Content-Type` says JSON: `application/json`, with any parameters.
+fn is_json(header: Option<&http::HeaderValue>) -> bool {
+    let Some(text) = header.and_then(|h| h.to_str().ok()) else { return false };
+    text.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// How long a response may be cached, from its `Cache-Control`.
@@ -336,6 +383,13 @@ mod tests {
             assert!(check_url(bad, false).is_err(), "{bad}");
         }
         assert!(check_url("https://127.0.0.1/c.json", true).is_ok());
+    }
+
+    #[test]
+    fn a_document_is_json_by_its_media_type_alone() {
+        let of = |v: &'static str| is_json(Some(&http::HeaderValue::from_static(v)));
+        assert!(of("application/json") && of("Application/JSON; charset=utf-8"));
+        assert!(!of("text/html") && !of("application/jsonp") && !of("text/json") && !is_json(None));
     }
 
     #[test]

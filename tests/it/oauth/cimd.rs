@@ -113,6 +113,17 @@ fn answer(tls: &mut impl Write, base: &str, path: &str) {
         "/mismatch.json" => {
             let _ = tls.write_all(ok(&document(&format!("{base}/other.json")), "").as_bytes());
         }
+        "/html.json" => {
+            let body = document(&format!("{base}/html.json"));
+            let _ = tls.write_all(ok(&body, "").replace("application/json", "text/html").as_bytes());
+        }
+        "/together.json" => {
+            // Slow enough that requests sent at once all arrive before it answers.
+            std::thread::sleep(Duration::from_millis(500));
+            let _ = tls.write_all(
+                ok(&document(&format!("{base}/together.json")), "Cache-Control: max-age=600\r\n").as_bytes(),
+            );
+        }
         "/redirect.json" => {
             let _ = tls.write_all(
                 format!("HTTP/1.1 302 Found\r\nLocation: {base}/good.json\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
@@ -215,6 +226,7 @@ fn metadata_documents_that_break_the_limits_are_refused() {
     };
     refused("/mismatch.json", "names another client_id than its own URL");
     refused("/redirect.json", "redirect");
+    refused("/html.json", "served as `text/html`, not application/json");
     refused("/big.json", "larger than 32768 bytes");
     let started = std::time::Instant::now();
     refused("/slow.json", "took longer than 5s");
@@ -224,6 +236,21 @@ fn metadata_documents_that_break_the_limits_are_refused() {
     refused("/", "must have a path");
     assert_refused(&server.authorize_as("https://10.0.0.1/client.json", REDIRECT), "not a public address");
     assert_refused(&server.authorize_as("http://localhost/client.json", REDIRECT), "Unknown app");
+}
+
+#[test]
+fn requests_for_one_document_at_once_fetch_it_once() {
+    let documents = DocumentServer::start();
+    let server = Server::start(&["--testing-cimd-trust", documents.ca.to_str().unwrap()]);
+    let client = documents.url("/together.json");
+    std::thread::scope(|scope| {
+        let pages: Vec<_> =
+            (0..8).map(|_| scope.spawn(|| server.authorize_as(&client, REDIRECT).status)).collect();
+        for page in pages {
+            assert_eq!(page.join().unwrap(), 200);
+        }
+    });
+    assert_eq!(documents.requests(), 1, "the others waited for the first fetch");
 }
 
 #[test]
