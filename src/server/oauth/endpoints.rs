@@ -363,8 +363,7 @@ async fn authorize(
         oauth.resource.clone(),
     );
     let (id, attempt) = match begun {
-        Ok(Some(begun)) => begun,
-        Ok(None) => return fail("temporarily_unavailable", "too many authorization requests are pending"),
+        Ok(begun) => begun,
         Err(error) => return fail("server_error", &error.message),
     };
     let has_owner = oauth.store.read(|file| file.has_owner());

@@ -6,9 +6,13 @@
 //! marked spent before it is checked, so a second use (or a use after a wrong
 //! verifier) fails, and a second use also revokes the grant the first one
 //! made, as RFC 6749 §4.1.2 advises. A restart forgets them all, which costs
-//! a person at most one retry. Wrong passphrases are counted: three end an
-//! attempt, ten within ten minutes close the consent page for everyone until
-//! the oldest falls out of the window.
+//! a person at most one retry. At most [`MAX_ATTEMPTS`] wait at once; a new
+//! one past that pushes the oldest out rather than being refused, so that
+//! strangers opening consent pages cannot lock the owner out: the owner's
+//! own page lives until that many newer ones arrive, and a retry makes a
+//! new one. Wrong passphrases are counted: three end an attempt, ten within
+//! ten minutes close the consent page for everyone until the oldest falls
+//! out of the window.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -90,7 +94,8 @@ pub(super) struct Flow {
 }
 
 impl Flow {
-    /// Keeps a new attempt; its id, or `None` when too many are pending.
+    /// Keeps a new attempt (the oldest pending one is forgotten when
+    /// [`MAX_ATTEMPTS`] wait already); its id.
     pub(super) fn begin(
         &self,
         client_id: String,
@@ -99,12 +104,14 @@ impl Flow {
         state: Option<String>,
         scope: Access,
         resource: String,
-    ) -> Result<Option<(String, Attempt)>> {
+    ) -> Result<(String, Attempt)> {
         let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         attempts.retain(|_, a| a.expires > now);
-        if attempts.len() >= MAX_ATTEMPTS {
-            return Ok(None);
+        if attempts.len() >= MAX_ATTEMPTS
+            && let Some(oldest) = attempts.iter().min_by_key(|(_, a)| a.expires).map(|(id, _)| id.clone())
+        {
+            attempts.remove(&oldest);
         }
         let id = random_text::<24>()?;
         let attempt = Attempt {
@@ -120,7 +127,7 @@ impl Flow {
             expires: now + ATTEMPT_LIFETIME,
         };
         attempts.insert(id.clone(), attempt.clone());
-        Ok(Some((id, attempt)))
+        Ok((id, attempt))
     }
 
     /// The live attempt `id`.
@@ -261,11 +268,38 @@ mod tests {
     }
 
     #[test]
+    fn a_flood_of_attempts_pushes_out_the_oldest_and_never_refuses() {
+        let flow = Flow::default();
+        let begin = |client: &str| {
+            flow.begin(
+                client.into(),
+                ("https://a/cb".into(), true),
+                "x".repeat(43),
+                None,
+                Access::Read,
+                "r".into(),
+            )
+            .unwrap()
+            .0
+        };
+        let first = begin("first");
+        std::thread::sleep(Duration::from_millis(2));
+        let owner = begin("owner");
+        for n in 0..MAX_ATTEMPTS - 2 {
+            begin(&format!("stranger-{n}"));
+        }
+        assert!(flow.attempt(&first).is_some() && flow.attempt(&owner).is_some(), "room for all");
+        let newest = begin("one more");
+        assert!(flow.attempt(&first).is_none(), "the oldest made room");
+        assert!(flow.attempt(&owner).is_some() && flow.attempt(&newest).is_some());
+        assert_eq!(flow.attempts.lock().unwrap().len(), MAX_ATTEMPTS);
+    }
+
+    #[test]
     fn a_code_is_spent_by_its_first_use() {
         let flow = Flow::default();
         let (id, attempt) = flow
             .begin("c".into(), ("https://a/cb".into(), true), "x".repeat(43), None, Access::Read, "r".into())
-            .unwrap()
             .unwrap();
         assert!(flow.attempt(&id).is_some());
         let code = flow.issue_code(&attempt, Access::Read).unwrap();
