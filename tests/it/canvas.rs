@@ -201,3 +201,35 @@ fn issue_40_a_delete_names_the_canvas_nodes_it_breaks() {
         staged.breaks.iter().filter(|b| b.path == BOARD_PATH).map(|b| (b.link.as_str(), b.line)).collect();
     assert_eq!(from_board, [("file node z/备份仓库.md#同步不等于备份", 5)], "{:?}", staged.breaks);
 }
+
+/// The canvas itself is deleted like a note: staged with the links to it
+/// that break, applied into the trash, and a revert brings it back byte for
+/// byte, searchable and linked again.
+#[test]
+fn issue_40_a_canvas_is_deleted_and_reverted_like_a_note() {
+    let (_tmp, vault, engine) = board_vault();
+    put(&vault, "z/看板索引.md", "# 看板\n![[备份计划.canvas]]\n");
+    engine.sync(false, None).unwrap();
+    let before = broken(&engine);
+    let staged = engine
+        .propose_delete(&ProposeDeleteArgs { path: BOARD_PATH.into(), reason: "obsolete".into() })
+        .unwrap();
+    let breaks: Vec<(&str, &str, u32)> =
+        staged.breaks.iter().map(|b| (b.path.as_str(), b.link.as_str(), b.line)).collect();
+    assert_eq!(breaks, [("z/看板索引.md", "![[备份计划.canvas]]", 2)], "{:?}", staged.breaks);
+    assert!(vault.join(BOARD_PATH).exists(), "staging changes nothing");
+    assert_eq!(apply(&engine, &staged.proposal_id).status, ApplyStatus::Applied);
+    assert!(!vault.join(BOARD_PATH).exists());
+    assert!(!search(&engine, "恢复演练").iter().any(|hit| hit.path == BOARD_PATH));
+    // The canvas's own broken node went with it; the embed now breaks.
+    assert_eq!(broken(&engine), before);
+
+    let revert = engine
+        .revert_proposal(&RevertArgs { proposal_id: staged.proposal_id.clone(), reason: "undo".into() })
+        .unwrap();
+    assert_eq!(apply(&engine, &revert.proposal_id).status, ApplyStatus::Applied);
+    assert_eq!(fs::read(vault.join(BOARD_PATH)).unwrap(), BOARD.as_bytes());
+    assert!(search(&engine, "恢复演练").iter().any(|hit| hit.path == BOARD_PATH));
+    assert!(backlinks(&engine, BOARD_PATH).contains(&("z/看板索引.md".to_owned(), 2)));
+    assert_eq!(broken(&engine), before);
+}
