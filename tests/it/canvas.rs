@@ -1,11 +1,14 @@
 //! Canvases (issue 40, part 2): a `.canvas` (JSON Canvas) is a note of the
 //! vault as a person uses one: its text nodes are found by search (Chinese
-//! too) and read by `read_note`, it is listed by `list_notes`, its file nodes
-//! are links (backlinks of the notes it shows, broken links and audit
+//! too) and read by `read_note` (its web link nodes as `<url>`), it is
+//! listed by `list_notes`, its file nodes and the Markdown links of its text
+//! nodes are links (backlinks of the notes it shows, broken links and audit
 //! findings when they name nothing), and moves and deletes treat it as a
 //! note: a move of a note it shows keeps it resolving (its JSON byte for byte
-//! but for the path), a move of the canvas itself takes the links to it
-//! along, a delete names the nodes it breaks.
+//! but for the paths and link targets, rewritten inside their JSON strings),
+//! a move of the canvas itself takes the links to it along, a delete names
+//! the nodes and links it breaks, and the canvas itself is deleted and
+//! reverted like a note. In Obsidian's templates folder it is a template.
 
 #![allow(
     clippy::disallowed_methods,
@@ -385,5 +388,70 @@ fn issue_40_a_canvas_moved_to_another_folder_keeps_its_relative_links() {
         read(&vault, "z/boards/链接板.canvas"),
         LINKS_BOARD.replace("[md](备份仓库.md)", "[md](../备份仓库.md)")
     );
+    assert_eq!(broken(&engine), before);
+}
+
+/// A canvas in Obsidian's templates folder is a template, as a note there
+/// is: left out of search, tags and counts, still read by its path. A
+/// canvas is counted among the vault's notes, and one nothing links to that
+/// links to nothing is an orphan, as such a note is.
+#[test]
+fn issue_40_a_template_canvas_is_a_template_and_a_lone_canvas_an_orphan() {
+    let (_tmp, vault) = common::temp_person_vault();
+    let template =
+        "{\"nodes\":[{\"id\":\"t\",\"type\":\"text\",\"text\":\"蓝图草稿 #模板标签\",\"x\":0,\"y\":0}]}";
+    put(&vault, "Templates/看板模板.canvas", template);
+    put(
+        &vault,
+        "Boards/孤立看板.canvas",
+        "{\"nodes\":[{\"id\":\"t\",\"type\":\"text\",\"text\":\"孤立的想法\",\"x\":0,\"y\":0}]}",
+    );
+    put(&vault, "Boards/孤立笔记.md", "# 孤立笔记\n\n没有链接\n");
+    let engine = Engine::open(&EngineOptions { vault: vault.clone(), index_dir: None }).unwrap();
+    engine.sync(false, None).unwrap();
+    let hits = search(&engine, "蓝图草稿");
+    assert!(hits.is_empty(), "{hits:?}");
+    let tags = engine.list_tags(&ListTagsArgs::default()).unwrap();
+    assert!(!tags.tags.iter().any(|t| t.tag == "模板标签"), "{tags:?}");
+    let page = engine
+        .read_note(&ReadNoteArgs { path: Some("Templates/看板模板.canvas".into()), ..Default::default() })
+        .unwrap();
+    assert_eq!(page.content, "蓝图草稿 #模板标签");
+    // The person vault's seven notes, the lone note and the lone canvas.
+    assert_eq!(engine.overview(Caller::Cli).unwrap().counts.notes, 9);
+
+    let audit = engine
+        .audit_vault(&AuditArgs { checks: Some(vec![AuditCheck::Orphan]), ..Default::default() })
+        .unwrap();
+    let orphans: Vec<&str> =
+        audit.findings.iter().map(|f| f.path.as_str()).filter(|p| p.starts_with("Boards/")).collect();
+    assert_eq!(orphans, ["Boards/孤立看板.canvas", "Boards/孤立笔记.md"]);
+}
+
+/// A batch deletes a canvas as `propose_delete` does, a later item moving the
+/// note that embedded it, all applied at once and reverted byte for byte.
+#[test]
+fn issue_40_a_batch_deletes_a_canvas_and_its_revert_brings_it_back() {
+    let (_tmp, vault, engine) = board_vault();
+    put(&vault, "z/看板索引.md", "# 看板\n![[备份计划.canvas]]\n");
+    engine.sync(false, None).unwrap();
+    let before = broken(&engine);
+    let items: Vec<BatchItem> = serde_json::from_value(serde_json::json!([
+        {"kind": "delete", "path": BOARD_PATH},
+        {"kind": "move", "from": "z/看板索引.md", "to": "z/old/看板索引.md"},
+    ]))
+    .unwrap();
+    let staged = engine.propose_batch(&ProposeBatchArgs { reason: "tidy up".into(), items }).unwrap();
+    assert_eq!(apply(&engine, &staged.proposal_id).status, ApplyStatus::Applied);
+    assert!(!vault.join(BOARD_PATH).exists());
+    assert_eq!(read(&vault, "z/old/看板索引.md"), "# 看板\n![[备份计划.canvas]]\n");
+    // The board's broken node went with it; the embed of it now breaks.
+    assert_eq!(broken(&engine), before);
+    let revert = engine
+        .revert_proposal(&RevertArgs { proposal_id: staged.proposal_id.clone(), reason: "undo".into() })
+        .unwrap();
+    assert_eq!(apply(&engine, &revert.proposal_id).status, ApplyStatus::Applied);
+    assert_eq!(read(&vault, BOARD_PATH), BOARD);
+    assert!(vault.join("z/看板索引.md").exists());
     assert_eq!(broken(&engine), before);
 }

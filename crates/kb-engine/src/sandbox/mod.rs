@@ -94,7 +94,7 @@ impl Sandbox {
         &self.policy
     }
 
-    /// Leaves the Markdown files of these folders (Obsidian's templates folders,
+    /// Leaves the notes (Markdown files and canvases) of these folders (Obsidian's templates folders,
     /// vault-relative) out of [`Sandbox::scan`]: they are listed as skipped, and
     /// still readable by path.
     pub(crate) fn with_templates(mut self, folders: Vec<String>) -> Sandbox {
