@@ -144,6 +144,39 @@ mod tests {
         assert_eq!(json_escaped("a \"b\"\\\n中"), "a \\\"b\\\"\\\\\\n中");
     }
 
+    proptest::proptest! {
+        /// Any text, written as JSON writes it (escapes of every kind mixed
+        /// in), reads back as itself, and each of its character boundaries
+        /// maps to the escaped bytes that hold what comes before it.
+        #[test]
+        fn any_escaped_text_reads_back_and_maps_to_its_bytes(
+            text in "[a-z\\[\\]|#\"\\\\/\n\t中文😀\u{1}]{0,40}",
+            ascii_only in proptest::bool::ANY,
+        ) {
+            let literal = if ascii_only {
+                let mut out = String::from('"');
+                for ch in text.chars() {
+                    let mut units = [0u16; 2];
+                    for unit in ch.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+                out.push('"');
+                out
+            } else {
+                serde_json::to_string(&text).unwrap()
+            };
+            let canvas = format!("{{\"text\":{literal}}}");
+            let node = CanvasText::read(&literal, 8, "").unwrap();
+            proptest::prop_assert_eq!(&node.text, &text);
+            for (at, _) in text.char_indices().chain([(text.len(), ' ')]) {
+                let raw = node.raw_offset(at);
+                let before: String = serde_json::from_str(&format!("{}\"", &canvas[8..raw])).unwrap();
+                proptest::prop_assert_eq!(before.as_str(), &text[..at]);
+            }
+        }
+    }
+
     #[test]
     fn what_strict_json_lacks_reads_as_nothing() {
         for literal in [r#""\q""#, r#""\ud83d""#, r#""\ude00\ud83d""#, r#""\u12""#, "\"a", "a\""] {
