@@ -3428,3 +3428,55 @@ fn issue34_no_new_link_to_the_moved_note_lets_the_move_apply() {
         }
     }
 }
+
+/// Issue 40: deleting a canvas is crash-safe as a note's delete is, and so is
+/// the revert bringing it back: a crash at any step of either is rolled back
+/// (the vault as it was) or completed (the canvas in the trash, or back byte
+/// for byte).
+#[test]
+fn issue_40_a_crash_at_any_step_of_a_canvas_delete_or_its_revert_is_all_or_nothing() {
+    let steps = [
+        Step::Claimed,
+        Step::Swapping,
+        Step::File(0),
+        Step::Written,
+        Step::Archiving,
+        Step::Archived,
+        Step::Indexed,
+        Step::Audited,
+    ];
+    for step in steps {
+        let (_tmp, vault) = folder_vault();
+        let engine = open(&vault);
+        let original = notes_snapshot(&vault);
+        let staged = engine
+            .propose_delete(&ProposeDeleteArgs { path: "z/wall.canvas".into(), reason: "obsolete".into() })
+            .unwrap();
+        crash_apply_at(&sandbox(&vault), &staged.proposal_id, step);
+        let recovery = write::recover(&sandbox(&vault), Actor::Cli, &mut |_| Ok(())).unwrap();
+        assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
+        if committed(step) {
+            assert!(!vault.join("z/wall.canvas").exists(), "{step:?}: trashed");
+        } else {
+            assert_eq!(notes_snapshot(&vault), original, "{step:?}: rolled back");
+            apply(&engine, &staged.proposal_id);
+        }
+        let trashed: Vec<String> = common::snapshot(&vault)
+            .into_iter()
+            .filter(|(path, bytes)| path.ends_with("/z/wall.canvas") && bytes == WALL.as_bytes())
+            .map(|(path, _)| path)
+            .collect();
+        assert!(trashed.len() == 1 && trashed[0].starts_with("inbox/trash/"), "{step:?}: {trashed:?}");
+
+        let back = revert(&engine, &staged.proposal_id).unwrap();
+        crash_apply_at(&sandbox(&vault), &back.proposal_id, step);
+        let recovery = write::recover(&sandbox(&vault), Actor::Cli, &mut |_| Ok(())).unwrap();
+        assert!(recovery.failed.is_empty(), "{step:?}: {recovery:?}");
+        if !committed(step) {
+            assert!(!vault.join("z/wall.canvas").exists(), "{step:?}: the revert rolled back");
+            apply(&engine, &back.proposal_id);
+        }
+        assert_eq!(notes_snapshot(&vault), original, "{step:?}: reverted byte for byte");
+        assert_eq!(audit_lines(&vault).len(), 2, "{step:?}");
+    }
+}

@@ -145,7 +145,7 @@ impl Sandbox {
     /// [`Sandbox::read`] reads it, another file through real folders only.
     /// `not_found` when it does not exist.
     pub(crate) fn read_plan_file(&self, path: &NotePath, max_bytes: u64) -> Result<Vec<u8>> {
-        if path.is_markdown() && self.policy.area_of(path).is_some() {
+        if path.is_note() && self.policy.area_of(path).is_some() {
             return self.read(path, max_bytes);
         }
         let opened = self.open_plan_file(path)?.ok_or_else(|| missing(path))?;

@@ -94,7 +94,7 @@ impl Sandbox {
         &self.policy
     }
 
-    /// Leaves the Markdown files of these folders (Obsidian's templates folders,
+    /// Leaves the notes (Markdown files and canvases) of these folders (Obsidian's templates folders,
     /// vault-relative) out of [`Sandbox::scan`]: they are listed as skipped, and
     /// still readable by path.
     pub(crate) fn with_templates(mut self, folders: Vec<String>) -> Sandbox {
@@ -176,6 +176,12 @@ impl Sandbox {
         fs::resolve_note_target(self, input)
     }
 
+    /// [`Sandbox::resolve_note_target`], or a canvas of a notes root: what a
+    /// delete trashes and a revert brings back whole (never written as Markdown).
+    pub(crate) fn resolve_whole_note_target(&self, input: &str) -> Result<NotePath> {
+        fs::resolve_whole_note_target(self, input)
+    }
+
     /// Size and times of a file inside the vault; `None` when it does not exist.
     pub fn stat(&self, path: &NotePath) -> Result<Option<FileStat>> {
         fs::stat(self, path)
@@ -221,6 +227,7 @@ impl Sandbox {
     /// plan, a note's copy in the trash, a note a revert brings back): it is
     /// never more readable than those notes, `notes` being what they all allow
     /// ([`Sandbox::permissions_of`]); the default mode loses every bit they lack.
+    /// Its target may also be a canvas a revert brings back.
     pub(crate) fn write_atomic_from(
         &self,
         path: &NotePath,

@@ -4,7 +4,8 @@
 //! of an empty folder a rolled-back apply created.
 //!
 //! Both take approved note targets only (a `.md` path in a notes root, reached
-//! through real folders; a rename also a canvas a move rewrites), never
+//! through real folders; a rename also a canvas a move rewrites, a removal
+//! a canvas a delete trashed or a revert brought back), never
 //! replace a file, and act only on a note that still holds the bytes the
 //! caller checked, so a person's save is never lost.
 
@@ -12,7 +13,7 @@ use std::fs;
 use std::io;
 
 use super::fs::{
-    is_missing, missing, resolve_note_target, same_file, sync_dir, target_exists, walk_write_chain,
+    is_missing, missing, resolve_whole_note_target, same_file, sync_dir, target_exists, walk_write_chain,
 };
 use super::{Area, NotePath, Sandbox};
 use crate::error::{Error, ErrorCode, Result};
@@ -118,7 +119,7 @@ impl Sandbox {
     /// elsewhere first: the trash, or the note it was moved to); `false` when it
     /// was already gone, `stale_base` when it changed.
     pub(crate) fn remove_note(&self, path: &NotePath, expected: &[u8]) -> Result<bool> {
-        let path = resolve_note_target(self, path.as_str())?;
+        let path = resolve_whole_note_target(self, path.as_str())?;
         match self.check_note_hash(&path, expected) {
             Ok(()) => {}
             Err(err) if err.code == ErrorCode::NotFound => return Ok(false),

@@ -1,5 +1,5 @@
-//! Deleting a note: it moves into the inbox's trash, whole, and can come
-//! back from there.
+//! Deleting a note (or a canvas): it moves into the inbox's trash, whole,
+//! and can come back from there.
 //!
 //! The note itself is renamed (its file, mode and all), never copied, where
 //! the trash is on the same file system; its bytes are compared where they
@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::displaced::{Discards, LateSave, read_stamped};
 use super::fs::{
-    WriteMode, check_note_target, is_missing, sync_dir, target_exists, walk_write_chain, write_atomic,
+    WriteMode, check_whole_note_target, is_missing, sync_dir, target_exists, walk_write_chain, write_atomic,
 };
 use super::inbox::require_inbox;
 use super::{NotePath, Sandbox};
@@ -34,7 +34,7 @@ impl Sandbox {
         conflict_copy: &NotePath,
         discards: &mut Discards,
     ) -> Result<()> {
-        check_note_target(self, path)?;
+        check_whole_note_target(self, path)?;
         require_inbox(self, trash)?;
         let note_disk = walk_write_chain(self, path, false)?;
         let trash_disk = walk_write_chain(self, trash, true)?;
@@ -79,7 +79,7 @@ impl Sandbox {
     /// its file and mode: what a rolled-back delete does. `target_exists` when
     /// a file took the name meanwhile.
     pub(crate) fn untrash_note(&self, trash: &NotePath, path: &NotePath) -> Result<()> {
-        check_note_target(self, path)?;
+        check_whole_note_target(self, path)?;
         require_inbox(self, trash)?;
         let trash_disk = walk_write_chain(self, trash, false)?;
         let note_disk = walk_write_chain(self, path, true)?;

@@ -4,13 +4,17 @@
 //!
 //! The text nodes come in reading order (top to bottom, then left to right,
 //! by their `y` and `x`; file order breaks ties), joined by blank lines: that
-//! text is what the index holds and what `read_note` pages over. Every file
-//! node (and group background) is a [`LinkKind::Canvas`] link to the vault
-//! path it names, on the line where the path is written, its `subpath`
-//! (`#heading`, `#^block`) its anchor. Tags written in text nodes are the
-//! canvas's tags; wikilinks inside text nodes are not links of the graph
-//! (a move could not rewrite them inside JSON strings). A canvas that is not
-//! strict JSON is a note with no words and a diagnostic, never an error.
+//! text is what the index holds and what `read_note` pages over. A web link
+//! node is written among them as `<url>`, the way a note's text holds its
+//! web links (those are not links of the vault's graph, in notes or
+//! canvases). Every file node (and group background) is a
+//! [`LinkKind::Canvas`] link to the vault path it names, on the line where
+//! the path is written, its `subpath` (`#heading`, `#^block`) its anchor. A
+//! text node is Markdown: its wikilinks, embeds and Markdown links are links
+//! of the canvas, of their own kinds, on the line where they are written
+//! (`canvas_text.rs`). Tags written in text nodes are the canvas's tags. A
+//! canvas that is not strict JSON is a note with no words and a diagnostic,
+//! never an error.
 
 use std::borrow::Cow;
 
@@ -18,6 +22,7 @@ use jsonc_parser::CollectOptions;
 use jsonc_parser::ast::{Object, Value};
 
 use super::canvas::STRICT;
+use super::canvas_text::CanvasText;
 use super::markdown;
 use super::note::{Anchor, Diagnostic, Link, LinkKind, Note};
 use crate::sandbox::NotePath;
@@ -28,24 +33,52 @@ const NODE_SEPARATOR: &str = "\n\n";
 /// What a canvas is read as: its text nodes' text and its links.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct CanvasNote {
-    /// The text nodes in reading order, joined by blank lines.
+    /// The text nodes (and web link nodes, as `<url>`) in reading order,
+    /// joined by blank lines.
     pub(crate) text: String,
-    /// One link per file node (and group background), in file order.
-    pub(crate) links: Vec<Link>,
+    /// Its links in file order, where each is written (see [`canvas_links`]).
+    pub(crate) links: Vec<CanvasLink>,
+    /// Its text nodes that hold links, read as Markdown.
+    pub(crate) texts: Vec<CanvasText>,
     /// Why the file is not read as a canvas, when it is not.
     pub(crate) problem: Option<String>,
 }
 
-/// A text node: where it sits on the board, its place in the file, its text.
-struct TextNode<'t> {
+/// A link of a canvas: a file node's (or group background's), or one
+/// written in a text node.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CanvasLink {
+    /// The link, on the canvas's line where it is written.
+    pub(crate) link: Link,
+    /// For a link in a text node: the node (in [`CanvasNote::texts`]) and
+    /// the link's place among the node's `spans.links`.
+    pub(crate) in_text: Option<(usize, usize)>,
+    /// Where it is written in the canvas (its order).
+    at: usize,
+}
+
+/// A node read for its words: where it sits on the board, its place in the
+/// file, its words.
+struct WordNode<'t> {
     y: f64,
     x: f64,
     at: usize,
     text: Cow<'t, str>,
 }
 
-/// Reads a canvas's JSON (see the module docs). Total: never fails.
+/// Reads a canvas's words (see the module docs), not its links. Total: never fails.
 pub(crate) fn read_canvas(text: &str) -> CanvasNote {
+    read_board(text, None)
+}
+
+/// Reads a canvas's words and links, its Markdown links relative to its
+/// folder `folder`. Total: never fails.
+pub(crate) fn canvas_links(text: &str, folder: &str) -> CanvasNote {
+    read_board(text, Some(folder))
+}
+
+/// [`read_canvas`], with its links when `folder` is given.
+fn read_board(text: &str, folder: Option<&str>) -> CanvasNote {
     let parsed = match jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &STRICT) {
         Ok(parsed) => parsed,
         Err(err) => {
@@ -58,43 +91,64 @@ pub(crate) fn read_canvas(text: &str) -> CanvasNote {
             ..Default::default()
         };
     };
-    let mut texts: Vec<TextNode<'_>> = Vec::new();
+    let mut words: Vec<WordNode<'_>> = Vec::new();
     let mut links = Vec::new();
+    let mut texts = Vec::new();
+    let place =
+        |node: &Object<'_>| (number(node, "y").unwrap_or(f64::MAX), number(node, "x").unwrap_or(f64::MAX));
     for node in nodes(&canvas) {
         let kind = string(node, "type");
         match kind.as_ref().map(|(kind, _)| kind.as_ref()) {
             Some("text") => {
-                if let Some((words, range)) = string(node, "text") {
-                    let y = number(node, "y").unwrap_or(f64::MAX);
-                    let x = number(node, "x").unwrap_or(f64::MAX);
-                    texts.push(TextNode { y, x, at: range.start, text: words });
+                let Some((value, range)) = string(node, "text") else { continue };
+                if let Some(folder) = folder
+                    && value.contains('[')
+                    && let Some(read) = text
+                        .get(range.start..range.end)
+                        .and_then(|literal| CanvasText::read(literal, range.start, folder))
+                        .filter(|read| read.text == value)
+                {
+                    for (number, span) in read.spans.links.iter().enumerate() {
+                        let at = read.raw_offset(span.span.start);
+                        let link = Link { line: line_at(text, at), ..span.link.clone() };
+                        links.push(CanvasLink { link, in_text: Some((texts.len(), number)), at });
+                    }
+                    texts.push(read);
                 }
+                let (y, x) = place(node);
+                words.push(WordNode { y, x, at: range.start, text: value });
             }
-            Some(named @ ("file" | "group")) => {
+            Some("link") => {
+                let Some((url, range)) = string(node, "url") else { continue };
+                let (y, x) = place(node);
+                words.push(WordNode { y, x, at: range.start, text: Cow::Owned(format!("<{url}>")) });
+            }
+            Some(named @ ("file" | "group")) if folder.is_some() => {
                 let key = if named == "file" { "file" } else { "background" };
                 let Some((path, range)) = string(node, key) else { continue };
                 let anchor = string(node, "subpath").and_then(|(sub, _)| anchor_of(&sub));
-                links.push(Link {
+                let link = Link {
                     target: path.into_owned(),
                     anchor,
                     display: None,
                     kind: LinkKind::Canvas,
                     line: line_at(text, range.start),
-                });
+                };
+                links.push(CanvasLink { link, in_text: None, at: range.start });
             }
             _ => {}
         }
     }
-    texts.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.x.total_cmp(&b.x)).then(a.at.cmp(&b.at)));
-    let words: Vec<&str> = texts.iter().map(|node| node.text.as_ref()).collect();
-    links.sort_by_key(|link| link.line);
-    CanvasNote { text: words.join(NODE_SEPARATOR), links, problem: None }
+    words.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.x.total_cmp(&b.x)).then(a.at.cmp(&b.at)));
+    let words: Vec<&str> = words.iter().map(|node| node.text.as_ref()).collect();
+    links.sort_by_key(|link| link.at);
+    CanvasNote { text: words.join(NODE_SEPARATOR), links, texts, problem: None }
 }
 
 /// A canvas as a [`Note`]: titled by its file name without `.canvas`, its
 /// links its file nodes, its tags those its text nodes carry.
 pub(crate) fn parse_canvas(path: &NotePath, text: &str) -> Note {
-    let canvas = read_canvas(text);
+    let canvas = canvas_links(text, path.parent());
     let name = path.file_name();
     let title = name.get(..name.len().saturating_sub(".canvas".len())).unwrap_or(name);
     let scanned = markdown::scan(&canvas.text, 0, 1, path.parent());
@@ -110,7 +164,7 @@ pub(crate) fn parse_canvas(path: &NotePath, text: &str) -> Note {
         created: None,
         frontmatter: serde_json::Value::Object(serde_json::Map::new()),
         headings: Vec::new(),
-        links: canvas.links,
+        links: canvas.links.into_iter().map(|link| link.link).collect(),
         block_ids: Vec::new(),
         body_offset: 0,
         body_line: 1,
@@ -174,7 +228,7 @@ mod tests {
     const BOARD: &str = r##"{
 	"nodes":[
 		{"id":"b","type":"text","text":"第二：备份仓库 #计划","x":0,"y":400,"width":250,"height":60},
-		{"id":"a","type":"text","text":"First: the plan","x":0,"y":0,"width":250,"height":60},
+		{"id":"a","type":"text","text":"First: the [[plan|\"plan\"]]\n![[图.png]] [m](sub/x.md#h)","x":0,"y":0,"width":250,"height":60},
 		{"id":"f","type":"file","file":"z/备份仓库.md","subpath":"#步骤","x":300,"y":0},
 		{"id":"l","type":"link","url":"https://example.org","x":600,"y":0},
 		{"id":"g","type":"group","background":"z/bg.png","label":"g","x":0,"y":-50}
@@ -184,15 +238,30 @@ mod tests {
 
     #[test]
     fn text_nodes_read_top_to_bottom_and_file_nodes_are_links() {
-        let canvas = read_canvas(BOARD);
-        assert_eq!(canvas.text, "First: the plan\n\n第二：备份仓库 #计划");
-        let links: Vec<(&str, u32, Option<&Anchor>)> =
-            canvas.links.iter().map(|l| (l.target.as_str(), l.line, l.anchor.as_ref())).collect();
+        let canvas = canvas_links(BOARD, "z");
+        assert_eq!(
+            canvas.text,
+            "First: the [[plan|\"plan\"]]\n![[图.png]] [m](sub/x.md#h)\n\n<https://example.org>\n\n第二：备份仓库 #计划"
+        );
+        assert_eq!(read_canvas(BOARD).text, canvas.text);
+        let links: Vec<(&str, u32, Option<&Anchor>, LinkKind)> = canvas
+            .links
+            .iter()
+            .map(|l| (l.link.target.as_str(), l.link.line, l.link.anchor.as_ref(), l.link.kind))
+            .collect();
         assert_eq!(
             links,
-            [("z/备份仓库.md", 5, Some(&Anchor::Heading("步骤".to_owned()))), ("z/bg.png", 7, None),]
+            [
+                ("plan", 4, None, LinkKind::Wikilink),
+                ("图.png", 4, None, LinkKind::Embed),
+                ("z/sub/x.md", 4, Some(&Anchor::Heading("h".to_owned())), LinkKind::Markdown),
+                ("z/备份仓库.md", 5, Some(&Anchor::Heading("步骤".to_owned())), LinkKind::Canvas),
+                ("z/bg.png", 7, None, LinkKind::Canvas),
+            ]
         );
-        assert!(canvas.links.iter().all(|l| l.kind == LinkKind::Canvas));
+        let (node, number) = canvas.links[0].in_text.unwrap();
+        let span = canvas.texts[node].spans.links[number].span;
+        assert_eq!(canvas.texts[node].raw_span(span).of(BOARD), "[[plan|\\\"plan\\\"]]");
         let note = parse_canvas(&NotePath::parse("z/计划板.canvas").unwrap(), BOARD);
         assert_eq!(note.title, "计划板");
         assert_eq!(note.tags, ["计划"]);

@@ -8,6 +8,7 @@
 
 mod canvas;
 mod canvas_note;
+mod canvas_text;
 mod config;
 mod frontmatter;
 pub mod graph;
@@ -21,7 +22,8 @@ mod record;
 mod section;
 
 pub use canvas::{CanvasPath, canvas_moved, canvas_paths, is_canvas};
-pub(crate) use canvas_note::read_canvas;
+pub(crate) use canvas_note::{canvas_links, read_canvas};
+pub(crate) use canvas_text::json_escaped;
 pub use config::{Limits, VaultConfig, edit_distance};
 pub use frontmatter::{FRONTMATTER_MAX_BYTES, FRONTMATTER_MAX_DEPTH, Frontmatter, parse_frontmatter};
 pub use keys::{KeySpan, frontmatter_keys};

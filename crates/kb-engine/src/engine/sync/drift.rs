@@ -145,7 +145,7 @@ impl Engine {
                 continue;
             };
             // A template is listed as skipped by the walk.
-            if path.is_markdown() && self.sandbox().templates_folder_of(&path).is_some() {
+            if path.is_note() && self.sandbox().templates_folder_of(&path).is_some() {
                 return None;
             }
             if !path.is_markdown() {

@@ -28,8 +28,8 @@ pub(super) use forms::relative;
 pub use read::{FileStat, OpenedFile};
 pub(super) use read::{file_stat, open_read, read, stat};
 pub(super) use resolve::{
-    check_note_target, check_plan_target, is_attachment, is_folder, open, resolve_folder,
-    resolve_note_target, resolve_read, same_file, vault_path, walk_write_chain,
+    check_plan_target, check_whole_note_target, is_attachment, is_folder, open, resolve_folder,
+    resolve_note_target, resolve_read, resolve_whole_note_target, same_file, vault_path, walk_write_chain,
 };
 pub(super) use walk::scan;
 pub use walk::{Scan, ScannedFile, SkippedFile};

@@ -234,6 +234,27 @@ pub(in crate::sandbox) fn check_note_target(sandbox: &Sandbox, path: &NotePath) 
     }
 }
 
+/// A file a plan may create, trash or bring back whole: a note target, or a
+/// canvas of a notes root (deleted and restored like a note, never written
+/// as Markdown: a new note or a patch takes [`check_note_target`]).
+pub(in crate::sandbox) fn check_whole_note_target(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
+    if !path.is_canvas() {
+        return check_note_target(sandbox, path);
+    }
+    match sandbox.policy.area_of(path) {
+        Some(Area::Note) => Ok(()),
+        _ => Err(not_writable(sandbox, path)),
+    }
+}
+
+/// [`check_whole_note_target`], reached through real folders.
+pub(in crate::sandbox) fn resolve_whole_note_target(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
+    let path = NotePath::parse(input)?;
+    check_whole_note_target(sandbox, &path)?;
+    walk_write_chain(sandbox, &path, false)?;
+    Ok(path)
+}
+
 /// A file a multi-file plan may move or rewrite: a note target when it is a
 /// visible Markdown file, else a file of a notes root that no rule denies
 /// (an attachment, a canvas, a hidden file a folder move carries).

@@ -32,7 +32,8 @@ pub struct Scan {
     /// Other files in readable areas (attachments links may point at, canvases
     /// too), sorted.
     pub attachments: Vec<NotePath>,
-    /// Markdown files left out because their names are refused, templates,
+    /// Markdown files left out because their names are refused, templates
+    /// (canvases of a templates folder too),
     /// and symlinks (to folders, or `.md` ones) that serve no note, sorted.
     pub skipped: Vec<SkippedFile>,
     /// How many Markdown files were reached through a symlink: such a note
@@ -91,7 +92,7 @@ pub(in crate::sandbox) fn scan(sandbox: &Sandbox) -> Result<Scan> {
         let Some(area) = policy.area_of(&path).filter(|&area| is_readable(area)) else {
             continue;
         };
-        if path.is_markdown()
+        if path.is_note()
             && let Some(folder) = sandbox.templates_folder_of(&path)
         {
             scan.skipped.push(SkippedFile {

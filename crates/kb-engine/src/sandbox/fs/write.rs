@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::errors::{not_writable, target_exists};
-use super::resolve::{check_note_target, walk_write_chain};
+use super::resolve::{check_note_target, check_whole_note_target, walk_write_chain};
 use crate::error::{Error, Result};
 use crate::sandbox::{Area, NotePath, Sandbox, hex};
 
@@ -95,6 +95,8 @@ pub(in crate::sandbox) fn write_atomic(
 ) -> Result<()> {
     match sandbox.policy.area_of(path) {
         Some(Area::Inbox) => {}
+        // A file made from notes (a plan's create) may be a canvas brought back.
+        Some(Area::Note) if notes.is_some() => check_whole_note_target(sandbox, path)?,
         Some(Area::Note) => check_note_target(sandbox, path)?,
         _ => return Err(not_writable(sandbox, path)),
     }

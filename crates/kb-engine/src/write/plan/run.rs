@@ -243,7 +243,7 @@ pub(crate) fn forward(
             // A note brought back gets back its permissions; a new one has none to take.
             let note = sandbox.permissions_of(kept.map_or(&[], std::slice::from_ref))?;
             sandbox.write_atomic_from(
-                &sandbox.resolve_note_target(&op.path)?,
+                &sandbox.resolve_whole_note_target(&op.path)?,
                 after.as_bytes(),
                 WriteMode::CreateNew,
                 &note,
@@ -351,7 +351,7 @@ pub(crate) fn backward(sandbox: &Sandbox, op: &FileOp, id: &str, kept: Option<&N
         FileOpKind::Trash => {
             // The trashed note itself goes back, its file and mode with it; a
             // copy of its text, where that is gone, with the mode the trash kept.
-            let path = sandbox.resolve_note_target(&op.path)?;
+            let path = sandbox.resolve_whole_note_target(&op.path)?;
             match kept {
                 Some(trash) if current(sandbox, trash)?.as_deref() == Some(before.as_bytes()) => {
                     sandbox.untrash_note(trash, &path)

@@ -257,12 +257,12 @@ impl PlanFile {
             // Only a note brought back was kept somewhere; only a file moved as bytes has a hash.
             let kept_fits = op.kept.is_none() || op.op == FileOpKind::Create;
             let hash_fits = op.sha256.is_some() == (op.op == FileOpKind::MoveFile);
-            // A note is created, trashed, written or moved as text; a canvas a
-            // move rewrites is written or moved as text; any file moves as bytes.
+            // A note or a canvas is created, trashed, written or moved as
+            // text (a canvas only by deletes, reverts and the rewrites of
+            // moves); any file moves as bytes.
             let text_file = |path: &str| match op.op {
-                FileOpKind::Create | FileOpKind::Trash => ends_in_md(path),
-                FileOpKind::Write | FileOpKind::Move => ends_in_md(path) || is_canvas(path),
                 FileOpKind::MoveFile => true,
+                _ => ends_in_md(path) || is_canvas(path),
             };
             let kind_fits = text_file(&op.path) && op.to.as_deref().is_none_or(text_file);
             if !fits || !kept_fits || !hash_fits || !kind_fits {

@@ -174,6 +174,12 @@ impl<'a> Virtual<'a> {
                 let at = self.attachments.partition_point(|path| path < to);
                 self.attachments.insert(at, to.clone());
             }
+            // A canvas deleted is no file to link to either.
+            if op.op == FileOpKind::Trash
+                && let Ok(at) = self.attachments.binary_search(&op.path)
+            {
+                self.attachments.remove(at);
+            }
             if op.op == FileOpKind::MoveFile {
                 self.carried.push(op.clone());
                 continue;

@@ -1,4 +1,5 @@
-//! Planning a delete (`propose_delete`): the note goes to the inbox's trash,
+//! Planning a delete (`propose_delete`): the note (or canvas, whole, its
+//! JSON as it is) goes to the inbox's trash,
 //! and every link leading to it is judged on the vault without it: it will
 //! stop resolving (a break), or another note of its name, or one with it as
 //! an alias, will answer it (it will lead elsewhere). Both are said before
@@ -18,7 +19,7 @@ pub fn plan_delete(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -> Resul
     if path.is_empty() {
         return Err(Error::invalid("`path` is empty; give the path of the note to delete"));
     }
-    let note = sandbox.resolve_note_target(path)?;
+    let note = sandbox.resolve_whole_note_target(path)?;
     let Some(index) = view.records.iter().position(|r| r.path == note.as_str()) else {
         return Err(Error::not_found(format!("{note} is not a note of the vault"))
             .with_hint("give the note's exact path (search_knowledge or list_notes shows it)"));

@@ -2,12 +2,16 @@
 //! a file by its vault path, so when that file moves the node must name its
 //! new path, or the board shows a missing file.
 //!
-//! Only those strings change ([`canvas_moved`]): the JSON keeps its key
-//! order, spacing and every other byte. A canvas under a moved folder moves
+//! Only those strings change ([`canvas_moved`]), and the targets of the
+//! links written in its text nodes that the relinking rewrites (`rewrite.rs`,
+//! inside their JSON strings): the JSON keeps its key order, spacing and
+//! every other byte. A canvas under a moved folder moves
 //! with it, its text rewritten the same way; any other canvas of a notes root
 //! naming a moved file is rewritten in place. A canvas that is not UTF-8 JSON
 //! is carried as bytes and rewritten nowhere (there is nothing it can be
 //! read to name).
+
+use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::sandbox::{Area, NotePath, Sandbox};
@@ -32,14 +36,38 @@ pub(super) fn canvas_text(sandbox: &Sandbox, view: &VaultView<'_>, path: &str) -
     }
 }
 
+/// The canvases' texts before and after the rewrite of their links, by
+/// path: those the move's relinking read (`rewrite.rs`).
+pub(super) type Relinked<'a> = HashMap<&'a str, (&'a String, &'a String)>;
+
+/// How a move rewrites a canvas: as relinked (its text nodes' links and its
+/// file nodes), or, for one the relinking did not read, its file nodes
+/// pointed where their files go (`moved` gives a moved file's new path).
+pub(super) struct CanvasRewrite<'a> {
+    pub(super) moved: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    pub(super) relinked: &'a Relinked<'a>,
+}
+
+impl CanvasRewrite<'_> {
+    /// The canvas `path`'s text `text` rewritten; `None` when nothing changes.
+    pub(super) fn after(&self, path: &str, text: &str) -> Option<String> {
+        match self.relinked.get(path) {
+            Some((before, after)) if before.as_str() == text => {
+                (after.as_str() != text).then(|| (*after).clone())
+            }
+            _ => canvas_moved(text, self.moved),
+        }
+    }
+}
+
 /// The canvases of the notes roots that stay where they are (`moving`: what
-/// the move carries aside) and name a file that moves (`moved` gives its new
-/// path), each rewritten in place.
+/// the move carries aside) and name a file that moves or link to a note
+/// that does, each rewritten in place.
 pub(super) fn staying_canvases(
     sandbox: &Sandbox,
     view: &VaultView<'_>,
     moving: &dyn Fn(&str) -> bool,
-    moved: &(dyn Fn(&str) -> Option<String> + Sync),
+    rewrite: &CanvasRewrite<'_>,
 ) -> Result<Vec<FileOp>> {
     use rayon::prelude::*;
     let canvases: Vec<&String> = view
@@ -54,7 +82,7 @@ pub(super) fn staying_canvases(
         .par_iter()
         .map(|path| {
             let Some(text) = canvas_text(sandbox, view, path)? else { return Ok(None) };
-            Ok(canvas_moved(&text, moved).map(|after| FileOp {
+            Ok(rewrite.after(path, &text).map(|after| FileOp {
                 op: FileOpKind::Write,
                 path: (*path).clone(),
                 to: None,

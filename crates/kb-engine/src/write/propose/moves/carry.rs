@@ -14,10 +14,10 @@ use std::collections::hash_map::Entry;
 
 use serde_json::json;
 
-use super::canvases::canvas_text;
+use super::canvases::{CanvasRewrite, canvas_text};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{Area, NotePath, Sandbox, name_key, twin_among};
-use crate::vault::{NoteKind, canvas_moved, is_canvas};
+use crate::vault::{NoteKind, is_canvas};
 use crate::write::plan::{FileOp, FileOpKind, file_hash};
 use crate::write::propose::view::VaultView;
 
@@ -245,13 +245,13 @@ fn taken(new: &str, twin: &NotePath) -> Error {
 }
 
 /// The operations moving the files a folder move carries (`files`): a canvas
-/// as text, the paths it names pointed at where those files go (`moved`,
-/// see `canvases.rs`); any other file as bytes, by the hash of its bytes now.
+/// as text, rewritten as `rewrite` says (see `canvases.rs`); any other file
+/// as bytes, by the hash of its bytes now.
 pub(super) fn carried_ops(
     sandbox: &Sandbox,
     view: &VaultView<'_>,
     files: &[(String, String)],
-    moved: &(dyn Fn(&str) -> Option<String> + Sync),
+    rewrite: &CanvasRewrite<'_>,
 ) -> Result<Vec<FileOp>> {
     use rayon::prelude::*;
     files
@@ -260,7 +260,7 @@ pub(super) fn carried_ops(
             if is_canvas(from)
                 && let Some(text) = canvas_text(sandbox, view, from)?
             {
-                let after = canvas_moved(&text, moved).unwrap_or_else(|| text.clone());
+                let after = rewrite.after(from, &text).unwrap_or_else(|| text.clone());
                 return Ok(FileOp {
                     op: FileOpKind::Move,
                     path: from.clone(),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::alias::add_alias;
-use super::canvases::staying_canvases;
+use super::canvases::{CanvasRewrite, Relinked, staying_canvases};
 use super::carry::{Moving, carried_ops, what_moves};
 use crate::error::Result;
 use crate::sandbox::{NotePath, Sandbox, name_key, strip_md};
@@ -307,9 +307,16 @@ impl<'v> MovePlanner<'v> {
             });
         }
         let moved_to = |path: &str| self.moved_to(path);
-        files.extend(carried_ops(self.sandbox, self.view, &self.moving.files, &moved_to)?);
+        // The canvases whose text nodes' links were rewritten too: their texts before and after.
+        let relinked: Relinked<'_> = affected
+            .iter()
+            .filter(|&&index| is_canvas(&self.view.records[index].path))
+            .map(|&index| (self.view.records[index].path.as_str(), (&texts[&index], &staged[&index])))
+            .collect();
+        let rewrite = CanvasRewrite { moved: &moved_to, relinked: &relinked };
+        files.extend(carried_ops(self.sandbox, self.view, &self.moving.files, &rewrite)?);
         let canvases =
-            staying_canvases(self.sandbox, self.view, &|path| self.carried.contains_key(path), &moved_to)?;
+            staying_canvases(self.sandbox, self.view, &|path| self.carried.contains_key(path), &rewrite)?;
         let canvases_rewritten = canvases.len()
             + files
                 .iter()

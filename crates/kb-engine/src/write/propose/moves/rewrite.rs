@@ -1,7 +1,8 @@
 //! Rewriting a move's links, and the check of the vault it leaves: each
 //! affected note's links judged on their own, every link that would no
-//! longer lead where it led written anew in its own form, then the vault
-//! after the move checked for links that break or lead elsewhere.
+//! longer lead where it led written anew in its own form (a canvas's text
+//! nodes' links too, inside their JSON strings), then the vault after the
+//! move checked for links that break or lead elsewhere.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -16,7 +17,10 @@ use super::relink::{
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{NotePath, strip_md};
 use crate::vault::graph::{Graph, MovedAttachments, Resolution, Resolver};
-use crate::vault::{LinkKind, LinkRef, Links, NoteKind, canvas_moved, note_spans};
+use crate::vault::{
+    LinkKind, LinkRef, LinkSpan, Links, NoteKind, Span, canvas_links, canvas_moved, is_canvas, json_escaped,
+    note_spans, replace_spans,
+};
 use crate::write::propose::view::written;
 
 /// The affected notes' texts with their links rewritten (and a moved note's
@@ -46,8 +50,11 @@ impl<'v> MovePlanner<'v> {
             .collect::<Result<_>>()?;
         let mut done = Relinked { texts: HashMap::with_capacity(relinked.len()), notes: 0, links: 0 };
         for (index, text, edits) in relinked {
-            if edits > 0 {
+            // A canvas rewritten is counted among canvases (`file_ops`).
+            if edits > 0 && !is_canvas(&self.view.records[index].path) {
                 done.notes += 1;
+            }
+            if edits > 0 {
                 done.links = done.links.saturating_add(u32::try_from(edits).unwrap_or(u32::MAX));
             }
             done.texts.insert(index, text);
@@ -61,12 +68,10 @@ impl<'v> MovePlanner<'v> {
     fn relink_note(&self, index: usize, text: &str, moved: &After) -> Result<(String, usize)> {
         let view = self.view;
         let old_path = NotePath::parse(&view.records[index].path)?;
-        if old_path.is_canvas() {
-            // Its file nodes point where the files go, as `canvases.rs` writes them.
-            let after = canvas_moved(text, |path| self.moved_to(path));
-            return Ok((after.unwrap_or_else(|| text.to_owned()), 0));
-        }
         let source = NotePath::parse(&self.new_path(old_path.as_str()))?;
+        if old_path.is_canvas() {
+            return self.relink_canvas(index, text, &old_path, &source, moved);
+        }
         let old_spans = note_spans(&old_path, text);
         // Spans depend on the note's folder alone: parsed again only when it changes.
         let moved_spans = (old_path.parent() != source.parent()).then(|| note_spans(&source, text));
@@ -74,61 +79,112 @@ impl<'v> MovePlanner<'v> {
         let outlinks = view.graph.outlinks(index);
         let mut edits: Vec<LinkEdit> = Vec::new();
         for (number, (old, new)) in old_spans.links.iter().zip(&new_spans.links).enumerate() {
-            if old.link.target.trim().is_empty() {
-                continue;
-            }
-            let Some(resolution) = outlinks.get(number) else { continue };
-            let Some(was) = path_of(*resolution, view.records, view.attachments) else { continue };
-            let expected = self.new_path(&was);
-            let packed: Links = vec![new.link.clone()].into();
-            let Some(link) = packed.get(0) else { continue };
-            let now = self.lead(moved, link);
-            // A Markdown link names a path: it must name it exactly (case included).
-            let exact = new.link.kind != LinkKind::Markdown
-                || new.link.target == expected
-                || new.link.target == strip_md(&expected);
-            // A name written as the note's file name follows a rename (a case-only one too).
-            let written = strip_md(old.link.target.rsplit('/').next().unwrap_or(&old.link.target));
-            let renamed = old.link.kind != LinkKind::Markdown
-                && written == strip_md(was.rsplit('/').next().unwrap_or(&was))
-                && written != strip_md(expected.rsplit('/').next().unwrap_or(&expected));
-            if now.as_deref() == Some(expected.as_str()) && exact && !renamed {
-                continue;
-            }
-            let expected_path = NotePath::parse(&expected)?;
-            let bare = strip_md(expected_path.file_name());
-            let bare_link =
-                LinkRef { target: bare, anchor: None, display: None, kind: LinkKind::Wikilink, line: 0 };
-            let bare_is_unique = self.lead(moved, bare_link).as_deref() == Some(expected.as_str());
-            if let Some(mut edit) = target_edit(text, old, &source, &expected_path, bare_is_unique) {
-                let wiki = old.span.of(text).trim_start_matches('!').starts_with("[[");
-                if wiki && edit.text.contains('/') {
-                    edit.text = shortest_suffix(&edit.text, |candidate| {
-                        let link = LinkRef {
-                            target: candidate,
-                            anchor: None,
-                            display: None,
-                            kind: LinkKind::Wikilink,
-                            line: 0,
-                        };
-                        self.lead(moved, link).as_deref() == Some(expected.as_str())
-                    });
-                }
-                // Written as the link's quotes need (a property's); one that
-                // cannot be is left, and the check refuses the move.
-                if let Some(mut edit) = encoded(text, old, edit) {
-                    if matches!(old.link.kind, LinkKind::Wikilink | LinkKind::Property)
-                        && old.display.is_none()
-                        && by_another_name(old, &was)
-                    {
-                        keep_shown_text(text, old, old_spans.in_table(old.span.start), &mut edit);
-                    }
-                    edits.push(edit);
-                }
-            }
+            let Some(&resolution) = outlinks.get(number) else { continue };
+            let in_table = old_spans.in_table(old.span.start);
+            edits.extend(self.link_edit(text, old, new, resolution, &source, in_table, moved)?);
         }
         let rewritten = apply_link_edits(text, &edits);
         Ok((self.with_alias(index, &rewritten)?, edits.len()))
+    }
+
+    /// A canvas's text (`text`) with its file nodes pointed where their files
+    /// go, as `canvases.rs` writes them, and every link of its text nodes
+    /// rewritten as a note's are (`source`: where it will be), inside the
+    /// JSON string holding it: the new bytes escaped, every other byte kept.
+    fn relink_canvas(
+        &self,
+        index: usize,
+        text: &str,
+        old_path: &NotePath,
+        source: &NotePath,
+        moved: &After,
+    ) -> Result<(String, usize)> {
+        let old = canvas_links(text, old_path.parent());
+        let moved_links = (old_path.parent() != source.parent()).then(|| canvas_links(text, source.parent()));
+        let new = moved_links.as_ref().unwrap_or(&old);
+        let outlinks = self.view.graph.outlinks(index);
+        let mut raw: Vec<(Span, String)> = Vec::new();
+        for (number, (was, is)) in old.links.iter().zip(&new.links).enumerate() {
+            let (Some((node, at)), Some((new_node, new_at))) = (was.in_text, is.in_text) else { continue };
+            let Some(&resolution) = outlinks.get(number) else { continue };
+            let (text_node, new_text_node) = (&old.texts[node], &new.texts[new_node]);
+            let (old_span, new_span) = (&text_node.spans.links[at], &new_text_node.spans.links[new_at]);
+            let in_table = text_node.spans.in_table(old_span.span.start);
+            let edit =
+                self.link_edit(&text_node.text, old_span, new_span, resolution, source, in_table, moved)?;
+            raw.extend(edit.map(|edit| (text_node.raw_span(edit.span), json_escaped(&edit.text))));
+        }
+        let edited = replace_spans(text, raw.iter().map(|(span, new)| (*span, new.as_str())));
+        let after = canvas_moved(&edited, |path| self.moved_to(path)).unwrap_or(edited);
+        Ok((after, raw.len()))
+    }
+
+    /// The edit of one link (`old` as read where its note is now, `new` as
+    /// read where it will be, in `text`) that keeps it leading where it led
+    /// (`resolution`); `None` when it still does.
+    #[expect(clippy::too_many_arguments, reason = "one link's every input, read once by the caller")]
+    fn link_edit(
+        &self,
+        text: &str,
+        old: &LinkSpan,
+        new: &LinkSpan,
+        resolution: Resolution,
+        source: &NotePath,
+        in_table: bool,
+        moved: &After,
+    ) -> Result<Option<LinkEdit>> {
+        let view = self.view;
+        if old.link.target.trim().is_empty() {
+            return Ok(None);
+        }
+        let Some(was) = path_of(resolution, view.records, view.attachments) else { return Ok(None) };
+        let expected = self.new_path(&was);
+        let packed: Links = vec![new.link.clone()].into();
+        let Some(link) = packed.get(0) else { return Ok(None) };
+        let now = self.lead(moved, link);
+        // A Markdown link names a path: it must name it exactly (case included).
+        let exact = new.link.kind != LinkKind::Markdown
+            || new.link.target == expected
+            || new.link.target == strip_md(&expected);
+        // A name written as the note's file name follows a rename (a case-only one too).
+        let written = strip_md(old.link.target.rsplit('/').next().unwrap_or(&old.link.target));
+        let renamed = old.link.kind != LinkKind::Markdown
+            && written == strip_md(was.rsplit('/').next().unwrap_or(&was))
+            && written != strip_md(expected.rsplit('/').next().unwrap_or(&expected));
+        if now.as_deref() == Some(expected.as_str()) && exact && !renamed {
+            return Ok(None);
+        }
+        let expected_path = NotePath::parse(&expected)?;
+        let bare = strip_md(expected_path.file_name());
+        let bare_link =
+            LinkRef { target: bare, anchor: None, display: None, kind: LinkKind::Wikilink, line: 0 };
+        let bare_is_unique = self.lead(moved, bare_link).as_deref() == Some(expected.as_str());
+        let Some(mut edit) = target_edit(text, old, source, &expected_path, bare_is_unique) else {
+            return Ok(None);
+        };
+        let wiki = old.span.of(text).trim_start_matches('!').starts_with("[[");
+        if wiki && edit.text.contains('/') {
+            edit.text = shortest_suffix(&edit.text, |candidate| {
+                let link = LinkRef {
+                    target: candidate,
+                    anchor: None,
+                    display: None,
+                    kind: LinkKind::Wikilink,
+                    line: 0,
+                };
+                self.lead(moved, link).as_deref() == Some(expected.as_str())
+            });
+        }
+        // Written as the link's quotes need (a property's); one that
+        // cannot be is left, and the check refuses the move.
+        let Some(mut edit) = encoded(text, old, edit) else { return Ok(None) };
+        if matches!(old.link.kind, LinkKind::Wikilink | LinkKind::Property)
+            && old.display.is_none()
+            && by_another_name(old, &was)
+        {
+            keep_shown_text(text, old, in_table, &mut edit);
+        }
+        Ok(Some(edit))
     }
 
     /// The vault as the move leaves it, the links rewritten (`staged`): no
