@@ -1,5 +1,6 @@
-//! The simplest ranking, kept as a yardstick: plain BM25 over one body field with
-//! tantivy's default tokenizer and query parser, in memory.
+//! The simplest ranking, kept as a yardstick: plain BM25 over one field holding
+//! a note's title, aliases and body, with tantivy's default tokenizer and query
+//! parser (its words OR-ed), in memory.
 //!
 //! `kb-index eval --baseline` runs a suite against it, so BENCHMARKS.md can show
 //! what the real index (CJK n-grams, weighted fields, question handling,
@@ -26,7 +27,7 @@ fn failed(context: &str, err: impl std::fmt::Display) -> Error {
 }
 
 impl BaselineIndex {
-    /// Indexes `(path, whole file text)` pairs.
+    /// Indexes `(path, text)` pairs: the text is title, aliases and body.
     pub fn build(documents: impl Iterator<Item = (String, String)>) -> Result<BaselineIndex> {
         let mut builder = Schema::builder();
         let path = builder.add_text_field("path", STRING | STORED);

@@ -219,15 +219,24 @@ fn cut_snippets(sandbox: &Sandbox, record: &NoteRecord, terms: &BTreeSet<String>
 }
 
 impl Engine {
-    /// The yardstick ranking: every indexed file's whole text in a plain BM25
-    /// index with tantivy's default tokenizer (see `index::BaselineIndex`).
+    /// The yardstick ranking: every indexed file's title, aliases and body
+    /// (its text after the frontmatter) in one field of a plain BM25 index
+    /// with tantivy's default tokenizer (see `index::BaselineIndex`).
     pub(crate) fn baseline_index(&self) -> Result<crate::index::BaselineIndex> {
         let catalog = self.catalog();
         let documents = catalog.records().iter().filter_map(|record| {
             let path = NotePath::parse(&record.path).ok()?;
             let bytes = self.sandbox().read(&path, READ_FILE_MAX).ok()?;
-            let text = decode_note(&bytes).ok()?.to_owned();
-            Some((record.path.clone(), text))
+            let text = decode_note(&bytes).ok()?;
+            let body = &text[body_offset(text).min(text.len())..];
+            let mut document = record.title.clone();
+            for alias in &record.aliases {
+                document.push('\n');
+                document.push_str(alias);
+            }
+            document.push('\n');
+            document.push_str(body);
+            Some((record.path.clone(), document))
         });
         crate::index::BaselineIndex::build(documents)
     }
