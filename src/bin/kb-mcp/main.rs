@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+#[path = "../kb-index/extract_pdf.rs"]
+mod extract_pdf;
 mod install;
 
 use clap::{Parser, Subcommand};
@@ -214,6 +216,9 @@ enum TokenAction {
 }
 
 fn main() -> ExitCode {
+    if extract_pdf::asked() {
+        return extract_pdf::run();
+    }
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Token { action }) => return token_command(action),
@@ -275,7 +280,8 @@ fn main() -> ExitCode {
         eprintln!("{}", terminal_hint(&vault, access));
     }
     set_debug_log(cli.log_level == "debug");
-    let options = ServerOptions { vault, index_dir: cli.index_dir, access };
+    let options =
+        ServerOptions { vault, index_dir: cli.index_dir, access, pdf_extractor: extract_pdf::extractor() };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -37,6 +37,9 @@ impl Engine {
     pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
         let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
         let (path, anchor) = self.locate(&name)?;
+        if path.is_pdf() {
+            return self.read_pdf(&path, anchor, args);
+        }
         let limits = self.config().limits;
         let page_max = limits.read_max_bytes;
         let max = args.max_bytes.unwrap_or(limits.read_page_bytes).clamp(1, page_max) as usize;
@@ -196,7 +199,7 @@ impl Engine {
 /// which `bytes` holds the part from `base` on (at least up to the page's end and
 /// a few bytes more, or to the end): cut to character boundaries, returned with
 /// whether more follows and where it continues.
-fn page_of(
+pub(super) fn page_of(
     bytes: &[u8],
     base: u64,
     offset: u64,

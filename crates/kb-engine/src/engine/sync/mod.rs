@@ -117,6 +117,9 @@ impl Engine {
         let mut work: Vec<&ScannedFile> = drift.added.iter().chain(&drift.changed).collect();
         work.sort_by(|a, b| a.path.cmp(&b.path));
         let written = self.write_files(full, &work, &drift.removed, progress)?;
+        if full && self.index.folder().exists() {
+            self.pdf.prune(self.index.folder(), self.catalog().records());
+        }
         // The walk has already put new attachments in the catalog: a sync that found
         // nothing new keeps the catalog, and with it the link graph built over it.
         let attachments =

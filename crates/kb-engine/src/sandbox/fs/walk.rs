@@ -104,11 +104,12 @@ pub(in crate::sandbox) fn scan(sandbox: &Sandbox) -> Result<Scan> {
             continue;
         }
         if file_type.is_file() {
-            if path.is_canvas()
+            if (path.is_canvas() || path.is_pdf())
                 && let Ok(meta) = entry.metadata()
             {
                 // A canvas is a note (searched, read, linking) and stays an
-                // attachment (what moves carry and rewrite as JSON).
+                // attachment (what moves carry and rewrite as JSON); a PDF is
+                // searched and read by its text and stays an attachment too.
                 scan.markdown.push(ScannedFile { path: path.clone(), area, stat: file_stat(&meta) });
             }
             if !path.is_markdown() {
