@@ -328,7 +328,6 @@ fn hostile_pdfs_through_the_real_binaries() {
         listed["notes"].as_array().unwrap().iter().any(|n| n["title"] == json!("report.pdf")),
         "{listed}"
     );
-    drop(call);
     server.finish();
 }
 
