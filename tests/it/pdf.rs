@@ -129,6 +129,15 @@ fn pdfs_are_searched_listed_and_read_by_page() {
         .unwrap();
     assert_eq!(same.content, page.content, "a bare page number selects the page too");
 
+    let by_ref = engine
+        .read_note(&ReadNoteArgs { reference: Some("report.pdf#Page 2".into()), ..Default::default() })
+        .unwrap();
+    assert_eq!(
+        (by_ref.path.as_str(), &by_ref.content),
+        (REPORT, &page.content),
+        "a ref names a PDF by its file name"
+    );
+
     let whole = engine.read_note(&ReadNoteArgs { path: Some(REPORT.into()), ..Default::default() }).unwrap();
     let outline: Vec<&str> = whole.outline.iter().map(|h| h.text.as_str()).collect();
     assert_eq!(outline, ["Page 1", "Page 2", "Page 3"]);

@@ -18,6 +18,9 @@ impl Engine {
             NoteName::Path(path) => Ok((self.sandbox().resolve_read(path)?, None)),
             NoteName::Ref(reference) => {
                 let catalog = self.catalog();
+                if let Some(found) = pdf_named(catalog.records(), reference) {
+                    return found;
+                }
                 let (index, anchor) = catalog.graph().resolver.resolve_ref(
                     catalog.records(),
                     catalog.attachments(),
@@ -192,6 +195,40 @@ impl Engine {
             outline_omitted,
             hint: (!hints.is_empty()).then(|| hints.join("; ")),
         })
+    }
+}
+
+/// The PDF a `ref` names (`report.pdf`, `docs/report.pdf`, `report.pdf#Page 2`):
+/// links treat a PDF as an attachment, so the link resolver does not name it.
+/// `None` when the ref names no PDF; an error when it names several.
+fn pdf_named(
+    records: &[std::sync::Arc<crate::vault::NoteRecord>],
+    reference: &str,
+) -> Option<Result<(NotePath, Option<String>)>> {
+    let (target, anchor) = match reference.split_once('#') {
+        Some((target, anchor)) => (target.trim(), Some(anchor.trim().to_owned()).filter(|a| !a.is_empty())),
+        None => (reference.trim(), None),
+    };
+    if !crate::vault::is_pdf(target) {
+        return None;
+    }
+    let wanted = target.trim_start_matches('/').to_lowercase();
+    let found: Vec<&str> = records
+        .iter()
+        .map(|r| r.path.as_str())
+        .filter(|path| crate::vault::is_pdf(path))
+        .filter(|path| {
+            let path = path.to_lowercase();
+            path == wanted || path.ends_with(&format!("/{wanted}"))
+        })
+        .collect();
+    match found.as_slice() {
+        [] => None,
+        [one] => Some(NotePath::parse(one).map(|path| (path, anchor))),
+        many => Some(Err(Error::new(
+            crate::error::ErrorCode::AmbiguousRef,
+            format!("`ref` {target} names {} PDFs: {}", many.len(), many.join(", ")),
+        ))),
     }
 }
 

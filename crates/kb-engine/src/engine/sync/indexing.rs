@@ -75,6 +75,11 @@ pub(in crate::engine) fn document_of(
     modified_ns: i64,
     born_ns: Option<i64>,
 ) -> std::result::Result<IndexDocument, String> {
+    if path.is_pdf() {
+        // Never parsed as text (an ASCII PDF would decode): a PDF's document
+        // is its extracted text, made by `Engine::load`.
+        return Err("a PDF: indexed by its extracted text".to_owned());
+    }
     let hash = content_hash(bytes);
     let size = bytes.len() as u64;
     match decode_note(bytes) {

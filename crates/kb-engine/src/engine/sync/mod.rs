@@ -54,7 +54,7 @@ pub struct SyncReport {
     pub seconds: f64,
     /// Files found but not served as notes (path, why), sorted by path: refused
     /// names, templates, symlinks that serve no note, files that are not UTF-8
-    /// or cannot be read.
+    /// or cannot be read, PDFs whose text is not indexed (and why).
     pub skipped: Vec<(String, String)>,
 }
 

@@ -27,10 +27,10 @@ pub struct ScannedFile {
 /// The result of a vault walk.
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
-    /// Markdown files and canvases in readable areas, sorted by path.
+    /// Markdown files, canvases and PDFs in readable areas, sorted by path.
     pub markdown: Vec<ScannedFile>,
     /// Other files in readable areas (attachments links may point at, canvases
-    /// too), sorted.
+    /// and PDFs too), sorted.
     pub attachments: Vec<NotePath>,
     /// Markdown files left out because their names are refused, templates,
     /// and symlinks (to folders, or `.md` ones) that serve no note, sorted.
