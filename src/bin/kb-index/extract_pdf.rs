@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use kb_mcp::engine::{CHILD_CPU_SECONDS, CHILD_MEMORY_MAX, PDF_MAX_BYTES, PdfExtractor, extract_pdf_child};
+use kb_mcp::engine::{PDF_MAX_BYTES, PdfExtractor, extract_pdf_child};
 
 /// The first argument that makes a binary the extractor.
 pub(crate) const EXTRACT_PDF_ARG: &str = "__extract-pdf";
@@ -41,6 +41,7 @@ fn mapped_bytes() -> Option<u64> {
 pub(crate) fn run() -> ExitCode {
     #[cfg(unix)]
     {
+        use kb_mcp::engine::CHILD_CPU_SECONDS;
         use rlimit::Resource;
         if Resource::CPU.set(CHILD_CPU_SECONDS, CHILD_CPU_SECONDS + 1).is_err() {
             eprintln!("kb-extract-pdf: cannot set the CPU limit");
@@ -52,7 +53,7 @@ pub(crate) fn run() -> ExitCode {
         #[cfg(target_os = "linux")]
         {
             let mapped = mapped_bytes().unwrap_or(0);
-            let limit = mapped.saturating_add(CHILD_MEMORY_MAX);
+            let limit = mapped.saturating_add(kb_mcp::engine::CHILD_MEMORY_MAX);
             if Resource::AS.set(limit, limit).is_err() {
                 eprintln!("kb-extract-pdf: cannot set the memory limit");
                 return ExitCode::from(2);

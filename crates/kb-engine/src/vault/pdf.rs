@@ -11,8 +11,8 @@
 //! child process under memory, CPU and wall-clock limits (`sandbox::run_pdf_extractor`,
 //! the binaries' hidden `extract-pdf` command). What it checks itself before the
 //! text is extracted: encryption (only an empty user password is tried), the
-//! page count the page tree claims and the pages it holds (at most
-//! [`PDF_PAGES_MAX`]), and the text kept (at most [`PDF_TEXT_MAX_BYTES`], the
+//! page tree's depth (walked level by level, at most 64), the page count it
+//! claims and the pages it holds (at most [`PDF_PAGES_MAX`]), and the text kept (at most [`PDF_TEXT_MAX_BYTES`], the
 //! rest cut and said). No I/O here: bytes in, pages out.
 
 use serde::{Deserialize, Serialize};
@@ -124,12 +124,13 @@ fn extract(bytes: &[u8]) -> Result<PdfText, String> {
     if doc.is_encrypted() && doc.decrypt("").is_err() {
         return Err("encrypted: its text needs a password".to_owned());
     }
+    let root =
+        doc.catalog().ok().and_then(|catalog| catalog.get(b"Pages").ok()).and_then(|p| p.as_reference().ok());
+    if let Some(root) = root {
+        check_page_tree(&doc, root)?;
+    }
     // The count the page tree claims, before walking it.
-    let claimed = doc
-        .catalog()
-        .ok()
-        .and_then(|catalog| catalog.get(b"Pages").ok())
-        .and_then(|pages| pages.as_reference().ok())
+    let claimed = root
         .and_then(|id| doc.get_dictionary(id).ok())
         .and_then(|pages| pages.get(b"Count").ok())
         .and_then(|count| match count {
@@ -175,6 +176,42 @@ fn extract(bytes: &[u8]) -> Result<PdfText, String> {
         ));
     }
     Ok(text)
+}
+
+/// Deepest page tree walked (real ones are a few levels deep).
+const PAGE_TREE_DEPTH_MAX: usize = 64;
+
+/// Walks the page tree level by level (no recursion, each node once) before
+/// the parser walks it: refuses a tree deeper than [`PAGE_TREE_DEPTH_MAX`]
+/// or with more nodes than [`PDF_PAGES_MAX`] pages could need.
+fn check_page_tree(doc: &pdf_extract::Document, root: pdf_extract::ObjectId) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut level = vec![root];
+    let mut depth = 0;
+    while !level.is_empty() {
+        depth += 1;
+        if depth > PAGE_TREE_DEPTH_MAX {
+            return Err(format!("malformed: its page tree is more than {PAGE_TREE_DEPTH_MAX} levels deep"));
+        }
+        let mut next = Vec::new();
+        for id in level {
+            if !seen.insert(id) {
+                continue;
+            }
+            if seen.len() > 4 * PDF_PAGES_MAX {
+                return Err(format!(
+                    "too many pages: its page tree holds more than {} nodes",
+                    4 * PDF_PAGES_MAX
+                ));
+            }
+            let kids = doc.get_dictionary(id).ok().and_then(|node| node.get(b"Kids").ok());
+            if let Some(pdf_extract::Object::Array(kids)) = kids {
+                next.extend(kids.iter().filter_map(|kid| kid.as_reference().ok()));
+            }
+        }
+        level = next;
+    }
+    Ok(())
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
