@@ -309,6 +309,21 @@ fn hostile_pdfs_through_the_real_binaries() {
         .unwrap();
     assert!(build.status.success(), "{}", String::from_utf8_lossy(&build.stderr));
     assert!(started.elapsed() < Duration::from_secs(60), "the build took {:?}", started.elapsed());
+    // Another process (no sync) knows the skipped PDFs from the kept outcomes: the index is fresh.
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_kb-index"))
+        .args(["status", "--json", "--vault"])
+        .arg(&vault)
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["index"]["fresh"], json!(true), "{status}");
+    let listed: Vec<(String, String)> = status["index"]["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap().to_owned(), s["reason"].as_str().unwrap().to_owned()))
+        .collect();
+    check_skips(&listed);
 
     let mut server = common::RawStdio::start(&vault, "read", json!({}));
     let mut call = |id: u32, name: &str, arguments: serde_json::Value| {

@@ -145,6 +145,33 @@ impl PdfTexts {
         folder.prune_pdf_texts(&keep);
     }
 
+    /// Why the PDF at `path` is skipped, as a sync kept it (or because it is
+    /// too large), without extracting anything; `None` when it is not known
+    /// to be skipped.
+    pub(crate) fn kept_skip(
+        &self,
+        sandbox: &Sandbox,
+        folder: &IndexFolder,
+        path: &NotePath,
+    ) -> Option<String> {
+        let bytes = match sandbox.read(path, PDF_MAX_BYTES) {
+            Ok(bytes) => bytes,
+            Err(err) if err.code == ErrorCode::TooLarge => {
+                return Some(format!(
+                    "a PDF whose text is not indexed: too large: over {} MiB",
+                    PDF_MAX_BYTES / (1024 * 1024)
+                ));
+            }
+            Err(_) => return None,
+        };
+        let hash = content_hash(&bytes);
+        let key = hash.strip_prefix("sha256:")?;
+        match serde_json::from_slice::<PdfOutcome>(&folder.read_pdf_text(key)?).ok()? {
+            PdfOutcome::Skipped(reason) => Some(format!("a PDF whose text is not indexed: {reason}")),
+            PdfOutcome::Text(_) => None,
+        }
+    }
+
     /// Reads a PDF through the sandbox and gives its bytes, hash and text.
     pub(crate) fn read(
         &self,

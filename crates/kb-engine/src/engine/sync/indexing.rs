@@ -219,15 +219,17 @@ impl Engine {
     /// Why a new file cannot be served as a note, when it cannot (read without
     /// parsing it), remembered as [`Engine::load`] would.
     pub(super) fn check_readable(&self, file: &ScannedFile) -> Option<String> {
-        if file.path.is_pdf() {
-            // Extracting here would cost a child process: a PDF is taken as
-            // indexable until a sync says otherwise.
-            return None;
-        }
-        let reason = match self.sandbox().read(&file.path, INDEX_MAX_BYTES) {
-            Ok(bytes) => decode_note(&bytes).err()?.message,
-            Err(err) if matches!(err.code, ErrorCode::NotFound | ErrorCode::TooLarge) => return None,
-            Err(err) => unreadable_reason(&err.message),
+        let reason = if file.path.is_pdf() {
+            // Never extracted here (a child process a file): a PDF is skipped
+            // when a sync kept its skip (or it is too large), else indexable.
+            let folder = Some(self.index.folder()).filter(|f| f.exists())?;
+            self.pdf.kept_skip(&self.sandbox(), folder, &file.path)?
+        } else {
+            match self.sandbox().read(&file.path, INDEX_MAX_BYTES) {
+                Ok(bytes) => decode_note(&bytes).err()?.message,
+                Err(err) if matches!(err.code, ErrorCode::NotFound | ErrorCode::TooLarge) => return None,
+                Err(err) => unreadable_reason(&err.message),
+            }
         };
         let known = Unreadable {
             size: file.stat.size,
