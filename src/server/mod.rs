@@ -62,6 +62,8 @@ pub struct ServerOptions {
     pub index_dir: Option<PathBuf>,
     /// The access level of stdio connections.
     pub access: Access,
+    /// How PDFs' text is extracted (the binaries: themselves, as a child).
+    pub pdf_extractor: crate::engine::PdfExtractor,
 }
 
 /// Whether debug lines are written (see [`set_debug_log`]).

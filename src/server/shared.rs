@@ -117,14 +117,20 @@ impl Shared {
         let engine_options =
             EngineOptions { vault: options.vault.clone(), index_dir: options.index_dir.clone() };
         let background = shared.clone();
-        std::thread::spawn(move || background.bring_up(&engine_options, sender));
+        let extractor = options.pdf_extractor.clone();
+        std::thread::spawn(move || background.bring_up(&engine_options, &extractor, sender));
         // The Chinese segmenter's dictionary (about 100 ms) loads beside the start-up,
         // not in the first Chinese query.
         std::thread::spawn(crate::index::warm_up);
         shared
     }
 
-    fn bring_up(self: &Arc<Self>, options: &EngineOptions, sender: channel::Sender<Readiness>) {
+    fn bring_up(
+        self: &Arc<Self>,
+        options: &EngineOptions,
+        extractor: &crate::engine::PdfExtractor,
+        sender: channel::Sender<Readiness>,
+    ) {
         let mut started = Instant::now();
         // Whether the index must be checked whole while opening (its records read
         // at once): after its records could not be read, so that it is rebuilt.
@@ -135,6 +141,7 @@ impl Shared {
             let opened = if check_whole { Engine::open(options) } else { Engine::open_to_serve(options) };
             let engine = match opened {
                 Ok(engine) => {
+                    engine.set_pdf_extractor(extractor.clone());
                     let index = engine.index_location();
                     let dir = index.dir.display().to_string();
                     if let Some(reason) = &index.repaired {

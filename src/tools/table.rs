@@ -94,7 +94,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "read_note",
         title: "Read a note",
-        description: "Read a note, standard or canvas by `path` or `ref` (a wikilink: 备份仓库#Heading): text, frontmatter, outline, `hash` (a patch's base_hash); paged while `truncated`.",
+        description: "Read a note, standard, canvas or PDF by `path` or `ref` (a wikilink: 备份仓库#Heading): text, frontmatter, outline, `hash` (a patch's base_hash); paged while `truncated`.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ReadNoteArgs>,

@@ -24,6 +24,8 @@ mod http;
 mod index_folder;
 mod mcp;
 mod oauth;
+mod pdf;
+mod pdf_make;
 mod project;
 mod sandbox;
 mod structure;

@@ -325,7 +325,11 @@ fn messages_name_the_input_and_the_reason() {
     assert!(err.hint.is_some());
     let fx = fixture();
     let err = fx.sandbox.resolve_read("z/image.png").unwrap_err();
-    assert!(err.message.contains("only Markdown notes (.md) and canvases can be read"), "{}", err.message);
+    assert!(
+        err.message.contains("only Markdown notes (.md), canvases and PDFs can be read"),
+        "{}",
+        err.message
+    );
     let err = fx.sandbox.resolve_read("z/missing.md").unwrap_err();
     assert!(err.message.contains("z/missing.md"), "{}", err.message);
 }

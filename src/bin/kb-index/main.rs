@@ -25,6 +25,7 @@ use clap::{Parser, Subcommand};
 mod audit;
 mod build;
 mod eval_cmd;
+mod extract_pdf;
 mod inbox;
 mod ls;
 mod output;
@@ -201,6 +202,9 @@ impl From<std::io::Error> for Failure {
 }
 
 fn main() -> ExitCode {
+    if extract_pdf::asked() {
+        return extract_pdf::run();
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
@@ -232,6 +236,7 @@ fn open(cli: &Cli) -> Result<Engine, Failure> {
     let options = EngineOptions { vault, index_dir: cli.index_dir.clone() };
     let status = matches!(cli.command, Command::Status { .. });
     let engine = if status { Engine::open_existing(&options)? } else { Engine::open(&options)? };
+    engine.set_pdf_extractor(extract_pdf::extractor());
     let index = engine.index_location();
     let dir = index.dir.display();
     if let Some(reason) = &index.repaired {

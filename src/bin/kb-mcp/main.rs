@@ -23,6 +23,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod credentials;
+#[path = "../kb-index/extract_pdf.rs"]
+mod extract_pdf;
 mod install;
 
 use clap::{Parser, Subcommand};
@@ -152,6 +154,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    if extract_pdf::asked() {
+        return extract_pdf::run();
+    }
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Token { action }) => return token_command(action),
@@ -213,7 +218,8 @@ fn main() -> ExitCode {
         eprintln!("{}", terminal_hint(&vault, access));
     }
     set_debug_log(cli.log_level == "debug");
-    let options = ServerOptions { vault, index_dir: cli.index_dir, access };
+    let options =
+        ServerOptions { vault, index_dir: cli.index_dir, access, pdf_extractor: extract_pdf::extractor() };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

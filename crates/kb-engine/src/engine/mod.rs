@@ -19,6 +19,7 @@ mod cursor;
 mod helped;
 mod linkers;
 mod list;
+mod pdf;
 mod person;
 mod read;
 mod recall;
@@ -30,6 +31,9 @@ mod write;
 
 pub use conventions::{
     CONVENTIONS_SKILL_DESCRIPTION, CONVENTIONS_SKILL_MAX_BYTES, CONVENTIONS_SKILL_NAME, skill_frontmatter,
+};
+pub use pdf::{
+    CHILD_CPU_SECONDS, CHILD_MEMORY_MAX, EXTRACT_TIMEOUT, PDF_MAX_BYTES, PdfExtractor, extract_pdf_child,
 };
 pub use person::{NoteHit, NoteResults, PERSON_LIMIT};
 pub use recall::estimate_tokens;
@@ -120,6 +124,8 @@ pub struct Engine {
     mentions: audit::MentionCache,
     /// The findings of the last audit, for its next pages (see `audit/mod.rs`).
     last_audit: audit::LastAudit,
+    /// How PDFs' text is extracted and kept (see `pdf.rs`).
+    pdf: pdf::PdfTexts,
 }
 
 impl std::fmt::Debug for Engine {
@@ -191,7 +197,14 @@ impl Engine {
             catalog_loaded,
             mentions: audit::MentionCache::default(),
             last_audit: audit::LastAudit::default(),
+            pdf: pdf::PdfTexts::default(),
         })
+    }
+
+    /// Sets how PDFs' text is extracted (see [`PdfExtractor`]); until then
+    /// PDFs are skipped, each with a reason saying so.
+    pub fn set_pdf_extractor(&self, extractor: PdfExtractor) {
+        self.pdf.set(extractor);
     }
 
     /// The vault root.

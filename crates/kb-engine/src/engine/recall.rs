@@ -117,6 +117,13 @@ impl Pack {
 impl Engine {
     fn note_text(&self, path: &str) -> Option<(String, crate::vault::Note)> {
         let path = NotePath::parse(path).ok()?;
+        if path.is_pdf() {
+            // A PDF is recalled by its kept text, as `read_note` shows it.
+            let hash = self.catalog().get(path.as_str())?.hash.clone();
+            let text = self.pdf_text_kept(&hash)?;
+            let note = parse_note(&path, &text);
+            return Some((text, note));
+        }
         let bytes = self.sandbox().read(&path, FILE_MAX).ok()?;
         let text = decode_note(&bytes).ok()?.to_owned();
         let note = parse_note(&path, &text);

@@ -32,6 +32,7 @@ mod names;
 mod notes;
 mod parked;
 mod path;
+mod pdf_child;
 mod policy;
 mod secrets;
 mod swap;
@@ -47,15 +48,16 @@ pub use fs::{
 };
 pub use inbox_owner::ForeignInbox;
 pub use index_dir::{
-    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, SERVERS_DIR, ServerSlot,
-    cache_folder, canonical_or_same, disk_full, folder_size, is_disk_full, is_index_file_name, is_read_only,
-    running_servers,
+    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, PDF_TEXTS_DIR, SERVERS_DIR,
+    ServerSlot, cache_folder, canonical_or_same, disk_full, folder_size, is_disk_full, is_index_file_name,
+    is_read_only, running_servers,
 };
 pub use lock::InboxLock;
 pub use machine::spare_cores;
 pub use names::{is_zero_width, name_key, new_name_refusal, stray_zero_width, twin_among, twin_key};
 pub use parked::{FOLDER as DISPLACED_FOLDER, PARK_AGE};
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
+pub(crate) use pdf_child::run_pdf_extractor;
 pub use policy::{Area, Policy};
 pub use secrets::{
     FileStamp, PrivateFile, PrivateLock, lock_private_file, private_file_stamp, read_private_file,

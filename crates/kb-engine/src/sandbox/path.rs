@@ -90,9 +90,16 @@ impl NotePath {
         name.len() > 7 && name.get(name.len() - 7..).is_some_and(|ext| ext.eq_ignore_ascii_case(".canvas"))
     }
 
-    /// Whether the file is read as a note: Markdown, or a canvas.
+    /// Whether the file name ends in `.pdf` (any case): a PDF, indexed and
+    /// read by its extracted text, never written.
+    pub fn is_pdf(&self) -> bool {
+        let name = self.file_name();
+        name.len() > 4 && name.get(name.len() - 4..).is_some_and(|ext| ext.eq_ignore_ascii_case(".pdf"))
+    }
+
+    /// Whether the file is read as a note: Markdown, a canvas, or a PDF (its text).
     pub fn is_note(&self) -> bool {
-        self.is_markdown() || self.is_canvas()
+        self.is_markdown() || self.is_canvas() || self.is_pdf()
     }
 }
 

@@ -18,6 +18,7 @@ mod markdown;
 mod note;
 mod obsidian;
 mod packed;
+mod pdf;
 mod record;
 mod section;
 
@@ -40,6 +41,8 @@ pub use markdown::{
     BlockIdSpan, HeadingSpan, LinkSpan, NoteSpans, PropertyQuote, Span, TagSpan, note_spans, prose_spans,
 };
 pub(crate) use note::{BOM, bom_len};
+pub(crate) use pdf::pdf_note;
+pub use pdf::{PDF_PAGES_MAX, PDF_TEXT_MAX_BYTES, PdfOutcome, PdfText, extract_pdf, is_pdf};
 pub use record::{ContentHasher, NoteKind, NoteRecord, content_hash};
 pub use section::{
     atx_heading_line, heading_blocks, line_start, section_around, section_named, section_range,

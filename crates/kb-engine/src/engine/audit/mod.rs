@@ -82,7 +82,8 @@ impl<'a> Scope<'a> {
         let start = records.partition_point(|r| r.path.as_str() < prefix.as_str());
         let in_scope = (start..records.len())
             .take_while(|&i| records[i].path.starts_with(&prefix))
-            .filter(|&i| records[i].kind == NoteKind::Note)
+            // A PDF is no note to check: its problems are its skip reasons.
+            .filter(|&i| records[i].kind == NoteKind::Note && !crate::vault::is_pdf(&records[i].path))
             .collect();
         Scope { catalog, records, attachments: catalog.attachments(), config, prefix, in_scope }
     }

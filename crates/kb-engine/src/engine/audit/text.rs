@@ -10,7 +10,7 @@ use super::findings::{Findings, Mention};
 use crate::engine::Engine;
 use crate::engine::types::{AuditCheck, Finding};
 use crate::sandbox::NotePath;
-use crate::vault::{NoteRecord, body_offset, decode_note, is_canvas, parse_frontmatter};
+use crate::vault::{NoteRecord, body_offset, decode_note, is_canvas, is_pdf, parse_frontmatter};
 
 /// Largest file the text checks read.
 const TEXT_MAX: u64 = 16 << 20;
@@ -34,7 +34,7 @@ impl Engine {
             .iter()
             .copied()
             // A canvas has no frontmatter, and its body is JSON.
-            .filter(|&i| !is_canvas(&records[i].path))
+            .filter(|&i| !is_canvas(&records[i].path) && !is_pdf(&records[i].path))
             .filter(|&i| lint || (empty && could_be_empty(&records[i])))
             .collect();
         let sandbox = self.sandbox();

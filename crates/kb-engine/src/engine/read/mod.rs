@@ -8,6 +8,7 @@
 mod lists;
 mod note;
 mod overview;
+mod pdf;
 mod related;
 mod search;
 

@@ -18,6 +18,9 @@ impl Engine {
             NoteName::Path(path) => Ok((self.sandbox().resolve_read(path)?, None)),
             NoteName::Ref(reference) => {
                 let catalog = self.catalog();
+                if let Some(found) = pdf_named(catalog.records(), reference) {
+                    return found;
+                }
                 let (index, anchor) = catalog.graph().resolver.resolve_ref(
                     catalog.records(),
                     catalog.attachments(),
@@ -37,6 +40,9 @@ impl Engine {
     pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
         let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
         let (path, anchor) = self.locate(&name)?;
+        if path.is_pdf() {
+            return self.read_pdf(&path, anchor, args);
+        }
         let limits = self.config().limits;
         let page_max = limits.read_max_bytes;
         let max = args.max_bytes.unwrap_or(limits.read_page_bytes).clamp(1, page_max) as usize;
@@ -192,11 +198,45 @@ impl Engine {
     }
 }
 
+/// The PDF a `ref` names (`report.pdf`, `docs/report.pdf`, `report.pdf#Page 2`):
+/// links treat a PDF as an attachment, so the link resolver does not name it.
+/// `None` when the ref names no PDF; an error when it names several.
+fn pdf_named(
+    records: &[std::sync::Arc<crate::vault::NoteRecord>],
+    reference: &str,
+) -> Option<Result<(NotePath, Option<String>)>> {
+    let (target, anchor) = match reference.split_once('#') {
+        Some((target, anchor)) => (target.trim(), Some(anchor.trim().to_owned()).filter(|a| !a.is_empty())),
+        None => (reference.trim(), None),
+    };
+    if !crate::vault::is_pdf(target) {
+        return None;
+    }
+    let wanted = target.trim_start_matches('/').to_lowercase();
+    let found: Vec<&str> = records
+        .iter()
+        .map(|r| r.path.as_str())
+        .filter(|path| crate::vault::is_pdf(path))
+        .filter(|path| {
+            let path = path.to_lowercase();
+            path == wanted || path.ends_with(&format!("/{wanted}"))
+        })
+        .collect();
+    match found.as_slice() {
+        [] => None,
+        [one] => Some(NotePath::parse(one).map(|path| (path, anchor))),
+        many => Some(Err(Error::new(
+            crate::error::ErrorCode::AmbiguousRef,
+            format!("`ref` {target} names {} PDFs: {}", many.len(), many.join(", ")),
+        ))),
+    }
+}
+
 /// The page of at most `max` bytes from `offset` of a content of `len` bytes, of
 /// which `bytes` holds the part from `base` on (at least up to the page's end and
 /// a few bytes more, or to the end): cut to character boundaries, returned with
 /// whether more follows and where it continues.
-fn page_of(
+pub(super) fn page_of(
     bytes: &[u8],
     base: u64,
     offset: u64,

@@ -9,6 +9,7 @@ use crate::engine::bounded::{
     HIT_LIST_MAX, SNIPPET_WINDOW, TEXT_MAX_CHARS, cap_list, cut_chars, window_text,
 };
 use crate::engine::helped::map_helped;
+use crate::engine::pdf::kept_labelled;
 use crate::engine::sync::same_stamp;
 use crate::engine::types::*;
 use crate::engine::{Engine, timing};
@@ -159,8 +160,23 @@ impl Engine {
             records.push(hit.record);
         }
         let sandbox = self.sandbox();
-        let cut =
-            map_helped(records, |record| record.size, move |record| cut_snippets(&sandbox, record, &terms));
+        let folder = Some(self.index.folder().clone()).filter(|f| f.exists());
+        let cut = map_helped(
+            records,
+            |record| record.size,
+            move |record| {
+                if crate::vault::is_pdf(&record.path) {
+                    // A PDF's snippets come from its kept text, under their page's heading.
+                    folder
+                        .as_ref()
+                        .and_then(|folder| kept_labelled(folder, &record.hash))
+                        .map(|labelled| pdf_snippets(&labelled, &record.path, &terms))
+                        .unwrap_or_default()
+                } else {
+                    cut_snippets(&sandbox, record, &terms)
+                }
+            },
+        );
         for (hit, snippets) in results.iter_mut().zip(cut) {
             hit.snippets = snippets;
         }
@@ -172,6 +188,22 @@ impl Engine {
             stale: self.stale_notice(),
         })
     }
+}
+
+/// Snippets of a PDF's labelled text (see `PdfText::labelled`): each under
+/// its page's heading, lines counted as `read_note` shows the text.
+fn pdf_snippets(labelled: &str, path: &str, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
+    let Ok(path) = NotePath::parse(path) else { return Vec::new() };
+    let parsed = parse_note(&path, labelled);
+    crate::index::snippets(labelled, 0, terms, &parsed.headings, SNIPPETS_PER_HIT)
+        .into_iter()
+        .map(|s| SnippetOut {
+            text: s.text,
+            heading: s.heading.map(|h| cut_chars(&h, TEXT_MAX_CHARS)),
+            line: s.line,
+            marks: s.marks,
+        })
+        .collect()
 }
 
 /// Snippets from the first [`SNIPPET_WINDOW`] bytes of a hit's file: a note of

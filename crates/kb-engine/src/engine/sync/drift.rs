@@ -157,7 +157,7 @@ impl Engine {
                     }
                     _ => {}
                 }
-                if !path.is_canvas() {
+                if !path.is_canvas() && !path.is_pdf() {
                     continue;
                 }
             }

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use super::nanos;
 use crate::engine::Engine;
+use crate::engine::pdf::pdf_document;
 use crate::error::{ErrorCode, Result};
 use crate::index::IndexDocument;
 use crate::sandbox::{Area, NotePath, ScannedFile};
@@ -74,6 +75,11 @@ pub(in crate::engine) fn document_of(
     modified_ns: i64,
     born_ns: Option<i64>,
 ) -> std::result::Result<IndexDocument, String> {
+    if path.is_pdf() {
+        // Never parsed as text (an ASCII PDF would decode): a PDF's document
+        // is its extracted text, made by `Engine::load`.
+        return Err("a PDF: indexed by its extracted text".to_owned());
+    }
     let hash = content_hash(bytes);
     let size = bytes.len() as u64;
     match decode_note(bytes) {
@@ -109,7 +115,7 @@ impl Engine {
             let results: Vec<Result<Loaded>> = work
                 .par_iter()
                 .map(|file| {
-                    let outcome = match self.load(file) {
+                    let outcome = match self.load(file, full) {
                         Ok(Loaded::Document(document)) => {
                             if full {
                                 sink.add(&document)?
@@ -164,11 +170,32 @@ impl Engine {
         Ok(written)
     }
 
-    /// Reads and parses one file into an index document.
-    pub(super) fn load(&self, file: &ScannedFile) -> Result<Loaded> {
+    /// Reads and parses one file into an index document (a PDF: its text,
+    /// extracted or kept; a PDF skipped before is tried again when
+    /// `retry_skipped`, as a full rebuild does).
+    pub(super) fn load(&self, file: &ScannedFile, retry_skipped: bool) -> Result<Loaded> {
         let modified_ns = nanos(file.stat.modified);
         let born_ns = file.stat.created.map(nanos);
         let kind = kind_of(file.area);
+        if file.path.is_pdf() {
+            let folder = Some(self.index.folder()).filter(|f| f.exists());
+            let read = match self.pdf.read(&self.sandbox(), folder, &file.path, retry_skipped) {
+                Ok(read) => read,
+                Err(err) if err.code == ErrorCode::NotFound => return Ok(Loaded::Vanished),
+                Err(err) => return Ok(Loaded::Unreadable(unreadable_reason(&err.message))),
+            };
+            return Ok(match &read.text {
+                Ok(text) => Loaded::Document(Box::new(pdf_document(
+                    &file.path,
+                    kind,
+                    &read,
+                    text,
+                    modified_ns,
+                    born_ns,
+                ))),
+                Err(reason) => Loaded::Unreadable(format!("a PDF whose text is not indexed: {reason}")),
+            });
+        }
         let bytes = match self.sandbox().read(&file.path, INDEX_MAX_BYTES) {
             Ok(bytes) => bytes,
             Err(err) if err.code == ErrorCode::NotFound => return Ok(Loaded::Vanished),
@@ -192,10 +219,17 @@ impl Engine {
     /// Why a new file cannot be served as a note, when it cannot (read without
     /// parsing it), remembered as [`Engine::load`] would.
     pub(super) fn check_readable(&self, file: &ScannedFile) -> Option<String> {
-        let reason = match self.sandbox().read(&file.path, INDEX_MAX_BYTES) {
-            Ok(bytes) => decode_note(&bytes).err()?.message,
-            Err(err) if matches!(err.code, ErrorCode::NotFound | ErrorCode::TooLarge) => return None,
-            Err(err) => unreadable_reason(&err.message),
+        let reason = if file.path.is_pdf() {
+            // Never extracted here (a child process a file): a PDF is skipped
+            // when a sync kept its skip (or it is too large), else indexable.
+            let folder = Some(self.index.folder()).filter(|f| f.exists())?;
+            self.pdf.kept_skip(&self.sandbox(), folder, &file.path)?
+        } else {
+            match self.sandbox().read(&file.path, INDEX_MAX_BYTES) {
+                Ok(bytes) => decode_note(&bytes).err()?.message,
+                Err(err) if matches!(err.code, ErrorCode::NotFound | ErrorCode::TooLarge) => return None,
+                Err(err) => unreadable_reason(&err.message),
+            }
         };
         let known = Unreadable {
             size: file.stat.size,

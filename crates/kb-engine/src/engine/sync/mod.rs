@@ -54,7 +54,7 @@ pub struct SyncReport {
     pub seconds: f64,
     /// Files found but not served as notes (path, why), sorted by path: refused
     /// names, templates, symlinks that serve no note, files that are not UTF-8
-    /// or cannot be read.
+    /// or cannot be read, PDFs whose text is not indexed (and why).
     pub skipped: Vec<(String, String)>,
 }
 
@@ -117,6 +117,9 @@ impl Engine {
         let mut work: Vec<&ScannedFile> = drift.added.iter().chain(&drift.changed).collect();
         work.sort_by(|a, b| a.path.cmp(&b.path));
         let written = self.write_files(full, &work, &drift.removed, progress)?;
+        if full && self.index.folder().exists() {
+            self.pdf.prune(self.index.folder(), self.catalog().records());
+        }
         // The walk has already put new attachments in the catalog: a sync that found
         // nothing new keeps the catalog, and with it the link graph built over it.
         let attachments =

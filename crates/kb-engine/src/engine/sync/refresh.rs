@@ -68,7 +68,7 @@ impl Engine {
             (Some(area @ (Area::Note | Area::Standard | Area::ReadAlso)), Some(stat))
                 if path.is_note() && self.sandbox().templates_folder_of(path).is_none() =>
             {
-                match self.load(&ScannedFile { path: path.clone(), area, stat })? {
+                match self.load(&ScannedFile { path: path.clone(), area, stat }, false)? {
                     Loaded::Document(document) => Some(*document),
                     Loaded::Vanished => None,
                     Loaded::Unreadable(reason) => {

@@ -127,7 +127,9 @@ pub(super) fn logical_area(sandbox: &Sandbox, path: &NotePath, used: Use) -> Res
             Err(Error::denied(format!("{path} is in the proposals inbox, which is not readable as notes")))
         }
         Some(area) if path.is_note() => Ok(area),
-        Some(_) => Err(Error::denied(format!("{path}: only Markdown notes (.md) and canvases can be read"))),
+        Some(_) => {
+            Err(Error::denied(format!("{path}: only Markdown notes (.md), canvases and PDFs can be read")))
+        }
         None => Err(outside_areas(sandbox, path)),
     }
 }
@@ -225,6 +227,11 @@ pub(in crate::sandbox) fn same_file(a: &Metadata, b: &Metadata) -> bool {
 
 /// A note target must be a `.md` file in a notes folder.
 pub(in crate::sandbox) fn check_note_target(sandbox: &Sandbox, path: &NotePath) -> Result<()> {
+    if path.is_pdf() {
+        return Err(Error::denied(format!(
+            "{path} is a PDF: attachments are read-only, no proposal writes, moves or deletes one"
+        )));
+    }
     if !path.is_markdown() {
         return Err(Error::denied(format!("{path}: only Markdown notes (.md) can be written")));
     }

@@ -27,10 +27,10 @@ pub struct ScannedFile {
 /// The result of a vault walk.
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
-    /// Markdown files and canvases in readable areas, sorted by path.
+    /// Markdown files, canvases and PDFs in readable areas, sorted by path.
     pub markdown: Vec<ScannedFile>,
     /// Other files in readable areas (attachments links may point at, canvases
-    /// too), sorted.
+    /// and PDFs too), sorted.
     pub attachments: Vec<NotePath>,
     /// Markdown files left out because their names are refused, templates
     /// (canvases of a templates folder too),
@@ -105,11 +105,12 @@ pub(in crate::sandbox) fn scan(sandbox: &Sandbox) -> Result<Scan> {
             continue;
         }
         if file_type.is_file() {
-            if path.is_canvas()
+            if (path.is_canvas() || path.is_pdf())
                 && let Ok(meta) = entry.metadata()
             {
                 // A canvas is a note (searched, read, linking) and stays an
-                // attachment (what moves carry and rewrite as JSON).
+                // attachment (what moves carry and rewrite as JSON); a PDF is
+                // searched and read by its text and stays an attachment too.
                 scan.markdown.push(ScannedFile { path: path.clone(), area, stat: file_stat(&meta) });
             }
             if !path.is_markdown() {

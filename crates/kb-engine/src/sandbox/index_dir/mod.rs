@@ -15,6 +15,7 @@
 mod claim;
 mod errors;
 mod folder;
+mod pdf_texts;
 mod servers;
 
 pub use claim::cache_folder;
@@ -24,4 +25,5 @@ pub use folder::{
     DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, SERVERS_DIR,
     canonical_or_same, folder_size, is_index_file_name,
 };
+pub use pdf_texts::PDF_TEXTS_DIR;
 pub use servers::{ServerSlot, running_servers};

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::resolver::{Files, Resolution, Resolver, Target, anchored, id};
-use crate::vault::{NoteKind, NoteRecord};
+use crate::vault::{NoteKind, NoteRecord, is_pdf};
 
 /// A backlink: another note linking to this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,8 +108,10 @@ impl Graph {
                 }
             }
         }
-        let orphans =
-            (0..records.len()).filter(|&i| !linked[i] && records[i].kind == NoteKind::Note).collect();
+        // A PDF links nowhere and is linked as an attachment: never an orphan.
+        let orphans = (0..records.len())
+            .filter(|&i| !linked[i] && records[i].kind == NoteKind::Note && !is_pdf(&records[i].path))
+            .collect();
         let mocs = (0..records.len()).filter(|&i| records[i].is_moc()).collect();
         Graph {
             resolver,

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{name_key, strip_md};
-use crate::vault::{AnchorRef, LinkRef, NoteRecord, heading_key};
+use crate::vault::{AnchorRef, LinkRef, NoteRecord, heading_key, is_pdf};
 
 /// Where a link leads. Indexes are `u32` (a vault has far fewer than 4 billion
 /// files) so that a resolution takes 8 bytes: a 100,000-note vault has about
@@ -145,10 +145,12 @@ impl Resolver {
     /// Indexes records (sorted by path) and attachment paths (sorted).
     pub fn new(records: &[Arc<NoteRecord>], attachments: &[String]) -> Self {
         let note_rank = |i: usize| path_rank(&records[i].path);
-        let by_path_lower =
-            KeyTable::new(records.iter().enumerate().map(|(i, r)| (lower(strip_md(&r.path)), i)), note_rank);
-        let by_stem_lower =
-            KeyTable::new(records.iter().enumerate().map(|(i, r)| (lower(r.stem()), i)), note_rank);
+        // A PDF is a record (searched, listed, read) but, to links, the
+        // attachment it always was: links to it resolve as attachments, so
+        // moves carry and rewrite them as before.
+        let linkable = || records.iter().enumerate().filter(|(_, r)| !is_pdf(&r.path));
+        let by_path_lower = KeyTable::new(linkable().map(|(i, r)| (lower(strip_md(&r.path)), i)), note_rank);
+        let by_stem_lower = KeyTable::new(linkable().map(|(i, r)| (lower(r.stem()), i)), note_rank);
         let aliases =
             records.iter().enumerate().flat_map(|(i, r)| r.aliases.iter().map(move |a| (lower(a.trim()), i)));
         let by_alias_lower = KeyTable::new(aliases, note_rank);

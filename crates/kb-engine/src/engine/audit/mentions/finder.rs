@@ -12,7 +12,7 @@ use super::words::{Bloom, is_word_char, words};
 use super::{Hit, NoteMentions};
 use crate::index::is_cjk;
 use crate::sandbox::{NotePath, Sandbox};
-use crate::vault::{NoteKind, NoteRecord, decode_note, is_canvas, prose_spans};
+use crate::vault::{NoteKind, NoteRecord, decode_note, is_canvas, is_pdf, prose_spans};
 
 /// Largest file read for mentions.
 const TEXT_MAX: u64 = 16 << 20;
@@ -34,7 +34,7 @@ pub(super) fn unique_names(records: &[Arc<NoteRecord>]) -> (Vec<Arc<str>>, Vec<u
     let mut all: Vec<(String, usize, usize, &str)> = records
         .par_iter()
         .enumerate()
-        .filter(|(_, r)| r.kind == NoteKind::Note && !is_canvas(&r.path))
+        .filter(|(_, r)| r.kind == NoteKind::Note && !is_canvas(&r.path) && !is_pdf(&r.path))
         .flat_map_iter(|(i, record)| {
             std::iter::once(&record.title)
                 .chain(record.aliases.iter())

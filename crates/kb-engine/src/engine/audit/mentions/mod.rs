@@ -46,7 +46,7 @@ use rayon::prelude::*;
 use super::findings::Mention;
 use crate::sandbox::{IndexFolder, Sandbox};
 use crate::vault::graph::{Broken, Graph, Resolution};
-use crate::vault::{NoteKind, NoteRecord, is_canvas};
+use crate::vault::{NoteKind, NoteRecord, is_canvas, is_pdf};
 use cache_file::{CACHE_MAX, decode, encode};
 use finder::{read_note, unique_names};
 use words::{Bloom, words};
@@ -224,8 +224,10 @@ impl MentionIndex {
             self.names = names;
         }
         // A canvas has no prose to mention names in (its words are JSON strings).
-        let notes: Vec<&Arc<NoteRecord>> =
-            records.iter().filter(|r| r.kind == NoteKind::Note && !is_canvas(&r.path)).collect();
+        let notes: Vec<&Arc<NoteRecord>> = records
+            .iter()
+            .filter(|r| r.kind == NoteKind::Note && !is_canvas(&r.path) && !is_pdf(&r.path))
+            .collect();
         // Per note: whether it is kept at all, and kept as it is now.
         let kept: Vec<(bool, bool)> = notes
             .par_iter()

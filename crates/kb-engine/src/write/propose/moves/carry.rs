@@ -17,7 +17,7 @@ use serde_json::json;
 use super::canvases::{CanvasRewrite, canvas_text};
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{Area, NotePath, Sandbox, name_key, twin_among};
-use crate::vault::{NoteKind, is_canvas};
+use crate::vault::{NoteKind, is_canvas, is_pdf};
 use crate::write::plan::{FileOp, FileOpKind, file_hash};
 use crate::write::propose::view::VaultView;
 
@@ -40,6 +40,12 @@ pub(crate) struct Moving {
 /// an approved note target (no symlink on the way). `path_denied` otherwise.
 fn writable(sandbox: &Sandbox, input: &str) -> Result<NotePath> {
     let path = NotePath::parse(input)?;
+    if path.is_pdf() {
+        return Err(Error::invalid(format!(
+            "{path} is a PDF: attachments are read-only, no proposal moves, changes or deletes one"
+        ))
+        .with_hint("move the folder that holds it (the PDF goes with it and links to it follow), or move it yourself"));
+    }
     if path.is_markdown() {
         return sandbox.resolve_note_target(path.as_str());
     }
@@ -142,7 +148,10 @@ fn folder_moving(sandbox: &Sandbox, view: &VaultView<'_>, from: &NotePath, to: &
     let prefix = format!("{from}/");
     let mut notes = Vec::new();
     // A canvas is a record but moves as a file (its JSON kept, see `carried_ops`).
-    for record in view.records.iter().filter(|r| r.path.starts_with(&prefix) && !is_canvas(&r.path)) {
+    // A PDF is a record too, but an attachment to moves: carried as a file.
+    for record in
+        view.records.iter().filter(|r| r.path.starts_with(&prefix) && !is_canvas(&r.path) && !is_pdf(&r.path))
+    {
         if record.kind != NoteKind::Note {
             return Err(Error::denied(format!("{} is not in a notes root; it cannot be moved", record.path)));
         }
@@ -152,7 +161,7 @@ fn folder_moving(sandbox: &Sandbox, view: &VaultView<'_>, from: &NotePath, to: &
     let files: Vec<(String, String)> = contents
         .files
         .iter()
-        .filter(|path| !is_record(path.as_str()) || path.is_canvas())
+        .filter(|path| !is_record(path.as_str()) || path.is_canvas() || path.is_pdf())
         .map(|path| (path.as_str().to_owned(), under(path.as_str())))
         .collect();
     if notes.is_empty() && files.is_empty() {
