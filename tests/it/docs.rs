@@ -43,7 +43,10 @@ fn documents_link_only_inside_the_repository() {
             if target.is_empty() {
                 continue;
             }
-            assert!(!target.contains(':'), "{document} links to the web: {target} (name it in words instead)");
+            assert!(
+                !target.contains(':'),
+                "{document} links to the web: {target} (name it in words instead)"
+            );
             assert!(
                 !target.starts_with("../") && !target.starts_with('/'),
                 "{document} links outside the repository: {target}"
