@@ -16,7 +16,7 @@ use crate::engine::{Engine, timing};
 use crate::error::{Error, Result};
 use crate::index::{NoteTexts, SearchRequest, SearchScope};
 use crate::sandbox::{NotePath, Sandbox};
-use crate::vault::{NoteRecord, body_offset, content_hash, decode_note, parse_note, read_canvas};
+use crate::vault::{Heading, NoteRecord, body_offset, content_hash, decode_note, parse_note, read_canvas};
 
 /// Snippets per content hit.
 const SNIPPETS_PER_HIT: usize = 3;
@@ -195,15 +195,7 @@ impl Engine {
 fn pdf_snippets(labelled: &str, path: &str, terms: &BTreeSet<String>) -> Vec<SnippetOut> {
     let Ok(path) = NotePath::parse(path) else { return Vec::new() };
     let parsed = parse_note(&path, labelled);
-    crate::index::snippets(labelled, 0, terms, &parsed.headings, SNIPPETS_PER_HIT)
-        .into_iter()
-        .map(|s| SnippetOut {
-            text: s.text,
-            heading: s.heading.map(|h| cut_chars(&h, TEXT_MAX_CHARS)),
-            line: s.line,
-            marks: s.marks,
-        })
-        .collect()
+    snippets_out(labelled, 0, terms, &parsed.headings)
 }
 
 /// Snippets from the first [`SNIPPET_WINDOW`] bytes of a hit's file: a note of
@@ -239,7 +231,18 @@ fn cut_snippets(sandbox: &Sandbox, record: &NoteRecord, terms: &BTreeSet<String>
             (text, parsed.body_offset, parsed.headings)
         }
     };
-    crate::index::snippets(text, offset, terms, &headings, SNIPPETS_PER_HIT)
+    snippets_out(text, offset, terms, &headings)
+}
+
+/// The best snippets of `text` (its body from `offset`) for `terms`, as a hit
+/// carries them (headings cut to [`TEXT_MAX_CHARS`]).
+fn snippets_out(
+    text: &str,
+    offset: usize,
+    terms: &BTreeSet<String>,
+    headings: &[Heading],
+) -> Vec<SnippetOut> {
+    crate::index::snippets(text, offset, terms, headings, SNIPPETS_PER_HIT)
         .into_iter()
         .map(|s| SnippetOut {
             text: s.text,
