@@ -147,14 +147,7 @@ fn issue_40_a_canvas_file_node_is_a_backlink_and_one_to_nothing_is_broken() {
 fn issue_40_moving_a_note_a_canvas_shows_keeps_the_canvas_resolving() {
     let (_tmp, vault, engine) = board_vault();
     let before = broken(&engine);
-    let staged = engine
-        .propose_move(&ProposeMoveArgs {
-            from: "z/备份仓库.md".into(),
-            to: "z/archive/远程备份.md".into(),
-            reason: "tidy up".into(),
-            keep_alias: None,
-        })
-        .unwrap();
+    let staged = move_backup_note(&engine);
     assert!(staged.diff.contains("and 1 canvas"), "{}", staged.diff);
     assert_eq!(apply(&engine, &staged.proposal_id).status, ApplyStatus::Applied);
     assert_eq!(read(&vault, BOARD_PATH), BOARD.replace("\"z/备份仓库.md\"", "\"z/archive/远程备份.md\""));
@@ -319,14 +312,7 @@ fn issue_40_links_in_text_nodes_are_links_of_the_graph() {
 fn issue_40_a_move_rewrites_links_in_text_nodes_inside_their_json() {
     let (_tmp, vault, engine) = links_vault();
     let before = broken(&engine);
-    let staged = engine
-        .propose_move(&ProposeMoveArgs {
-            from: "z/备份仓库.md".into(),
-            to: "z/archive/远程备份.md".into(),
-            reason: "tidy up".into(),
-            keep_alias: None,
-        })
-        .unwrap();
+    let staged = move_backup_note(&engine);
     assert!(staged.diff.contains("canvas"), "{}", staged.diff);
     assert_eq!(apply(&engine, &staged.proposal_id).status, ApplyStatus::Applied);
     let expected = LINKS_BOARD
@@ -454,4 +440,16 @@ fn issue_40_a_batch_deletes_a_canvas_and_its_revert_brings_it_back() {
     assert_eq!(read(&vault, BOARD_PATH), BOARD);
     assert!(vault.join("z/看板索引.md").exists());
     assert_eq!(broken(&engine), before);
+}
+
+/// Stages the move both canvas tests make: `z/备份仓库.md` into `z/archive/`, renamed.
+fn move_backup_note(engine: &Engine) -> ProposeMoveResult {
+    engine
+        .propose_move(&ProposeMoveArgs {
+            from: "z/备份仓库.md".into(),
+            to: "z/archive/远程备份.md".into(),
+            reason: "tidy up".into(),
+            keep_alias: None,
+        })
+        .unwrap()
 }
