@@ -48,9 +48,9 @@ pub use fs::{
 };
 pub use inbox_owner::ForeignInbox;
 pub use index_dir::{
-    DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, PDF_TEXTS_DIR, SERVERS_DIR,
-    ServerSlot, cache_folder, canonical_or_same, disk_full, folder_size, is_disk_full, is_index_file_name,
-    is_read_only, running_servers,
+    DEFAULT_INDEX_DIR, EMBEDDINGS_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, PDF_TEXTS_DIR,
+    SERVERS_DIR, ServerSlot, cache_folder, canonical_or_same, disk_full, folder_size, is_disk_full,
+    is_index_file_name, is_read_only, read_model_folder, running_servers,
 };
 pub use lock::InboxLock;
 pub use machine::spare_cores;

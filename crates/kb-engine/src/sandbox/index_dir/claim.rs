@@ -220,7 +220,7 @@ pub(super) fn check_entries(dir: &Path) -> Result<()> {
         let entry = entry.map_err(|err| io_error(dir, &err))?;
         let name = entry.file_name();
         let kind = entry.file_type().ok();
-        let ours = if name == SERVERS_DIR || name == super::PDF_TEXTS_DIR {
+        let ours = if name == SERVERS_DIR || name == super::PDF_TEXTS_DIR || name == super::EMBEDDINGS_DIR {
             kind.is_some_and(|kind| kind.is_dir())
         } else {
             kind.is_some_and(|kind| kind.is_file()) && name.to_str().is_some_and(is_index_file_name)

@@ -13,6 +13,7 @@
 //! `.kb/`, a per-user cache folder keyed by the vault's real path is used.
 
 mod claim;
+mod embeddings;
 mod errors;
 mod folder;
 mod pdf_texts;
@@ -20,6 +21,7 @@ mod servers;
 
 pub use claim::cache_folder;
 pub(super) use claim::claim;
+pub use embeddings::{EMBEDDINGS_DIR, read_model_folder};
 pub use errors::{disk_full, is_disk_full, is_read_only};
 pub use folder::{
     DEFAULT_INDEX_DIR, INDEX_MARKER, IndexAccess, IndexFolder, MENTIONS_CACHE, SERVERS_DIR,

@@ -43,16 +43,23 @@ impl IndexFolder {
     /// written to a temporary file in the folder, then renamed into place.
     /// Not synced: a text lost in a crash is extracted again.
     pub(crate) fn write_pdf_text(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        if !is_key(key) {
+            return Err(Error::internal(format!("not a PDF text key: {key}")));
+        }
+        self.write_kept(PDF_TEXTS_DIR, &format!("{key}.json"), bytes)
+    }
+
+    /// Writes `bytes` as `name` in the index folder's sub-folder `dir` (made
+    /// when missing): to a temporary file there, then renamed into place. Not
+    /// synced: derived data lost in a crash is derived again.
+    pub(super) fn write_kept(&self, dir: &str, name: &str, bytes: &[u8]) -> Result<()> {
         if self.access != IndexAccess::Create || !self.exists {
             return Err(Error::new(
                 ErrorCode::IndexUnavailable,
                 format!("the index folder {} is open read-only", self.path.display()),
             ));
         }
-        if !is_key(key) {
-            return Err(Error::internal(format!("not a PDF text key: {key}")));
-        }
-        let dir = self.path.join(PDF_TEXTS_DIR);
+        let dir = self.path.join(dir);
         match fs::symlink_metadata(&dir) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => return Err(Error::internal(format!("{} is not a folder", dir.display()))),
@@ -67,7 +74,7 @@ impl IndexFolder {
             let mut file = fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
             file.write_all(bytes)?;
             drop(file);
-            fs::rename(&temp, dir.join(format!("{key}.json")))
+            fs::rename(&temp, dir.join(name))
         })();
         if let Err(err) = result {
             let _ = fs::remove_file(&temp);

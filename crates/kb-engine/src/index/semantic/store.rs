@@ -1,0 +1,325 @@
+//! The vectors of one model: a row per chunk, each a section of a note, and
+//! exact search over them.
+//!
+//! Rows are kept as 8-bit integers with a scale each (a quarter of the memory
+//! of 32-bit floats, and the cosine order they give was the same on every
+//! suite), and searched by exact dot products: at 100,000 sections that is
+//! milliseconds, and exact search has no index to build, tune or distrust.
+//! The store is saved beside the index as one safetensors file: the vectors,
+//! their scales, each row's note and line, the hash of the text it embeds
+//! (what a later build reuses it by), and the model's id, which must match the
+//! model in force or the file is not used.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+
+/// Rows searched on one thread; a larger store is split over the cores.
+const SERIAL_ROWS: usize = 16_384;
+
+/// One row's place: its note, the section's first line, its text's hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// Vault-relative path of the note.
+    pub path: Arc<str>,
+    /// The section's first line.
+    pub line: u32,
+    /// The hash of the embedded text (see `chunks`).
+    pub hash: u128,
+}
+
+/// A note the store has seen: its content hash then, and its rows (none when
+/// no model reads its language).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenNote {
+    /// The note's content hash when it was embedded.
+    pub hash: String,
+    /// Its rows, contiguous.
+    pub rows: Range<usize>,
+}
+
+/// A note the meaning of the query is near: its best section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SemanticHit {
+    /// Vault-relative path.
+    pub path: Arc<str>,
+    /// The cosine similarity of its nearest section (−1 to 1).
+    pub similarity: f32,
+    /// That section's first line.
+    pub line: u32,
+}
+
+/// The vectors of one model.
+#[derive(Debug, Clone, Default)]
+pub struct Vectors {
+    model: String,
+    dimensions: usize,
+    rows: Vec<Row>,
+    values: Vec<i8>,
+    scales: Vec<f32>,
+    notes: HashMap<Arc<str>, SeenNote>,
+    /// The note rows are being added to.
+    current: Option<Arc<str>>,
+}
+
+impl Vectors {
+    /// An empty store for `model`'s vectors.
+    pub fn new(model: &str) -> Vectors {
+        Vectors { model: model.to_owned(), ..Vectors::default() }
+    }
+
+    /// The model whose vectors these are.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether it holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Every row's place, in order.
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// What the store knows of the note at `path`.
+    pub fn note(&self, path: &str) -> Option<&SeenNote> {
+        self.notes.get(path)
+    }
+
+    /// Notes seen (with rows or without).
+    pub fn notes(&self) -> usize {
+        self.notes.len()
+    }
+
+    /// The rows by the hash of their text (the first of equal texts).
+    pub fn by_hash(&self) -> HashMap<u128, usize> {
+        let mut map = HashMap::with_capacity(self.rows.len());
+        for (i, row) in self.rows.iter().enumerate() {
+            map.entry(row.hash).or_insert(i);
+        }
+        map
+    }
+
+    /// Starts the rows of the note at `path`, whose content hash is `hash`
+    /// (rows pushed next are its own; none is fine).
+    pub fn begin_note(&mut self, path: Arc<str>, hash: String) {
+        let at = self.rows.len();
+        self.notes.insert(path.clone(), SeenNote { hash, rows: at..at });
+        self.current = Some(path);
+    }
+
+    fn add_row(&mut self, line: u32, hash: u128) {
+        let path = self.current.clone().unwrap_or_else(|| Arc::from(""));
+        if let Some(note) = self.notes.get_mut(&path) {
+            note.rows.end = self.rows.len() + 1;
+        }
+        self.rows.push(Row { path, line, hash });
+    }
+
+    /// Adds a row of the current note with a unit-length vector (quantized here).
+    pub fn push(&mut self, line: u32, hash: u128, vector: &[f32]) {
+        if self.dimensions == 0 {
+            self.dimensions = vector.len();
+        }
+        debug_assert_eq!(vector.len(), self.dimensions);
+        let max = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+        self.values.extend(vector.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8));
+        self.scales.push(scale);
+        self.add_row(line, hash);
+    }
+
+    /// Adds row `i` of `other` (the same model's) to the current note, at `line`.
+    pub fn push_from(&mut self, other: &Vectors, i: usize, line: u32) {
+        if self.dimensions == 0 {
+            self.dimensions = other.dimensions;
+        }
+        let d = other.dimensions;
+        self.values.extend_from_slice(&other.values[i * d..(i + 1) * d]);
+        self.scales.push(other.scales[i]);
+        self.add_row(line, other.rows[i].hash);
+    }
+
+    /// The `notes` notes whose best section is nearest to `query` (unit
+    /// length), nearest first, among those `keep` allows.
+    pub fn search(
+        &self,
+        query: &[f32],
+        notes: usize,
+        keep: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Vec<SemanticHit> {
+        let d = self.dimensions;
+        if d == 0 || query.len() != d || notes == 0 {
+            return Vec::new();
+        }
+        let score = |i: usize| -> f32 {
+            let row = &self.values[i * d..(i + 1) * d];
+            row.iter().zip(query).map(|(v, q)| f32::from(*v) * q).sum::<f32>() * self.scales[i]
+        };
+        let scores: Vec<f32> = if self.rows.len() > SERIAL_ROWS {
+            (0..self.rows.len()).into_par_iter().with_min_len(SERIAL_ROWS / 4).map(score).collect()
+        } else {
+            (0..self.rows.len()).map(score).collect()
+        };
+        // Best section per note.
+        let mut best: HashMap<&str, (f32, usize)> = HashMap::new();
+        for (i, similarity) in scores.into_iter().enumerate() {
+            let entry = best.entry(&self.rows[i].path).or_insert((f32::MIN, i));
+            if similarity > entry.0 {
+                *entry = (similarity, i);
+            }
+        }
+        let mut hits: Vec<SemanticHit> = best
+            .into_iter()
+            .filter(|(path, _)| keep(path))
+            .map(|(_, (similarity, i))| SemanticHit {
+                path: self.rows[i].path.clone(),
+                similarity,
+                line: self.rows[i].line,
+            })
+            .collect();
+        hits.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then_with(|| a.path.cmp(&b.path)));
+        hits.truncate(notes);
+        hits
+    }
+
+    /// The store as a safetensors file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut seen: Vec<(&str, &SeenNote)> = self.notes.iter().map(|(p, n)| (&**p, n)).collect();
+        seen.sort_by_key(|(_, note)| (note.rows.start, note.rows.end));
+        let notes: Vec<(&str, &str, usize, usize)> = seen
+            .iter()
+            .map(|(path, note)| (*path, note.hash.as_str(), note.rows.start, note.rows.end))
+            .collect();
+        let mut lines = Vec::with_capacity(self.rows.len() * 4);
+        let mut hashes = Vec::with_capacity(self.rows.len() * 16);
+        for row in &self.rows {
+            lines.extend(row.line.to_le_bytes());
+            hashes.extend(row.hash.to_be_bytes());
+        }
+        let values: Vec<u8> = self.values.iter().map(|v| *v as u8).collect();
+        let scales: Vec<u8> = self.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let n = self.rows.len();
+        let tensors = [
+            ("hash", TensorView::new(Dtype::U8, vec![n, 16], &hashes)),
+            ("line", TensorView::new(Dtype::U32, vec![n], &lines)),
+            ("scale", TensorView::new(Dtype::F32, vec![n], &scales)),
+            ("vector", TensorView::new(Dtype::I8, vec![n, self.dimensions], &values)),
+        ];
+        let tensors: Vec<(&str, TensorView<'_>)> =
+            tensors.into_iter().filter_map(|(name, view)| Some((name, view.ok()?))).collect();
+        let metadata = HashMap::from([
+            ("model".to_owned(), self.model.clone()),
+            ("notes".to_owned(), serde_json::to_string(&notes).unwrap_or_default()),
+        ]);
+        safetensors::serialize(tensors, Some(metadata)).unwrap_or_default()
+    }
+
+    /// A store read back, when `bytes` are a store of `model`'s vectors
+    /// (anything else, damaged or of another model, is not used).
+    pub fn from_bytes(bytes: &[u8], model: &str) -> Option<Vectors> {
+        let (_, metadata) = SafeTensors::read_metadata(bytes).ok()?;
+        let info = metadata.metadata().as_ref()?;
+        if info.get("model").map(String::as_str) != Some(model) {
+            return None;
+        }
+        let seen: Vec<(String, String, usize, usize)> = serde_json::from_str(info.get("notes")?).ok()?;
+        let tensors = SafeTensors::deserialize(bytes).ok()?;
+        let get = |name: &str, dtype: Dtype| tensors.tensor(name).ok().filter(|t| t.dtype() == dtype);
+        let (hash, line, scale, vector) = (
+            get("hash", Dtype::U8)?,
+            get("line", Dtype::U32)?,
+            get("scale", Dtype::F32)?,
+            get("vector", Dtype::I8)?,
+        );
+        let n = line.shape().first().copied()?;
+        let dimensions = vector.shape().get(1).copied()?;
+        if [hash.shape()[0], scale.shape()[0], vector.shape()[0]] != [n; 3] {
+            return None;
+        }
+        let lines: Vec<u32> =
+            line.data().chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let mut store = Vectors {
+            model: model.to_owned(),
+            dimensions,
+            scales: scale
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            values: vector.data().iter().map(|v| *v as i8).collect(),
+            ..Vectors::default()
+        };
+        for (path, note_hash, start, end) in seen {
+            if start != store.rows.len() || end < start || end > n {
+                return None;
+            }
+            store.begin_note(Arc::from(path), note_hash);
+            for i in start..end {
+                let mut h = [0u8; 16];
+                h.copy_from_slice(hash.data().get(i * 16..(i + 1) * 16)?);
+                store.add_row(*lines.get(i)?, u128::from_be_bytes(h));
+            }
+        }
+        (store.rows.len() == n).then_some(store)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / norm).collect()
+    }
+
+    #[test]
+    fn the_nearest_section_ranks_its_note() {
+        let mut store = Vectors::new("m");
+        store.begin_note(Arc::from("a.md"), "h1".into());
+        store.push(1, 1, &unit(&[1.0, 0.0, 0.0]));
+        store.push(9, 2, &unit(&[0.0, 1.0, 0.2]));
+        store.begin_note(Arc::from("b.md"), "h2".into());
+        store.push(1, 3, &unit(&[0.6, 0.8, 0.0]));
+        store.begin_note(Arc::from("c.md"), "h3".into());
+        let hits = store.search(&unit(&[0.0, 1.0, 0.0]), 5, &|_| true);
+        assert_eq!(hits.len(), 2);
+        assert_eq!((&*hits[0].path, hits[0].line), ("a.md", 9));
+        assert!((hits[0].similarity - 0.98).abs() < 0.02, "{hits:?}");
+        assert_eq!(&*hits[1].path, "b.md");
+        let kept = store.search(&unit(&[0.0, 1.0, 0.0]), 5, &|p| p != "a.md");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(store.note("a.md").map(|n| n.rows.clone()), Some(0..2));
+        assert_eq!(store.note("c.md").map(|n| n.rows.clone()), Some(3..3));
+    }
+
+    #[test]
+    fn a_store_reads_back_only_for_its_model() {
+        let mut store = Vectors::new("model-a");
+        store.begin_note(Arc::from("笔记/a.md"), "sha256:1".into());
+        store.push(3, 7, &unit(&[0.3, -0.4, 0.5]));
+        store.begin_note(Arc::from("empty.md"), "sha256:2".into());
+        store.begin_note(Arc::from("b.md"), "sha256:3".into());
+        store.push(1, u128::MAX, &unit(&[1.0, 2.0, 3.0]));
+        let bytes = store.to_bytes();
+        let back = Vectors::from_bytes(&bytes, "model-a").expect("reads back");
+        assert_eq!(back.rows(), store.rows());
+        assert_eq!(back.notes(), 3);
+        assert_eq!(back.note("empty.md"), store.note("empty.md"));
+        assert_eq!(back.search(&unit(&[1.0, 2.0, 3.0]), 1, &|_| true)[0].path.as_ref(), "b.md");
+        assert!(Vectors::from_bytes(&bytes, "model-b").is_none());
+        assert!(Vectors::from_bytes(&bytes[..bytes.len() / 2], "model-a").is_none());
+        assert!(Vectors::from_bytes(b"junk", "model-a").is_none());
+    }
+}

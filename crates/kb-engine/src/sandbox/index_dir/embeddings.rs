@@ -1,0 +1,98 @@
+//! The semantic layer's vectors kept beside the index in `embeddings/`, one
+//! file per model (`<model key>.safetensors`, the key 16 hex digits naming
+//! the model's weights): a restart, a rebuild or a sync reuses them, and a
+//! model change starts a file of its own. Derived data like the index: a
+//! missing or damaged file means embedding again, never an error. Also the
+//! person's own model folder (`[semantic] model`), read whole and bounded.
+
+use std::fs;
+use std::path::Path;
+
+use super::folder::{IndexAccess, IndexFolder};
+use crate::error::{Error, Result};
+
+/// The folder of kept vectors inside the index folder.
+pub const EMBEDDINGS_DIR: &str = "embeddings";
+
+/// Largest vectors file read (100,000 notes of 32 sections take about 1.3 GB;
+/// a vault past that is embedded again rather than read).
+const STORE_MAX_BYTES: u64 = 2 << 30;
+
+/// Largest model weights file read (a 128M-parameter model2vec model in 32-bit
+/// floats is 512 MB).
+const WEIGHTS_MAX_BYTES: u64 = 1 << 30;
+
+/// Largest `tokenizer.json` or `config.json` read.
+const MODEL_TEXT_MAX_BYTES: u64 = 64 << 20;
+
+/// Whether `key` is a model key: 16 lowercase hex digits.
+fn is_key(key: &str) -> bool {
+    key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+impl IndexFolder {
+    /// The kept vectors of the model `key`, `None` when there are none or
+    /// they cannot be read.
+    pub(crate) fn read_embeddings(&self, key: &str) -> Option<Vec<u8>> {
+        if !is_key(key) {
+            return None;
+        }
+        let file = self.path.join(EMBEDDINGS_DIR).join(format!("{key}.safetensors"));
+        let meta = fs::symlink_metadata(&file).ok()?;
+        if !meta.is_file() || meta.len() > STORE_MAX_BYTES {
+            return None;
+        }
+        fs::read(&file).ok()
+    }
+
+    /// Keeps `bytes` as the vectors of the model `key` (written aside, then
+    /// renamed into place), and removes the files of other models.
+    pub(crate) fn write_embeddings(&self, key: &str, bytes: &[u8], models: &[&str]) -> Result<()> {
+        if !is_key(key) {
+            return Err(Error::internal(format!("not a model key: {key}")));
+        }
+        self.write_kept(EMBEDDINGS_DIR, &format!("{key}.safetensors"), bytes)?;
+        if self.access != IndexAccess::Create {
+            return Ok(());
+        }
+        let Ok(entries) = fs::read_dir(self.path.join(EMBEDDINGS_DIR)) else { return Ok(()) };
+        for entry in entries.filter_map(std::result::Result::ok) {
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+            let stale = match name.strip_suffix(".safetensors") {
+                Some(other) => is_key(other) && !models.contains(&other),
+                None => false,
+            };
+            if stale && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The three files of a model2vec model folder: `tokenizer.json`,
+/// `model.safetensors`, `config.json` (regular files, bounded in size).
+/// `invalid_argument` naming `[semantic] model` when one is missing or too large.
+pub fn read_model_folder(dir: &Path) -> Result<[Vec<u8>; 3]> {
+    let read = |name: &str, max: u64| -> Result<Vec<u8>> {
+        let file = dir.join(name);
+        let problem = |what: String| {
+            Error::invalid(format!("`[semantic] model` in kb.toml: {} {what}", file.display())).with_hint(
+                "point it at a model2vec model folder (tokenizer.json, model.safetensors, config.json), or remove the key",
+            )
+        };
+        let meta = fs::metadata(&file).map_err(|e| problem(format!("cannot be read ({e})")))?;
+        if !meta.is_file() {
+            return Err(problem("is not a file".to_owned()));
+        }
+        if meta.len() > max {
+            return Err(problem(format!("is larger than {} MiB", max >> 20)));
+        }
+        fs::read(&file).map_err(|e| problem(format!("cannot be read ({e})")))
+    };
+    Ok([
+        read("tokenizer.json", MODEL_TEXT_MAX_BYTES)?,
+        read("model.safetensors", WEIGHTS_MAX_BYTES)?,
+        read("config.json", MODEL_TEXT_MAX_BYTES)?,
+    ])
+}
