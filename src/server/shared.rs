@@ -102,6 +102,9 @@ const RECOVERY_WAIT: Duration = Duration::from_secs(10);
 /// (`incremental/walk_1_note` in BENCHMARKS.md).
 const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
 
+/// How often the server looks whether the embeddings lag the notes.
+const EMBED_CHECK_EVERY: Duration = Duration::from_millis(500);
+
 impl Shared {
     /// Starts opening the vault and syncing the index in the background.
     pub fn start(options: &ServerOptions) -> Arc<Shared> {
@@ -227,6 +230,41 @@ impl Shared {
         let watching = watcher.map(watch::Watcher::keep).is_some();
         *self.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         self.unwatched.store(!watching, Ordering::Relaxed);
+        Self::keep_embedding(engine);
+    }
+
+    /// Keeps the notes' embeddings up to date for as long as the process
+    /// runs: a pass whenever the notes or `[semantic]` changed, on threads of
+    /// its own (half the cores), so searches keep theirs. Searches are lexical
+    /// until the first pass completes, and say so.
+    fn keep_embedding(engine: Arc<Engine>) {
+        let threads = (std::thread::available_parallelism().map_or(1, usize::from) / 2).max(1);
+        let Ok(pool) = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("kb-embed-{i}"))
+            .build()
+        else {
+            log(json!({ "event": "embeddings_failed", "error": "no thread for embedding" }));
+            return;
+        };
+        std::thread::spawn(move || {
+            loop {
+                if engine.embedding_due() {
+                    let started = Instant::now();
+                    match pool.install(|| engine.embed_pending(&|_, _| {})) {
+                        Ok(report) => log(json!({
+                            "event": "embeddings_updated", "notes": report.notes, "sections": report.sections,
+                            "embedded": report.embedded, "unread": report.unread, "skipped": report.skipped,
+                            "ms": started.elapsed().as_millis() as u64,
+                        })),
+                        Err(error) => {
+                            log(json!({ "event": "embeddings_failed", "error": error.to_string() }))
+                        }
+                    }
+                }
+                std::thread::sleep(EMBED_CHECK_EVERY);
+            }
+        });
     }
 
     /// Completes or rolls back an apply a crash interrupted, and sweeps the

@@ -1,6 +1,6 @@
 //! The published schemas: schemars' input and output schemas of the engine
 //! types, tightened to what `tools/list` needs to say (the caps a test holds
-//! it to: 16 KiB at `read`, 24 KiB at `propose` and `apply`).
+//! it to: 16 KiB at `read`, 25 KiB at `propose` and `apply`).
 
 use std::sync::Arc;
 

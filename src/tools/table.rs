@@ -47,7 +47,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, conflict copies, access level, `changes` (pass its `cursor` as a later `since`); `metrics`: per-tool calls, errors, latency.",
+        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, conflict copies, access, `changes` (its `cursor` is a later `since`); `metrics`: calls, errors, latency per tool.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -74,7 +74,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_knowledge",
         title: "Search notes by topic",
-        description: "Find notes by what they are about: ranked search of titles, aliases, descriptions, tags; also to check none exists before proposing one. CJK needs no spaces; questions work.",
+        description: "Find notes by what they are about: ranked search of titles, aliases, descriptions, tags (and meaning: `ranking`); also to check none exists before proposing one. CJK needs no spaces.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -117,7 +117,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_tags",
         title: "List tags",
-        description: "Tags (frontmatter and inline; nested in full: type/x) with note counts and whether registered, most used first. Prefer registered ones.",
+        description: "Tags (frontmatter and inline; nested in full: type/x), note counts, whether registered; most used first. Prefer registered ones.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListTagsArgs>,
@@ -137,7 +137,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_recent_notes",
         title: "Recent notes",
-        description: "Notes changed in the last `days` days, newest first; sort=created for notes created then (frontmatter created/date, else file birth time).",
+        description: "Notes changed in the last `days` days, newest first; sort=created: notes created then (frontmatter created/date, else file birth).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecentArgs>,
@@ -147,7 +147,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "recall_context",
         title: "Recall context",
-        description: "Instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): each top note's best section, then openings of linked notes, each with why.",
+        description: "Instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): top notes' best sections, then linked notes' openings, each with why.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecallArgs>,
@@ -157,7 +157,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "The vault's ls: a folder's notes and, on page 1, its subfolders with note counts. More: `cursor` = `next_cursor` (same folder, tag, sort); by time, notes changed meanwhile come last, none missed.",
+        description: "The vault's ls: a folder's notes and, on page 1, its subfolders with counts. Next page: `cursor` = `next_cursor` (same folder, tag, sort); by time, notes changed meanwhile come last.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,

@@ -51,9 +51,12 @@ fn content_paths_with(engine: &Engine, query: &str, passes: SearchPasses) -> Vec
     engine.search_note_content(&args).unwrap().results.into_iter().map(|h| h.path).collect()
 }
 
-const WITHOUT_FEEDBACK: SearchPasses = SearchPasses { feedback: false, title_shortcut: true, fusion: true };
-const WITHOUT_FUSION: SearchPasses = SearchPasses { fusion: false, title_shortcut: true, feedback: true };
-const FULL_QUERY_ONLY: SearchPasses = SearchPasses { title_shortcut: false, feedback: true, fusion: true };
+const WITHOUT_FEEDBACK: SearchPasses =
+    SearchPasses { feedback: false, title_shortcut: true, fusion: true, semantic: true };
+const WITHOUT_FUSION: SearchPasses =
+    SearchPasses { fusion: false, title_shortcut: true, feedback: true, semantic: true };
+const FULL_QUERY_ONLY: SearchPasses =
+    SearchPasses { title_shortcut: false, feedback: true, fusion: true, semantic: true };
 
 #[test]
 fn knowledge_search_finds_titles_aliases_and_descriptions_in_both_languages() {

@@ -1,4 +1,5 @@
-//! `kb-index build [--full]`: build or update the index, with a progress bar
+//! `kb-index build [--full] [--lexical-only]`: build or update the index, then
+//! the notes' embeddings (unless `--lexical-only`), with a progress bar
 //! on a terminal. The bar counts notes as they are read; once all are read it
 //! says the index is being written (the commit takes seconds on a large vault,
 //! and a bar frozen near its end with an ETA of 0 s looks hung).
@@ -12,7 +13,7 @@ use kb_mcp::engine::Engine;
 use crate::Failure;
 use crate::output::{count, human_bytes};
 
-pub(crate) fn run(engine: &Engine, full: bool, out: &mut dyn Write) -> Result<u8, Failure> {
+pub(crate) fn run(engine: &Engine, full: bool, embed: bool, out: &mut dyn Write) -> Result<u8, Failure> {
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(0);
         bar.set_style(
@@ -63,5 +64,49 @@ pub(crate) fn run(engine: &Engine, full: bool, out: &mut dyn Write) -> Result<u8
         human_bytes(size),
         engine.index_location().dir.display()
     )?;
+    if !embed {
+        return Ok(0);
+    }
+    embed_notes(engine, out)?;
     Ok(0)
+}
+
+/// Brings the notes' embeddings up to date (the semantic layer), with a bar
+/// on a terminal, and says what it did.
+pub(crate) fn embed_notes(engine: &Engine, out: &mut dyn Write) -> Result<(), Failure> {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} embedding sections {pos}/{len} {wide_bar} {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar
+    });
+    let started = std::time::Instant::now();
+    let report = engine.embed_pending(&|done, total| {
+        if let Some(bar) = &bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    })?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    match &report.skipped {
+        Some(why) if why == "off" => {
+            writeln!(out, "embeddings: off ([semantic] enabled = false in kb.toml)")?
+        }
+        Some(why) => writeln!(out, "embeddings: not built: {why}")?,
+        None => writeln!(
+            out,
+            "embeddings: {} of {} in {:.2} s ({} embedded now, the rest kept); {} in languages no model reads",
+            count(report.sections as u64, "section"),
+            count(report.notes as u64, "note"),
+            started.elapsed().as_secs_f64(),
+            report.embedded,
+            count(report.unread as u64, "note"),
+        )?,
+    }
+    Ok(())
 }

@@ -101,6 +101,9 @@ enum Command {
         /// Rebuild from scratch.
         #[arg(long)]
         full: bool,
+        /// Build the word index only; leave the notes' embeddings (the semantic layer) as they are.
+        #[arg(long)]
+        lexical_only: bool,
     },
     /// Review, apply or reject the changes agents proposed (the inbox).
     #[command(after_help = inbox::EXAMPLES)]
@@ -130,6 +133,10 @@ enum Command {
         /// Score the yardstick instead: plain BM25 over one body field, default tokenizer.
         #[arg(long)]
         baseline: bool,
+        /// Rank by words only (the semantic layer off); by default the notes are
+        /// embedded first and ranked by words and meaning.
+        #[arg(long)]
+        lexical: bool,
     },
 }
 
@@ -271,7 +278,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             audit::run(&engine, args, &paint, &mut out)
         }
         Command::Status { json, since } => status::run(&engine, *json, since.as_deref(), &paint, &mut out),
-        Command::Build { full } => build::run(&engine, *full, &mut out),
+        Command::Build { full, lexical_only } => build::run(&engine, *full, !*lexical_only, &mut out),
         Command::Inbox { command } => {
             // The rule the server obeys: never stage or apply among a person's own notes.
             if let Some(error) = engine.inbox_conflict() {
@@ -303,7 +310,11 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             }
             review::run(engine, args, &mut out)
         }
-        Command::Eval { suite, json, baseline } => {
+        Command::Eval { suite, json, baseline, lexical } => {
+            if !*baseline && !*lexical {
+                build::embed_notes(&engine, &mut std::io::stderr())?;
+            }
+            engine.set_semantic_wanted(!*lexical);
             eval_cmd::run_eval(&engine, suite, json.as_deref(), *baseline, &mut out).map_err(Failure::usage)
         }
     }

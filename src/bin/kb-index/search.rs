@@ -8,7 +8,7 @@
 
 use std::io::Write;
 
-use kb_mcp::engine::types::{SearchArgs as EngineArgs, SnippetOut};
+use kb_mcp::engine::types::{Ranking, RankingPath, SearchArgs as EngineArgs, SnippetOut};
 use kb_mcp::engine::{Engine, PERSON_LIMIT};
 
 use crate::Failure;
@@ -75,6 +75,13 @@ pub(crate) fn run(
         }
         eprintln!("kb-index: warning: searching the index as it is, which may be stale: {error}");
     }
+    // Embeddings kept by an earlier build are brought up to date (the notes
+    // changed since); a vault never embedded is searched by words, and says so.
+    if engine.has_kept_embeddings()
+        && let Err(error) = engine.embed_pending(&|_, _| {})
+    {
+        eprintln!("kb-index: warning: searching by words only: {error}");
+    }
     let shown = Shown { args, paint };
     let found = if args.titles {
         let results = engine.search_titles_for_person(&request)?;
@@ -82,8 +89,12 @@ pub(crate) fn run(
             .results
             .iter()
             .map(|found| (found.path.as_str(), found.title.as_str(), &[][..], found.weak));
-        let summary =
-            format!("{} of {} by title", results.results.len(), count(results.total, "matching note"));
+        let summary = format!(
+            "{} of {} by title; {}",
+            results.results.len(),
+            count(results.total, "matching note"),
+            ranked(&results.ranking)
+        );
         shown.print(out, &results, hits, &summary)?
     } else if args.content {
         let results = engine.search_text_for_person(&request)?;
@@ -91,8 +102,12 @@ pub(crate) fn run(
             .results
             .iter()
             .map(|found| (found.path.as_str(), found.title.as_str(), &found.snippets[..], found.weak));
-        let summary =
-            format!("{} of {} by text", results.results.len(), count(results.total, "matching note"));
+        let summary = format!(
+            "{} of {} by text; {}",
+            results.results.len(),
+            count(results.total, "matching note"),
+            ranked(&results.ranking)
+        );
         shown.print(out, &results, hits, &summary)?
     } else {
         let results = engine.search_notes(&request)?;
@@ -101,14 +116,24 @@ pub(crate) fn run(
             .iter()
             .map(|found| (found.path.as_str(), found.title.as_str(), &found.snippets[..], found.weak));
         let summary = format!(
-            "{} shown; {} by title, {} by text",
+            "{} shown; {} by title, {} by text; {}",
             count(results.results.len() as u64, "note"),
             results.titles_total,
-            results.text_total
+            results.text_total,
+            ranked(&results.ranking)
         );
         shown.print(out, &results, hits, &summary)?
     };
     Ok(if found == 0 { 1 } else { 0 })
+}
+
+/// Which ranking ran, for a person: `ranked by words and meaning (MODEL)`,
+/// or `ranked by words only: WHY`.
+fn ranked(ranking: &Ranking) -> String {
+    match ranking.path {
+        RankingPath::Hybrid => format!("ranked by words and meaning ({})", ranking.why),
+        RankingPath::Lexical => format!("ranked by words only ({})", ranking.why),
+    }
 }
 
 /// How the notes found are printed, whichever way they were searched: JSON,

@@ -24,6 +24,7 @@ mod person;
 mod read;
 mod recall;
 mod review;
+mod semantic;
 mod sync;
 pub mod timing;
 pub mod types;
@@ -41,6 +42,7 @@ pub use review::{
     CONFIRMATION_DIFF_LINES, FileDiff, PendingOverlap, ProposalReview, REVIEW_PAGE_DIFF_LINES,
     REVIEW_PAGE_FILES, REVIEW_PAGE_MAX_FILES, ReviewPage,
 };
+pub use semantic::EmbedReport;
 pub use sync::SyncReport;
 
 pub(crate) use catalog::Catalog;
@@ -126,6 +128,8 @@ pub struct Engine {
     last_audit: audit::LastAudit,
     /// How PDFs' text is extracted and kept (see `pdf.rs`).
     pdf: pdf::PdfTexts,
+    /// The notes' embeddings and the models in force (see `semantic/`).
+    semantic: semantic::SemanticLayer,
 }
 
 impl std::fmt::Debug for Engine {
@@ -198,6 +202,7 @@ impl Engine {
             mentions: audit::MentionCache::default(),
             last_audit: audit::LastAudit::default(),
             pdf: pdf::PdfTexts::default(),
+            semantic: semantic::SemanticLayer::default(),
         })
     }
 

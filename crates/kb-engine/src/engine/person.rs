@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::Engine;
-use super::types::{ContentResults, KnowledgeResults, SearchArgs, SnippetOut};
+use super::types::{ContentResults, KnowledgeResults, Ranking, SearchArgs, SnippetOut};
 use crate::error::Result;
 
 /// The largest `limit` of a person's search.
@@ -42,6 +42,8 @@ pub struct NoteResults {
     pub text_total: u64,
     /// Best first.
     pub results: Vec<NoteHit>,
+    /// How it was ranked (both searches run the same path).
+    pub ranking: Ranking,
 }
 
 impl Engine {
@@ -104,6 +106,7 @@ impl Engine {
             titles_total: titles.total,
             text_total: text.total,
             results: hits,
+            ranking: text.ranking,
         })
     }
 }

@@ -234,6 +234,7 @@ impl Engine {
             used_tokens: pack.used,
             items: pack.items,
             stale: content.stale.or(knowledge.stale),
+            ranking: content.ranking,
         })
     }
 }

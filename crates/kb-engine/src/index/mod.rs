@@ -13,7 +13,8 @@
 //! query built from a question), `tokenizer` and `script` (how text becomes
 //! terms), `snippet`, `fuzzy`, `fusion` (a question's two rankings as one), `schema` (from `index-schema/`),
 //! `baseline` (the plain BM25 index evaluations compare against),
-//! `language` (which language a note and a query are in), `language_column` (the notes' languages kept per segment), `read_only`, `errors`.
+//! `language` (which language a note and a query are in), `language_column` (the notes' languages kept per segment), `read_only`, `errors`;
+//! `semantic` (the embeddings a search also ranks by).
 
 mod baseline;
 mod errors;
@@ -27,6 +28,7 @@ mod read_only;
 mod schema;
 mod script;
 mod search;
+pub mod semantic;
 mod snippet;
 mod standing;
 mod tokenizer;
@@ -35,7 +37,9 @@ mod writer;
 pub use baseline::BaselineIndex;
 pub use open::OpenedIndex;
 pub use script::{is_cjk, is_han, is_hangul, is_kana};
-pub use search::{NoteTexts, SearchHit, SearchOutcome, SearchPasses, SearchRequest, SearchScope};
+pub use search::{
+    NoteTexts, SearchHit, SearchOutcome, SearchPasses, SearchRequest, SearchScope, is_question_query,
+};
 pub use snippet::Snippet;
 pub use writer::{DocumentSink, Journal, PendingUpdate};
 

@@ -52,6 +52,28 @@ pub struct VaultConfig {
     pub limits: Limits,
     /// Frontmatter rules (`[lint]`), checked by `audit_vault`.
     pub lint: super::lint::LintRules,
+    /// The semantic layer (`[semantic]`).
+    pub semantic: SemanticConfig,
+}
+
+/// `[semantic]`: whether searches also rank by meaning, and with which model
+/// beside the bundled English one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SemanticConfig {
+    /// `enabled` (default true): false keeps every search lexical and embeds nothing.
+    pub enabled: bool,
+    /// `model`: a model2vec model folder of the person's own (absolute, `~/…`,
+    /// or relative to the vault folder).
+    pub model: Option<String>,
+    /// `languages`: the languages that model reads (codes such as `zh`);
+    /// empty: every language.
+    pub languages: Vec<String>,
+}
+
+impl Default for SemanticConfig {
+    fn default() -> Self {
+        SemanticConfig { enabled: true, model: None, languages: Vec::new() }
+    }
 }
 
 impl VaultConfig {
@@ -92,6 +114,13 @@ impl VaultConfig {
                     "limits.read_page_bytes" => config.limits.read_page_bytes = limit(&name, value)?,
                     "limits.pending_max_count" => config.limits.pending_max_count = limit(&name, value)?,
                     "limits.pending_max_bytes" => config.limits.pending_max_bytes = limit(&name, value)?,
+                    "semantic.enabled" => {
+                        config.semantic.enabled = value.as_bool().ok_or_else(|| {
+                            invalid(format!("`{name}` must be true or false, found {}", article(value)))
+                        })?;
+                    }
+                    "semantic.model" => config.semantic.model = Some(model_folder(&name, value)?),
+                    "semantic.languages" => config.semantic.languages = language_codes(&name, value)?,
                     _ => config.limits.proposal_max_bytes = limit(&name, value)?,
                 }
             }
@@ -101,7 +130,7 @@ impl VaultConfig {
 }
 
 /// The sections and keys `kb.toml` may hold.
-const SECTIONS: [(&str, &[&str]); 3] = [
+const SECTIONS: [(&str, &[&str]); 4] = [
     ("vault", &["notes", "standards", "inbox", "read_also", "deny"]),
     ("tags", &["registry"]),
     (
@@ -114,6 +143,7 @@ const SECTIONS: [(&str, &[&str]); 3] = [
             "pending_max_bytes",
         ],
     ),
+    ("semantic", &["enabled", "model", "languages"]),
 ];
 
 /// The largest limit accepted: 1 GiB.
@@ -121,7 +151,7 @@ const MAX_LIMIT: u64 = 1 << 30;
 
 const KEYS_HINT: &str = "kb.toml may hold [vault] notes, standards, inbox, read_also, deny; \
                          [tags] registry; [limits] read_max_bytes, read_page_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes; \
-                         [lint] required, types, folders";
+                         [semantic] enabled, model, languages; [lint] required, types, folders";
 
 fn invalid(message: String) -> Error {
     Error::invalid(format!("kb.toml: {message}")).with_hint(KEYS_HINT)
@@ -181,6 +211,36 @@ fn strings<'a>(name: &str, value: &'a Value) -> Result<Vec<&'a str>> {
             })
         })
         .collect()
+}
+
+/// `[semantic] model`: a folder outside the vault's notes, given as a non-empty
+/// path without control characters.
+fn model_folder(name: &str, value: &Value) -> Result<String> {
+    let raw = string(name, value)?.trim();
+    if raw.is_empty() || raw.chars().any(char::is_control) {
+        return Err(invalid(format!("`{name}` must name a model2vec model folder")));
+    }
+    Ok(raw.to_owned())
+}
+
+/// `[semantic] languages`: language codes (two or three lowercase letters,
+/// or a regional form such as `pt-br`), deduplicated in order.
+fn language_codes(name: &str, value: &Value) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for code in strings(name, value)? {
+        let shaped = (2..=6).contains(&code.len())
+            && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+            && !code.starts_with('-');
+        if !shaped {
+            return Err(invalid(format!(
+                "`{name}`: `{code}` is not a language code (use codes such as \"zh\", \"ja\", \"en\")"
+            )));
+        }
+        if !out.iter().any(|c| c == code) {
+            out.push(code.to_owned());
+        }
+    }
+    Ok(out)
 }
 
 /// A list of folders, deduplicated in order.

@@ -10,11 +10,12 @@ use crate::engine::bounded::{
 };
 use crate::engine::helped::map_helped;
 use crate::engine::pdf::kept_labelled;
+use crate::engine::semantic::RankingPlan;
 use crate::engine::sync::same_stamp;
 use crate::engine::types::*;
 use crate::engine::{Engine, timing};
 use crate::error::{Error, Result};
-use crate::index::{NoteTexts, SearchRequest, SearchScope};
+use crate::index::{NoteTexts, SearchHit, SearchRequest, SearchScope};
 use crate::sandbox::{NotePath, Sandbox};
 use crate::vault::{Heading, NoteRecord, body_offset, content_hash, decode_note, parse_note, read_canvas};
 
@@ -93,35 +94,47 @@ impl Engine {
         let tags = args.tags.clone().unwrap_or_default();
         let folder = self.search_folder(args)?;
         let mut request = self.search_request(args, SearchScope::Knowledge, &tags, folder.as_ref(), max)?;
+        let limit = request.limit;
+        let plan = self.search_ranking_plan(args, &tags, folder.as_ref());
+        request.limit = plan.lexical_depth(limit);
         let texts = |record: &NoteRecord| self.feedback_text(record);
         request.texts = Some(NoteTexts(&texts));
         let outcome = timing::time("query", || self.index.search(&request))?;
-        let results = outcome
-            .hits
+        let paths: Vec<&str> = outcome.hits.iter().map(|hit| hit.record.path.as_str()).collect();
+        let fused = plan.fuse(&paths, limit, false);
+        let mut hits: Vec<Option<SearchHit>> = outcome.hits.iter().cloned().map(Some).collect();
+        let catalog = self.catalog();
+        let results = fused
             .into_iter()
-            .map(|hit| {
+            .filter_map(|f| {
+                let hit = match f.lexical.and_then(|i| hits.get_mut(i)?.take()) {
+                    Some(hit) => hit,
+                    None => meaning_hit(catalog.get(&f.path)?),
+                };
                 let (aliases, aliases_omitted) = cap_list(&hit.record.aliases, HIT_LIST_MAX);
                 let (tags, tags_omitted) = cap_list(&hit.record.tags, HIT_LIST_MAX);
-                KnowledgeHit {
+                Some(KnowledgeHit {
                     path: hit.record.path.clone(),
                     title: cut_chars(&hit.record.title, TEXT_MAX_CHARS),
                     aliases,
                     description: cut_chars(&hit.record.description, DESCRIPTION_CHARS),
                     tags,
-                    score: hit.score,
+                    score: plan.score(&f, hit.score),
                     matched: knowledge_matched(hit.matched),
                     aliases_omitted,
                     tags_omitted,
                     weak: hit.weak,
-                    explain: hit.explanation,
-                }
+                    lexical_only: plan.lexical_only(&hit.record.path),
+                    explain: plan.explain(&f, hit.explanation),
+                })
             })
             .collect();
         Ok(KnowledgeResults {
             query: args.query.clone(),
-            total: outcome.total as u64,
+            total: (outcome.total as u64).max(plan.total_floor(&paths)),
             results,
             stale: self.stale_notice(),
+            ranking: plan.ranking,
         })
     }
 
@@ -139,33 +152,48 @@ impl Engine {
         let tags = args.tags.clone().unwrap_or_default();
         let folder = self.search_folder(args)?;
         let mut request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref(), max)?;
+        let limit = request.limit;
+        let plan = self.search_ranking_plan(args, &tags, folder.as_ref());
+        request.limit = plan.lexical_depth(limit);
         let texts = |record: &NoteRecord| self.feedback_text(record);
         request.texts = Some(NoteTexts(&texts));
         let outcome = timing::time("query", || self.index.search(&request))?;
         let snippets_started = std::time::Instant::now();
+        let paths: Vec<&str> = outcome.hits.iter().map(|hit| hit.record.path.as_str()).collect();
+        let fused = plan.fuse(&paths, limit, true);
+        let mut hits: Vec<Option<SearchHit>> = outcome.hits.iter().cloned().map(Some).collect();
+        let catalog = self.catalog();
         // Cutting snippets reads and analyses each hit's file, shared with spare
         // cores without waiting for one to wake (see `helped`).
-        let terms = std::sync::Arc::new(outcome.terms);
-        let mut results = Vec::with_capacity(outcome.hits.len());
-        let mut records = Vec::with_capacity(outcome.hits.len());
-        for hit in outcome.hits {
+        let terms = std::sync::Arc::new(outcome.terms.clone());
+        let mut results = Vec::with_capacity(fused.len());
+        let mut records = Vec::with_capacity(fused.len());
+        for f in &fused {
+            let hit = match f.lexical.and_then(|i| hits.get_mut(i)?.take()) {
+                Some(hit) => hit,
+                None => match catalog.get(&f.path) {
+                    Some(record) => meaning_hit(record),
+                    None => continue,
+                },
+            };
             results.push(ContentHit {
                 snippets: Vec::new(),
                 path: hit.record.path.clone(),
                 title: hit.record.title.clone(),
-                score: hit.score,
+                score: plan.score(f, hit.score),
                 weak: hit.weak,
-                explain: hit.explanation,
+                lexical_only: plan.lexical_only(&hit.record.path),
+                explain: plan.explain(f, hit.explanation),
             });
-            records.push(hit.record);
+            records.push((hit.record, f.near.as_ref().map(|near| near.line)));
         }
         let sandbox = self.sandbox();
         let folder = Some(self.index.folder().clone()).filter(|f| f.exists());
         let cut = map_helped(
             records,
-            |record| record.size,
-            move |record| {
-                if crate::vault::is_pdf(&record.path) {
+            |(record, _)| record.size,
+            move |(record, near)| {
+                let snippets = if crate::vault::is_pdf(&record.path) {
                     // A PDF's snippets come from its kept text, under their page's heading.
                     folder
                         .as_ref()
@@ -173,7 +201,12 @@ impl Engine {
                         .map(|labelled| pdf_snippets(&labelled, &record.path, &terms))
                         .unwrap_or_default()
                 } else {
-                    cut_snippets(&sandbox, record, &terms)
+                    cut_snippets(&sandbox, &record, &terms)
+                };
+                match near {
+                    // A note found by its meaning alone shows the section it was found by.
+                    Some(line) if snippets.is_empty() => section_snippet(&sandbox, &record, *line),
+                    _ => snippets,
                 }
             },
         );
@@ -183,9 +216,10 @@ impl Engine {
         timing::record("snippets", snippets_started.elapsed());
         Ok(ContentResults {
             query: args.query.clone(),
-            total: outcome.total as u64,
+            total: (outcome.total as u64).max(plan.total_floor(&paths)),
             results,
             stale: self.stale_notice(),
+            ranking: plan.ranking,
         })
     }
 }
@@ -286,4 +320,77 @@ fn knowledge_matched(mut fields: Vec<String>) -> Vec<String> {
         fields.push("text".to_owned());
     }
     fields
+}
+
+/// A hit for a note only its meaning found: its record, no lexical score.
+fn meaning_hit(record: &NoteRecord) -> SearchHit {
+    SearchHit { record: record.clone(), score: 0.0, matched: Vec::new(), explanation: None, weak: false }
+}
+
+/// Longest snippet of a section found by meaning, in characters.
+const SECTION_SNIPPET_CHARS: usize = 240;
+
+/// The snippet of a note found by its meaning alone: the first line of text
+/// of the section starting at `line`, under that section's heading.
+fn section_snippet(sandbox: &Sandbox, record: &NoteRecord, line: u32) -> Vec<SnippetOut> {
+    let Ok(path) = NotePath::parse(&record.path) else { return Vec::new() };
+    let Ok(file) = sandbox.open_read(&path) else { return Vec::new() };
+    let Ok(bytes) = file.read_at(0, usize::try_from(file.len().min(SNIPPET_WINDOW)).unwrap_or(usize::MAX))
+    else {
+        return Vec::new();
+    };
+    let Some(text) = window_text(&bytes) else { return Vec::new() };
+    let parsed = parse_note(&path, text);
+    let heading = parsed.headings.iter().rev().find(|h| h.line <= line).map(|h| h.text.clone());
+    let first = text
+        .lines()
+        .enumerate()
+        .skip(line.saturating_sub(1) as usize)
+        .find(|(_, l)| !l.trim().is_empty() && crate::vault::atx_heading_line(l).is_none());
+    match first {
+        Some((at, l)) => vec![SnippetOut {
+            text: cut_chars(l.trim(), SECTION_SNIPPET_CHARS),
+            heading,
+            line: u32::try_from(at + 1).unwrap_or(u32::MAX),
+            marks: Vec::new(),
+        }],
+        None => Vec::new(),
+    }
+}
+
+impl Engine {
+    /// The ranking plan of a search: hybrid when the layer is ready and reads
+    /// the query's language; the notes nearest its meaning kept to those the
+    /// search's filters allow (and the index holds now). A query with exact
+    /// phrases or excluded words asks for words: it stays lexical.
+    fn search_ranking_plan(
+        &self,
+        args: &SearchArgs,
+        tags: &[String],
+        folder: Option<&NotePath>,
+    ) -> RankingPlan {
+        if args.query.contains('"')
+            || args.query.split_whitespace().any(|w| w.len() > 1 && w.starts_with('-'))
+        {
+            return self
+                .ranking_plan(&args.query, false, &|_| false)
+                .with_why("off: exact phrases and excluded words are matched by words only");
+        }
+        let catalog = self.catalog();
+        let wanted: Vec<String> =
+            tags.iter().map(|t| t.trim().trim_start_matches('#').to_lowercase()).collect();
+        let folder = folder.map(|f| format!("{}/", f.as_str()));
+        let keep = |path: &str| {
+            let Some(record) = catalog.get(path) else { return false };
+            let in_folder = folder.as_ref().is_none_or(|f| path.starts_with(f.as_str()));
+            let tagged = wanted.iter().all(|w| {
+                record.tags.iter().any(|t| {
+                    let t = t.to_lowercase();
+                    t == *w || t.strip_prefix(w.as_str()).is_some_and(|rest| rest.starts_with('/'))
+                })
+            });
+            in_folder && tagged
+        };
+        self.ranking_plan(&args.query, args.passes.semantic, &keep)
+    }
 }

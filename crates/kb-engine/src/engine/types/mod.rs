@@ -44,7 +44,9 @@ pub use read::{
 };
 pub use recall::{RecallArgs, RecallItem, RecallPack};
 pub use recent::{Recent, RecentArgs, RecentNote, RecentSort};
-pub use search::{ContentHit, ContentResults, KnowledgeHit, KnowledgeResults, SearchArgs, SnippetOut};
+pub use search::{
+    ContentHit, ContentResults, KnowledgeHit, KnowledgeResults, Ranking, RankingPath, SearchArgs, SnippetOut,
+};
 
 /// The fixed sets a result names (a proposal's kind and status, how an apply
 /// ended, how a link is written), defined where they are decided and serialised

@@ -61,4 +61,6 @@ pub struct RecallPack {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub stale: Option<String>,
+    /// How its matches were ranked.
+    pub ranking: super::search::Ranking,
 }

@@ -33,6 +33,38 @@ pub struct SearchArgs {
     pub passes: SearchPasses,
 }
 
+/// Which ranking ran: `lexical` (words) or `hybrid` (words and meaning).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RankingPath {
+    /// The lexical ranking alone.
+    Lexical,
+    /// The lexical ranking fused with the notes nearest the query's meaning.
+    Hybrid,
+}
+
+/// How a result was ranked.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct Ranking {
+    /// `lexical` or `hybrid`.
+    pub path: RankingPath,
+    /// `lexical`: why not hybrid, starting with `off`, `building`, `no_model`
+    /// or `failed`; `hybrid`: the model's id.
+    pub why: String,
+}
+
+impl Ranking {
+    /// The lexical path, and why.
+    pub fn lexical(why: String) -> Ranking {
+        Ranking { path: RankingPath::Lexical, why }
+    }
+
+    /// The hybrid path, with the model's id.
+    pub fn hybrid(model: &str) -> Ranking {
+        Ranking { path: RankingPath::Hybrid, why: model.to_owned() }
+    }
+}
+
 /// One `search_knowledge` hit.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct KnowledgeHit {
@@ -61,6 +93,10 @@ pub struct KnowledgeHit {
     /// longer words (`记` of `随手记`); such hits come after every other.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub weak: bool,
+    /// True on a `hybrid` page for a note ranked by its words alone (no model
+    /// reads its language, or it is not embedded yet).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lexical_only: bool,
     /// Why it scored, when `explain` was true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<serde_json::Value>,
@@ -84,6 +120,8 @@ pub struct KnowledgeResults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub stale: Option<String>,
+    /// How it was ranked.
+    pub ranking: Ranking,
 }
 
 /// A highlighted excerpt.
@@ -118,6 +156,10 @@ pub struct ContentHit {
     /// longer words (`记` of `随手记`); such hits come after every other.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub weak: bool,
+    /// True on a `hybrid` page for a note ranked by its words alone (no model
+    /// reads its language, or it is not embedded yet).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lexical_only: bool,
     /// Why it scored, when `explain` was true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<serde_json::Value>,
@@ -138,4 +180,6 @@ pub struct ContentResults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub stale: Option<String>,
+    /// How it was ranked.
+    pub ranking: Ranking,
 }

@@ -29,6 +29,12 @@ use crate::error::{Error, Result};
 /// The most threads one search uses (one per core up to this).
 pub(super) const SEARCH_THREADS: usize = 4;
 
+/// Whether `query` is a question put as a sentence (see `question::is_question`):
+/// the semantic layer reorders the pages of questions only.
+pub fn is_question_query(query: &str) -> bool {
+    question::is_question(&query::parse(query))
+}
+
 /// The best hits, best first, and how many notes matched.
 type Page = (Vec<(f32, DocAddress)>, usize);
 

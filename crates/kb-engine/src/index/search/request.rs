@@ -63,11 +63,14 @@ pub struct SearchPasses {
     /// A question's page is ordered by its tool's ranking and the other tool's
     /// together (see `fusion`).
     pub fusion: bool,
+    /// The page is ordered by the notes' meaning too, when the semantic layer
+    /// is ready (see `engine::semantic`); off: lexical.
+    pub semantic: bool,
 }
 
 impl Default for SearchPasses {
     fn default() -> Self {
-        SearchPasses { title_shortcut: true, feedback: true, fusion: true }
+        SearchPasses { title_shortcut: true, feedback: true, fusion: true, semantic: true }
     }
 }
 
