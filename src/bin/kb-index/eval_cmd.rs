@@ -1,4 +1,5 @@
-//! `kb-index eval SUITE.json [--json OUT]`: the retrieval evaluation, for people and CI.
+//! `kb-index eval SUITE.json [--json OUT] [--baseline | --tool TOOL]`: the retrieval
+//! evaluation, for people and CI.
 //!
 //! The binary's part is the glue the library leaves out on purpose: reading the
 //! suite file, bringing the index up to date so the run measures the vault as it
@@ -11,9 +12,19 @@ use std::path::Path;
 
 use kb_mcp::engine::Engine;
 use kb_mcp::error::Error;
-use kb_mcp::eval::{Suite, run, run_baseline};
+use kb_mcp::eval::{Suite, Tool, run, run_as, run_baseline};
 
-/// Runs the suite at `suite_path` against `engine`, writes the text report to
+/// What ranks the suite's cases.
+pub(crate) enum Ranking {
+    /// Each case's own tool.
+    OwnTools,
+    /// One tool for every case (`--tool`).
+    Through(Tool),
+    /// The plain-BM25 yardstick (`--baseline`).
+    Baseline,
+}
+
+/// Runs the suite at `suite_path` against `engine` (ranked as `ranking` says), writes the text report to
 /// `out` (or, when `json_out` is `-`, the JSON report instead) and the JSON report
 /// to `json_out`. Returns the exit code, 0 or 1; an `Err` carries the message of
 /// an exit-2 failure (unreadable or invalid suite, a case the engine refuses).
@@ -21,15 +32,19 @@ pub(crate) fn run_eval(
     engine: &Engine,
     suite_path: &Path,
     json_out: Option<&Path>,
-    baseline: bool,
+    ranking: Ranking,
     out: &mut dyn Write,
 ) -> Result<u8, String> {
     let text = std::fs::read_to_string(suite_path)
         .map_err(|err| format!("cannot read the suite {}: {err}", suite_path.display()))?;
     let suite = Suite::parse(&text).map_err(|err| describe(suite_path, &err))?;
     engine.sync(false, None).map_err(|err| describe(suite_path, &err))?;
-    let report = if baseline { run_baseline(engine, &suite) } else { run(engine, &suite) }
-        .map_err(|err| describe(suite_path, &err))?;
+    let report = match ranking {
+        Ranking::OwnTools => run(engine, &suite),
+        Ranking::Through(tool) => run_as(engine, &suite, tool),
+        Ranking::Baseline => run_baseline(engine, &suite),
+    }
+    .map_err(|err| describe(suite_path, &err))?;
     let json =
         serde_json::to_string_pretty(&report).map_err(|err| format!("cannot serialise the report: {err}"))?;
     let written = match json_out {

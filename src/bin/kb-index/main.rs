@@ -36,6 +36,7 @@ mod structure;
 
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::error::{Error, ErrorCode};
+use kb_mcp::eval::Tool;
 use output::{ColorChoice, Paint};
 
 const EXAMPLES: &str = "\
@@ -131,12 +132,17 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
         /// Score the yardstick instead: plain BM25 over one body field, default tokenizer.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "tool")]
         baseline: bool,
         /// Rank by words only (the semantic layer off); by default the notes are
         /// embedded first and ranked by words and meaning.
         #[arg(long)]
         lexical: bool,
+        /// Put every case through this tool instead of its own: search_knowledge,
+        /// search_note_content or recall_context (a note's rank is its place among
+        /// the pack's `match` items, at most five).
+        #[arg(long, value_parser = ["search_knowledge", "search_note_content", "recall_context"])]
+        tool: Option<String>,
     },
 }
 
@@ -310,12 +316,17 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             }
             review::run(engine, args, &mut out)
         }
-        Command::Eval { suite, json, baseline, lexical } => {
+        Command::Eval { suite, json, baseline, lexical, tool } => {
             if !*baseline && !*lexical {
                 build::embed_notes(&engine, &mut std::io::stderr())?;
             }
             engine.set_semantic_wanted(!*lexical);
-            eval_cmd::run_eval(&engine, suite, json.as_deref(), *baseline, &mut out).map_err(Failure::usage)
+            let ranking = match (baseline, tool.as_deref().and_then(Tool::from_name)) {
+                (true, _) => eval_cmd::Ranking::Baseline,
+                (false, Some(tool)) => eval_cmd::Ranking::Through(tool),
+                (false, None) => eval_cmd::Ranking::OwnTools,
+            };
+            eval_cmd::run_eval(&engine, suite, json.as_deref(), ranking, &mut out).map_err(Failure::usage)
         }
     }
 }

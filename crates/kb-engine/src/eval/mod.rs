@@ -5,7 +5,8 @@
 //! top K. [`Suite::parse`] reads and validates it, naming the bad field on any
 //! mistake; [`run`] sends every query through the same engine methods the MCP
 //! tools call and returns a [`Report`] with a verdict per case and recall@1/5/10
-//! and MRR@10 overall, per tool and per query language. It needs no model and no
+//! and MRR@10 overall, per tool and per query language ([`run_as`] puts every
+//! case through one tool instead, `recall_context` included). It needs no model and no
 //! network, so it runs in tests and in CI, and the public suites in
 //! `fixtures/eval/` keep ranking changes honest in English and Chinese alike.
 //!
@@ -17,5 +18,5 @@ mod report;
 mod suite;
 
 pub use language::language_of;
-pub use report::{CaseReport, ForbiddenMatch, Metrics, Report, Score, run, run_baseline};
+pub use report::{CaseReport, ForbiddenMatch, Metrics, Report, Score, run, run_as, run_baseline};
 pub use suite::{Case, Expectation, LATEST_SCHEMA_VERSION, MAX_TOP_K, Suite, Tool};

@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::language::language_of;
 use super::suite::{Case, Suite, Tool};
 use crate::engine::Engine;
-use crate::engine::types::SearchArgs;
+use crate::engine::types::{RECALL_BUDGET, RecallArgs, SearchArgs};
 use crate::error::{Error, Result};
 
 /// A forbidden note that came back, and where.
@@ -195,7 +195,17 @@ impl Report {
 /// or when the engine refuses a case's arguments. Forbidden notes need not
 /// exist: "this denied file never comes back" is a fair expectation.
 pub fn run(engine: &Engine, suite: &Suite) -> Result<Report> {
-    run_with(engine, suite, &mut |case, top_k| search(engine, case, top_k))
+    run_with(engine, suite, &mut |case, top_k| search(engine, case, case.tool, top_k))
+}
+
+/// [`run`] with every case put through `tool` instead of its own (its report
+/// names `tool`): how `recall_context` ranks a suite's questions, say.
+pub fn run_as(engine: &Engine, suite: &Suite, tool: Tool) -> Result<Report> {
+    let mut report = run_with(engine, suite, &mut |case, top_k| search(engine, case, tool, top_k))?;
+    for case in &mut report.cases {
+        case.tool = tool;
+    }
+    Ok(Report::new(report.schema_version, report.top_k, report.cases))
 }
 
 /// Runs every case against the yardstick ranking (plain BM25 over one body field,
@@ -242,8 +252,14 @@ fn run_with(engine: &Engine, suite: &Suite, search: &mut Ranker<'_>) -> Result<R
     Ok(Report::new(suite.schema_version, suite.top_k, reports))
 }
 
-/// Calls the case's tool and returns the match count and the ranked paths.
-fn search(engine: &Engine, case: &Case, top_k: u32) -> Result<(u64, Vec<String>)> {
+/// Calls `tool` with the case's query and filters and returns the match count
+/// and the ranked paths.
+///
+/// `recall_context` takes no limit and no tags (a case with tags is refused):
+/// it runs with the largest budget, so no match is left out for want of room,
+/// and its ranking is the distinct notes of its `match` items in order (at
+/// most five); its count is theirs.
+fn search(engine: &Engine, case: &Case, tool: Tool, top_k: u32) -> Result<(u64, Vec<String>)> {
     let args = SearchArgs {
         query: case.query.clone(),
         tags: case.tags.clone(),
@@ -251,7 +267,25 @@ fn search(engine: &Engine, case: &Case, top_k: u32) -> Result<(u64, Vec<String>)
         limit: Some(top_k),
         ..SearchArgs::default()
     };
-    Ok(match case.tool {
+    Ok(match tool {
+        Tool::RecallContext => {
+            if case.tags.is_some() {
+                return Err(Error::invalid("recall_context takes no tags"));
+            }
+            let recall = RecallArgs {
+                topic: case.query.clone(),
+                budget_tokens: Some(RECALL_BUDGET.max),
+                folder: case.folder.clone(),
+            };
+            let mut ranked: Vec<String> = Vec::new();
+            for item in engine.recall_context(&recall)?.items {
+                if item.reason == "match" && !ranked.contains(&item.path) {
+                    ranked.push(item.path);
+                }
+            }
+            ranked.truncate(top_k as usize);
+            (ranked.len() as u64, ranked)
+        }
         Tool::SearchKnowledge => {
             let found = engine.search_knowledge(&args)?;
             (found.total, found.results.into_iter().map(|hit| hit.path).collect())

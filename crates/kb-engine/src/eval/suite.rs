@@ -32,6 +32,10 @@ pub enum Tool {
     SearchKnowledge,
     /// `search_note_content`: headings and bodies.
     SearchNoteContent,
+    /// `recall_context`: a note's rank is its place among the distinct notes of
+    /// the pack's `match` items. No suite names it; a run may put every case
+    /// through it instead of the case's own tool (see `run_as`).
+    RecallContext,
 }
 
 impl Tool {
@@ -40,7 +44,15 @@ impl Tool {
         match self {
             Tool::SearchKnowledge => "search_knowledge",
             Tool::SearchNoteContent => "search_note_content",
+            Tool::RecallContext => "recall_context",
         }
+    }
+
+    /// The tool of this name, as the contract writes it.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        [Tool::SearchKnowledge, Tool::SearchNoteContent, Tool::RecallContext]
+            .into_iter()
+            .find(|tool| tool.as_str() == name)
     }
 }
 

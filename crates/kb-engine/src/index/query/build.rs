@@ -234,7 +234,7 @@ pub(crate) fn build_reaching(parts: &QueryParts<'_>, relaxed: bool, reach: &Reac
             top.push((Occur::Must, std::mem::replace(one, Box::new(AllQuery))));
         } else {
             // Coordination: a note holding every term scores its terms twice.
-            let coordinate = n > 1 && required < n;
+            let coordinate = coordinated(plan, n, required);
             let clauses = clauses.into_iter().map(|(_, q)| q).collect();
             top.push((Occur::Must, Box::new(CoordinatedQuery { clauses, required, coordinate })));
         }
@@ -294,7 +294,7 @@ pub(crate) fn bound_outside(
         words += exact.max(stemmed);
     }
     let n = units.len();
-    let coordinated = n > 1 && required_clauses(n, min_share, false) < n;
+    let coordinated = coordinated(plan, n, required_clauses(n, min_share, false));
     let mut phrases = 0.0;
     for word in plan.words.iter().chain(&plan.runs).filter(|w| w.terms.len() > 1) {
         let terms: Vec<&str> = word.terms.iter().map(|t| t.text.as_str()).collect();
@@ -358,6 +358,17 @@ impl Outside {
 /// A bound widened past the last bits in which sums taken in another order differ.
 fn slack(bound: f32) -> f32 {
     bound * 1.001 + 1e-4
+}
+
+/// Whether a note holding every one of the `n` term clauses (of which it must
+/// hold `required`) scores them twice. Not for a question: the longer the
+/// question, the likelier a long note holds all its words by chance (a
+/// reference page of 1,500 words holds `edit`, `several`, `lines`, `same` and
+/// `time`), while the short note that answers it in other words holds some;
+/// BM25's weighing of rare words and short notes says more there. Measured
+/// with `kb-index eval` (BENCHMARKS.md, "Questions in other words").
+fn coordinated(plan: &QueryPlan, n: usize, required: usize) -> bool {
+    n > 1 && required < n && !plan.is_question()
 }
 
 /// How many of `n` term clauses a note must match: `min_share` of them, at least

@@ -99,6 +99,13 @@ pub(crate) struct QueryWord {
     pub(crate) typed_chars: usize,
 }
 
+/// Fewest words (after question and stop words are dropped) that make a query
+/// put as a sentence (some were dropped: `how do I`, `怎么`, `的`) a question
+/// rather than a name. A name or keywords (`同步不等于备份`, four words to
+/// jieba) rank as ever; a question gets what `search::question` describes, and
+/// its words are not coordinated (see `build`).
+pub(crate) const QUESTION_WORDS_MIN: usize = 4;
+
 /// A parsed query.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct QueryPlan {
@@ -136,6 +143,12 @@ impl QueryPlan {
     /// Whether the query has nothing to search for.
     pub(crate) fn is_empty(&self) -> bool {
         self.words.is_empty() && self.phrases.is_empty() && self.excluded.is_empty()
+    }
+
+    /// Whether the query is a question: put as a sentence, of
+    /// [`QUESTION_WORDS_MIN`] words or more.
+    pub(crate) fn is_question(&self) -> bool {
+        self.sentence && self.words.len() >= QUESTION_WORDS_MIN
     }
 
     /// The lone CJK characters that segmentation cut from a short typed term

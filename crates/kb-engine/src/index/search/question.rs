@@ -12,26 +12,25 @@ use super::{NoteTexts, SearchOutcome, SearchRequest};
 use crate::error::Result;
 use crate::index::{SearchIndex, fusion, query};
 
-/// Fewest words (after question and stop words are dropped) that make a
-/// `search_knowledge` query put as a sentence (some were dropped: `how do I`,
-/// `怎么`, `的`) a question rather than a name: see [`QUESTION_TEXT_FACTOR`]. A
-/// name or keywords (`同步不等于备份`, four words to jieba) rank as ever.
-const QUESTION_WORDS_MIN: usize = 4;
+/// How much more the note text counts in `search_knowledge` for a question
+/// (`QueryPlan::is_question`). A title holds one or two of such a query's
+/// words at most, often a common one ("edit" of "how do I edit several lines
+/// at the same time" in *Editing shortcuts*), while the note that answers it
+/// says most of them in its text, and by the rule of the questions-in-other-
+/// words suites can match by its text alone; at the text's usual weight the
+/// title match wins. Chosen with `kb-index eval` on every suite (BENCHMARKS.md,
+/// "Questions in other words"): with the words not coordinated, 6 lifts
+/// English `search_knowledge` to plain BM25 and above (MRR@10 0.530 → 0.567)
+/// and Chinese with it (0.401 → 0.479) without a case of any suite newly
+/// failing; 5 is below BM25 (0.550), and 7 or 8 (0.588) lose a Chinese
+/// question over the whole help vault (`退款` of the refund question drowned
+/// by translations' text). From three words it loses `how do I publish my
+/// notes as a website` (whose answers say publish in their titles).
+const QUESTION_TEXT_FACTOR: f32 = 6.0;
 
-/// How much more the note text counts in `search_knowledge` for a query of
-/// [`QUESTION_WORDS_MIN`] words or more. A title holds one or two of such a
-/// query's words at most, often a common one ("edit" of "how do I edit several
-/// lines at the same time" in *Editing shortcuts*), while the note that answers
-/// it says most of them in its text; at the text's usual weight the title
-/// match wins. Chosen with `kb-index eval` on every suite (BENCHMARKS.md,
-/// "Questions in other words"): 3 lifts the questions without moving a case of
-/// the keyword suites; from three words it loses `how do I publish my notes as
-/// a website` (whose answers say publish in their titles).
-const QUESTION_TEXT_FACTOR: f32 = 3.0;
-
-/// Whether `plan` is a question: put as a sentence, of [`QUESTION_WORDS_MIN`] words or more.
+/// Whether `plan` is a question (see `QueryPlan::is_question`).
 pub(super) fn is_question(plan: &query::QueryPlan) -> bool {
-    plan.sentence && plan.words.len() >= QUESTION_WORDS_MIN
+    plan.is_question()
 }
 
 /// `search_knowledge`'s weights for a question: the note text (`body`) counts
