@@ -1218,3 +1218,124 @@ fn every_page_of_the_help_vault_questions_lists_its_scores_in_page_order() {
     let levelled = scores_follow_page_order(engine, &[QUESTIONS_SUITE, CORPUS_SUITE]);
     assert!(levelled > 0, "no page of the question suite was reordered: the check measured nothing");
 }
+
+// ---------------------------------------------------------------- hybrid ranking (issue 37 §2)
+
+/// A vault indexed and embedded into a temp folder of its own (never shared
+/// with the lexical engines above, whose baselines are the lexical ranks).
+fn embedded_engine(vault: PathBuf) -> (tempfile::TempDir, Engine) {
+    let index = tempfile::tempdir().unwrap();
+    let engine = Engine::open(&EngineOptions { vault, index_dir: Some(index.path().join("index")) }).unwrap();
+    engine.sync(false, None).unwrap();
+    let report = engine.embed_pending(&|_, _| {}).unwrap();
+    assert!(report.skipped.is_none() && report.sections > 0, "{report:?}");
+    (index, engine)
+}
+
+/// The suite's cases ranked lexically (the semantic layer asked off) and hybrid.
+fn both_rankings(engine: &Engine, suite: &Suite, tool: Option<Tool>) -> (Vec<CaseReport>, Vec<CaseReport>) {
+    let ranked = |wanted: bool| {
+        engine.set_semantic_wanted(wanted);
+        let report = match tool {
+            Some(tool) => run_as(engine, suite, tool),
+            None => run(engine, suite),
+        };
+        report.unwrap().cases
+    };
+    let lexical = ranked(false);
+    let hybrid = ranked(true);
+    (lexical, hybrid)
+}
+
+/// Issue 37, done when: hybrid ranking measurably improves the questions in
+/// other words (English, the language the bundled model reads: each tool and
+/// `recall_context` at least lexical, and better over all), stays at least
+/// plain BM25 in each language, and leaves every keyword suite's ranks as they
+/// are (a name or keyword query keeps its lexical page).
+#[test]
+fn issue_37_hybrid_ranking_lifts_questions_and_keeps_every_keyword_suite() {
+    let english = manifest_dir().join("fixtures/english-vault");
+    let (_english_index, english_engine) = embedded_engine(english);
+    let (_fixture_index, fixture_engine) = embedded_engine(manifest_dir().join("fixtures/vault"));
+    let corpus = common::obsidian_help("issue 37's hybrid ranking").map(embedded_engine);
+
+    // Keyword suites: every case at the lexical rank.
+    let mut keyword = vec![(ENGLISH_SUITE, &english_engine), (FIXTURE_SUITE, &fixture_engine)];
+    if let Some((_, engine)) = &corpus {
+        keyword.push((CORPUS_SUITE, engine));
+    }
+    for (path, engine) in keyword {
+        let suite = Suite::parse(&read(path)).unwrap();
+        let (lexical, hybrid) = both_rankings(engine, &suite, None);
+        for (l, h) in lexical.iter().zip(&hybrid) {
+            let question = kb_mcp::index::is_question_query(&l.query);
+            assert!(
+                h.passed >= l.passed && (question || h.matched_rank == l.matched_rank),
+                "{path} {}: lexical rank {:?}, hybrid {:?}",
+                l.id,
+                l.matched_rank,
+                h.matched_rank
+            );
+        }
+    }
+
+    // Questions in other words.
+    let mut engines = vec![(VAULT_QUESTIONS_SUITE, &english_engine)];
+    if let Some((_, engine)) = &corpus {
+        engines.push((QUESTIONS_SUITE, engine));
+    }
+    let (mut lexical, mut hybrid, mut bm25) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut recall_lexical, mut recall_hybrid) = (Vec::new(), Vec::new());
+    for (path, engine) in engines {
+        let suite = Suite::parse(&read(path)).unwrap();
+        let (l, h) = both_rankings(engine, &suite, None);
+        lexical.extend(l);
+        hybrid.extend(h);
+        let (l, h) = both_rankings(engine, &suite, Some(Tool::RecallContext));
+        recall_lexical.extend(l);
+        recall_hybrid.extend(h);
+        bm25.extend(run_baseline(engine, &suite).unwrap().cases);
+    }
+    let languages: &[&str] = if corpus.is_some() { &["en", "zh"] } else { &["en"] };
+    let (mut table, mut losses) = (Vec::new(), Vec::new());
+    let pair = |score: &Score| (score.recall_at5.unwrap(), score.mrr_at10.unwrap());
+    for &language in languages {
+        for (name, tool) in [
+            ("search_knowledge", Some(Tool::SearchKnowledge)),
+            ("search_note_content", Some(Tool::SearchNoteContent)),
+            ("recall_context", None),
+        ] {
+            let kept: Vec<usize> = (0..lexical.len())
+                .filter(|&i| lexical[i].language == language && tool.is_none_or(|t| lexical[i].tool == t))
+                .collect();
+            let (l_cases, h_cases) =
+                if tool.is_some() { (&lexical, &hybrid) } else { (&recall_lexical, &recall_hybrid) };
+            let (l, h, b) = (
+                pair(&Score::of(kept.iter().map(|&i| &l_cases[i]))),
+                pair(&Score::of(kept.iter().map(|&i| &h_cases[i]))),
+                pair(&Score::of(kept.iter().map(|&i| &bm25[i]))),
+            );
+            let line = format!(
+                "{language} {name:<19} {:>3}: hybrid {:.3} / {:.3}, lexical {:.3} / {:.3}, BM25 {:.3} / {:.3}",
+                kept.len(),
+                h.0,
+                h.1,
+                l.0,
+                l.1,
+                b.0,
+                b.1
+            );
+            let below_lexical = h.0 < l.0 - 1e-9 || h.1 < l.1 - 1e-9;
+            if below_lexical || h.0 < b.0 - 1e-9 || h.1 < b.1 - 1e-9 {
+                losses.push(line.clone());
+            }
+            table.push(line);
+        }
+    }
+    eprintln!("{}", table.join("\n"));
+    assert!(losses.is_empty(), "hybrid below lexical or BM25:\n{}", losses.join("\n"));
+    let english: Vec<usize> = (0..lexical.len()).filter(|&i| lexical[i].language == "en").collect();
+    let overall = |cases: &Vec<CaseReport>| pair(&Score::of(english.iter().map(|&i| &cases[i])));
+    let (l, h) = (overall(&lexical), overall(&hybrid));
+    assert!(h.0 + h.1 > l.0 + l.1 + 0.02, "hybrid must lift the English questions: {h:?} against {l:?}");
+}

@@ -28,6 +28,7 @@ mod pdf;
 mod pdf_make;
 mod project;
 mod sandbox;
+mod semantic;
 mod structure;
 mod vault_parse;
 mod write;

@@ -2815,3 +2815,45 @@ async fn issue33_the_default_build_serves_no_conformance_fixture() {
         client.cancel().await.unwrap();
     }
 }
+
+/// Issue 37: a server embeds its vault in the background while it answers:
+/// every search says how it ranked, lexical (and why) until the notes are
+/// embedded, then `hybrid` with the model's id, in `structuredContent` as
+/// the published output schema says (rmcp's client checks it).
+#[tokio::test(flavor = "multi_thread")]
+async fn issue37_a_server_ranks_by_meaning_once_it_embedded_the_notes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = tmp.path().join("vault");
+    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/english-vault"), &vault);
+    let client = connect(&vault, "read").await;
+    let question =
+        json!({"query": "why do I keep believing a job will be finished sooner than it really is"});
+    let started = std::time::Instant::now();
+    let mut seen = Vec::new();
+    let hybrid = loop {
+        let result = call(&client, "search_knowledge", question.clone()).await.unwrap();
+        let structured = result.structured_content.clone().unwrap();
+        let ranking = structured["ranking"].clone();
+        assert!(matches!(ranking["path"].as_str(), Some("lexical" | "hybrid")), "{ranking}");
+        if ranking["path"] == "hybrid" {
+            break structured;
+        }
+        assert!(ranking["why"].as_str().is_some_and(|w| w.starts_with("building:")), "{ranking}");
+        seen.push(ranking);
+        assert!(started.elapsed() < Duration::from_secs(300), "never hybrid: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(hybrid["ranking"]["why"].as_str().unwrap().starts_with("pocket-encoder/"), "{hybrid}");
+    let paths: Vec<&str> =
+        hybrid["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap()).collect();
+    assert!(
+        paths
+            .iter()
+            .take(5)
+            .any(|p| *p == "work/Estimating projects.md" || *p == "reading/Thinking, Fast and Slow.md"),
+        "{paths:?}"
+    );
+    let pack = call(&client, "recall_context", json!({"topic": "estimates that run late"})).await.unwrap();
+    assert_eq!(pack.structured_content.unwrap()["ranking"]["path"], "hybrid");
+    client.cancel().await.unwrap();
+}

@@ -201,11 +201,11 @@ impl Engine {
                         .map(|labelled| pdf_snippets(&labelled, &record.path, &terms))
                         .unwrap_or_default()
                 } else {
-                    cut_snippets(&sandbox, &record, &terms)
+                    cut_snippets(&sandbox, record, &terms)
                 };
                 match near {
                     // A note found by its meaning alone shows the section it was found by.
-                    Some(line) if snippets.is_empty() => section_snippet(&sandbox, &record, *line),
+                    Some(line) if snippets.is_empty() => section_snippet(&sandbox, record, *line),
                     _ => snippets,
                 }
             },

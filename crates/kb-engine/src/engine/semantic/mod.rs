@@ -78,8 +78,8 @@ pub(crate) struct SemanticLayer {
     /// Serialises passes.
     building: Mutex<()>,
     progress: Mutex<Progress>,
-    /// The catalog the last complete pass embedded.
-    embedded: Mutex<Weak<Catalog>>,
+    /// The catalog and configuration of the last complete pass.
+    embedded: Mutex<(Weak<Catalog>, Option<SemanticConfig>)>,
     /// Set when the caller asked every search to stay lexical (`kb-index eval --lexical`).
     unwanted: std::sync::atomic::AtomicBool,
 }
@@ -193,7 +193,8 @@ impl Engine {
         }
         let catalog = self.catalog();
         let embedded = self.semantic.embedded.lock().unwrap_or_else(PoisonError::into_inner);
-        !embedded.upgrade().is_some_and(|done| Arc::ptr_eq(&done, &catalog))
+        let same_notes = embedded.0.upgrade().is_some_and(|done| Arc::ptr_eq(&done, &catalog));
+        !(same_notes && embedded.1.as_ref() == Some(&config))
     }
 
     /// Brings the vectors up to date with the notes: embeds the sections of
@@ -371,7 +372,8 @@ impl Engine {
         }
         let stores = Stores { models, vectors: news.into_iter().map(Arc::new).collect() };
         *self.semantic.stores.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(stores));
-        *self.semantic.embedded.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&catalog);
+        *self.semantic.embedded.lock().unwrap_or_else(PoisonError::into_inner) =
+            (Arc::downgrade(&catalog), Some(config));
         self.semantic.set_progress(0, 0);
         Ok(report)
     }
