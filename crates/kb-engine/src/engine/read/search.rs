@@ -95,11 +95,12 @@ impl Engine {
         let folder = self.search_folder(args)?;
         let mut request = self.search_request(args, SearchScope::Knowledge, &tags, folder.as_ref(), max)?;
         let limit = request.limit;
-        let plan = self.search_ranking_plan(args, &tags, folder.as_ref());
+        let mut plan = self.search_ranking_plan(args);
         request.limit = plan.lexical_depth(limit);
         let texts = |record: &NoteRecord| self.feedback_text(record);
         request.texts = Some(NoteTexts(&texts));
         let outcome = timing::time("query", || self.index.search(&request))?;
+        self.find_near(&mut plan, &tags, folder.as_ref(), outcome.hits.len(), limit);
         let paths: Vec<&str> = outcome.hits.iter().map(|hit| hit.record.path.as_str()).collect();
         let fused = plan.fuse(&paths, limit, false);
         let mut hits: Vec<Option<SearchHit>> = outcome.hits.iter().cloned().map(Some).collect();
@@ -125,7 +126,7 @@ impl Engine {
                     tags_omitted,
                     weak: hit.weak,
                     lexical_only: plan.lexical_only(&hit.record.path),
-                    explain: plan.explain(&f, hit.explanation),
+                    explain: plan.explain(&f, hit.explanation, request.explain),
                 })
             })
             .collect();
@@ -153,11 +154,12 @@ impl Engine {
         let folder = self.search_folder(args)?;
         let mut request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref(), max)?;
         let limit = request.limit;
-        let plan = self.search_ranking_plan(args, &tags, folder.as_ref());
+        let mut plan = self.search_ranking_plan(args);
         request.limit = plan.lexical_depth(limit);
         let texts = |record: &NoteRecord| self.feedback_text(record);
         request.texts = Some(NoteTexts(&texts));
         let outcome = timing::time("query", || self.index.search(&request))?;
+        self.find_near(&mut plan, &tags, folder.as_ref(), outcome.hits.len(), limit);
         let snippets_started = std::time::Instant::now();
         let paths: Vec<&str> = outcome.hits.iter().map(|hit| hit.record.path.as_str()).collect();
         let fused = plan.fuse(&paths, limit, true);
@@ -183,7 +185,7 @@ impl Engine {
                 score: plan.score(f, hit.score),
                 weak: hit.weak,
                 lexical_only: plan.lexical_only(&hit.record.path),
-                explain: plan.explain(f, hit.explanation),
+                explain: plan.explain(f, hit.explanation, request.explain),
             });
             records.push((hit.record, f.near.as_ref().map(|near| near.line)));
         }
@@ -359,23 +361,30 @@ fn section_snippet(sandbox: &Sandbox, record: &NoteRecord, line: u32) -> Vec<Sni
 }
 
 impl Engine {
-    /// The ranking plan of a search: hybrid when the layer is ready and reads
-    /// the query's language; the notes nearest its meaning kept to those the
-    /// search's filters allow (and the index holds now). A query with exact
-    /// phrases or excluded words asks for words: it stays lexical.
-    fn search_ranking_plan(
-        &self,
-        args: &SearchArgs,
-        tags: &[String],
-        folder: Option<&NotePath>,
-    ) -> RankingPlan {
+    /// The ranking plan of a search (see [`Engine::ranking_plan`]). A query
+    /// with exact phrases or excluded words asks for words: it stays lexical.
+    fn search_ranking_plan(&self, args: &SearchArgs) -> RankingPlan {
         if args.query.contains('"')
             || args.query.split_whitespace().any(|w| w.len() > 1 && w.starts_with('-'))
         {
             return self
-                .ranking_plan(&args.query, false, &|_| false)
+                .ranking_plan(&args.query, false)
                 .with_why("off: exact phrases and excluded words are matched by words only");
         }
+        self.ranking_plan(&args.query, args.passes.semantic)
+    }
+
+    /// The notes nearest the query's meaning, when the plan needs them (see
+    /// [`RankingPlan::find_near`]), kept to those the search's filters allow
+    /// and the index holds now.
+    fn find_near(
+        &self,
+        plan: &mut RankingPlan,
+        tags: &[String],
+        folder: Option<&NotePath>,
+        found: usize,
+        limit: usize,
+    ) {
         let catalog = self.catalog();
         let wanted: Vec<String> =
             tags.iter().map(|t| t.trim().trim_start_matches('#').to_lowercase()).collect();
@@ -391,6 +400,6 @@ impl Engine {
             });
             in_folder && tagged
         };
-        self.ranking_plan(&args.query, args.passes.semantic, &keep)
+        plan.find_near(found, limit, &keep);
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use super::super::Engine;
 use crate::engine::types::{Ranking, RankingPath};
-use crate::index::semantic::{SemanticHit, Vectors, language_name, query_language};
+use crate::index::semantic::{Model, SemanticHit, Vectors, language_name, query_language};
 
 /// The usual rank constant of reciprocal rank fusion.
 const RANK_CONSTANT: f32 = 60.0;
@@ -49,6 +49,8 @@ pub(crate) struct RankingPlan {
     pub(crate) ranking: Ranking,
     pub(crate) near: Vec<SemanticHit>,
     store: Option<Arc<Vectors>>,
+    model: Option<Arc<Model>>,
+    query: String,
     /// Whether the query is a question (see `index::is_question_query`).
     question: bool,
 }
@@ -64,7 +66,14 @@ pub(crate) struct Fused {
 
 impl RankingPlan {
     fn lexical(why: String) -> RankingPlan {
-        RankingPlan { ranking: Ranking::lexical(why), near: Vec::new(), store: None, question: false }
+        RankingPlan {
+            ranking: Ranking::lexical(why),
+            near: Vec::new(),
+            store: None,
+            model: None,
+            query: String::new(),
+            question: false,
+        }
     }
 
     /// The same plan saying `why` when it is lexical.
@@ -75,9 +84,32 @@ impl RankingPlan {
         self
     }
 
-    /// How many lexical hits the fusion reads for a page of `limit`.
+    /// How many lexical hits the fusion reads for a page of `limit` (a
+    /// question's page is reordered: deeper; another query's is kept).
     pub(crate) fn lexical_depth(&self, limit: usize) -> usize {
-        if self.ranking.path == RankingPath::Hybrid { limit.max(FUSION_DEPTH) } else { limit }
+        if self.ranking.path == RankingPath::Hybrid && self.question {
+            limit.max(FUSION_DEPTH)
+        } else {
+            limit
+        }
+    }
+
+    /// Finds the notes nearest the query's meaning among those `keep` allows,
+    /// when the page needs them: a question's always, another query's when
+    /// its `found` lexical hits do not fill the page of `limit`. Embedding the
+    /// query is most of a hybrid search's cost, so a full keyword page skips it.
+    pub(crate) fn find_near(&mut self, found: usize, limit: usize, keep: &(dyn Fn(&str) -> bool + Sync)) {
+        let (Some(model), Some(store)) = (&self.model, &self.store) else { return };
+        if !self.question && found >= limit {
+            return;
+        }
+        let vector = match model.embed(std::slice::from_ref(&self.query)) {
+            Ok(mut vectors) if !vectors.is_empty() => vectors.swap_remove(0),
+            Ok(_) => return *self = RankingPlan::lexical("failed: the model gave no vector".into()),
+            Err(error) => return *self = RankingPlan::lexical(format!("failed: {}", error.message)),
+        };
+        self.near = store.search(&vector, FUSION_DEPTH, keep);
+        self.near.retain(|hit| hit.similarity >= MIN_SIMILARITY);
     }
 
     /// A hit's score: the lexical one on a lexical page, the fused one (times
@@ -91,11 +123,11 @@ impl RankingPlan {
         &self,
         fused: &Fused,
         lexical: Option<serde_json::Value>,
+        asked: bool,
     ) -> Option<serde_json::Value> {
-        if self.ranking.path != RankingPath::Hybrid {
+        if self.ranking.path != RankingPath::Hybrid || !asked {
             return lexical;
         }
-        let lexical = lexical?;
         Some(serde_json::json!({
             "lexical": lexical,
             "lexical_rank": fused.lexical.map(|r| r + 1),
@@ -172,15 +204,12 @@ impl RankingPlan {
 }
 
 impl Engine {
-    /// Which path `query` runs and, for `hybrid`, the notes nearest its meaning
-    /// among those `keep` allows. `wanted` false (a search asked to stay
-    /// lexical) gives `lexical`.
-    pub(crate) fn ranking_plan(
-        &self,
-        query: &str,
-        wanted: bool,
-        keep: &(dyn Fn(&str) -> bool + Sync),
-    ) -> RankingPlan {
+    /// Which path `query` runs: `hybrid` when the layer is on, a complete
+    /// pass exists and a model reads the query's language, else `lexical` and
+    /// why. `wanted` false (a search asked to stay lexical) gives `lexical`.
+    /// The query is embedded later, and only when the page needs it
+    /// ([`RankingPlan::find_near`]).
+    pub(crate) fn ranking_plan(&self, query: &str, wanted: bool) -> RankingPlan {
         let config = self.config().semantic.clone();
         if !config.enabled {
             return RankingPlan::lexical("off: [semantic] enabled = false in kb.toml".into());
@@ -207,15 +236,13 @@ impl Engine {
                 language_name(language)
             ));
         };
-        let vector = match stores.models[m].embed(&[query.to_owned()]) {
-            Ok(mut vectors) if !vectors.is_empty() => vectors.swap_remove(0),
-            Ok(_) => return RankingPlan::lexical("failed: the model gave no vector".into()),
-            Err(error) => return RankingPlan::lexical(format!("failed: {}", error.message)),
-        };
-        let store = stores.vectors[m].clone();
-        let mut near = store.search(&vector, FUSION_DEPTH, keep);
-        near.retain(|hit| hit.similarity >= MIN_SIMILARITY);
-        let question = crate::index::is_question_query(query);
-        RankingPlan { ranking: Ranking::hybrid(stores.models[m].id()), near, store: Some(store), question }
+        RankingPlan {
+            ranking: Ranking::hybrid(stores.models[m].id()),
+            near: Vec::new(),
+            store: Some(stores.vectors[m].clone()),
+            model: Some(stores.models[m].clone()),
+            query: query.to_owned(),
+            question: crate::index::is_question_query(query),
+        }
     }
 }

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The semantic layer's cost (issue 37), on the real release binaries (stdlib only).
+
+For each vault (generated 10k and 100k notes, the obsidian-help corpus copied
+under $KB_BENCH_DIR so a kb.toml can be put beside it) this script:
+
+1. builds the word index alone, `kb-index build --full --lexical-only`, timed,
+   and measures its size;
+2. embeds the notes, `kb-index build` (the index is current: only the
+   embedding runs), timed, with its peak RSS, and measures `embeddings/`;
+3. serves the vault twice from that index, `[semantic] enabled = false` in
+   kb.toml (lexical) and without it (hybrid, once a search says so), and sends
+   the same `search_knowledge` calls over stdio, one at a time, cycling over
+   keyword queries and questions: median and p99 per path, and the serving
+   process's peak RSS (VmHWM).
+
+Prints a Markdown table and writes target/kb-bench/semantic.json.
+
+    python3 benches/scripts/semantic_figures.py [--sizes 10000,obsidian-help] [--calls 200] [--bin-dir DIR]
+"""
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import process_figures as pf  # noqa: E402
+
+QUESTIONS = [
+    "how do I keep my notes the same on my phone and my laptop",
+    "why did the sync conflict happen after I edited on two devices",
+    "what should I do before I change the version control settings",
+    "如何在两台设备之间同步笔记",
+]
+
+
+def vault_of(label):
+    found = pf.get_vault(label)
+    if found is None:
+        return None
+    vault, files, md_bytes, queries = found
+    if label == pf.CORPUS_LABEL:
+        # The corpus is only read: a copy takes the kb.toml that turns the layer off.
+        copy = pf.BENCH_DIR / "semantic-corpus"
+        if not (copy / "en").is_dir():
+            shutil.copytree(vault, copy, ignore=shutil.ignore_patterns(".git"))
+        vault = copy
+    return vault, files, md_bytes, list(queries) + QUESTIONS
+
+
+def serve(vault, index, label, path, queries, calls):
+    toml = vault / "kb.toml"
+    if path == "lexical":
+        toml.write_text("[semantic]\nenabled = false\n")
+    elif toml.exists():
+        toml.unlink()
+    server = pf.Server(vault, index, pf.BENCH_DIR / f"semantic-{label}-{path}.stderr")
+    server.initialize()
+    server.wait_synced()
+    deadline = time.perf_counter() + 600
+    while True:
+        ranking = server.tool("search_knowledge", {"query": QUESTIONS[0]})["structuredContent"]["ranking"]
+        if ranking["path"] == path or (path == "lexical" and ranking["why"].startswith("off")):
+            break
+        if time.perf_counter() > deadline:
+            sys.exit(f"semantic_figures: {label} never ranked {path}: {ranking}")
+        time.sleep(0.5)
+    times = []
+    for i in range(calls):
+        started = time.perf_counter()
+        server.tool("search_knowledge", {"query": queries[i % len(queries)]})
+        times.append(time.perf_counter() - started)
+    memory = server.memory()
+    server.close()
+    if toml.exists():
+        toml.unlink()
+    return {
+        "median_ms": statistics.median(times) * 1e3,
+        "p99_ms": pf.percentile(times, 0.99) * 1e3,
+        "peak_rss": memory["VmHWM"],
+    }
+
+
+def measure(label, calls):
+    found = vault_of(label)
+    if found is None:
+        pf.log(f"no {label} vault; skipped")
+        return None
+    vault, files, md_bytes, queries = found
+    index = pf.BENCH_DIR / f"semantic-index-{label}"
+    pf.check_outside_repo(index)
+    kb_index = [str(pf.RELEASE / "kb-index"), "--vault", str(vault), "--index-dir", str(index), "build"]
+    lexical_s, _ = pf.run_measured([*kb_index, "--full", "--lexical-only"], pf.BENCH_DIR / "semantic-build.stderr")
+    shutil.rmtree(index / "embeddings", ignore_errors=True)
+    index_bytes = pf.dir_size(index)
+    embed_s, embed_rss = pf.run_measured(kb_index, pf.BENCH_DIR / "semantic-embed.stderr")
+    embeddings_bytes = pf.dir_size(index / "embeddings")
+    figures = {
+        "label": label,
+        "notes": files,
+        "markdown_bytes": md_bytes,
+        "lexical_build_s": lexical_s,
+        "index_bytes": index_bytes,
+        "embed_s": embed_s,
+        "embed_peak_rss": embed_rss,
+        "embeddings_bytes": embeddings_bytes,
+        "lexical": serve(vault, index, label, "lexical", queries, calls),
+        "hybrid": serve(vault, index, label, "hybrid", queries, calls),
+    }
+    pf.log(f"{label}: {json.dumps(figures)}")
+    return figures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=f"10000,{pf.CORPUS_LABEL}")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--bin-dir", help="take the binaries from here (DIR/kb-mcp, DIR/kb-index, DIR/examples/gen-vault)")
+    args = parser.parse_args()
+    if args.bin_dir:
+        pf.RELEASE = Path(args.bin_dir)
+    else:
+        pf.build_binaries()
+    pf.BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    rows = [r for r in (measure(label, args.calls) for label in args.sizes.split(",")) if r]
+    out = pf.TARGET / "kb-bench" / "semantic.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2))
+    mib = 2**20
+    print("| vault | word index: build / size | embedding: time / size / peak RSS | search_knowledge lexical: median / p99 / RSS | hybrid: median / p99 / RSS |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        lx, hy = r["lexical"], r["hybrid"]
+        print(
+            f"| {r['label']} ({r['notes']} notes) | {r['lexical_build_s']:.1f} s / {r['index_bytes'] / mib:.1f} MiB "
+            f"| {r['embed_s']:.1f} s / {r['embeddings_bytes'] / mib:.1f} MiB / {r['embed_peak_rss'] / mib:.0f} MiB "
+            f"| {lx['median_ms']:.2f} / {lx['p99_ms']:.2f} ms / {lx['peak_rss'] / mib:.0f} MiB "
+            f"| {hy['median_ms']:.2f} / {hy['p99_ms']:.2f} ms / {hy['peak_rss'] / mib:.0f} MiB |"
+        )
+
+
+if __name__ == "__main__":
+    main()
