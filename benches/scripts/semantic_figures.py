@@ -69,23 +69,25 @@ def serve(vault, index, label, path, queries, calls):
         if time.perf_counter() > deadline:
             sys.exit(f"semantic_figures: {label} never ranked {path}: {ranking}")
         time.sleep(0.5)
-    times = []
-    for i in range(calls):
-        started = time.perf_counter()
-        server.tool("search_knowledge", {"query": queries[i % len(queries)]})
-        times.append(time.perf_counter() - started)
-    memory = server.memory()
+    figures = {}
+    for tool in ("search_knowledge", "search_note_content"):
+        times = []
+        for i in range(calls):
+            started = time.perf_counter()
+            server.tool(tool, {"query": queries[i % len(queries)]})
+            times.append(time.perf_counter() - started)
+        figures[tool] = {
+            "median_ms": statistics.median(times) * 1e3,
+            "p99_ms": pf.percentile(times, 0.99) * 1e3,
+        }
+    figures["peak_rss"] = server.memory()["VmHWM"]
     server.close()
     if toml.exists():
         toml.unlink()
-    return {
-        "median_ms": statistics.median(times) * 1e3,
-        "p99_ms": pf.percentile(times, 0.99) * 1e3,
-        "peak_rss": memory["VmHWM"],
-    }
+    return figures
 
 
-def measure(label, calls):
+def measure(label, calls, serve_only):
     found = vault_of(label)
     if found is None:
         pf.log(f"no {label} vault; skipped")
@@ -94,11 +96,22 @@ def measure(label, calls):
     index = pf.BENCH_DIR / f"semantic-index-{label}"
     pf.check_outside_repo(index)
     kb_index = [str(pf.RELEASE / "kb-index"), "--vault", str(vault), "--index-dir", str(index), "build"]
+    kept = pf.BENCH_DIR / f"semantic-{label}.json"
+    if serve_only and kept.exists():
+        figures = json.loads(kept.read_text())
+        figures["lexical"] = serve(vault, index, label, "lexical", queries, calls)
+        figures["hybrid"] = serve(vault, index, label, "hybrid", queries, calls)
+        return figures
     lexical_s, _ = pf.run_measured([*kb_index, "--full", "--lexical-only"], pf.BENCH_DIR / "semantic-build.stderr")
     shutil.rmtree(index / "embeddings", ignore_errors=True)
     index_bytes = pf.dir_size(index)
     embed_s, embed_rss = pf.run_measured(kb_index, pf.BENCH_DIR / "semantic-embed.stderr")
     embeddings_bytes = pf.dir_size(index / "embeddings")
+    kept.write_text(json.dumps({
+        "label": label, "notes": files, "markdown_bytes": md_bytes, "lexical_build_s": lexical_s,
+        "index_bytes": index_bytes, "embed_s": embed_s, "embed_peak_rss": embed_rss,
+        "embeddings_bytes": embeddings_bytes,
+    }))
     figures = {
         "label": label,
         "notes": files,
@@ -118,7 +131,8 @@ def measure(label, calls):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=f"10000,{pf.CORPUS_LABEL}")
-    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=200, help="calls per tool and path")
+    parser.add_argument("--serve-only", action="store_true", help="reuse the builds of an earlier run; measure serving only")
     parser.add_argument("--bin-dir", help="take the binaries from here (DIR/kb-mcp, DIR/kb-index, DIR/examples/gen-vault)")
     args = parser.parse_args()
     if args.bin_dir:
@@ -126,21 +140,26 @@ def main():
     else:
         pf.build_binaries()
     pf.BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    rows = [r for r in (measure(label, args.calls) for label in args.sizes.split(",")) if r]
+    rows = [r for r in (measure(label, args.calls, args.serve_only) for label in args.sizes.split(",")) if r]
     out = pf.TARGET / "kb-bench" / "semantic.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
     mib = 2**20
-    print("| vault | word index: build / size | embedding: time / size / peak RSS | search_knowledge lexical: median / p99 / RSS | hybrid: median / p99 / RSS |")
-    print("|---|---|---|---|---|")
+    print("| vault | word index: build / size | embedding: time / size / peak RSS | path | `search_knowledge` median / p99 | `search_note_content` median / p99 | serving peak RSS |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        lx, hy = r["lexical"], r["hybrid"]
-        print(
-            f"| {r['label']} ({r['notes']} notes) | {r['lexical_build_s']:.1f} s / {r['index_bytes'] / mib:.1f} MiB "
-            f"| {r['embed_s']:.1f} s / {r['embeddings_bytes'] / mib:.1f} MiB / {r['embed_peak_rss'] / mib:.0f} MiB "
-            f"| {lx['median_ms']:.2f} / {lx['p99_ms']:.2f} ms / {lx['peak_rss'] / mib:.0f} MiB "
-            f"| {hy['median_ms']:.2f} / {hy['p99_ms']:.2f} ms / {hy['peak_rss'] / mib:.0f} MiB |"
-        )
+        for path in ("lexical", "hybrid"):
+            f = r[path]
+            k, c = f["search_knowledge"], f["search_note_content"]
+            head = (
+                f"| {r['label']} ({r['notes']} notes) | {r['lexical_build_s']:.1f} s / {r['index_bytes'] / mib:.1f} MiB "
+                f"| {r['embed_s']:.1f} s / {r['embeddings_bytes'] / mib:.1f} MiB / {r['embed_peak_rss'] / mib:.0f} MiB "
+                if path == "lexical" else "| | | "
+            )
+            print(
+                f"{head}| {path} | {k['median_ms']:.2f} / {k['p99_ms']:.2f} ms | {c['median_ms']:.2f} / {c['p99_ms']:.2f} ms "
+                f"| {f['peak_rss'] / mib:.0f} MiB |"
+            )
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ impl Engine {
         let mut request = self.search_request(args, SearchScope::Knowledge, &tags, folder.as_ref(), max)?;
         let limit = request.limit;
         let mut plan = self.search_ranking_plan(args);
-        request.limit = plan.lexical_depth(limit);
+        request.limit = plan.lexical_depth(limit, false);
         let texts = |record: &NoteRecord| self.feedback_text(record);
         request.texts = Some(NoteTexts(&texts));
         let outcome = timing::time("query", || self.index.search(&request))?;
@@ -155,7 +155,7 @@ impl Engine {
         let mut request = self.search_request(args, SearchScope::Content, &tags, folder.as_ref(), max)?;
         let limit = request.limit;
         let mut plan = self.search_ranking_plan(args);
-        request.limit = plan.lexical_depth(limit);
+        request.limit = plan.lexical_depth(limit, true);
         let texts = |record: &NoteRecord| self.feedback_text(record);
         request.texts = Some(NoteTexts(&texts));
         let outcome = timing::time("query", || self.index.search(&request))?;

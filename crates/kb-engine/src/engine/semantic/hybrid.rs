@@ -40,7 +40,17 @@ const MIN_SIMILARITY: f32 = 0.3;
 /// A keyword query's short page is filled only by notes at least this near.
 const FILL_SIMILARITY: f32 = 0.45;
 
-/// How deep each ranking is read for the fusion.
+/// How deep `search_knowledge`'s lexical ranking of a question is read for
+/// the fusion: from 30 to 10 it gained a question of each suite (notes deep in
+/// the title ranking are there by a common word) and its p99 at 10,000 notes
+/// fell (BENCHMARKS.md, "Hybrid ranking").
+const TITLE_DEPTH: usize = 10;
+
+/// How deep `search_note_content`'s lexical ranking of a question is read:
+/// at 10 it lost a question's answer from the top 5 that 30 keeps.
+const TEXT_DEPTH: usize = 30;
+
+/// How deep the semantic ranking is read for the fusion.
 pub(crate) const FUSION_DEPTH: usize = 30;
 
 /// What a query will do: the path and, for `hybrid`, the notes nearest its
@@ -84,13 +94,15 @@ impl RankingPlan {
         self
     }
 
-    /// How many lexical hits the fusion reads for a page of `limit` (a
-    /// question's page is reordered: deeper; another query's is kept).
-    pub(crate) fn lexical_depth(&self, limit: usize) -> usize {
-        if self.ranking.path == RankingPath::Hybrid && self.question {
-            limit.max(FUSION_DEPTH)
-        } else {
-            limit
+    /// How many lexical hits the fusion reads for a page of `limit`: a
+    /// question's page is reordered from the first [`TITLE_DEPTH`] of
+    /// `search_knowledge` or [`TEXT_DEPTH`] of `search_note_content`; another
+    /// query's page is kept.
+    pub(crate) fn lexical_depth(&self, limit: usize, text_tool: bool) -> usize {
+        match self.ranking.path == RankingPath::Hybrid && self.question {
+            true if text_tool => limit.max(TEXT_DEPTH),
+            true => limit.max(TITLE_DEPTH),
+            false => limit,
         }
     }
 
