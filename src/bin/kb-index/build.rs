@@ -14,16 +14,8 @@ use crate::Failure;
 use crate::output::{count, human_bytes};
 
 pub(crate) fn run(engine: &Engine, full: bool, embed: bool, out: &mut dyn Write) -> Result<u8, Failure> {
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} reading notes {pos}/{len} {wide_bar} {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        // The spinner turns while a slow note or the commit holds the count still.
-        bar.enable_steady_tick(Duration::from_millis(120));
-        bar
-    });
+    // The spinner turns while a slow note or the commit holds the count still.
+    let bar = terminal_bar("{spinner} reading notes {pos}/{len} {wide_bar} {eta}");
     let progress = |done: usize, total: usize| {
         if let Some(bar) = &bar {
             bar.set_length(total as u64);
@@ -71,18 +63,23 @@ pub(crate) fn run(engine: &Engine, full: bool, embed: bool, out: &mut dyn Write)
     Ok(0)
 }
 
-/// Brings the notes' embeddings up to date (the semantic layer), with a bar
-/// on a terminal, and says what it did.
-pub(crate) fn embed_notes(engine: &Engine, out: &mut dyn Write) -> Result<(), Failure> {
-    let bar = std::io::stderr().is_terminal().then(|| {
+/// A progress bar drawn with `template` on stderr when it is a terminal; its
+/// spinner turns while the count stands still.
+fn terminal_bar(template: &str) -> Option<ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(0);
         bar.set_style(
-            ProgressStyle::with_template("{spinner} embedding sections {pos}/{len} {wide_bar} {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
-    });
+    })
+}
+
+/// Brings the notes' embeddings up to date (the semantic layer), with a bar
+/// on a terminal, and says what it did.
+pub(crate) fn embed_notes(engine: &Engine, out: &mut dyn Write) -> Result<(), Failure> {
+    let bar = terminal_bar("{spinner} embedding sections {pos}/{len} {wide_bar} {eta}");
     let started = std::time::Instant::now();
     let report = engine.embed_pending(&|done, total| {
         if let Some(bar) = &bar {

@@ -37,12 +37,7 @@ impl IndexFolder {
         if !is_key(key) {
             return None;
         }
-        let file = self.path.join(EMBEDDINGS_DIR).join(format!("{key}.safetensors"));
-        let meta = fs::symlink_metadata(&file).ok()?;
-        if !meta.is_file() || meta.len() > STORE_MAX_BYTES {
-            return None;
-        }
-        fs::read(&file).ok()
+        self.read_kept(EMBEDDINGS_DIR, &format!("{key}.safetensors"), STORE_MAX_BYTES)
     }
 
     /// Keeps `bytes` as the vectors of the model `key` (written aside, then

@@ -31,9 +31,16 @@ impl IndexFolder {
         if !is_key(key) {
             return None;
         }
-        let file = self.path.join(PDF_TEXTS_DIR).join(format!("{key}.json"));
+        self.read_kept(PDF_TEXTS_DIR, &format!("{key}.json"), ENTRY_MAX_BYTES)
+    }
+
+    /// The bytes of `name` in the index folder's sub-folder `dir`, when it is
+    /// a regular file of at most `max` bytes (derived data: anything else is
+    /// derived again).
+    pub(super) fn read_kept(&self, dir: &str, name: &str, max: u64) -> Option<Vec<u8>> {
+        let file = self.path.join(dir).join(name);
         let meta = fs::symlink_metadata(&file).ok()?;
-        if !meta.is_file() || meta.len() > ENTRY_MAX_BYTES {
+        if !meta.is_file() || meta.len() > max {
             return None;
         }
         fs::read(&file).ok()
