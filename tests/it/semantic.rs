@@ -248,6 +248,24 @@ fn a_persons_own_model_reads_the_languages_it_lists() {
     let chinese = mixed.results.iter().find(|h| h.path == "设置/烤面包.md").expect("found by its words");
     assert!(chinese.lexical_only);
 
+    // A vault with no note the model reads ranks by words, and says why.
+    let (_tmp_zh, zh_vault, zh_index) = english_vault();
+    for file in common::files_in(&zh_vault) {
+        if file.extension().is_some_and(|e| e == "md") {
+            std::fs::remove_file(file).unwrap();
+        }
+    }
+    common::put(&zh_vault, "笔记/面包.md", "# 面包\n\n面团发酵太久会塌。\n");
+    let zh_engine = open(&zh_vault, &zh_index);
+    assert_eq!(zh_engine.embed_pending(&|_, _| {}).unwrap().notes, 0);
+    let english_question = zh_engine.search_knowledge(&search(SOONER)).unwrap();
+    assert_eq!(english_question.ranking.path, RankingPath::Lexical);
+    assert!(
+        english_question.ranking.why.starts_with("no_model: no note here"),
+        "{:?}",
+        english_question.ranking
+    );
+
     // The person's model, for Chinese.
     let model = tmp.path().join("models/zh-small");
     write_model(&model);

@@ -248,6 +248,12 @@ impl Engine {
                 language_name(language)
             ));
         };
+        if stores.vectors[m].is_empty() {
+            return RankingPlan::lexical(format!(
+                "no_model: no note here is in a language the model for {} reads",
+                language_name(language)
+            ));
+        }
         RankingPlan {
             ranking: Ranking::hybrid(stores.models[m].id()),
             near: Vec::new(),
