@@ -233,14 +233,31 @@ fn issue_13_search_takes_every_word_and_finds_titles_and_text_together() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], " 1. z/alpha.md  Alpha");
     assert_eq!(lines[1], "      3: The lighthouse keeper.", "piped: plain text");
-    assert_eq!(*lines.last().unwrap(), "2 notes shown; 2 by title, 2 by text");
+    assert_eq!(
+        *lines.last().unwrap(),
+        "2 notes shown; 2 by title, 2 by text; ranked by words only (building)"
+    );
     let (code, out, _) = kb_index(&vault, &["search", "keeper", "-c", "-n", "1000"]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().last(), Some("1 of 1 matching note by text"), "{out}");
+    assert_eq!(
+        out.lines().last(),
+        Some("1 of 1 matching note by text; ranked by words only (building)"),
+        "{out}"
+    );
     let (code, out, _) = kb_index(&vault, &["search", "lamp", "--titles"]);
-    assert_eq!((code, out.as_str()), (0, " 1. z/lighthouse.md  Lighthouse\n1 of 1 matching note by title\n"));
+    assert_eq!(
+        (code, out.as_str()),
+        (
+            0,
+            " 1. z/lighthouse.md  Lighthouse\n1 of 1 matching note by title; ranked by words only (building)\n"
+        )
+    );
     let (code, out, _) = kb_index(&vault, &["search", "qwertyzzz"]);
-    assert_eq!((code, out.as_str()), (1, "0 notes shown; 0 by title, 0 by text\n"), "nothing matched");
+    assert_eq!(
+        (code, out.as_str()),
+        (1, "0 notes shown; 0 by title, 0 by text; ranked by words only (building)\n"),
+        "nothing matched"
+    );
     let (code, out, _) = kb_index(&vault, &["search", "lighthouse", "-l"]);
     assert_eq!((code, out.as_str()), (0, "z/lighthouse.md\nz/alpha.md\n"));
     let (code, out, _) = kb_index(&vault, &["search", "lighthouse", "-j"]);

@@ -325,13 +325,13 @@ fn the_cli_embeds_on_build_and_says_how_it_ranked() {
     assert!(!out.contains("embeddings:"), "{out}");
     let (code, out, _) = kb_index(&["search", "why", "do", "estimates", "run", "late"]);
     assert_eq!(code, 0);
-    assert!(out.contains("ranked by words only (building:"), "{out}");
+    assert!(out.contains("ranked by words only (building)"), "{out}");
     let (code, out, _) = kb_index(&["build"]);
     assert_eq!(code, 0);
     assert!(out.contains("embeddings: ") && out.contains("of 32 notes"), "{out}");
     let (code, out, _) = kb_index(&["search", "why", "do", "estimates", "run", "late"]);
     assert_eq!(code, 0);
-    assert!(out.contains("ranked by words and meaning (pocket-encoder/"), "{out}");
+    assert!(out.contains("ranked by words and meaning"), "{out}");
     let (code, out, _) = kb_index(&["search", "--json", "--content", SOONER]);
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();

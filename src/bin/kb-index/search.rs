@@ -127,12 +127,16 @@ pub(crate) fn run(
     Ok(if found == 0 { 1 } else { 0 })
 }
 
-/// Which ranking ran, for a person: `ranked by words and meaning (MODEL)`,
-/// or `ranked by words only: WHY`.
+/// Which ranking ran, for a person: `ranked by words and meaning`, or
+/// `ranked by words only (WHY)` with why's first word (`building`, `off`,
+/// `no_model`, `failed`); `--json` has the whole reason and the model.
 fn ranked(ranking: &Ranking) -> String {
     match ranking.path {
-        RankingPath::Hybrid => format!("ranked by words and meaning ({})", ranking.why),
-        RankingPath::Lexical => format!("ranked by words only ({})", ranking.why),
+        RankingPath::Hybrid => "ranked by words and meaning".to_owned(),
+        RankingPath::Lexical => {
+            let code = ranking.why.split(':').next().unwrap_or_default();
+            format!("ranked by words only ({code})")
+        }
     }
 }
 

@@ -239,7 +239,10 @@ impl Engine {
             } else {
                 String::new()
             };
-            return RankingPlan::lexical(format!("building: the notes' embeddings are being built{so_far}"));
+            return RankingPlan::lexical(format!(
+                "building: the notes are not embedded yet{so_far} (a running server embeds them in the background; \
+                 so does kb-index build)"
+            ));
         };
         let language = query_language(query);
         let Some(m) = stores.models.iter().position(|model| model.covers(language)) else {
