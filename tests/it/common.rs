@@ -96,6 +96,16 @@ pub fn temp_vault() -> (tempfile::TempDir, PathBuf) {
     (dir, vault)
 }
 
+/// Turns the semantic layer off in the vault's `kb.toml`: for tests that
+/// measure a server's memory around one request, which the embedding model
+/// (about 100 MiB, loaded in the background at start) would blur.
+pub fn without_semantic(vault: &Path) {
+    let path = vault.join("kb.toml");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.push_str("\n[semantic]\nenabled = false\n");
+    std::fs::write(path, text).unwrap();
+}
+
 /// Every file under a folder with its bytes, for "nothing changed" checks.
 pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();

@@ -1103,7 +1103,7 @@ fn issue34_a_second_request_with_an_id_in_flight_is_refused_over_http_and_none_h
 /// server stays small and the session keeps working.
 #[test]
 fn issue34_a_request_of_too_many_values_is_answered_at_the_gate() {
-    let (server, secrets) = Server::start(&[("alice", Access::Read)], &[]);
+    let (server, secrets) = Server::start_on(&[("alice", Access::Read)], &[], common::without_semantic);
     let auth = bearer(&secrets[0]);
     let session = open_session(server.addr, &auth, json!({}));
     let headers = [("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
