@@ -143,13 +143,22 @@ fn a_pass_embeds_only_what_changed_and_survives_a_restart() {
     assert_eq!(hits.ranking.path, RankingPath::Hybrid);
     assert!(hits.results.iter().all(|h| h.path != "reading/Atomic Habits.md"));
 
-    // A damaged store is only a cache: the next pass embeds everything again.
+    // A damaged store is only a cache: the next pass embeds everything again,
+    // and what a write killed an hour ago left is removed.
     for file in common::files_in(&index.join("embeddings")) {
         std::fs::write(&file, b"not a store").unwrap();
     }
+    let left = index.join("embeddings/.tmpabcdef");
+    let file = std::fs::File::create(&left).unwrap();
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200)).unwrap();
+    drop(file);
+    let recent = index.join("embeddings/.tmpuvwxyz");
+    std::fs::write(&recent, b"another process writing").unwrap();
     drop(again);
     let fresh = open(&vault, &index);
     assert_eq!(fresh.embed_pending(&|_, _| {}).unwrap().embedded, second.sections);
+    assert!(!left.exists(), "a killed write's file is removed");
+    assert!(recent.exists(), "a write under way is left alone");
 }
 
 #[test]

@@ -25,6 +25,9 @@ const WEIGHTS_MAX_BYTES: u64 = 1 << 30;
 /// Largest `tokenizer.json` or `config.json` read.
 const MODEL_TEXT_MAX_BYTES: u64 = 64 << 20;
 
+/// How old a temporary file must be to count as left by a killed write.
+const LEFT_OVER_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Whether `key` is a model key: 16 lowercase hex digits.
 fn is_key(key: &str) -> bool {
     key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
@@ -41,7 +44,8 @@ impl IndexFolder {
     }
 
     /// Keeps `bytes` as the vectors of the model `key` (written aside, then
-    /// renamed into place), and removes the files of other models.
+    /// renamed into place), and removes the files of other models and what
+    /// a write killed half-way left.
     pub(crate) fn write_embeddings(&self, key: &str, bytes: &[u8], models: &[&str]) -> Result<()> {
         if !is_key(key) {
             return Err(Error::internal(format!("not a model key: {key}")));
@@ -53,9 +57,18 @@ impl IndexFolder {
         let Ok(entries) = fs::read_dir(self.path.join(EMBEDDINGS_DIR)) else { return Ok(()) };
         for entry in entries.filter_map(std::result::Result::ok) {
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+            // Another model's vectors, or a write a crash cut short (an hour
+            // old: another process's write under way is left alone).
             let stale = match name.strip_suffix(".safetensors") {
                 Some(other) => is_key(other) && !models.contains(&other),
-                None => false,
+                None => {
+                    name.starts_with(".tmp")
+                        && name.len() == 10
+                        && entry
+                            .metadata()
+                            .and_then(|meta| meta.modified())
+                            .is_ok_and(|at| at.elapsed().is_ok_and(|age| age >= LEFT_OVER_AGE))
+                }
             };
             if stale && entry.file_type().is_ok_and(|kind| kind.is_file()) {
                 let _ = fs::remove_file(entry.path());
