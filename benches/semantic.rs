@@ -1,8 +1,9 @@
 //! Criterion benchmarks of the semantic layer's parts a search pays for
 //! (issue 37): embedding a query with the bundled model, embedding one
 //! section (what a pass pays per changed section), and the exact search of a
-//! vector store of 100,000 and 300,000 sections (about what 20,000 and 60,000
-//! English notes of the generated vault give), best 30 notes out of 20,000.
+//! vector store of 100,000 sections over 20,000 notes and of 500,000 over
+//! 100,000 (about what the generated 100k vault gives: 4.8 sections a note),
+//! best 30 notes.
 //! A hybrid search's cost over the lexical one is the query's embedding plus
 //! the store's search (the fusion is a few dozen additions).
 //!
@@ -16,15 +17,13 @@ use criterion::Criterion;
 use kb_bench::rng::Rng;
 use kb_mcp::index::semantic::{Model, Vectors};
 
-/// Notes the stores' sections belong to.
-const NOTES: usize = 20_000;
-
-/// A store of `sections` random unit vectors of `dimensions`.
-fn store(sections: usize, dimensions: usize) -> Vectors {
+/// A store of `sections` random unit vectors of `dimensions`, spread evenly
+/// over `notes` notes.
+fn store(sections: usize, notes: usize, dimensions: usize) -> Vectors {
     let mut rng = Rng::new(37);
     let mut store = Vectors::new("bench");
-    let per_note = sections.div_ceil(NOTES);
-    for note in 0..NOTES {
+    let per_note = sections.div_ceil(notes);
+    for note in 0..notes {
         store.begin_note(Arc::from(format!("notes/{note}.md")), format!("sha256:{note}"));
         for section in 0..per_note {
             let vector = unit((0..dimensions).map(|_| rng.unit() as f32 - 0.5).collect());
@@ -51,8 +50,8 @@ fn main() {
     )];
     criterion.bench_function("semantic/embed_section", |b| b.iter(|| model.embed(&section).unwrap()));
     let query = model.embed(&question).unwrap().remove(0);
-    for sections in [100_000, 300_000] {
-        let store = store(sections, query.len());
+    for (sections, notes) in [(100_000, 20_000), (500_000, 100_000)] {
+        let store = store(sections, notes, query.len());
         criterion.bench_function(&format!("semantic/search_{}k_sections", sections / 1000), |b| {
             b.iter(|| store.search(&query, 30, &|_| true))
         });
