@@ -10,9 +10,11 @@ under $KB_BENCH_DIR so a kb.toml can be put beside it) this script:
    embedding runs), timed, with its peak RSS, and measures `embeddings/`;
 3. serves the vault twice from that index, `[semantic] enabled = false` in
    kb.toml (lexical) and without it (hybrid, once a search says so), and sends
-   the same `search_knowledge` calls over stdio, one at a time, cycling over
-   keyword queries and questions: median and p99 per path, and the serving
-   process's peak RSS (VmHWM).
+   `search_knowledge` and `search_note_content` calls over stdio, one at a
+   time: keyword queries (the vault's, cycled) and questions, each asked once
+   (a server keeps the vectors of its last queries, so a repeated question
+   would not pay for its embedding): median and p99 per path and kind, and the
+   serving process's peak RSS (VmHWM).
 
 Prints a Markdown table and writes target/kb-bench/semantic.json.
 
@@ -20,7 +22,9 @@ Prints a Markdown table and writes target/kb-bench/semantic.json.
 """
 
 import argparse
+import itertools
 import json
+import random
 import shutil
 import statistics
 import sys
@@ -36,6 +40,19 @@ QUESTIONS = [
     "what should I do before I change the version control settings",
     "如何在两台设备之间同步笔记",
 ]
+
+
+def fresh_questions(count):
+    """`count` distinct questions in a person's words, the same on every run."""
+    starts = ["how do I", "why can't I", "what is the best way to", "when should I", "where do I", "what happens if I"]
+    verbs = ["back up", "sync", "search", "rename", "link", "archive", "tag", "review", "export", "share", "merge", "restore"]
+    things = ["my notes", "the daily journal", "a project folder", "my reading list", "meeting notes", "old drafts",
+              "the templates", "attachments", "bookmarks", "open tasks"]
+    tails = ["on my phone", "after a conflict", "without losing history", "every week", "across two laptops",
+             "before a release"]
+    every = [" ".join(words) for words in itertools.product(starts, verbs, things, tails)]
+    random.Random(37).shuffle(every)
+    return every[:count]
 
 
 def vault_of(label):
@@ -70,16 +87,19 @@ def serve(vault, index, label, path, queries, calls):
             sys.exit(f"semantic_figures: {label} never ranked {path}: {ranking}")
         time.sleep(0.5)
     figures = {}
+    questions = iter(fresh_questions(2 * calls))
     for tool in ("search_knowledge", "search_note_content"):
-        times = []
-        for i in range(calls):
-            started = time.perf_counter()
-            server.tool(tool, {"query": queries[i % len(queries)]})
-            times.append(time.perf_counter() - started)
-        figures[tool] = {
-            "median_ms": statistics.median(times) * 1e3,
-            "p99_ms": pf.percentile(times, 0.99) * 1e3,
-        }
+        for kind, asked in (("keywords", (queries[i % len(queries)] for i in range(calls))),
+                            ("questions", itertools.islice(questions, calls))):
+            times = []
+            for query in asked:
+                started = time.perf_counter()
+                server.tool(tool, {"query": query})
+                times.append(time.perf_counter() - started)
+            figures[f"{tool} {kind}"] = {
+                "median_ms": statistics.median(times) * 1e3,
+                "p99_ms": pf.percentile(times, 0.99) * 1e3,
+            }
     figures["peak_rss"] = server.memory()["VmHWM"]
     server.close()
     if toml.exists():
@@ -145,22 +165,26 @@ def main():
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
     mib = 2**20
-    print("| vault | word index: build / size | embedding: time / size / peak RSS | path | `search_knowledge` median / p99 | `search_note_content` median / p99 | serving peak RSS |")
+    print("| vault | word index: build / size | embedding: time / size / peak RSS | path "
+          "| `search_knowledge` keywords / questions: median, p99 "
+          "| `search_note_content` keywords / questions: median, p99 | serving peak RSS |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         for path in ("lexical", "hybrid"):
             f = r[path]
-            k, c = f["search_knowledge"], f["search_note_content"]
+
+            def cell(tool):
+                k, q = f[f"{tool} keywords"], f[f"{tool} questions"]
+                return (f"{k['median_ms']:.2f}, {k['p99_ms']:.2f} / "
+                        f"{q['median_ms']:.2f}, {q['p99_ms']:.2f} ms")
+
             head = (
                 f"| {r['label']} ({r['notes']} notes) | {r['lexical_build_s']:.1f} s / {r['index_bytes'] / mib:.1f} MiB "
                 f"| {r['embed_s']:.1f} s / {r['embeddings_bytes'] / mib:.1f} MiB / {r['embed_peak_rss'] / mib:.0f} MiB "
                 if path == "lexical" else "| | | "
             )
-            print(
-                f"{head}| {path} | {k['median_ms']:.2f} / {k['p99_ms']:.2f} ms | {c['median_ms']:.2f} / {c['p99_ms']:.2f} ms "
-                f"| {f['peak_rss'] / mib:.0f} MiB |"
-            )
-
+            print(f"{head}| {path} | {cell('search_knowledge')} | {cell('search_note_content')} "
+                  f"| {f['peak_rss'] / mib:.0f} MiB |")
 
 if __name__ == "__main__":
     main()

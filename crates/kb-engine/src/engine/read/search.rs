@@ -15,7 +15,7 @@ use crate::engine::sync::same_stamp;
 use crate::engine::types::*;
 use crate::engine::{Engine, timing};
 use crate::error::{Error, Result};
-use crate::index::{NoteTexts, SearchHit, SearchRequest, SearchScope};
+use crate::index::{NoteTexts, SearchHit, SearchOutcome, SearchRequest, SearchScope};
 use crate::sandbox::{NotePath, Sandbox};
 use crate::vault::{Heading, NoteRecord, body_offset, content_hash, decode_note, parse_note, read_canvas};
 
@@ -99,7 +99,7 @@ impl Engine {
         request.limit = plan.lexical_depth(limit, false);
         let texts = |record: &NoteRecord| self.feedback_text(record);
         request.texts = Some(NoteTexts(&texts));
-        let outcome = timing::time("query", || self.index.search(&request))?;
+        let outcome = self.lexical_beside_embedding(&plan, &request)?;
         self.find_near(&mut plan, &tags, folder.as_ref(), outcome.hits.len(), limit);
         let paths: Vec<&str> = outcome.hits.iter().map(|hit| hit.record.path.as_str()).collect();
         let fused = plan.fuse(&paths, limit, false);
@@ -158,7 +158,7 @@ impl Engine {
         request.limit = plan.lexical_depth(limit, true);
         let texts = |record: &NoteRecord| self.feedback_text(record);
         request.texts = Some(NoteTexts(&texts));
-        let outcome = timing::time("query", || self.index.search(&request))?;
+        let outcome = self.lexical_beside_embedding(&plan, &request)?;
         self.find_near(&mut plan, &tags, folder.as_ref(), outcome.hits.len(), limit);
         let snippets_started = std::time::Instant::now();
         let paths: Vec<&str> = outcome.hits.iter().map(|hit| hit.record.path.as_str()).collect();
@@ -372,6 +372,22 @@ impl Engine {
                 .with_why("off: exact phrases and excluded words are matched by words only");
         }
         self.ranking_plan(&args.query, args.passes.semantic)
+    }
+
+    /// The lexical search of `request`; a question's query is embedded on
+    /// another thread meanwhile, when the plan will need its vector (the two
+    /// take a few milliseconds each).
+    fn lexical_beside_embedding(
+        &self,
+        plan: &RankingPlan,
+        request: &SearchRequest<'_>,
+    ) -> Result<SearchOutcome> {
+        std::thread::scope(|scope| {
+            if plan.needs_vector() {
+                scope.spawn(|| plan.embed_ahead());
+            }
+            timing::time("query", || self.index.search(request))
+        })
     }
 
     /// The notes nearest the query's meaning, when the plan needs them (see

@@ -106,6 +106,21 @@ impl RankingPlan {
         }
     }
 
+    /// Whether the page will need the query's vector whatever the lexical
+    /// ranking finds (a question's does), so it can be embedded meanwhile.
+    pub(crate) fn needs_vector(&self) -> bool {
+        self.question && self.model.is_some() && self.store.is_some()
+    }
+
+    /// Embeds the query into the model's recent vectors (see
+    /// [`Model::embed_query`]), for [`RankingPlan::find_near`] to find there;
+    /// a failure is left for `find_near` to meet and report.
+    pub(crate) fn embed_ahead(&self) {
+        if let Some(model) = &self.model {
+            let _ = model.embed_query(&self.query);
+        }
+    }
+
     /// Finds the notes nearest the query's meaning among those `keep` allows,
     /// when the page needs them: a question's always, another query's when
     /// its `found` lexical hits do not fill the page of `limit`. Embedding the
@@ -115,9 +130,8 @@ impl RankingPlan {
         if !self.question && found >= limit {
             return;
         }
-        let vector = match model.embed(std::slice::from_ref(&self.query)) {
-            Ok(mut vectors) if !vectors.is_empty() => vectors.swap_remove(0),
-            Ok(_) => return *self = RankingPlan::lexical("failed: the model gave no vector".into()),
+        let vector = match model.embed_query(&self.query) {
+            Ok(vector) => vector,
             Err(error) => return *self = RankingPlan::lexical(format!("failed: {}", error.message)),
         };
         self.near = store.search(&vector, FUSION_DEPTH, keep);

@@ -10,6 +10,9 @@
 //! A model's id names its weights (the bundled model's revision, a hash of the
 //! person's files), so vectors of another model are never compared with them.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -49,6 +52,9 @@ pub struct Model {
     key: String,
     coverage: Coverage,
     encoder: Encoder,
+    /// The vectors of the last queries, newest last: `recall_context` ranks
+    /// one question twice, and an agent repeats and pages its searches.
+    recent: Mutex<VecDeque<(String, Arc<[f32]>)>>,
 }
 
 impl std::fmt::Debug for Model {
@@ -63,6 +69,9 @@ impl std::fmt::Debug for Model {
 /// Inputs embedded per call of the bundled model (it takes at most 4096).
 const BATCH: usize = 256;
 
+/// Query vectors a model keeps (a few KiB each).
+const RECENT_QUERIES: usize = 32;
+
 impl Model {
     /// The bundled English model.
     pub fn bundled() -> Result<Model> {
@@ -75,6 +84,7 @@ impl Model {
             id,
             coverage: Coverage::Languages(vec![language::code_of("en")]),
             encoder: Encoder::Bundled(encoder),
+            recent: Mutex::default(),
         })
     }
 
@@ -99,7 +109,13 @@ impl Model {
         } else {
             Coverage::Languages(languages.iter().map(|code| language::code_of(code)).collect())
         };
-        Ok(Model { key: key_of(&id), id, coverage, encoder: Encoder::Own(Box::new(model)) })
+        Ok(Model {
+            key: key_of(&id),
+            id,
+            coverage,
+            encoder: Encoder::Own(Box::new(model)),
+            recent: Mutex::default(),
+        })
     }
 
     /// What names its vector space: its weights.
@@ -118,6 +134,25 @@ impl Model {
             Coverage::All => true,
             Coverage::Languages(codes) => codes.contains(&language),
         }
+    }
+
+    /// The vector of a search's query: embedded once, then kept among the
+    /// last [`RECENT_QUERIES`] (two threads asking at once may both embed it).
+    pub fn embed_query(&self, query: &str) -> Result<Arc<[f32]>> {
+        let recent = || self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, vector)) = recent().iter().find(|(q, _)| q == query) {
+            return Ok(vector.clone());
+        }
+        let vector: Arc<[f32]> = match self.embed(&[query.to_owned()])?.pop() {
+            Some(vector) => vector.into(),
+            None => return Err(Error::internal("the embedding model gave no vector")),
+        };
+        let mut list = recent();
+        if list.len() == RECENT_QUERIES {
+            list.pop_front();
+        }
+        list.push_back((query.to_owned(), vector.clone()));
+        Ok(vector)
     }
 
     /// One unit-length vector per text, in order.
