@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use kb_mcp::engine::types::{RankingPath, RecallArgs, SearchArgs};
-use kb_mcp::engine::{Engine, EngineOptions};
+use kb_mcp::engine::{EmbedPace, Engine, EngineOptions};
 use safetensors::tensor::{Dtype, TensorView};
 
 use crate::common;
@@ -159,6 +159,64 @@ fn a_pass_embeds_only_what_changed_and_survives_a_restart() {
     assert_eq!(fresh.embed_pending(&|_, _| {}).unwrap().embedded, second.sections);
     assert!(!left.exists(), "a killed write's file is removed");
     assert!(recent.exists(), "a write under way is left alone");
+}
+
+#[test]
+fn a_first_pass_cut_short_resumes_from_what_it_kept() {
+    let (_tmp, vault, index) = english_vault();
+    let engine = open(&vault, &index);
+    // Four notes a step, kept after each; the pass dies (as a kill would
+    // stop it) once 24 sections are embedded.
+    let pace = EmbedPace { notes_per_step: 4, keep_every: std::time::Duration::ZERO };
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        engine.embed_pending_at(&|done, _| assert!(done < 24, "killed"), pace)
+    }));
+    assert!(died.is_err());
+    let files = || -> Vec<String> {
+        let mut names: Vec<String> = common::files_in(&index.join("embeddings"))
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let kept = files();
+    assert!(kept.len() == 1 && kept[0].ends_with(".partial.safetensors"), "{kept:?}");
+    assert!(!engine.has_kept_embeddings(), "a partial store is no completed pass");
+    let still = engine.search_knowledge(&search(SOONER)).unwrap();
+    assert!(still.ranking.why.starts_with("building:"), "{:?}", still.ranking);
+    drop(engine);
+
+    // A new process starts from it: only what it lacks is embedded.
+    let again = open(&vault, &index);
+    let resumed = again.embed_pending_at(&|_, _| {}, pace).unwrap();
+    assert!(resumed.embedded > 0 && resumed.embedded + 16 <= resumed.sections, "{resumed:?}");
+    assert_eq!(resumed.notes, 32);
+    assert_eq!(files(), [kept[0].replace(".partial", "")], "the complete store replaced it");
+    assert!(again.has_kept_embeddings());
+    assert_eq!(again.search_knowledge(&search(SOONER)).unwrap().ranking.path, RankingPath::Hybrid);
+
+    // The same rows as a pass never cut short, and the same ranking (a
+    // vector may differ in its last bits: batches were made up otherwise).
+    let (_other, fresh_vault, fresh_index) = english_vault();
+    let fresh = open(&fresh_vault, &fresh_index);
+    let whole = fresh.embed_pending(&|_, _| {}).unwrap();
+    assert_eq!(whole.sections, resumed.sections);
+    let model = again.search_knowledge(&search(SOONER)).unwrap().ranking.why;
+    let rows = |index: &Path| {
+        let bytes = std::fs::read(index.join("embeddings").join(&files()[0])).unwrap();
+        kb_mcp::index::semantic::Vectors::from_bytes(&bytes, &model)
+            .expect("a store of the model")
+            .rows()
+            .to_vec()
+    };
+    assert!(rows(&index) == rows(&fresh_index), "the resumed store holds the same rows");
+    for question in [SOONER, "how long should rye bread dough rest", "what to do when the network is down"] {
+        let paths = |engine: &Engine| -> Vec<String> {
+            engine.search_knowledge(&search(question)).unwrap().results.into_iter().map(|h| h.path).collect()
+        };
+        assert_eq!(paths(&again), paths(&fresh), "{question}");
+    }
 }
 
 #[test]
@@ -345,4 +403,19 @@ fn the_cli_embeds_on_build_and_says_how_it_ranked() {
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["ranking"]["path"], "hybrid", "{out}");
+}
+
+#[test]
+fn a_query_is_embedded_once_and_kept_among_the_last_few() {
+    let model = kb_mcp::index::semantic::Model::bundled().unwrap();
+    let first = model.embed_query(SOONER).unwrap();
+    let again = model.embed_query(SOONER).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &again), "the second ask is the kept vector");
+    assert_eq!(&first[..], &model.embed(&[SOONER.to_owned()]).unwrap()[0][..]);
+    for i in 0..32 {
+        model.embed_query(&format!("another question, number {i}")).unwrap();
+    }
+    let later = model.embed_query(SOONER).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &later), "the oldest of 33 was forgotten");
+    assert_eq!(first, later);
 }

@@ -42,7 +42,7 @@ pub use review::{
     CONFIRMATION_DIFF_LINES, FileDiff, PendingOverlap, ProposalReview, REVIEW_PAGE_DIFF_LINES,
     REVIEW_PAGE_FILES, REVIEW_PAGE_MAX_FILES, ReviewPage,
 };
-pub use semantic::EmbedReport;
+pub use semantic::{EmbedPace, EmbedReport};
 pub use sync::SyncReport;
 
 pub(crate) use catalog::Catalog;

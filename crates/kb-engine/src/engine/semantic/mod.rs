@@ -26,8 +26,25 @@ use crate::index::semantic::{Model, ModelFiles, Vectors, chunks_of, is_language,
 use crate::sandbox::{NotePath, read_model_folder};
 use crate::vault::{NoteKind, SemanticConfig, decode_note};
 
-/// Notes planned and embedded per step (bounds the texts held at once).
-const NOTES_PER_STEP: usize = 1_000;
+/// How a pass goes: notes planned and embedded per step (bounds the texts
+/// held at once), and how often a long pass keeps what it has embedded so far,
+/// so that a kill or a shutdown costs at most that much of it.
+#[derive(Debug, Clone, Copy)]
+pub struct EmbedPace {
+    /// Notes per step.
+    pub notes_per_step: usize,
+    /// Time between two keepings (at a step's end).
+    pub keep_every: std::time::Duration,
+}
+
+impl Default for EmbedPace {
+    /// A thousand notes a step; kept every five minutes (at 100,000 notes a
+    /// keeping writes about 200 MB: less often would lose more, more often
+    /// would write the store over and over).
+    fn default() -> EmbedPace {
+        EmbedPace { notes_per_step: 1_000, keep_every: std::time::Duration::from_secs(300) }
+    }
+}
 
 /// Sections embedded per task (small enough to spread a few notes over the cores).
 const EMBED_BATCH: usize = 8;
@@ -177,7 +194,9 @@ impl Engine {
             return false;
         }
         match self.semantic.models(&config, self.root()) {
-            Ok(models) => models.iter().any(|m| self.index.folder().read_embeddings(m.key()).is_some()),
+            Ok(models) => {
+                models.iter().any(|m| self.index.folder().read_embeddings(m.key(), false).is_some())
+            }
             Err(_) => false,
         }
     }
@@ -204,6 +223,15 @@ impl Engine {
     /// (sections done, sections to embed) as it goes. Blocks for as long as
     /// embedding takes: callers run it off the request path.
     pub fn embed_pending(&self, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<EmbedReport> {
+        self.embed_pending_at(progress, EmbedPace::default())
+    }
+
+    /// [`Engine::embed_pending`] at another pace (tests take small steps).
+    pub fn embed_pending_at(
+        &self,
+        progress: &(dyn Fn(usize, usize) + Sync),
+        pace: EmbedPace,
+    ) -> Result<EmbedReport> {
         let _pass = self.semantic.building.lock().unwrap_or_else(PoisonError::into_inner);
         let config = self.config().semantic.clone();
         if !config.enabled {
@@ -216,17 +244,26 @@ impl Engine {
         };
         let catalog = self.catalog();
         let folder = self.index.folder();
+        // Each model's store so far: in force, else kept complete, else what
+        // a pass cut short kept (then it must be kept complete at the end).
+        let mut started_from_partial = vec![false; models.len()];
         let olds: Vec<Arc<Vectors>> = models
             .iter()
-            .map(|model| {
+            .zip(&mut started_from_partial)
+            .map(|(model, from_partial)| {
                 let current = self
                     .semantic
                     .stores()
                     .and_then(|stores| stores.vectors.iter().find(|v| v.model() == model.id()).cloned());
+                let kept = |partial: bool| {
+                    let bytes = folder.read_embeddings(model.key(), partial)?;
+                    Vectors::from_bytes(&bytes, model.id()).map(Arc::new)
+                };
                 current
+                    .or_else(|| kept(false))
                     .or_else(|| {
-                        let bytes = folder.read_embeddings(model.key())?;
-                        Vectors::from_bytes(&bytes, model.id()).map(Arc::new)
+                        *from_partial = true;
+                        kept(true)
                     })
                     .unwrap_or_else(|| Arc::new(Vectors::new(model.id())))
             })
@@ -244,7 +281,8 @@ impl Engine {
         let mut news: Vec<Vectors> = models.iter().map(|m| Vectors::new(m.id())).collect();
         let mut report = EmbedReport::default();
         let sandbox = self.sandbox();
-        for step in notes.chunks(NOTES_PER_STEP) {
+        let mut kept_at = std::time::Instant::now();
+        for step in notes.chunks(pace.notes_per_step.max(1)) {
             let plans: Vec<NotePlan> = step
                 .par_iter()
                 .map(|record| {
@@ -360,11 +398,24 @@ impl Engine {
                     }
                 }
             }
+            if report.embedded > 0 && kept_at.elapsed() >= pace.keep_every && self.index.read_only().is_none()
+            {
+                for (model, store) in models.iter().zip(&news) {
+                    // Not kept: a kill now costs more of the pass, nothing else.
+                    let _ = folder.write_partial_embeddings(model.key(), &store.to_bytes());
+                }
+                kept_at = std::time::Instant::now();
+            }
         }
         report.sections = news.iter().map(Vectors::len).sum();
         let keys: Vec<&str> = models.iter().map(|m| m.key()).collect();
-        for (model, (store, old)) in models.iter().zip(news.iter().zip(&olds)) {
-            let same = store.len() == old.len() && store.notes() == old.notes() && report.embedded == 0;
+        for ((model, (store, old)), from_partial) in
+            models.iter().zip(news.iter().zip(&olds)).zip(&started_from_partial)
+        {
+            let same = !from_partial
+                && store.len() == old.len()
+                && store.notes() == old.notes()
+                && report.embedded == 0;
             if !same && self.index.read_only().is_none() {
                 // A store that cannot be kept is embedded again next time: not an error.
                 let _ = folder.write_embeddings(model.key(), &store.to_bytes(), &keys);

@@ -1,8 +1,11 @@
 //! The semantic layer's vectors kept beside the index in `embeddings/`, one
 //! file per model (`<model key>.safetensors`, the key 16 hex digits naming
 //! the model's weights): a restart, a rebuild or a sync reuses them, and a
-//! model change starts a file of its own. Derived data like the index: a
-//! missing or damaged file means embedding again, never an error. Also the
+//! model change starts a file of its own. A first pass that is cut short (a
+//! kill, a shutdown) leaves what it had embedded in `<model key>.partial
+//! .safetensors`, which the next pass starts from and a complete store
+//! replaces. Derived data like the index: a missing or damaged file means
+//! embedding again, never an error. Also the
 //! person's own model folder (`[semantic] model`), read whole and bounded.
 
 use std::fs;
@@ -33,24 +36,38 @@ fn is_key(key: &str) -> bool {
     key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
+/// The file name of the model `key`'s vectors, complete or partial.
+fn file_name(key: &str, partial: bool) -> String {
+    if partial { format!("{key}.partial.safetensors") } else { format!("{key}.safetensors") }
+}
+
 impl IndexFolder {
     /// The kept vectors of the model `key`, `None` when there are none or
-    /// they cannot be read.
-    pub(crate) fn read_embeddings(&self, key: &str) -> Option<Vec<u8>> {
+    /// they cannot be read. `partial`: those of a pass cut short instead.
+    pub(crate) fn read_embeddings(&self, key: &str, partial: bool) -> Option<Vec<u8>> {
         if !is_key(key) {
             return None;
         }
-        self.read_kept(EMBEDDINGS_DIR, &format!("{key}.safetensors"), STORE_MAX_BYTES)
+        self.read_kept(EMBEDDINGS_DIR, &file_name(key, partial), STORE_MAX_BYTES)
+    }
+
+    /// Keeps `bytes` as what a pass under way has embedded for the model
+    /// `key` so far (written aside, then renamed into place).
+    pub(crate) fn write_partial_embeddings(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        if !is_key(key) {
+            return Err(Error::internal(format!("not a model key: {key}")));
+        }
+        self.write_kept(EMBEDDINGS_DIR, &file_name(key, true), bytes)
     }
 
     /// Keeps `bytes` as the vectors of the model `key` (written aside, then
-    /// renamed into place), and removes the files of other models and what
-    /// a write killed half-way left.
+    /// renamed into place), and removes its partial file, the files of other
+    /// models and what a write killed half-way left.
     pub(crate) fn write_embeddings(&self, key: &str, bytes: &[u8], models: &[&str]) -> Result<()> {
         if !is_key(key) {
             return Err(Error::internal(format!("not a model key: {key}")));
         }
-        self.write_kept(EMBEDDINGS_DIR, &format!("{key}.safetensors"), bytes)?;
+        self.write_kept(EMBEDDINGS_DIR, &file_name(key, false), bytes)?;
         if self.access != IndexAccess::Create {
             return Ok(());
         }
@@ -60,7 +77,10 @@ impl IndexFolder {
             // Another model's vectors, or a write a crash cut short (an hour
             // old: another process's write under way is left alone).
             let stale = match name.strip_suffix(".safetensors") {
-                Some(other) => is_key(other) && !models.contains(&other),
+                Some(other) => match other.strip_suffix(".partial") {
+                    Some(partial) => is_key(partial) && (partial == key || !models.contains(&partial)),
+                    None => is_key(other) && !models.contains(&other),
+                },
                 None => {
                     name.starts_with(".tmp")
                         && name.len() == 10
