@@ -23,6 +23,7 @@ mod conflict_copy;
 mod displaced;
 mod encoding;
 mod fs;
+mod history;
 mod inbox;
 mod inbox_owner;
 mod index_dir;
@@ -45,6 +46,9 @@ pub use encoding::{Zone, file_time, hex, percent_decode, rfc3339, unhex};
 pub use fs::{
     FileStat, NotePermissions, OpenedFile, Scan, ScannedFile, SkippedFile, TEMPLATE_SETTINGS, WriteMode,
     ensure_dir, read_template_settings, read_vault_config,
+};
+pub use history::{
+    Change, ChangeBy, Cursor, HISTORY_REF, HistoryStore, PastVersion, StoreKind, StoredVersion, blob_id,
 };
 pub use inbox_owner::ForeignInbox;
 pub use index_dir::{

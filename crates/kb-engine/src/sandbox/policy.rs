@@ -12,7 +12,7 @@
 use super::NotePath;
 
 /// Exact names (compared case-insensitively) that are never readable or writable.
-const HARD_DENIED: [&str; 6] = [".git", ".obsidian", ".trash", ".kb", "node_modules", ".ssh"];
+const HARD_DENIED: [&str; 7] = [".git", ".obsidian", ".trash", ".kb", ".kb-history", "node_modules", ".ssh"];
 /// Name prefixes of secrets: environment files and private SSH keys.
 const SECRET_PREFIXES: [&str; 5] = [".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
 /// Extensions of key and certificate files.
