@@ -14,7 +14,7 @@ use crate::engine::types::Access;
 
 const FIND: &str = "kb-mcp gives you controlled access to the person's Markdown knowledge vault (Obsidian-style notes, often in Chinese and English).
 Start: recall_context {topic} (a topic or a question) gathers the notes that bear on it within a token budget; get_vault_overview shows the vault, its standards and whether the index is fresh.
-Find: search_knowledge (what notes are about: titles, aliases, tags, descriptions) and search_note_content (text inside notes); write queries in the language of the notes you look for (Chinese and English both work as typed); then read_note. Explore: get_related_notes, list_tags, list_recent_notes, list_notes (a folder's notes and subfolders), list_standards; audit_vault finds broken links, orphans and other problems.
+Find: search_knowledge (what notes are about: titles, aliases, tags, descriptions) and search_note_content (text inside notes); write queries in the language of the notes you look for (Chinese and English both work as typed); then read_note. Explore: get_related_notes, list_tags, list_recent_notes, list_notes (a folder's notes and subfolders), list_standards, list_history (a note's versions); audit_vault finds broken links, orphans and other problems.
 Use only paths that tools returned; all paths are vault-relative with forward slashes.";
 
 const READ_ONLY: &str = "This connection can only read (access level `read`). When the person wants a note added or changed, write the text in your answer and say which note it belongs to: they make the change themselves, or connect kb-mcp with `propose` access so that you can stage it for their approval.";

@@ -105,6 +105,9 @@ const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
 /// How often the server looks whether the embeddings lag the notes.
 const EMBED_CHECK_EVERY: Duration = Duration::from_millis(500);
 
+/// How often the history thread looks for a changed catalog.
+const HISTORY_CHECK_EVERY: Duration = Duration::from_millis(500);
+
 impl Shared {
     /// Starts opening the vault and syncing the index in the background.
     pub fn start(options: &ServerOptions) -> Arc<Shared> {
@@ -230,7 +233,43 @@ impl Shared {
         let watching = watcher.map(watch::Watcher::keep).is_some();
         *self.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         self.unwatched.store(!watching, Ordering::Relaxed);
+        Self::keep_history(engine.clone());
         Self::keep_embedding(engine);
+    }
+
+    /// Keeps the vault's history up to date for as long as the process
+    /// runs: a pass whenever the catalog changed (an edit on disk the watcher
+    /// saw, a sync), on a thread of its own; the first pass reads every note
+    /// once, after start-up, never before it. A failure is logged once until
+    /// the next pass succeeds.
+    fn keep_history(engine: Arc<Engine>) {
+        std::thread::spawn(move || {
+            let mut failing = None;
+            loop {
+                if engine.history_due() {
+                    let started = Instant::now();
+                    match engine.record_history_pending() {
+                        Ok(report) => {
+                            failing = None;
+                            if report.commit.is_some() || !report.left_out.is_empty() {
+                                log(json!({
+                                    "event": "history_recorded", "files": report.files, "commit": report.commit,
+                                    "left_out": report.left_out.len(), "ms": started.elapsed().as_millis() as u64,
+                                }));
+                            }
+                        }
+                        Err(error) => {
+                            let error = error.to_string();
+                            if failing.as_ref() != Some(&error) {
+                                log(json!({ "event": "history_failed", "error": error }));
+                                failing = Some(error);
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(HISTORY_CHECK_EVERY);
+            }
+        });
     }
 
     /// Keeps the notes' embeddings up to date for as long as the process

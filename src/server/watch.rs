@@ -1,6 +1,7 @@
 //! The file watcher: re-syncs the index shortly after notes change on disk.
 //!
-//! Events are debounced (300 ms), events inside the index folder are ignored
+//! Events are debounced (300 ms), events inside the index folder (and the
+//! history's repository) are ignored
 //! (the index's own commits would otherwise trigger endless syncs), and each
 //! batch runs one targeted sync of the reported paths
 //! ([`Engine::sync_changed`]), which walks the vault only when it must. A
@@ -49,6 +50,9 @@ impl Watcher {
 pub(super) fn spawn(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Option<Watcher> {
     let root = engine.root().to_owned();
     let index_dir: PathBuf = crate::sandbox::canonical_or_same(&engine.index_location().dir);
+    // The history's writes (its own repository, or the vault's `.git`) are no notes.
+    let history_dirs: [PathBuf; 2] =
+        [crate::sandbox::canonical_or_same(&engine.own_history_folder()), root.join(".git")];
     // kb.toml and Obsidian's templates settings (they name the folder left out).
     let mut settings_files = vec![root.join("kb.toml")];
     settings_files.extend(
@@ -78,7 +82,11 @@ pub(super) fn spawn(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Option<Watche
         let changed: Vec<PathBuf> = events
             .iter()
             .flat_map(|e| e.paths.iter())
-            .filter(|p| !p.starts_with(&index_dir) && !p.starts_with(&inbox))
+            .filter(|p| {
+                !p.starts_with(&index_dir)
+                    && !p.starts_with(&inbox)
+                    && !history_dirs.iter().any(|dir| p.starts_with(dir))
+            })
             .cloned()
             .collect();
         if changed.is_empty() {

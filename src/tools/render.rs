@@ -409,6 +409,36 @@ pub(super) fn audit(a: &Audit) -> String {
     out
 }
 
+pub(super) fn history(h: &HistoryResults) -> String {
+    let mut out = match h.versions.len() {
+        0 => format!("{}: no version recorded", h.path),
+        n => format!("{}: {}", h.path, count(n as u64, "version")),
+    };
+    for v in &h.versions {
+        let by = match (&v.by, &v.proposal_id) {
+            (VersionBy::Proposal, Some(id)) => format!(
+                "proposal {id} ({}, approved by {})",
+                v.kind.as_deref().unwrap_or("?"),
+                v.approved_by.as_deref().unwrap_or("?")
+            ),
+            (VersionBy::OnDisk, _) => "on disk".to_owned(),
+            _ => "another commit".to_owned(),
+        };
+        let what = match &v.hash {
+            Some(_) => format!("+{} -{}", v.added, v.removed),
+            None => "removed".to_owned(),
+        };
+        let _ = write!(out, "\n- {} {} — {by}, {what}", &v.commit[..v.commit.len().min(12)], v.at);
+        if v.path != h.path {
+            let _ = write!(out, " (as {})", v.path);
+        }
+    }
+    if let Some(cursor) = &h.next_cursor {
+        let _ = write!(out, "\n[more: call again with cursor {cursor}]");
+    }
+    out
+}
+
 pub(super) fn notes(l: &NoteList) -> String {
     let shown = if l.folder.is_empty() { "the vault's top level" } else { l.folder.as_str() };
     let mut out = format!("{shown}: {} of {}", l.notes.len(), count(l.total, "note"));

@@ -147,7 +147,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "recall_context",
         title: "Recall context",
-        description: "Instead of several searches and reads: a context pack on a topic or question within a token budget (default 4000): top notes' best sections, then linked notes' openings, each with why.",
+        description: "Instead of several searches and reads: a pack on a topic or question within a token budget (default 4000): top notes' best sections, linked notes' openings, each with why.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecallArgs>,
@@ -157,12 +157,22 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "The vault's ls: a folder's notes and, on page 1, its subfolders with counts. Next page: `cursor` = `next_cursor` (same folder, tag, sort); by time, notes changed meanwhile come last.",
+        description: "The vault's ls: a folder's notes and, on page 1, its subfolders with counts. Next page: `cursor` = `next_cursor` (same folder, tag, sort); by time, notes changed since come last.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,
         output: output::<NoteList>,
         run: |call| call.answer(Engine::list_notes, render::notes),
+    },
+    ToolDef {
+        name: "list_history",
+        title: "History",
+        description: "A note's versions, newest first: when, who (on disk or a proposal), lines +/-, hash. Old paths work.",
+        level: Access::Read,
+        effect: Effect::Reads,
+        input: input::<HistoryArgs>,
+        output: output::<HistoryResults>,
+        run: |call| call.answer(Engine::list_history, render::history),
     },
     ToolDef {
         name: "audit_vault",
@@ -373,7 +383,7 @@ mod tests {
     /// and the numbers in its description) and the tool description's defaults.
     #[test]
     fn bounds_reach_schemas_and_descriptions() {
-        let cases: [(&str, &str, Bound); 9] = [
+        let cases: [(&str, &str, Bound); 10] = [
             ("search_knowledge", "limit", SEARCH_LIMIT),
             ("search_note_content", "limit", SEARCH_LIMIT),
             ("list_tags", "limit", TAGS_LIMIT),
@@ -383,6 +393,7 @@ mod tests {
             ("recall_context", "budget_tokens", RECALL_BUDGET),
             ("list_notes", "limit", LIST_NOTES_LIMIT),
             ("audit_vault", "limit", AUDIT_LIMIT),
+            ("list_history", "limit", HISTORY_LIMIT),
         ];
         for (tool, argument, bound) in cases {
             let def = def(tool).unwrap();

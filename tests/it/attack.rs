@@ -184,7 +184,7 @@ fn walk(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Entry>) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if prefix == "vault" && name == ".kb" {
+        if prefix == "vault" && (name == ".kb" || name == ".kb-history") {
             continue;
         }
         let key = format!("{prefix}/{name}");
@@ -697,6 +697,10 @@ enum Target {
     RelatedPath,
     /// `get_related_notes {ref}`.
     RelatedRef,
+    /// `list_history {path}`.
+    HistoryPath,
+    /// `list_history {ref}`.
+    HistoryRef,
     /// `search_knowledge {folder}`.
     KnowledgeFolder,
     /// `search_note_content {folder}`.
@@ -735,11 +739,13 @@ enum Target {
     ExpandPrompt,
 }
 
-const TARGETS: [Target; 22] = [
+const TARGETS: [Target; 24] = [
     Target::ReadPath,
     Target::ReadRef,
     Target::RelatedPath,
     Target::RelatedRef,
+    Target::HistoryPath,
+    Target::HistoryRef,
     Target::KnowledgeFolder,
     Target::ContentFolder,
     Target::RecallFolder,
@@ -773,6 +779,8 @@ impl Target {
             ReadRef => server.call("read_note", json!({"ref": input})),
             RelatedPath => server.call("get_related_notes", json!({"path": input})),
             RelatedRef => server.call("get_related_notes", json!({"ref": input})),
+            HistoryPath => server.call("list_history", json!({"path": input})),
+            HistoryRef => server.call("list_history", json!({"ref": input})),
             KnowledgeFolder => server.call("search_knowledge", json!({"query": "备份", "folder": input})),
             ContentFolder => server.call("search_note_content", json!({"query": "备份", "folder": input})),
             RecallFolder => server.call("recall_context", json!({"topic": "备份", "folder": input})),
@@ -1009,19 +1017,22 @@ impl Row {
         let input = self.input.as_str();
         match (target, self.kind) {
             (
-                ReadPath | RelatedPath | PatchPath | DeletePath | MoveFrom | MoveTo | NoteResource,
+                ReadPath | RelatedPath | HistoryPath | PatchPath | DeletePath | MoveFrom | MoveTo
+                | NoteResource,
                 Kind::Denied,
             ) => Want::Code("path_denied"),
-            (ReadPath | RelatedPath | PatchPath | DeletePath | MoveFrom | NoteResource, Kind::Missing) => {
-                Want::Code("not_found")
-            }
+            (
+                ReadPath | RelatedPath | HistoryPath | PatchPath | DeletePath | MoveFrom | NoteResource,
+                Kind::Missing,
+            ) => Want::Code("not_found"),
             // A free note path is where a move may go.
             (MoveTo, Kind::Missing) => Want::Accept,
             (
-                ReadPath | RelatedPath | PatchPath | DeletePath | MoveFrom | MoveTo | NoteResource,
+                ReadPath | RelatedPath | HistoryPath | PatchPath | DeletePath | MoveFrom | MoveTo
+                | NoteResource,
                 Kind::Empty,
             ) => Want::Code("invalid_argument"),
-            (ReadRef | RelatedRef, _) => {
+            (ReadRef | RelatedRef | HistoryRef, _) => {
                 let name = input.split('#').next().unwrap_or_default().trim();
                 if name.is_empty() { Want::Code("invalid_argument") } else { Want::Code("not_found") }
             }
@@ -1086,8 +1097,9 @@ fn table(fx: &Fixture) -> Vec<Row> {
         denied("/etc/passwd"),
         denied("/z/备份仓库.md")
             .except(ReadRef, Want::Accept, "a wikilink target may start at the vault root, as in Obsidian")
+            .except(RelatedRef, Want::Accept, "a wikilink target may start at the vault root, as in Obsidian")
             .except(
-                RelatedRef,
+                HistoryRef,
                 Want::Accept,
                 "a wikilink target may start at the vault root, as in Obsidian",
             ),
@@ -1256,15 +1268,18 @@ fn table(fx: &Fixture) -> Vec<Row> {
         denied("top.md"),
         denied("Z/备份仓库.md")
             .except(ReadRef, Want::Accept, "wikilink targets resolve case-insensitively, as in Obsidian")
-            .except(RelatedRef, Want::Accept, "wikilink targets resolve case-insensitively, as in Obsidian"),
+            .except(RelatedRef, Want::Accept, "wikilink targets resolve case-insensitively, as in Obsidian")
+            .except(HistoryRef, Want::Accept, "wikilink targets resolve case-insensitively, as in Obsidian"),
         denied("docs2/x.md"),
         // Standards and read_also files are readable but never written.
         Row { input: "docs/写作规范.md".into(), kind: Kind::Denied, except: Vec::new() }
             .except(ReadPath, Want::Accept, "a standard is readable")
             .except(RelatedPath, Want::Accept, "a standard is readable")
+            .except(HistoryPath, Want::Accept, "a standard is readable")
             .except(NoteResource, Want::Accept, "a standard is readable")
             .except(ReadRef, Want::Accept, "a standard is indexed and named by its path")
-            .except(RelatedRef, Want::Accept, "a standard is indexed and named by its path"),
+            .except(RelatedRef, Want::Accept, "a standard is indexed and named by its path")
+            .except(HistoryRef, Want::Accept, "a standard is indexed and named by its path"),
         // Well-formed and absent.
         missing("z/missing.md"),
         missing("z/tech/no such folder/x.md"),
@@ -1436,6 +1451,7 @@ fn hostile_table(server: &mut Server, fx: &Fixture, tools: &[Value], findings: &
     let covered = [
         "read_note",
         "get_related_notes",
+        "list_history",
         "search_knowledge",
         "search_note_content",
         "recall_context",

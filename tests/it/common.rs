@@ -28,7 +28,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// start from: the index folder, the inbox (proposals, the apply lock, the
 /// audit log) and the lock file, compared case-insensitively at the top level
 /// (on macOS and Windows `Inbox` is `inbox`).
-pub const RUN_LEFTOVERS: [&str; 3] = [".kb", "inbox", "_apply.lock"];
+pub const RUN_LEFTOVERS: [&str; 4] = [".kb", ".kb-history", "inbox", "_apply.lock"];
 
 /// The fixture's own files below `from`, as vault-relative paths, sorted: every
 /// file but what a run leaves behind ([`RUN_LEFTOVERS`]) and, in a git
@@ -113,7 +113,9 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
         let entry = entry.unwrap();
         if entry.file_type().is_file() {
             let rel = entry.path().strip_prefix(dir).unwrap().to_string_lossy().replace('\\', "/");
-            if !rel.starts_with(".kb/") {
+            // kb-mcp's own folders: the index and (for a vault that is no git
+            // repository) the history.
+            if !rel.starts_with(".kb/") && !rel.starts_with(".kb-history/") {
                 out.push((rel, std::fs::read(entry.path()).unwrap()));
             }
         }

@@ -20,6 +20,7 @@ mod engine;
 mod eval;
 mod eval_baseline;
 mod fuzz_regressions;
+mod history;
 mod http;
 mod index_folder;
 mod mcp;

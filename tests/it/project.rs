@@ -253,7 +253,7 @@ fn what_a_server_run_leaves_in_the_fixture_is_never_copied_into_a_test() {
     common::copy_fixture(&vault, &copy);
     let copied: Vec<String> = common::snapshot(&copy).into_iter().map(|(path, _)| path).collect();
     assert_eq!(copied, own, "nothing the run left behind is copied");
-    for left in [".kb", "inbox", "Inbox"] {
+    for left in [".kb", ".kb-history", "inbox", "Inbox"] {
         assert!(!copy.join(left).exists(), "{left} was copied");
     }
 }

@@ -2527,7 +2527,7 @@ fn default_mode(vault: &Path) -> u32 {
 fn check_private_text(vault: &Path) -> Vec<String> {
     let mut holding = Vec::new();
     let walk = walkdir::WalkDir::new(vault).sort_by_file_name().into_iter();
-    for entry in walk.filter_entry(|entry| entry.file_name() != ".kb") {
+    for entry in walk.filter_entry(|entry| entry.file_name() != ".kb" && entry.file_name() != ".kb-history") {
         let entry = entry.unwrap();
         if !entry.file_type().is_file() {
             continue;

@@ -26,6 +26,7 @@ mod audit;
 mod build;
 mod eval_cmd;
 mod extract_pdf;
+mod history;
 mod inbox;
 mod ls;
 mod output;
@@ -50,6 +51,8 @@ Examples:
   kb-index inbox apply --yes --only 2319   apply it
   kb-index mv z/A.md z/B.md                stage a rename that rewrites every link to it
   kb-index revert 2319                     stage the inverse of an applied proposal
+  kb-index log z/设计.md                   a note's versions: when, by whom, lines +/-
+  kb-index show z/设计.md --at 3f2a9c1     the note as it was at one of them
 
 Exit codes: 0 success, 1 a check failed or nothing matched, 2 bad usage or input.";
 
@@ -124,6 +127,10 @@ enum Command {
     /// Undo an applied proposal: its exact inverse, staged as a proposal (--yes also applies it); refused when a file changed since.
     #[command(after_help = structure::REVERT_EXAMPLES)]
     Revert(structure::RevertCmdArgs),
+    /// A note's history, newest first: each version's commit, time, who made it (on disk, or a proposal and who approved it), lines added and removed.
+    Log(history::LogArgs),
+    /// A note as it was at one of its versions (a commit `kb-index log` printed, or a time), printed as it was.
+    Show(history::ShowArgs),
     /// Measure search quality: run a retrieval suite (recall@k, MRR) against the vault.
     Eval {
         /// The suite file (JSON, see index-schema/eval-suite.schema.json).
@@ -304,6 +311,8 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             }
             structure::run_rm(&engine, args, &paint, &mut out)
         }
+        Command::Log(args) => history::run_log(&engine, args, &paint, &mut out),
+        Command::Show(args) => history::run_show(&engine, args, &mut out),
         Command::Revert(args) => {
             if let Some(error) = engine.inbox_conflict() {
                 return Err(error.into());

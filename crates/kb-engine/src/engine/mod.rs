@@ -17,6 +17,7 @@ mod changes;
 mod conventions;
 mod cursor;
 mod helped;
+mod history;
 mod linkers;
 mod list;
 mod pdf;
@@ -33,6 +34,7 @@ mod write;
 pub use conventions::{
     CONVENTIONS_SKILL_DESCRIPTION, CONVENTIONS_SKILL_MAX_BYTES, CONVENTIONS_SKILL_NAME, skill_frontmatter,
 };
+pub use history::HistoryReport;
 pub use pdf::{
     CHILD_CPU_SECONDS, CHILD_MEMORY_MAX, EXTRACT_TIMEOUT, PDF_MAX_BYTES, PdfExtractor, extract_pdf_child,
 };
@@ -130,6 +132,8 @@ pub struct Engine {
     pdf: pdf::PdfTexts,
     /// The notes' embeddings and the models in force (see `semantic/`).
     semantic: semantic::SemanticLayer,
+    /// The vault's history (see `history.rs`).
+    history: history::HistoryLayer,
 }
 
 impl std::fmt::Debug for Engine {
@@ -203,6 +207,7 @@ impl Engine {
             last_audit: audit::LastAudit::default(),
             pdf: pdf::PdfTexts::default(),
             semantic: semantic::SemanticLayer::default(),
+            history: history::HistoryLayer::default(),
         })
     }
 

@@ -315,10 +315,14 @@ impl Engine {
         failpoint: &mut dyn FnMut(write::Step) -> Result<()>,
     ) -> Result<ApplyResult> {
         let sandbox = self.sandbox();
+        // The history waits for the apply, which then records itself (see `history.rs`).
+        let mut history = self.hold_history();
         let applied = std::thread::scope(|scope| {
             let mut index = super::apply_index::ApplyIndexer::new(self, scope);
             write::apply_with_index(&sandbox, &args.proposal_id, actor, &mut index, failpoint)
         })?;
+        self.record_applied(&mut history, &applied);
+        drop(history);
         Ok(ApplyResult {
             proposal_id: applied.proposal_id,
             status: applied.status,

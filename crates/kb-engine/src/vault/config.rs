@@ -42,7 +42,7 @@ impl Default for Limits {
 }
 
 /// The parsed configuration.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct VaultConfig {
     /// Folders and deny rules.
     pub policy: Policy,
@@ -54,6 +54,9 @@ pub struct VaultConfig {
     pub lint: super::lint::LintRules,
     /// The semantic layer (`[semantic]`).
     pub semantic: SemanticConfig,
+    /// `[history] enabled` (default true): false records no history (what
+    /// was recorded stays readable).
+    pub history: bool,
 }
 
 /// `[semantic]`: whether searches also rank by meaning, and with which model
@@ -73,6 +76,19 @@ pub struct SemanticConfig {
 impl Default for SemanticConfig {
     fn default() -> Self {
         SemanticConfig { enabled: true, model: None, languages: Vec::new() }
+    }
+}
+
+impl Default for VaultConfig {
+    fn default() -> Self {
+        VaultConfig {
+            policy: Policy::default(),
+            tag_registry: None,
+            limits: Limits::default(),
+            lint: super::lint::LintRules::default(),
+            semantic: SemanticConfig::default(),
+            history: true,
+        }
     }
 }
 
@@ -114,11 +130,8 @@ impl VaultConfig {
                     "limits.read_page_bytes" => config.limits.read_page_bytes = limit(&name, value)?,
                     "limits.pending_max_count" => config.limits.pending_max_count = limit(&name, value)?,
                     "limits.pending_max_bytes" => config.limits.pending_max_bytes = limit(&name, value)?,
-                    "semantic.enabled" => {
-                        config.semantic.enabled = value.as_bool().ok_or_else(|| {
-                            invalid(format!("`{name}` must be true or false, found {}", article(value)))
-                        })?;
-                    }
+                    "semantic.enabled" => config.semantic.enabled = boolean(&name, value)?,
+                    "history.enabled" => config.history = boolean(&name, value)?,
                     "semantic.model" => config.semantic.model = Some(model_folder(&name, value)?),
                     "semantic.languages" => config.semantic.languages = language_codes(&name, value)?,
                     _ => config.limits.proposal_max_bytes = limit(&name, value)?,
@@ -130,7 +143,7 @@ impl VaultConfig {
 }
 
 /// The sections and keys `kb.toml` may hold.
-const SECTIONS: [(&str, &[&str]); 4] = [
+const SECTIONS: [(&str, &[&str]); 5] = [
     ("vault", &["notes", "standards", "inbox", "read_also", "deny"]),
     ("tags", &["registry"]),
     (
@@ -144,6 +157,7 @@ const SECTIONS: [(&str, &[&str]); 4] = [
         ],
     ),
     ("semantic", &["enabled", "model", "languages"]),
+    ("history", &["enabled"]),
 ];
 
 /// The largest limit accepted: 1 GiB.
@@ -151,7 +165,14 @@ const MAX_LIMIT: u64 = 1 << 30;
 
 const KEYS_HINT: &str = "kb.toml may hold [vault] notes, standards, inbox, read_also, deny; \
                          [tags] registry; [limits] read_max_bytes, read_page_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes; \
-                         [semantic] enabled, model, languages; [lint] required, types, folders";
+                         [semantic] enabled, model, languages; [history] enabled; [lint] required, types, folders";
+
+/// A `true` or `false` value.
+fn boolean(name: &str, value: &Value) -> Result<bool> {
+    value
+        .as_bool()
+        .ok_or_else(|| invalid(format!("`{name}` must be true or false, found {}", article(value))))
+}
 
 fn invalid(message: String) -> Error {
     Error::invalid(format!("kb.toml: {message}")).with_hint(KEYS_HINT)

@@ -54,4 +54,4 @@ pub use propose::{
     required_reason, stage_plan,
 };
 pub use review::{Overlap, Review, overlaps_of, pending_paths, review};
-pub use text::{Edit, apply_edits, unified_diff};
+pub use text::{Edit, apply_edits, line_changes, unified_diff};

@@ -60,3 +60,6 @@ pub const RECALL_BUDGET: Bound = Bound { default: 4000, min: 200, max: 32000 };
 
 /// `limit` of `audit_vault`.
 pub const AUDIT_LIMIT: Bound = Bound { default: 100, min: 1, max: 500 };
+
+/// `limit` of `list_history`.
+pub const HISTORY_LIMIT: Bound = Bound { default: 20, min: 1, max: 100 };

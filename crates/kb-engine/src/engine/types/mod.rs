@@ -10,6 +10,7 @@ mod access;
 mod audit;
 mod batch;
 mod bounds;
+mod history;
 mod links;
 mod list;
 mod overview;
@@ -24,9 +25,10 @@ pub use access::{Access, Actor, Caller};
 pub use audit::{Audit, AuditArgs, AuditCheck, Finding, Fix, Severity, UnstagedReason};
 pub use batch::{BatchItem, ProposeBatchArgs, ProposeBatchResult, RevertArgs, RevertResult};
 pub use bounds::{
-    AUDIT_LIMIT, Bound, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS, RECENT_LIMIT,
-    SEARCH_LIMIT, TAGS_LIMIT,
+    AUDIT_LIMIT, Bound, HISTORY_LIMIT, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS,
+    RECENT_LIMIT, SEARCH_LIMIT, TAGS_LIMIT,
 };
+pub use history::{HistoryArgs, HistoryResults, HistoryVersion, VersionBy};
 pub use links::{BacklinkOut, BrokenLink, BrokenReason, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList, Tree, TreeNote};
 pub use overview::{

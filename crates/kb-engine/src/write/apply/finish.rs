@@ -88,6 +88,9 @@ pub struct Applied {
     pub archive: String,
     /// The audit line appended, as JSON.
     pub audit: serde_json::Value,
+    /// The proposal's reason, as staged.
+    #[serde(skip)]
+    pub reason: String,
     /// Why the index update failed, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_error: Option<String>,
@@ -201,6 +204,7 @@ pub(super) fn finish_apply(
         new_hash: meta.content_sha256.clone(),
         archive: archived.dir.clone(),
         audit,
+        reason: meta.reason.clone(),
         index_error: index_result.err().map(|err| err.to_string()),
     })
 }

@@ -21,6 +21,12 @@ pub fn unified_diff(path: &str, before: &str, after: &str) -> (String, u32, u32)
     LineDiff::new(before, after).unified(path)
 }
 
+/// The numbers of lines added and removed from `before` to `after`.
+pub fn line_changes(before: &str, after: &str) -> (u32, u32) {
+    let diff = LineDiff::new(before, after);
+    (diff.diff.count_additions(), diff.diff.count_removals())
+}
+
 /// The changed lines between two texts, computed once for everything made of
 /// them: the unified diff a person reviews and the splices a plan stores.
 pub(crate) struct LineDiff<'a> {

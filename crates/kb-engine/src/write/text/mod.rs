@@ -10,5 +10,5 @@ pub(crate) mod yaml;
 
 pub use edit::{Edit, apply_edits};
 
-pub use diff::unified_diff;
 pub(crate) use diff::{LineDiff, undo_diff};
+pub use diff::{line_changes, unified_diff};

@@ -1,0 +1,112 @@
+//! `kb-index log PATH` and `kb-index show PATH --at REV`: a note's history
+//! for a person (what `list_history` returns, every page), and the note as it
+//! was at one of its versions. Both bring the index and the history up to
+//! date first, so an edit made a moment ago is listed.
+
+use std::io::Write;
+
+use kb_mcp::engine::Engine;
+use kb_mcp::engine::types::{HISTORY_LIMIT, HistoryArgs, VersionBy};
+
+use crate::Failure;
+use crate::output::{Paint, count, local_time};
+
+/// The arguments of `kb-index log`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LogArgs {
+    /// The note, vault-relative (a deleted or moved note's old path works too).
+    path: String,
+    /// Show at most this many versions, newest first.
+    #[arg(short = 'n', long, default_value_t = 50)]
+    limit: usize,
+    /// Print JSON (the tool's structured result, the versions shown in one).
+    #[arg(short, long)]
+    json: bool,
+}
+
+/// The arguments of `kb-index show`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShowArgs {
+    /// The note, vault-relative (a deleted or moved note's old path works too).
+    path: String,
+    /// The version: a commit `kb-index log` printed (7 digits or more), or a time
+    /// (RFC 3339, such as 2026-12-07T09:30:00Z: the version in force then).
+    #[arg(long, value_name = "REV")]
+    at: String,
+}
+
+/// Brings the index and the history up to date (a warning, not a failure,
+/// when they cannot be: what is recorded is still shown).
+fn catch_up(engine: &Engine) {
+    if let Err(error) = engine.sync(false, None) {
+        eprintln!("kb-index: warning: the index may be stale: {error}");
+    }
+    if let Err(error) = engine.record_history_pending() {
+        eprintln!("kb-index: warning: the latest changes on disk are not in the history yet: {error}");
+    }
+}
+
+pub(crate) fn run_log(
+    engine: &Engine,
+    args: &LogArgs,
+    paint: &Paint,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
+    catch_up(engine);
+    let mut request = HistoryArgs {
+        path: Some(args.path.clone()),
+        reference: None,
+        limit: Some(HISTORY_LIMIT.max.min(u32::try_from(args.limit.max(1)).unwrap_or(u32::MAX))),
+        cursor: None,
+    };
+    let mut listed = engine.list_history(&request)?;
+    while listed.versions.len() < args.limit
+        && let Some(cursor) = listed.next_cursor.take()
+    {
+        request.cursor = Some(cursor);
+        let page = engine.list_history(&request)?;
+        listed.versions.extend(page.versions);
+        listed.next_cursor = page.next_cursor;
+    }
+    listed.versions.truncate(args.limit);
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&listed).unwrap_or_default())?;
+        return Ok(if listed.versions.is_empty() { 1 } else { 0 });
+    }
+    for v in &listed.versions {
+        let who = match v.by {
+            VersionBy::Proposal => format!(
+                "{} {} (approved by {})",
+                v.kind.as_deref().unwrap_or("proposal"),
+                v.proposal_id.as_deref().unwrap_or("?"),
+                v.approved_by.as_deref().unwrap_or("?")
+            ),
+            VersionBy::OnDisk => "on disk".to_owned(),
+            VersionBy::Unknown => "another commit".to_owned(),
+        };
+        let lines = match &v.hash {
+            Some(_) => {
+                format!("{} {}", paint.good(&format!("+{}", v.added)), paint.bad(&format!("-{}", v.removed)))
+            }
+            None => paint.bad("removed"),
+        };
+        let mut line = format!("{}  {}  {who}  {lines}", paint.strong(&v.commit[..12]), local_time(&v.at));
+        if v.path != listed.path {
+            line.push_str(&format!("  {}", paint.dim(&format!("(as {})", v.path))));
+        }
+        writeln!(out, "{line}")?;
+        if let Some(reason) = &v.reason {
+            writeln!(out, "    {}", reason.lines().next().unwrap_or_default())?;
+        }
+    }
+    let more = if listed.next_cursor.is_some() { " (older ones: -n)" } else { "" };
+    writeln!(out, "{}: {}{more}", paint.path(&listed.path), count(listed.versions.len() as u64, "version"))?;
+    Ok(if listed.versions.is_empty() { 1 } else { 0 })
+}
+
+pub(crate) fn run_show(engine: &Engine, args: &ShowArgs, out: &mut dyn Write) -> Result<u8, Failure> {
+    catch_up(engine);
+    let (_, past) = engine.note_at(&args.path, &args.at)?;
+    out.write_all(past.bytes.as_deref().unwrap_or_default())?;
+    Ok(0)
+}
