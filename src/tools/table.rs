@@ -47,7 +47,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, conflict copies, access, `changes` (its `cursor` is a later `since`); `metrics`: calls, errors, latency per tool.",
+        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, conflict copies, access, `changes` (`cursor`: a later `since`); `metrics`: calls, errors, latency per tool.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -94,7 +94,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "read_note",
         title: "Read a note",
-        description: "Read a note, standard, canvas or PDF by `path` or `ref` (a wikilink: 备份仓库#Heading): text, frontmatter, outline, `hash` (a patch's base_hash); paged while `truncated`.",
+        description: "Read a note, standard, canvas or PDF by `path` or `ref` (a wikilink); `at`: a past version. Gives text, frontmatter, outline, `hash` (a patch's base_hash); paged while `truncated`.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ReadNoteArgs>,
@@ -167,7 +167,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_history",
         title: "History",
-        description: "A note's versions, newest first: when, who (on disk or a proposal), lines +/-, hash. Old paths work.",
+        description: "A note's versions, newest first: when, who (on disk or a proposal), lines +/-, hash.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<HistoryArgs>,
@@ -177,7 +177,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "audit_vault",
         title: "Audit the vault",
-        description: "What needs care: broken links, orphans, [lint] frontmatter, duplicate titles, unlinked mentions, notes missing from a MOC...; paged by `next_cursor`; `fix` stages mechanical fixes.",
+        description: "What needs care: broken links, orphans, [lint] frontmatter, duplicate titles, unlinked mentions, notes missing from a MOC...; `fix` stages mechanical fixes.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<AuditArgs>,

@@ -124,6 +124,51 @@ fn a_scripted_session_lists_every_apply_and_edit_in_order_and_reads_each_back() 
     }
     assert!(listed.versions.windows(2).all(|w| w[0].at >= w[1].at));
 
+    // read_note reads a past version as it reads a note now, by commit or time.
+    let past = engine
+        .read_note(&ReadNoteArgs {
+            path: Some(moved.into()),
+            at: Some(listed.versions[4].commit[..8].to_owned()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((past.path.as_str(), past.content.as_str()), (note, texts[0].as_str()), "the old path, then");
+    assert_eq!(past.hash, content_hash(texts[0].as_bytes()));
+    assert!(past.hint.as_deref().is_some_and(|h| h.contains("read without `at`")), "{past:?}");
+    // By time (git keeps seconds: this session's versions share one or two).
+    let then = engine
+        .read_note(&ReadNoteArgs {
+            path: Some(moved.into()),
+            at: Some(listed.versions[0].at.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(then.content, texts[3], "the version in force at that time");
+    let before = engine
+        .read_note(&ReadNoteArgs {
+            path: Some(moved.into()),
+            at: Some("2000-01-01T00:00:00Z".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(before.code, kb_mcp::error::ErrorCode::NotFound, "{before:?}");
+    let gone = engine
+        .read_note(&ReadNoteArgs {
+            path: Some(note.into()),
+            at: Some(listed.versions[0].commit.clone()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(gone.code, kb_mcp::error::ErrorCode::NotFound, "the move took it away from there: {gone:?}");
+    let nonsense = engine
+        .read_note(&ReadNoteArgs {
+            path: Some(moved.into()),
+            at: Some("last week".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(nonsense.code, kb_mcp::error::ErrorCode::InvalidArgument, "{nonsense:?}");
+
     // The old path keeps its history: the move removed it.
     let old = history(&engine, note, None, None);
     assert_eq!(old.versions.len(), 5);

@@ -298,11 +298,19 @@ impl Engine {
                     .with_hint("list_history shows the versions there are")
             })?
         };
-        if past.bytes.is_none() {
-            return Err(Error::not_found(format!("{path} did not exist at {}", &past.commit[..12]))
-                .with_hint("list_history shows when it did"));
+        if past.bytes.is_some() {
+            return Ok((path.as_str().to_owned(), past));
         }
-        Ok((path.as_str().to_owned(), past))
+        // Then under its old name, when a move recorded since renamed it.
+        let then = store.path_at(path.as_str(), &past.commit)?;
+        if then != path.as_str() {
+            let past = store.read_at(&then, &past.commit)?;
+            if past.bytes.is_some() {
+                return Ok((then, past));
+            }
+        }
+        Err(Error::not_found(format!("{path} did not exist at {}", &past.commit[..12]))
+            .with_hint("list_history shows when it did"))
     }
 
     /// The path a history is asked for: a note as `read_note` finds it, or,

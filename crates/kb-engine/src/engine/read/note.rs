@@ -8,6 +8,7 @@ use crate::engine::bounded::{
 use crate::engine::types::*;
 use crate::engine::{Engine, NoteName, one_of};
 use crate::error::{Error, Result};
+use crate::sandbox::OpenedFile;
 use crate::sandbox::{NotePath, Zone, file_time, rfc3339};
 use crate::vault::{ContentHasher, content_hash, decode_note, read_canvas, section_named};
 
@@ -39,10 +40,36 @@ impl Engine {
     /// the page size (see `METADATA_BUDGET`).
     pub fn read_note(&self, args: &ReadNoteArgs) -> Result<NoteContent> {
         let name = one_of(args.path.as_deref(), args.reference.as_deref())?;
-        let (path, anchor) = self.locate(&name)?;
-        if path.is_pdf() {
-            return self.read_pdf(&path, anchor, args);
-        }
+        // A past version (`at`): the note as the history holds it, read as a note on disk is.
+        let (path, anchor, file) = match &args.at {
+            Some(at) => {
+                let (given, anchor) = match &name {
+                    NoteName::Path(path) => (path.clone(), None),
+                    NoteName::Ref(_) => {
+                        let (path, anchor) = self.locate(&name)?;
+                        (path.as_str().to_owned(), anchor)
+                    }
+                };
+                let (path, past) = self.note_at(&given, at)?;
+                let path = NotePath::parse(&path)?;
+                let modified = jiff::Timestamp::from_second(past.time)
+                    .map(|t| rfc3339(t, Zone::Utc))
+                    .unwrap_or_default();
+                (
+                    path,
+                    anchor,
+                    Source::Past { bytes: past.bytes.unwrap_or_default(), commit: past.commit, modified },
+                )
+            }
+            None => {
+                let (path, anchor) = self.locate(&name)?;
+                if path.is_pdf() {
+                    return self.read_pdf(&path, anchor, args);
+                }
+                let file = Source::Disk(self.sandbox().open_read(&path)?);
+                (path, anchor, file)
+            }
+        };
         let limits = self.config().limits;
         let page_max = limits.read_max_bytes;
         let max = args.max_bytes.unwrap_or(limits.read_page_bytes).clamp(1, page_max) as usize;
@@ -51,7 +78,6 @@ impl Engine {
         let first_page = offset == 0;
         let section = args.section.clone().or(anchor);
         let section = section.as_deref().map(str::trim).filter(|s| !s.is_empty());
-        let file = self.sandbox().open_read(&path)?;
         let size = file.len();
         let whole = size <= WHOLE_MAX;
         let not_utf8 = |message: &str| {
@@ -175,7 +201,23 @@ impl Engine {
                     .to_owned(),
             );
         }
-        let stat = self.sandbox().stat(&path)?;
+        let modified = match &file {
+            Source::Disk(_) => self
+                .sandbox()
+                .stat(&path)?
+                .map(|s| rfc3339(file_time(crate::engine::sync::nanos(s.modified)), Zone::Utc))
+                .unwrap_or_default(),
+            Source::Past { commit, modified, .. } => {
+                hints.insert(
+                    0,
+                    format!(
+                        "the note as it was at {modified} (version {}); read without `at` for it now",
+                        &commit[..12]
+                    ),
+                );
+                modified.clone()
+            }
+        };
         Ok(NoteContent {
             path: path.as_str().to_owned(),
             title: cut_chars(&note.title, TEXT_MAX_CHARS),
@@ -183,9 +225,7 @@ impl Engine {
             content,
             hash,
             size,
-            modified: stat
-                .map(|s| rfc3339(file_time(crate::engine::sync::nanos(s.modified)), Zone::Utc))
-                .unwrap_or_default(),
+            modified,
             outline,
             truncated,
             next_offset,
@@ -268,4 +308,46 @@ pub(super) fn page_of(
     let to = ((end - base) as usize).min(bytes.len());
     let truncated = end < len;
     Ok((bytes[from..to].to_vec(), truncated, truncated.then_some(end)))
+}
+
+/// Where a read's bytes come from: the file on disk, or a past version the
+/// history holds (with its commit and time).
+enum Source {
+    Disk(OpenedFile),
+    Past { bytes: Vec<u8>, commit: String, modified: String },
+}
+
+impl Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Disk(file) => file.len(),
+            Source::Past { bytes, .. } => bytes.len() as u64,
+        }
+    }
+
+    fn read_at(&self, offset: u64, max: usize) -> Result<Vec<u8>> {
+        match self {
+            Source::Disk(file) => file.read_at(offset, max),
+            Source::Past { bytes, .. } => {
+                let from = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+                Ok(bytes[from..from.saturating_add(max).min(bytes.len())].to_vec())
+            }
+        }
+    }
+
+    fn for_each_chunk(&self, mut visit: impl FnMut(u64, &[u8]) -> bool) -> Result<u64> {
+        match self {
+            Source::Disk(file) => file.for_each_chunk(visit),
+            Source::Past { bytes, .. } => {
+                let mut at = 0u64;
+                for chunk in bytes.chunks(1 << 20) {
+                    if !visit(at, chunk) {
+                        break;
+                    }
+                    at += chunk.len() as u64;
+                }
+                Ok(bytes.len() as u64)
+            }
+        }
+    }
 }

@@ -12,6 +12,7 @@ pub struct NoteRefArgs {
     pub path: Option<String>,
     /// A wikilink target. Or give `path`.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "Or a wikilink target.")]
     pub reference: Option<String>,
 }
 

@@ -16,6 +16,7 @@ pub struct ReadNoteArgs {
     pub path: Option<String>,
     /// A wikilink target. Or give `path`.
     #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "Or a wikilink target.")]
     pub reference: Option<String>,
     /// One heading's section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +32,11 @@ pub struct ReadNoteArgs {
     /// A canvas as JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<bool>,
+    /// A past version: a `commit` of `list_history` (or 7+ digits of one), or
+    /// a time (RFC 3339: the version in force then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "A list_history `commit`, or a time.")]
+    pub at: Option<String>,
 }
 
 /// A heading in a note's outline.

@@ -309,6 +309,24 @@ impl HistoryStore {
         Ok(self.past(&repo, &found, path))
     }
 
+    /// The name the note now at `path` had at the commit `commit` (its path
+    /// in the newest of its versions at or before that commit: moves recorded
+    /// by kb-mcp are followed back); `path` itself when it had no other.
+    pub fn path_at(&self, path: &str, commit: &str) -> Result<String> {
+        let (versions, _) = self.versions(path, None, usize::MAX)?;
+        let repo = self.repo();
+        let Ok(target) = repo.find_commit_by_prefix(commit).map(|c| c.id()) else {
+            return Ok(path.to_owned());
+        };
+        for version in &versions {
+            let Ok(id) = Oid::from_str(&version.commit) else { continue };
+            if id == target || repo.graph_descendant_of(target, id).unwrap_or(false) {
+                return Ok(version.path.clone());
+            }
+        }
+        Ok(path.to_owned())
+    }
+
     /// The bytes of `path` in the newest commit made at or before `time`
     /// (seconds since the epoch); `None` when the history starts later.
     pub fn read_as_of(&self, path: &str, time: i64) -> Result<Option<PastVersion>> {
