@@ -77,6 +77,7 @@ READ_CALLS = [
     ("list_recent_notes", {"days": 3650}),
     ("recall_context", {"topic": "同步不等于备份", "budget_tokens": 600}),
     ("list_notes", {"folder": "z", "limit": 5}),
+    ("list_history", {"path": "z/备份仓库.md", "limit": 5}),
     ("audit_vault", {"checks": ["broken_link", "orphan"], "limit": 5}),
 ]
 
@@ -111,7 +112,7 @@ async def session(binary, vault, mode):
     async with Client(params, mode=mode) as client:
         tools = await client.list_tools()
         names = [t.name for t in tools.tools]
-        check(f"[{mode}] tools/list has the eleven read tools", names == [c[0] for c in READ_CALLS], str(names))
+        check(f"[{mode}] tools/list has the twelve read tools", names == [c[0] for c in READ_CALLS], str(names))
         for tool in tools.tools:
             check(f"[{mode}] {tool.name} declares title and output schema", bool(tool.title) and tool.output_schema is not None)
         for name, arguments in READ_CALLS:
