@@ -10,6 +10,7 @@
 //! this file decides what goes in it and when.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use super::{Catalog, Engine, NoteName, one_of};
@@ -54,6 +55,9 @@ struct Kept {
 pub(super) struct HistoryLayer {
     store: OnceLock<std::result::Result<Arc<HistoryStore>, Error>>,
     recorded: Mutex<Recorded>,
+    /// Applies recorded so far: a pass that read files while one was
+    /// recorded starts again rather than take its files for edits on disk.
+    applies: AtomicU64,
 }
 
 /// What a pass recorded.
@@ -108,69 +112,85 @@ impl Engine {
         if !self.config().history {
             return Ok(HistoryReport::default());
         }
-        let mut recorded = self.recorded();
-        self.record_pending_locked(&mut recorded)
-    }
-
-    fn record_pending_locked(&self, recorded: &mut Recorded) -> Result<HistoryReport> {
         let store = self.history_store()?;
         let catalog = self.catalog();
-        let files = match &mut recorded.files {
-            Some(files) => files,
-            none => none.insert(
-                store
-                    .files()?
-                    .into_iter()
-                    .map(|(path, blob)| (path, Kept { hash: String::new(), blob }))
-                    .collect(),
-            ),
+        // What to look at, under the lock: files whose content hash differs
+        // from what the history holds (each with its blob there), and files
+        // gone. Reading them is done without it, so an apply never waits for
+        // a first pass that reads a whole vault.
+        let (candidates, gone, applies) = {
+            let mut recorded = self.recorded();
+            let files = match &mut recorded.files {
+                Some(files) => files,
+                none => none.insert(
+                    store
+                        .files()?
+                        .into_iter()
+                        .map(|(path, blob)| (path, Kept { hash: String::new(), blob }))
+                        .collect(),
+                ),
+            };
+            let mut present = HashSet::with_capacity(catalog.records().len());
+            let mut candidates = Vec::new();
+            for record in catalog.records() {
+                if crate::vault::is_pdf(&record.path) {
+                    continue;
+                }
+                present.insert(record.path.as_str());
+                match files.get(&record.path) {
+                    Some(kept) if kept.hash == record.hash => {}
+                    kept => candidates.push((record.path.clone(), kept.map(|k| k.blob.clone()))),
+                }
+            }
+            let gone: Vec<String> =
+                files.keys().filter(|path| !present.contains(path.as_str())).cloned().collect();
+            (candidates, gone, self.history.applies.load(Ordering::Acquire))
         };
         let sandbox = self.sandbox();
         let mut report = HistoryReport::default();
         let mut changes: Vec<(String, Option<String>)> = Vec::new();
         let mut kept_now: Vec<(String, Kept)> = Vec::new();
-        let mut present = HashSet::with_capacity(catalog.records().len());
-        for record in catalog.records() {
-            if crate::vault::is_pdf(&record.path) {
-                continue;
-            }
-            present.insert(record.path.as_str());
-            if files.get(&record.path).is_some_and(|kept| kept.hash == record.hash) {
-                continue;
-            }
-            let bytes = match NotePath::parse(&record.path).and_then(|path| sandbox.read(&path, FILE_MAX)) {
+        for (path, blob_then) in candidates {
+            let bytes = match NotePath::parse(&path).and_then(|note| sandbox.read(&note, FILE_MAX)) {
                 Ok(bytes) => bytes,
                 Err(error) => {
-                    report.left_out.push((record.path.clone(), error.message));
+                    report.left_out.push((path, error.message));
                     continue;
                 }
             };
             let hash = content_hash(&bytes);
             let blob = blob_id(&bytes)?;
-            if files.get(&record.path).is_none_or(|kept| kept.blob != blob) {
+            if blob_then.as_ref() != Some(&blob) {
                 store.write_file(&bytes)?;
-                changes.push((record.path.clone(), Some(blob.clone())));
+                changes.push((path.clone(), Some(blob.clone())));
             }
-            kept_now.push((record.path.clone(), Kept { hash, blob }));
+            kept_now.push((path, Kept { hash, blob }));
         }
-        let gone: Vec<String> =
-            files.keys().filter(|path| !present.contains(path.as_str())).cloned().collect();
         changes.extend(gone.iter().map(|path| (path.clone(), None)));
+        // The commit, under the lock again: unless an apply recorded itself
+        // meanwhile (its files, read above, would pass for edits on disk).
+        // Then the pass is left due, and runs again.
+        let mut recorded = self.recorded();
+        if self.history.applies.load(Ordering::Acquire) != applies {
+            return Ok(HistoryReport::default());
+        }
         if !changes.is_empty() {
             report.commit = store.record(&changes, &Change::on_disk(), jiff::Timestamp::now().as_second())?;
             report.files = changes.len();
         }
-        for path in gone {
-            files.remove(&path);
+        if let Some(files) = &mut recorded.files {
+            for path in gone {
+                files.remove(&path);
+            }
+            files.extend(kept_now);
         }
-        files.extend(kept_now);
         recorded.catalog = Arc::downgrade(&catalog);
         Ok(report)
     }
 
-    /// Holds the history while an apply runs, so that a pass cannot record
-    /// its files as changed on disk before [`Engine::record_applied`] records
-    /// them as the proposal's.
+    /// Holds the history while an apply runs, so that no pass commits while
+    /// it writes, and one that read its files meanwhile starts again (see
+    /// `applies`): [`Engine::record_applied`] records them as the proposal's.
     pub(super) fn hold_history(&self) -> MutexGuard<'_, Recorded> {
         self.recorded()
     }
@@ -183,6 +203,7 @@ impl Engine {
         if !self.config().history {
             return;
         }
+        self.history.applies.fetch_add(1, Ordering::AcqRel);
         let _ = self.record_applied_or_fail(recorded, applied);
     }
 
