@@ -19,6 +19,7 @@ under $KB_BENCH_DIR so a kb.toml can be put beside it) this script:
 Prints a Markdown table and writes target/kb-bench/semantic.json.
 
     python3 benches/scripts/semantic_figures.py [--sizes 10000,obsidian-help] [--calls 200] [--bin-dir DIR]
+        [--serve-only | --resume]
 """
 
 import argparse
@@ -107,7 +108,7 @@ def serve(vault, index, label, path, queries, calls):
     return figures
 
 
-def measure(label, calls, serve_only):
+def measure(label, calls, serve_only, resume=False):
     found = vault_of(label)
     if found is None:
         pf.log(f"no {label} vault; skipped")
@@ -122,15 +123,21 @@ def measure(label, calls, serve_only):
         figures["lexical"] = serve(vault, index, label, "lexical", queries, calls)
         figures["hybrid"] = serve(vault, index, label, "hybrid", queries, calls)
         return figures
-    lexical_s, _ = pf.run_measured([*kb_index, "--full", "--lexical-only"], pf.BENCH_DIR / "semantic-build.stderr")
-    shutil.rmtree(index / "embeddings", ignore_errors=True)
-    index_bytes = pf.dir_size(index)
+    if resume and (index / "embeddings").is_dir():
+        # A run cut short: the word index stays, and the pass resumes from what
+        # it kept; embed_s is then only this last part (add the earlier ones).
+        lexical_s = json.loads(kept.read_text())["lexical_build_s"] if kept.exists() else float("nan")
+        index_bytes = pf.dir_size(index) - pf.dir_size(index / "embeddings")
+    else:
+        lexical_s, _ = pf.run_measured([*kb_index, "--full", "--lexical-only"], pf.BENCH_DIR / "semantic-build.stderr")
+        shutil.rmtree(index / "embeddings", ignore_errors=True)
+        index_bytes = pf.dir_size(index)
     embed_s, embed_rss = pf.run_measured(kb_index, pf.BENCH_DIR / "semantic-embed.stderr")
     embeddings_bytes = pf.dir_size(index / "embeddings")
     kept.write_text(json.dumps({
         "label": label, "notes": files, "markdown_bytes": md_bytes, "lexical_build_s": lexical_s,
         "index_bytes": index_bytes, "embed_s": embed_s, "embed_peak_rss": embed_rss,
-        "embeddings_bytes": embeddings_bytes,
+        "embeddings_bytes": embeddings_bytes, "resumed": bool(resume),
     }))
     figures = {
         "label": label,
@@ -153,6 +160,8 @@ def main():
     parser.add_argument("--sizes", default=f"10000,{pf.CORPUS_LABEL}")
     parser.add_argument("--calls", type=int, default=200, help="calls per tool and path")
     parser.add_argument("--serve-only", action="store_true", help="reuse the builds of an earlier run; measure serving only")
+    parser.add_argument("--resume", action="store_true",
+                        help="a run cut short: keep its word index and resume its embedding (only that last part is timed)")
     parser.add_argument("--bin-dir", help="take the binaries from here (DIR/kb-mcp, DIR/kb-index, DIR/examples/gen-vault)")
     args = parser.parse_args()
     if args.bin_dir:
@@ -160,7 +169,7 @@ def main():
     else:
         pf.build_binaries()
     pf.BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    rows = [r for r in (measure(label, args.calls, args.serve_only) for label in args.sizes.split(",")) if r]
+    rows = [r for r in (measure(label, args.calls, args.serve_only, args.resume) for label in args.sizes.split(",")) if r]
     out = pf.TARGET / "kb-bench" / "semantic.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2))
