@@ -72,10 +72,12 @@ def vault_of(label):
 
 def serve(vault, index, label, path, queries, calls):
     toml = vault / "kb.toml"
+    # History off: its first pass (every note read once, after start-up) is
+    # not what a search costs, and would run beside these calls.
     if path == "lexical":
-        toml.write_text("[semantic]\nenabled = false\n")
-    elif toml.exists():
-        toml.unlink()
+        toml.write_text("[semantic]\nenabled = false\n[history]\nenabled = false\n")
+    else:
+        toml.write_text("[history]\nenabled = false\n")
     server = pf.Server(vault, index, pf.BENCH_DIR / f"semantic-{label}-{path}.stderr")
     server.initialize()
     server.wait_synced()
