@@ -230,9 +230,7 @@ impl Engine {
         let mut kept_now = Vec::new();
         for path in paths {
             let Ok(note) = NotePath::parse(&path) else { continue };
-            let served = matches!(policy.area_of(&note), Some(Area::Note | Area::Standard | Area::ReadAlso))
-                && !policy.is_denied(note.as_str())
-                && (note.as_str().ends_with(".md") || note.is_canvas());
+            let served = readable(policy, &note) && (note.as_str().ends_with(".md") || note.is_canvas());
             if !served || !seen.insert(path.clone()) {
                 continue;
             }
@@ -342,16 +340,17 @@ impl Engine {
             (Ok((path, _)), _) => Ok(path),
             (Err(error), NoteName::Path(given)) if error.code == ErrorCode::NotFound => {
                 let path = NotePath::parse(given)?;
-                let sandbox = self.sandbox();
-                let policy = sandbox.policy();
-                let readable =
-                    matches!(policy.area_of(&path), Some(Area::Note | Area::Standard | Area::ReadAlso))
-                        && !policy.is_denied(path.as_str());
-                if readable { Ok(path) } else { Err(error) }
+                if readable(self.sandbox().policy(), &path) { Ok(path) } else { Err(error) }
             }
             (Err(error), _) => Err(error),
         }
     }
+}
+
+/// Whether an agent may read a note at `note`: a note, a standard or a
+/// `read_also` file (`area_of` is `None` for whatever is denied).
+fn readable(policy: &crate::sandbox::Policy, note: &NotePath) -> bool {
+    matches!(policy.area_of(note), Some(Area::Note | Area::Standard | Area::ReadAlso))
 }
 
 /// A stored version as the contract shows it.
