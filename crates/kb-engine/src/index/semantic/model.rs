@@ -137,7 +137,7 @@ impl Model {
     }
 
     /// The vector of a search's query: embedded once, then kept among the
-    /// last [`RECENT_QUERIES`] (two threads asking at once may both embed it).
+    /// last few (two threads asking at once may both embed it).
     pub fn embed_query(&self, query: &str) -> Result<Arc<[f32]>> {
         let recent = || self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, vector)) = recent().iter().find(|(q, _)| q == query) {
