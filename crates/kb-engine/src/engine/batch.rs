@@ -63,11 +63,21 @@ impl Engine {
         write::resolve_applied_id(&self.sandbox(), id_or_prefix)
     }
 
-    /// `revert_proposal`: stages the inverse of an applied proposal.
+    /// `revert_proposal`: stages the inverse of an applied proposal, merged
+    /// with later edits of its notes where they allow it.
     pub fn revert_proposal(&self, args: &RevertArgs) -> Result<RevertResult> {
         let reason = write::required_reason(&args.reason)?;
         let sandbox = self.sandbox();
-        let mut planned = write::plan_revert(&sandbox, &args.proposal_id)?;
+        let id = args.proposal_id.trim();
+        // A note rewritten by the apply and changed since: its texts of the
+        // time, as the history recorded them with the apply.
+        let store = self.history_store().ok();
+        let recorded = |path: &str| -> Option<(String, String)> {
+            let (before, after) = store.as_ref()?.proposal_files(id, path).ok()??;
+            let text = |bytes: Option<Vec<u8>>| String::from_utf8(bytes?).ok();
+            Some((text(before.bytes)?, text(after.bytes)?))
+        };
+        let mut planned = write::plan_revert(&sandbox, id, &recorded)?;
         // Undoing can change links in other notes too (a note deleted since
         // taken back, a name given back): the summary says how many.
         let catalog = self.catalog();
@@ -94,6 +104,7 @@ impl Engine {
             proposal_id: id,
             kind: ProposalKind::Revert,
             files: staged.files,
+            merged: planned.merged,
             vault_changed: false,
         })
     }

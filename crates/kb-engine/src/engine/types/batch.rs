@@ -145,6 +145,10 @@ pub struct RevertResult {
     pub files: Vec<String>,
     /// A summary line naming the proposal undone, then every file's diff.
     pub diff: String,
+    /// Notes changed since the apply whose later edits the revert keeps
+    /// (merged three-way; their diff is from the note as it is now).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<String>,
     /// Always false.
     pub vault_changed: bool,
 }

@@ -342,6 +342,31 @@ impl HistoryStore {
         Ok(None)
     }
 
+    /// The bytes of `path` before and after the applied proposal `id`, as
+    /// its commit recorded them (`None` on a side where the file did not
+    /// exist); `None` when no commit of this history records that proposal.
+    /// Walks the history from the newest commit back.
+    pub fn proposal_files(&self, id: &str, path: &str) -> Result<Option<(PastVersion, PastVersion)>> {
+        let repo = self.repo();
+        let mut at = repo.refname_to_id(HISTORY_REF).ok();
+        while let Some(oid) = at {
+            let commit = repo.find_commit(oid).map_err(git_error("reading a commit"))?;
+            let by_it =
+                commit.message_raw().ok().and_then(Change::parse).is_some_and(
+                    |change| matches!(&change.by, ChangeBy::Proposal { id: of, .. } if of == id),
+                );
+            if by_it {
+                let before = match commit.parent(0) {
+                    Ok(parent) => self.past(&repo, &parent, path),
+                    Err(_) => PastVersion { commit: String::new(), time: 0, change: None, bytes: None },
+                };
+                return Ok(Some((before, self.past(&repo, &commit, path))));
+            }
+            at = commit.parent_id(0).ok();
+        }
+        Ok(None)
+    }
+
     fn past(&self, repo: &Repository, commit: &Commit<'_>, path: &str) -> PastVersion {
         let bytes = commit
             .tree()

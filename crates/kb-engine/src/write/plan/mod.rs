@@ -15,6 +15,6 @@ pub use operations::{FileOp, FileOpKind, Linkers, Plan};
 
 pub(crate) use change::op_change;
 pub(crate) use check::{check, check_read};
-pub(crate) use operations::{FolderMove, PLAN_SCHEMA};
+pub(crate) use operations::{FolderMove, PLAN_SCHEMA, is_unknown_text};
 pub(crate) use run::{backward, forward, prepare, trash_paths};
 pub(crate) use stored::{PlanFile, file_hash, read_plan, read_plan_file};

@@ -146,6 +146,6 @@ pub(super) fn unknown_text(path: &str) -> String {
 }
 
 /// Whether a text is [`unknown_text`].
-pub(super) fn is_unknown_text(text: &str) -> bool {
+pub(crate) fn is_unknown_text(text: &str) -> bool {
     text.starts_with("\u{0}kb-mcp: ")
 }

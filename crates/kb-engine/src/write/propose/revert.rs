@@ -10,9 +10,17 @@
 //! reversed: writes swap their before and after, moves move back, trashed notes
 //! are created again from their kept bytes (the trash copy stays, and the note
 //! gets back its permissions from it: [`FileOp::kept`]), created notes go to
-//! the trash. A file the apply wrote that has changed since (or a
-//! path a note would return to that is taken) is `stale_base`, listing them
-//! all: a revert never overwrites later work.
+//! the trash.
+//!
+//! A revert never overwrites later work. A note the apply wrote that has
+//! changed since is merged: the inverse's change is carried onto the note as
+//! it is now, three-way (what the apply left as the base), when the later
+//! edits lie on other lines; the revert then expects the note as it is now.
+//! A move's rewrite of a linking note is archived as spans, which only that
+//! note's texts of the time rebuild: once it changed, the history gives them.
+//! Where they collide, or the note is gone, or a note would be created or
+//! trashed over later work, or a path a note would return to is taken, the
+//! revert is `stale_base`, naming every such file and the colliding lines.
 
 use serde_json::json;
 
@@ -23,9 +31,9 @@ use crate::write::inbox::{
     AuditLog, FILE_MAX_BYTES, Inbox, ProposalKind, find_applied, intact, journal, tampered,
 };
 use crate::write::plan::{
-    FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan, PlanFile, file_hash, trash_paths,
+    FileOp, FileOpKind, FolderMove, PLAN_SCHEMA, Plan, PlanFile, file_hash, is_unknown_text, trash_paths,
 };
-use crate::write::text::undo_diff;
+use crate::write::text::{Merged, merge, undo_diff};
 
 /// A planned revert.
 #[derive(Debug, Clone)]
@@ -36,10 +44,18 @@ pub struct RevertPlan {
     pub target: String,
     /// The file operations.
     pub plan: Plan,
+    /// The notes changed since the apply whose later edits the revert keeps (merged).
+    pub merged: Vec<String>,
 }
 
-/// Plans the inverse of the applied proposal `id` (see the module docs).
-pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
+/// A note's texts before and after an apply, from elsewhere than the
+/// archive (the history): what a compactly stored rewrite of a note changed
+/// since no longer lets the plan rebuild.
+pub type RecordedTexts<'a> = &'a dyn Fn(&str) -> Option<(String, String)>;
+
+/// Plans the inverse of the applied proposal `id` (see the module docs);
+/// `recorded` gives a rewritten note's texts when the plan cannot.
+pub fn plan_revert(sandbox: &Sandbox, id: &str, recorded: RecordedTexts<'_>) -> Result<RevertPlan> {
     let id = id.trim();
     let inbox = Inbox::of(sandbox);
     let located = find_applied(sandbox, &inbox, id)?;
@@ -113,12 +129,17 @@ pub fn plan_revert(sandbox: &Sandbox, id: &str) -> Result<RevertPlan> {
             (ops, folders, plan.summary)
         }
     };
-    check_unchanged(sandbox, id, &ops)?;
-    let summary = format!("revert {id} ({what})");
+    let mut ops = ops;
+    let merged = merge_later_edits(sandbox, id, &mut ops, recorded)?;
+    let mut summary = format!("revert {id} ({what})");
+    if !merged.is_empty() {
+        summary.push_str(&format!(", keeping the later edits of {}", merged.join(", ")));
+    }
     Ok(RevertPlan {
         reverts: id.to_owned(),
         target: meta.target.clone(),
         plan: Plan { schema: PLAN_SCHEMA, summary, files: ops, folders, remarks: Vec::new(), linkers: None },
+        merged,
     })
 }
 
@@ -173,26 +194,65 @@ fn inverse(op: &FileOp, kept: Option<NotePath>) -> FileOp {
     }
 }
 
-/// `stale_base` listing every file the revert would act on that no longer
-/// holds what the apply left there, and every path a note would return to
-/// that is taken; `path_denied` when a path is no longer a note target.
-fn check_unchanged(sandbox: &Sandbox, id: &str, ops: &[FileOp]) -> Result<()> {
+/// Checks every file the revert acts on against what the apply left there,
+/// merging later edits into the inverse where they allow it (see the module
+/// docs): returns the notes merged so; `stale_base` naming every file that
+/// changed beyond a merge (with the colliding lines) and every path a note
+/// would return to that is taken; `path_denied` when a path is no longer a
+/// note target.
+fn merge_later_edits(
+    sandbox: &Sandbox,
+    id: &str,
+    ops: &mut [FileOp],
+    recorded: RecordedTexts<'_>,
+) -> Result<Vec<String>> {
     let mut stale: Vec<String> = Vec::new();
-    for op in ops {
+    let mut collisions: Vec<(String, Vec<(u32, u32)>)> = Vec::new();
+    let mut merged: Vec<String> = Vec::new();
+    for op in ops.iter_mut() {
         let path = sandbox.resolve_plan_target(&op.path)?;
-        let holds = match &op.sha256 {
-            Some(sha256) => file_hash(sandbox, &path)?.as_deref() == Some(sha256.as_str()),
+        match &op.sha256 {
+            Some(sha256) => {
+                if file_hash(sandbox, &path)?.as_deref() != Some(sha256.as_str()) {
+                    stale.push(op.path.clone());
+                }
+            }
             None => {
                 let now = match sandbox.read_plan_file(&path, FILE_MAX_BYTES) {
                     Ok(bytes) => Some(bytes),
                     Err(err) if err.code == ErrorCode::NotFound => None,
                     Err(err) => return Err(err),
                 };
-                now.as_deref() == op.before.as_deref().map(str::as_bytes)
+                if now.as_deref() != op.before.as_deref().map(str::as_bytes) {
+                    let now = now.and_then(|bytes| String::from_utf8(bytes).ok());
+                    // What the apply left and what was there before it.
+                    let texts = match (&op.before, &op.after) {
+                        (Some(left), Some(_)) if is_unknown_text(left) => {
+                            recorded(&op.path).map(|(before, after)| (after, before))
+                        }
+                        (Some(left), Some(back)) => Some((left.clone(), back.clone())),
+                        _ => None,
+                    };
+                    match (now, texts) {
+                        (Some(now), Some((left, back))) if now == left => {
+                            op.before = Some(now);
+                            op.after = Some(back);
+                        }
+                        (Some(now), Some((left, back))) => match merge(&left, &now, &back)? {
+                            Merged::Clean(text) => {
+                                op.before = Some(now);
+                                op.after = Some(text);
+                                merged.push(op.path.clone());
+                            }
+                            Merged::Overlap(lines) => {
+                                stale.push(op.path.clone());
+                                collisions.push((op.path.clone(), lines));
+                            }
+                        },
+                        _ => stale.push(op.path.clone()),
+                    }
+                }
             }
-        };
-        if !holds {
-            stale.push(op.path.clone());
         }
         if let Some(to) = &op.to {
             let to_path = sandbox.resolve_plan_target(to)?;
@@ -203,16 +263,43 @@ fn check_unchanged(sandbox: &Sandbox, id: &str, ops: &[FileOp]) -> Result<()> {
         }
     }
     if stale.is_empty() {
-        return Ok(());
+        return Ok(merged);
     }
-    Err(Error::new(
-        ErrorCode::StaleBase,
+    let lines = |spans: &[(u32, u32)]| {
+        spans
+            .iter()
+            .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let overlap = collisions
+        .iter()
+        .map(|(path, spans)| format!("{path} (lines {})", lines(spans)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let message = if collisions.is_empty() {
         format!(
             "{} changed since proposal {id} was applied: {}; reverting would overwrite that, so nothing was staged",
             if stale.len() == 1 { "a file" } else { "files" },
             stale.join(", ")
-        ),
-    )
-    .with_hint("read those notes again and propose the changes you want as patches, moves or deletes")
-    .with_details(json!({ "files": stale })))
+        )
+    } else {
+        format!(
+            "{} changed since proposal {id} was applied, on lines the revert would change too: {overlap}; \
+             reverting would overwrite them, so nothing was staged{}",
+            if stale.len() == 1 { "a file" } else { "files" },
+            if stale.len() > collisions.len() {
+                format!(" (changed too: {})", stale.join(", "))
+            } else {
+                String::new()
+            }
+        )
+    };
+    let conflicts: Vec<_> = collisions
+        .iter()
+        .map(|(path, spans)| json!({ "path": path, "lines": spans.iter().map(|(a, b)| [a, b]).collect::<Vec<_>>() }))
+        .collect();
+    Err(Error::new(ErrorCode::StaleBase, message)
+        .with_hint("read those notes again and propose the changes you want as patches, moves or deletes")
+        .with_details(json!({ "files": stale, "conflicts": conflicts })))
 }
