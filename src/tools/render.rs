@@ -319,9 +319,29 @@ pub(super) fn proposed_batch(r: &ProposeBatchResult) -> String {
 }
 
 pub(super) fn proposed_revert(r: &RevertResult) -> String {
+    let kept = if r.merged.is_empty() {
+        String::new()
+    } else {
+        format!(" It keeps the edits made since to {}.", r.merged.join(", "))
+    };
     format!(
-        "staged proposal {} (a revert); nothing in the vault changed. Ask the person to review and approve it (in the review card if your host shows it, else with `kb-index review`).\n\n{}",
+        "staged proposal {} (a revert); nothing in the vault changed.{kept} Ask the person to review and approve it (in the review card if your host shows it, else with `kb-index review`).\n\n{}",
         r.proposal_id, r.diff
+    )
+}
+
+pub(super) fn proposed_restore(r: &RestoreResult) -> String {
+    let what = match r.kind {
+        ProposalKind::New => format!("{} made again", r.target),
+        _ => format!("patch of {}: +{} -{}", r.target, r.added, r.removed),
+    };
+    format!(
+        "staged proposal {} ({what}, back to the version {} of {}); nothing in the vault changed. Ask the person to review and approve it (in the review card if your host shows it, else with `kb-index review`).{}\n\n{}",
+        r.proposal_id,
+        &r.commit[..12.min(r.commit.len())],
+        r.at,
+        links_elsewhere(&r.breaks, &r.redirected, r.unlisted, &r.proposal_id),
+        r.diff
     )
 }
 

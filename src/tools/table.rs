@@ -254,12 +254,22 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "revert_proposal",
         title: "Propose a revert",
-        description: "Stage the exact inverse of an applied proposal; stale_base lists files changed since.",
+        description: "Stage the inverse of an applied proposal, keeping later edits on other lines; stale_base names collisions.",
         level: Access::Propose,
         effect: Effect::Stages,
         input: input::<RevertArgs>,
         output: output::<RevertResult>,
         run: |call| call.answer(Engine::revert_proposal, render::proposed_revert),
+    },
+    ToolDef {
+        name: "propose_restore",
+        title: "Propose a restore",
+        description: "Stage a note back to a past version (list_history): a patch, or the note made again when gone.",
+        level: Access::Propose,
+        effect: Effect::Stages,
+        input: input::<RestoreArgs>,
+        output: output::<RestoreResult>,
+        run: |call| call.answer(Engine::propose_restore, render::proposed_restore),
     },
     ToolDef {
         name: "list_proposals",
@@ -299,6 +309,7 @@ const SHOWN_IN_CARD: &[&str] = &[
     "propose_delete",
     "propose_batch",
     "revert_proposal",
+    "propose_restore",
     "list_proposals",
 ];
 

@@ -701,6 +701,8 @@ enum Target {
     HistoryPath,
     /// `list_history {ref}`.
     HistoryRef,
+    /// `propose_restore {path}` (at a time before any history).
+    RestorePath,
     /// `search_knowledge {folder}`.
     KnowledgeFolder,
     /// `search_note_content {folder}`.
@@ -739,13 +741,14 @@ enum Target {
     ExpandPrompt,
 }
 
-const TARGETS: [Target; 24] = [
+const TARGETS: [Target; 25] = [
     Target::ReadPath,
     Target::ReadRef,
     Target::RelatedPath,
     Target::RelatedRef,
     Target::HistoryPath,
     Target::HistoryRef,
+    Target::RestorePath,
     Target::KnowledgeFolder,
     Target::ContentFolder,
     Target::RecallFolder,
@@ -781,6 +784,10 @@ impl Target {
             RelatedRef => server.call("get_related_notes", json!({"ref": input})),
             HistoryPath => server.call("list_history", json!({"path": input})),
             HistoryRef => server.call("list_history", json!({"ref": input})),
+            RestorePath => server.call(
+                "propose_restore",
+                json!({"path": input, "at": "2000-01-01T00:00:00Z", "reason": "attack suite"}),
+            ),
             KnowledgeFolder => server.call("search_knowledge", json!({"query": "备份", "folder": input})),
             ContentFolder => server.call("search_note_content", json!({"query": "备份", "folder": input})),
             RecallFolder => server.call("recall_context", json!({"topic": "备份", "folder": input})),
@@ -1017,19 +1024,20 @@ impl Row {
         let input = self.input.as_str();
         match (target, self.kind) {
             (
-                ReadPath | RelatedPath | HistoryPath | PatchPath | DeletePath | MoveFrom | MoveTo
-                | NoteResource,
+                ReadPath | RelatedPath | HistoryPath | RestorePath | PatchPath | DeletePath | MoveFrom
+                | MoveTo | NoteResource,
                 Kind::Denied,
             ) => Want::Code("path_denied"),
             (
-                ReadPath | RelatedPath | HistoryPath | PatchPath | DeletePath | MoveFrom | NoteResource,
+                ReadPath | RelatedPath | HistoryPath | RestorePath | PatchPath | DeletePath | MoveFrom
+                | NoteResource,
                 Kind::Missing,
             ) => Want::Code("not_found"),
             // A free note path is where a move may go.
             (MoveTo, Kind::Missing) => Want::Accept,
             (
-                ReadPath | RelatedPath | HistoryPath | PatchPath | DeletePath | MoveFrom | MoveTo
-                | NoteResource,
+                ReadPath | RelatedPath | HistoryPath | RestorePath | PatchPath | DeletePath | MoveFrom
+                | MoveTo | NoteResource,
                 Kind::Empty,
             ) => Want::Code("invalid_argument"),
             (ReadRef | RelatedRef | HistoryRef, _) => {
@@ -1311,6 +1319,7 @@ fn table(fx: &Fixture) -> Vec<Row> {
             denied("z/link-loop.md"),
             missing("z/dangling.md")
                 .except(PatchPath, Want::Code("path_denied"), "a note target may not be a symlink")
+                .except(RestorePath, Want::Code("path_denied"), "a note target may not be a symlink")
                 .except(DeletePath, Want::Code("path_denied"), "a note target may not be a symlink")
                 .except(MoveFrom, Want::Code("path_denied"), "a note target may not be a symlink")
                 .except(MoveTo, Want::Code("path_denied"), "a note target may not be a symlink")
@@ -1452,6 +1461,7 @@ fn hostile_table(server: &mut Server, fx: &Fixture, tools: &[Value], findings: &
         "read_note",
         "get_related_notes",
         "list_history",
+        "propose_restore",
         "search_knowledge",
         "search_note_content",
         "recall_context",

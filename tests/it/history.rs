@@ -3,7 +3,8 @@
 //! order, by whom, each version reading back byte for byte; a moved or deleted
 //! note's history stays under its old path; a vault that is a git repository
 //! keeps its `HEAD`, branches, staging area and status, its history on a ref
-//! of its own; and a real server records the person's edit by itself.
+//! of its own; a restore brings back a version, a revert keeps later edits
+//! on other lines; and a real server records the person's edit by itself.
 
 use std::path::Path;
 
@@ -212,6 +213,202 @@ fn a_scripted_session_lists_every_apply_and_edit_in_order_and_reads_each_back() 
     assert!(hidden.is_err());
 }
 
+/// A patch staged with one `find_replace` edit, then applied.
+fn patch_and_apply(engine: &Engine, path: &str, find: &str, replace: &str) -> String {
+    let read = engine.read_note(&ReadNoteArgs { path: Some(path.into()), ..Default::default() }).unwrap();
+    let patch = engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: path.into(),
+            base_hash: read.hash,
+            reason: format!("{find} reads {replace}"),
+            edits: serde_json::from_value(
+                serde_json::json!([{"op": "find_replace", "find": find, "replace": replace}]),
+            )
+            .unwrap(),
+        })
+        .unwrap();
+    apply(engine, &patch.proposal_id);
+    patch.proposal_id
+}
+
+fn restore(engine: &Engine, path: &str, at: &str) -> kb_mcp::error::Result<RestoreResult> {
+    engine.propose_restore(&RestoreArgs { path: path.into(), at: at.into(), reason: "Back as it was".into() })
+}
+
+#[test]
+fn a_restore_patches_a_note_back_or_makes_a_deleted_one_again() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let note = "z/Restore drills.md";
+    engine.record_history_pending().unwrap();
+    let original = common::read(&vault, note);
+    let first = history(&engine, note, None, None).versions[0].commit.clone();
+    edit_on_disk(&engine, &vault, note, &original.replacen("restore", "RESTORE", 1));
+    patch_and_apply(&engine, note, "RESTORE", "recover");
+
+    // Back to the first version: a patch against the note as it is now.
+    let staged = restore(&engine, note, &first[..10]).unwrap();
+    assert_eq!(
+        (staged.kind, staged.target.as_str(), staged.commit.as_str()),
+        (ProposalKind::Patch, note, first.as_str())
+    );
+    assert_eq!(
+        staged.base_hash.as_deref(),
+        Some(content_hash(common::read(&vault, note).as_bytes()).as_str())
+    );
+    assert!(staged.diff.contains("+") && staged.removed > 0, "{staged:#?}");
+    assert_ne!(common::read(&vault, note), original, "staging changes nothing");
+    apply(&engine, &staged.proposal_id);
+    assert_eq!(common::read(&vault, note), original, "byte for byte");
+    let newest = &history(&engine, note, Some(1), None).versions[0];
+    assert_eq!((newest.by, newest.kind.as_deref()), (VersionBy::Proposal, Some("patch")));
+    assert!(
+        newest.reason.as_deref().is_some_and(|r| r.starts_with("Back as it was (restores the version")),
+        "{newest:?}"
+    );
+    // The same version again changes nothing: refused.
+    let same = restore(&engine, note, &first).unwrap_err();
+    assert_eq!(same.code, kb_mcp::error::ErrorCode::InvalidArgument, "{same:?}");
+
+    // A deleted note comes back where it was, as a new note of its old bytes.
+    let deleting =
+        engine.propose_delete(&ProposeDeleteArgs { path: note.into(), reason: "Not needed".into() }).unwrap();
+    apply(&engine, &deleting.proposal_id);
+    assert!(!vault.join(note).exists());
+    let back = restore(&engine, note, &first).unwrap();
+    assert_eq!((back.kind, back.base_hash.as_deref()), (ProposalKind::New, None));
+    apply(&engine, &back.proposal_id);
+    assert_eq!(common::read(&vault, note), original);
+
+    // A note moved away is restored under its new name, not copied back beside itself.
+    let moved = "z/tech/Restore drills.md";
+    let moving = engine
+        .propose_move(&ProposeMoveArgs {
+            from: note.into(),
+            to: moved.into(),
+            reason: "File it".into(),
+            keep_alias: None,
+        })
+        .unwrap();
+    apply(&engine, &moving.proposal_id);
+    let copy = restore(&engine, note, &first).unwrap_err();
+    assert_eq!(copy.code, kb_mcp::error::ErrorCode::InvalidArgument, "{copy:?}");
+    assert!(copy.hint.as_deref().is_some_and(|h| h.contains(moved)), "{copy:?}");
+    let under_new_name = restore(&engine, moved, &first);
+    assert_eq!(
+        under_new_name.unwrap_err().code,
+        kb_mcp::error::ErrorCode::InvalidArgument,
+        "it reads so already"
+    );
+
+    // Bad input: no such version, nonsense, no reason, a denied path; nothing staged.
+    let pending = engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals.len();
+    for (path, at) in [
+        (moved, "deadbeefdeadbeef"),
+        (moved, "yesterday"),
+        ("z/private/secret.md", first.as_str()),
+        ("../outside.md", first.as_str()),
+    ] {
+        let error = restore(&engine, path, at).unwrap_err();
+        assert_ne!(error.code, kb_mcp::error::ErrorCode::Internal, "{path} {at}: {error:?}");
+    }
+    let unreasoned =
+        engine.propose_restore(&RestoreArgs { path: moved.into(), at: first.clone(), reason: " ".into() });
+    assert_eq!(unreasoned.unwrap_err().code, kb_mcp::error::ErrorCode::InvalidArgument);
+    assert_eq!(engine.list_proposals(&ListProposalsArgs::default()).unwrap().proposals.len(), pending);
+}
+
+#[test]
+fn a_revert_keeps_later_edits_on_other_lines_and_names_the_lines_that_collide() {
+    let (_tmp, vault) = common::temp_vault();
+    let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"];
+    let note = "z/Merge drill.md";
+    let original = format!("# Merge drill\n\n{}\n", words.map(|w| format!("{w} line")).join("\n"));
+    common::put(&vault, note, &original);
+    let engine = open(&vault);
+    engine.record_history_pending().unwrap();
+
+    // The agent's patch changes `charlie`; the person then edits `india`.
+    let patch = patch_and_apply(&engine, note, "charlie line", "charlie, as the agent wrote");
+    let person = common::read(&vault, note).replace("india line", "india, as the person wrote");
+    edit_on_disk(&engine, &vault, note, &person);
+    let revert =
+        engine.revert_proposal(&RevertArgs { proposal_id: patch.clone(), reason: "Undo it".into() }).unwrap();
+    assert_eq!(revert.merged, [note]);
+    assert_eq!(common::read(&vault, note), person, "staging changes nothing");
+    apply(&engine, &revert.proposal_id);
+    assert_eq!(common::read(&vault, note), original.replace("india line", "india, as the person wrote"));
+
+    // Edits to the very line the apply wrote collide: refused, the line named.
+    let patch = patch_and_apply(&engine, note, "echo line", "echo, as the agent wrote");
+    edit_on_disk(
+        &engine,
+        &vault,
+        note,
+        &common::read(&vault, note).replace("echo, as the agent wrote", "echo, as the person rewrote it"),
+    );
+    let before = common::read(&vault, note);
+    let refused =
+        engine.revert_proposal(&RevertArgs { proposal_id: patch, reason: "Undo it".into() }).unwrap_err();
+    assert_eq!(refused.code, kb_mcp::error::ErrorCode::StaleBase, "{refused:?}");
+    let details = refused.details.clone().unwrap();
+    assert_eq!(details["conflicts"][0]["path"], note, "{details}");
+    assert_eq!(details["conflicts"][0]["lines"], serde_json::json!([[7, 7]]), "{details}");
+    assert!(refused.message.contains("lines 7"), "{}", refused.message);
+    assert_eq!(common::read(&vault, note), before);
+
+    // A move's link rewrites merge too: the note linking to the moved one was
+    // edited elsewhere since; the revert moves back, restores the link, keeps the edit.
+    let linking = "z/3-2-1 备份原则.md";
+    let linking_before = common::read(&vault, linking);
+    let moving = engine
+        .propose_move(&ProposeMoveArgs {
+            from: "z/Restore drills.md".into(),
+            to: "z/tech/Recovery drills.md".into(),
+            reason: "Rename".into(),
+            keep_alias: Some(false),
+        })
+        .unwrap();
+    apply(&engine, &moving.proposal_id);
+    assert!(common::read(&vault, linking).contains("[[Recovery drills]]"));
+    let edited =
+        common::read(&vault, linking).replace("# 3-2-1 备份原则\n", "# 3-2-1 备份原则\n\n（个人补充）\n");
+    edit_on_disk(&engine, &vault, linking, &edited);
+    let revert = engine
+        .revert_proposal(&RevertArgs { proposal_id: moving.proposal_id, reason: "Undo".into() })
+        .unwrap();
+    assert_eq!(revert.merged, [linking]);
+    apply(&engine, &revert.proposal_id);
+    assert!(vault.join("z/Restore drills.md").is_file());
+    assert_eq!(
+        common::read(&vault, linking),
+        linking_before.replace("# 3-2-1 备份原则\n", "# 3-2-1 备份原则\n\n（个人补充）\n")
+    );
+}
+
+#[test]
+fn a_vault_without_history_makes_no_repository_and_says_so() {
+    let (_tmp, vault) = common::temp_vault();
+    common::put(
+        &vault,
+        "kb.toml",
+        &format!("{}\n[history]\nenabled = false\n", common::read(&vault, "kb.toml")),
+    );
+    let engine = open(&vault);
+    assert_eq!(engine.record_history_pending().unwrap().commit, None);
+    let patched = patch_and_apply(&engine, "z/设计.md", "# 设计", "# 設計");
+    let listed = engine
+        .list_history(&HistoryArgs { path: Some("z/设计.md".into()), ..Default::default() })
+        .unwrap_err();
+    assert_eq!(listed.code, kb_mcp::error::ErrorCode::NotFound, "{listed:?}");
+    assert!(listed.message.contains("keeps no history"), "{listed:?}");
+    let restored = restore(&engine, "z/设计.md", "2026-01-01T00:00:00Z").unwrap_err();
+    assert!(restored.message.contains("keeps no history"), "{restored:?}");
+    // A revert works as before without one.
+    engine.revert_proposal(&RevertArgs { proposal_id: patched, reason: "undo".into() }).unwrap();
+    assert!(!vault.join(".kb-history").exists(), "no repository was made");
+}
+
 #[test]
 fn a_vault_that_is_a_git_repository_keeps_head_branches_staging_area_and_status() {
     let (_tmp, vault) = common::temp_vault();
@@ -344,6 +541,16 @@ fn kb_index_log_and_show_record_what_changed_then_print_it() {
     assert_eq!(shown.stdout, original.as_bytes(), "byte for byte");
     let by_time = kb_index(&["show", note, "--at", &listed.versions[0].at]);
     assert_eq!(String::from_utf8_lossy(&by_time.stdout), common::read(&vault, note));
+
+    // kb-index restore stages the old version; --yes applies it.
+    let staged = kb_index(&["restore", note, "--at", &older[..9]]);
+    assert!(staged.status.success(), "{staged:?}");
+    let said = String::from_utf8_lossy(&staged.stdout);
+    assert!(said.contains("patch of z/设计.md") && said.contains("nothing changed yet"), "{said}");
+    assert_ne!(common::read(&vault, note), original);
+    let applied = kb_index(&["restore", note, "--at", &older[..9], "--yes", "--reason", "back"]);
+    assert!(applied.status.success(), "{applied:?}");
+    assert_eq!(common::read(&vault, note), original, "byte for byte");
 
     // Bad input: exit 2 with a reason; a path that never was a note.
     let bad = kb_index(&["show", note, "--at", "yesterday"]);

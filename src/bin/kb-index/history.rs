@@ -1,12 +1,14 @@
-//! `kb-index log PATH` and `kb-index show PATH --at REV`: a note's history
-//! for a person (what `list_history` returns, every page), and the note as it
-//! was at one of its versions. Both bring the index and the history up to
-//! date first, so an edit made a moment ago is listed.
+//! `kb-index log PATH`, `kb-index show PATH --at REV` and `kb-index restore
+//! PATH --at REV`: a note's history for a person (what `list_history`
+//! returns, every page), the note as it was at one of its versions, and that
+//! version staged as a proposal (`--yes` applies it). Each brings the index
+//! and the history up to date first, so an edit made a moment ago is listed.
 
 use std::io::Write;
 
 use kb_mcp::engine::Engine;
-use kb_mcp::engine::types::{HISTORY_LIMIT, HistoryArgs, VersionBy};
+use kb_mcp::engine::types::RestoreArgs as Restore;
+use kb_mcp::engine::types::{HISTORY_LIMIT, HistoryArgs, ProposalKind, VersionBy};
 
 use crate::Failure;
 use crate::output::{Paint, count, local_time};
@@ -33,6 +35,23 @@ pub(crate) struct ShowArgs {
     /// (RFC 3339, such as 2026-12-07T09:30:00Z: the version in force then).
     #[arg(long, value_name = "REV")]
     at: String,
+}
+
+/// The arguments of `kb-index restore`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RestoreArgs {
+    /// The note, vault-relative (a deleted note's old path brings it back there).
+    path: String,
+    /// The version: a commit `kb-index log` printed (7 digits or more), or a time
+    /// (RFC 3339: the version in force then).
+    #[arg(long, value_name = "REV")]
+    at: String,
+    /// Why (kept with the proposal and in the audit line).
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
+    /// Also apply the restore now.
+    #[arg(long)]
+    yes: bool,
 }
 
 /// Brings the index and the history up to date (a warning, not a failure,
@@ -109,4 +128,29 @@ pub(crate) fn run_show(engine: &Engine, args: &ShowArgs, out: &mut dyn Write) ->
     let (_, past) = engine.note_at(&args.path, &args.at)?;
     out.write_all(past.bytes.as_deref().unwrap_or_default())?;
     Ok(0)
+}
+
+pub(crate) fn run_restore(
+    engine: &Engine,
+    args: &RestoreArgs,
+    paint: &Paint,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
+    catch_up(engine);
+    let reason =
+        args.reason.clone().unwrap_or_else(|| format!("kb-index restore {} --at {}", args.path, args.at));
+    let request = Restore { path: args.path.clone(), at: args.at.clone(), reason };
+    let staged = engine.propose_restore(&request).map_err(crate::structure::staging)?;
+    let what = match staged.kind {
+        ProposalKind::New => format!("{} made again", staged.target),
+        _ => format!("patch of {} (+{} -{})", staged.target, staged.added, staged.removed),
+    };
+    writeln!(
+        out,
+        "staged {}: {what}, back to the version {} of {}",
+        paint.strong(&staged.proposal_id),
+        &staged.commit[..12],
+        local_time(&staged.at)
+    )?;
+    crate::structure::finish(engine, &staged.proposal_id, args.yes, paint, out)
 }

@@ -124,13 +124,15 @@ enum Command {
     /// Delete a note (to inbox/trash/<date>/, never erased): staged as a proposal listing the links that break (--yes also applies it).
     #[command(after_help = structure::RM_EXAMPLES)]
     Rm(structure::RmArgs),
-    /// Undo an applied proposal: its exact inverse, staged as a proposal (--yes also applies it); refused when a file changed since.
+    /// Undo an applied proposal: its exact inverse, staged as a proposal (--yes also applies it); later edits to its notes are kept when they lie on other lines, else it is refused.
     #[command(after_help = structure::REVERT_EXAMPLES)]
     Revert(structure::RevertCmdArgs),
     /// A note's history, newest first: each version's commit, time, who made it (on disk, or a proposal and who approved it), lines added and removed.
     Log(history::LogArgs),
     /// A note as it was at one of its versions (a commit `kb-index log` printed, or a time), printed as it was.
     Show(history::ShowArgs),
+    /// Bring a note back to one of its versions (a commit `kb-index log` printed, or a time): staged as a proposal (--yes also applies it); a deleted note is made again.
+    Restore(history::RestoreArgs),
     /// Measure search quality: run a retrieval suite (recall@k, MRR) against the vault.
     Eval {
         /// The suite file (JSON, see index-schema/eval-suite.schema.json).
@@ -313,6 +315,12 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Log(args) => history::run_log(&engine, args, &paint, &mut out),
         Command::Show(args) => history::run_show(&engine, args, &mut out),
+        Command::Restore(args) => {
+            if let Some(error) = engine.inbox_conflict() {
+                return Err(error.into());
+            }
+            history::run_restore(&engine, args, &paint, &mut out)
+        }
         Command::Revert(args) => {
             if let Some(error) = engine.inbox_conflict() {
                 return Err(error.into());

@@ -80,7 +80,7 @@ pub(crate) struct RevertCmdArgs {
 
 /// A failure to stage is the person's input: a missing note or a taken
 /// target is exit 2 (at apply time a taken target is a failed check, exit 1).
-fn staging(error: Error) -> Failure {
+pub(crate) fn staging(error: Error) -> Failure {
     let code = error.code;
     let mut failure = Failure::from(error);
     if matches!(
@@ -127,7 +127,13 @@ fn headline(engine: &Engine, id: &str, fallback: &str) -> String {
 }
 
 /// Applies a staged proposal (with `--yes`) or says how to review and apply it.
-fn finish(engine: &Engine, id: &str, yes: bool, paint: &Paint, out: &mut dyn Write) -> Result<u8, Failure> {
+pub(crate) fn finish(
+    engine: &Engine,
+    id: &str,
+    yes: bool,
+    paint: &Paint,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
     let short = id.get(2..10).unwrap_or(id);
     write_overlaps(out, paint, &engine.proposal_overlaps(id)?)?;
     if !yes {

@@ -75,7 +75,16 @@ impl Engine {
     /// The history's repository (see `sandbox/history/`), opened or created
     /// on first use: the vault's own when it is a git work tree, else
     /// `<index folder>-history` beside the index folder.
+    /// `not_found` when `[history] enabled = false`: no repository is
+    /// opened, or made, then.
     pub fn history_store(&self) -> Result<Arc<HistoryStore>> {
+        if !self.config().history {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                "this vault keeps no history: `[history] enabled = false` in its kb.toml",
+            )
+            .with_hint("the person turns it on by removing that line (or setting it to true)"));
+        }
         self.history
             .store
             .get_or_init(|| HistoryStore::open(self.root(), &self.own_history_folder()).map(Arc::new))
@@ -335,7 +344,7 @@ impl Engine {
     /// The path a history is asked for: a note as `read_note` finds it, or,
     /// for a path no note has now, that path when an agent could read a note
     /// there (so a deleted or moved note's history stays reachable).
-    fn history_path(&self, name: &NoteName) -> Result<NotePath> {
+    pub(super) fn history_path(&self, name: &NoteName) -> Result<NotePath> {
         match (self.locate(name), name) {
             (Ok((path, _)), _) => Ok(path),
             (Err(error), NoteName::Path(given)) if error.code == ErrorCode::NotFound => {

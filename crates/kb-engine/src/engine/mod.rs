@@ -24,6 +24,7 @@ mod pdf;
 mod person;
 mod read;
 mod recall;
+mod restore;
 mod review;
 mod semantic;
 mod sync;

@@ -474,7 +474,10 @@ const LINKS_LISTED: usize = 100;
 const MOVES_LISTED: usize = 100;
 
 /// The first [`LINKS_LISTED`] of each list, and how many were left out.
-fn listed(mut breaks: Vec<BrokenBy>, mut redirected: Vec<BrokenBy>) -> (Vec<BrokenBy>, Vec<BrokenBy>, u32) {
+pub(super) fn listed(
+    mut breaks: Vec<BrokenBy>,
+    mut redirected: Vec<BrokenBy>,
+) -> (Vec<BrokenBy>, Vec<BrokenBy>, u32) {
     let left_out = breaks.len().saturating_sub(LINKS_LISTED) + redirected.len().saturating_sub(LINKS_LISTED);
     breaks.truncate(LINKS_LISTED);
     redirected.truncate(LINKS_LISTED);

@@ -49,9 +49,9 @@ pub use list::{
 pub use plan::{FileChange, FileOp, FileOpKind, Linkers, Plan};
 pub use propose::{
     BATCH_MAX_ITEMS, BatchItem, BatchPlan, Break, ItemPlanned, LinkEdit, Linker, MovePlan, NewNote,
-    PatchRequest, RevertPlan, Staged, StagedPlan, VaultView, apply_link_edits, link_effects, linkers_in,
-    links_changed, plan_batch, plan_delete, plan_move, plan_revert, propose_new, propose_patch, relink,
-    required_reason, stage_plan,
+    PatchRequest, RecordedTexts, RevertPlan, Staged, StagedPlan, VaultView, apply_link_edits, link_effects,
+    linkers_in, links_changed, plan_batch, plan_delete, plan_move, plan_revert, propose_new, propose_patch,
+    propose_restore, relink, required_reason, stage_plan,
 };
 pub use review::{Overlap, Review, overlaps_of, pending_paths, review};
 pub use text::{Edit, apply_edits, line_changes, unified_diff};

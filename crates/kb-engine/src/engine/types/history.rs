@@ -92,3 +92,58 @@ pub struct HistoryResults {
     #[schemars(with = "String")]
     pub next_cursor: Option<String>,
 }
+
+/// `propose_restore` arguments.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreArgs {
+    /// The note's path now, or where it was (a deleted note comes back there).
+    #[schemars(description = "The note's path (a deleted note's old path brings it back).")]
+    pub path: String,
+    /// The version: a `commit` of `list_history` or an RFC 3339 time.
+    #[schemars(description = "A `commit` from list_history, or a time (RFC 3339).")]
+    pub at: String,
+    /// Why, for the person who approves it.
+    pub reason: String,
+}
+
+/// `propose_restore` result: a patch back to the version, or the note created again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RestoreResult {
+    /// The proposal's id.
+    pub proposal_id: String,
+    /// `patch`, or `new` for a note that is gone.
+    #[schemars(with = "String")]
+    pub kind: super::ProposalKind,
+    /// The note it writes.
+    pub target: String,
+    /// The version restored: its commit.
+    pub commit: String,
+    /// The version's time (RFC 3339).
+    pub at: String,
+    /// A patch's base: the note's hash now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub base_hash: Option<String>,
+    /// `sha256:<hex>` of the note restored.
+    pub content_hash: String,
+    /// A patch's unified diff (cut at 64 KiB), or the start of a note created again.
+    pub diff: String,
+    /// Lines added.
+    pub added: u32,
+    /// Lines removed.
+    pub removed: u32,
+    /// Links in other notes that will break.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaks: Vec<super::BrokenBy>,
+    /// Links in other notes that will lead elsewhere (`to`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirected: Vec<super::BrokenBy>,
+    /// Links of the two lists not named.
+    #[serde(default, skip_serializing_if = "super::proposals::is_zero")]
+    pub unlisted: u32,
+    /// The inbox files written.
+    pub files: Vec<String>,
+    /// Always false.
+    pub vault_changed: bool,
+}

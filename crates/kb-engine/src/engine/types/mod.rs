@@ -28,7 +28,7 @@ pub use bounds::{
     AUDIT_LIMIT, Bound, HISTORY_LIMIT, LIST_NOTES_LIMIT, PROPOSALS_LIMIT, RECALL_BUDGET, RECENT_DAYS,
     RECENT_LIMIT, SEARCH_LIMIT, TAGS_LIMIT,
 };
-pub use history::{HistoryArgs, HistoryResults, HistoryVersion, VersionBy};
+pub use history::{HistoryArgs, HistoryResults, HistoryVersion, RestoreArgs, RestoreResult, VersionBy};
 pub use links::{BacklinkOut, BrokenLink, BrokenReason, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList, Tree, TreeNote};
 pub use overview::{

@@ -207,7 +207,7 @@ pub struct ProposeMoveResult {
     pub vault_changed: bool,
 }
 
-fn is_zero(n: &u32) -> bool {
+pub(super) fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 

@@ -5,7 +5,8 @@
 //! of new notes and patches (`batch.rs`) and a revert (`revert.rs`) are
 //! planned as a multi-file plan on the vault as the planner sees it
 //! (`view.rs`), with the links they break or re-point (`effects.rs`) and the
-//! notes linking to what they move or trash (`linkers.rs`). `stage.rs` writes
+//! notes linking to what they move or trash (`linkers.rs`); a restore
+//! (`restore.rs`) is a patch or a new note of an old text. `stage.rs` writes
 //! any of them to the inbox, and nothing else.
 
 mod batch;
@@ -14,6 +15,7 @@ mod effects;
 mod linkers;
 mod moves;
 mod note;
+mod restore;
 mod revert;
 mod stage;
 pub(crate) mod view;
@@ -24,7 +26,8 @@ pub use effects::link_effects;
 pub use linkers::{Linker, linkers_in};
 pub use moves::{LinkEdit, MovePlan, apply_link_edits, plan_move, relink};
 pub use note::{NewNote, PatchRequest};
-pub use revert::{RevertPlan, plan_revert};
+pub use restore::propose_restore;
+pub use revert::{RecordedTexts, RevertPlan, plan_revert};
 pub use stage::{Staged, StagedPlan, propose_new, propose_patch, required_reason, stage_plan};
 pub use view::{Break, VaultView};
 

@@ -82,21 +82,7 @@ pub(super) fn build_new(
     };
     let target_text = if folder.is_empty() { format!("{slug}.md") } else { format!("{folder}/{slug}.md") };
     let target = sandbox.resolve_note_target(&target_text)?;
-    sandbox.check_new_names(&target)?;
-    // The very name, or a twin in another case, normalisation or with
-    // invisible characters (`café` precomposed beside `café` decomposed).
-    if let Some(twin) = sandbox.twin_of(&target)? {
-        let what = if twin == target {
-            format!("{target} already exists")
-        } else {
-            format!(
-                "{target} is taken: {twin} has the same name written another way (case, accents or invisible characters)"
-            )
-        };
-        return Err(Error::new(ErrorCode::TargetExists, what)
-            .with_hint("read that note and propose a patch to it, or choose another title or folder")
-            .with_details(json!({ "target": target.as_str(), "existing": twin.as_str() })));
-    }
+    check_free(sandbox, &target)?;
 
     let mut frontmatter = vec![
         yaml::entry("title", &json!(title))?,
@@ -160,6 +146,27 @@ pub(super) fn build_patch(
     Ok((target, text.to_owned(), patched))
 }
 
+/// `target_exists` unless a new note may be written at `target`: no note
+/// there, not even a twin of its name, and a name every system can hold.
+pub(super) fn check_free(sandbox: &Sandbox, target: &NotePath) -> Result<()> {
+    sandbox.check_new_names(target)?;
+    // The very name, or a twin in another case, normalisation or with
+    // invisible characters (`café` precomposed beside `café` decomposed).
+    if let Some(twin) = sandbox.twin_of(target)? {
+        let what = if twin == *target {
+            format!("{target} already exists")
+        } else {
+            format!(
+                "{target} is taken: {twin} has the same name written another way (case, accents or invisible characters)"
+            )
+        };
+        return Err(Error::new(ErrorCode::TargetExists, what)
+            .with_hint("read that note and propose a patch to it, or choose another title or folder")
+            .with_details(json!({ "target": target.as_str(), "existing": twin.as_str() })));
+    }
+    Ok(())
+}
+
 /// Trimmed, de-duplicated tags or aliases; tags lose a leading `#` and may not
 /// hold spaces.
 fn names(field: &str, values: &[String], is_tag: bool) -> Result<Vec<String>> {
@@ -187,7 +194,7 @@ fn names(field: &str, values: &[String], is_tag: bool) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn check_size(text: &str, limits: &Limits) -> Result<()> {
+pub(super) fn check_size(text: &str, limits: &Limits) -> Result<()> {
     let size = text.len() as u64;
     if size > limits.proposal_max_bytes {
         return Err(Error::new(

@@ -62,7 +62,20 @@ pub struct Staged {
 pub fn propose_new(sandbox: &Sandbox, limits: &Limits, note: &NewNote, now: Timestamp) -> Result<Staged> {
     let reason = required_reason(&note.reason)?;
     let (target, text) = build_new(sandbox, limits, note, now)?;
-    let slug = slug::slug(note.title.trim());
+    stage_new(sandbox, limits, target, text, &slug::slug(note.title.trim()), reason, now)
+}
+
+/// Stages `text` as a new note at `target` (checked free by the caller):
+/// `inbox/new/<slug>-<short id>.md` and its metadata.
+pub(super) fn stage_new(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    target: NotePath,
+    text: String,
+    slug: &str,
+    reason: String,
+    now: Timestamp,
+) -> Result<Staged> {
     let id = new_id()?;
     let stem = format!("{slug}-{}", short_id(&id));
     let inbox = Inbox::of(sandbox);
@@ -108,9 +121,22 @@ pub fn propose_patch(
 ) -> Result<Staged> {
     let reason = required_reason(&request.reason)?;
     let (target, text, patched) = build_patch(sandbox, limits, request, None)?;
-    let current_hash = content_hash(text.as_bytes());
-    let text = text.as_str();
-    let (diff, added, removed) = unified_diff(target.as_str(), text, &patched);
+    stage_patch(sandbox, limits, target, &text, patched, reason, now)
+}
+
+/// Stages `patched` as the new text of the note at `target`, whose text on
+/// disk is `current` (the base): the whole note, its diff and the metadata.
+pub(super) fn stage_patch(
+    sandbox: &Sandbox,
+    limits: &Limits,
+    target: NotePath,
+    current: &str,
+    patched: String,
+    reason: String,
+    now: Timestamp,
+) -> Result<Staged> {
+    let current_hash = content_hash(current.as_bytes());
+    let (diff, added, removed) = unified_diff(target.as_str(), current, &patched);
 
     let id = new_id()?;
     let stem = format!("{}-{}", slug::slug(target.stem()), short_id(&id));
