@@ -1,5 +1,6 @@
 //! `history-probe`: what the history (issue 38) costs on a generated vault,
-//! each phase timed once and printed as a line of figures for BENCHMARKS.md:
+//! each phase timed once and printed on stderr as a line of figures for
+//! BENCHMARKS.md:
 //!
 //! 1. the first history of an existing vault: the pass that records every
 //!    note of a vault whose history is empty (a server runs it on a thread of
@@ -74,7 +75,7 @@ fn run() -> Result<(), String> {
     let first = engine.record_history_pending().map_err(error)?;
     let took = started.elapsed();
     let size = kb_bench::dir_size(&repository).map_err(|e| e.to_string())?;
-    println!(
+    eprintln!(
         "first history: {} files in {:.2} s, repository {:.1} MiB",
         first.files,
         took.as_secs_f64(),
@@ -103,7 +104,7 @@ fn run() -> Result<(), String> {
     }
     let total = started.elapsed();
     let grown = kb_bench::dir_size(&repository).map_err(|e| e.to_string())?;
-    println!(
+    eprintln!(
         "{edits} edits: {:.1} s, per commit median {:.2} ms p99 {:.2} ms; repository {:.1} MiB (+{:.1} KiB per edit, loose objects)",
         total.as_secs_f64(),
         ms(percentile(&mut times, 0.5)),
@@ -129,7 +130,7 @@ fn run() -> Result<(), String> {
     let started = Instant::now();
     let (all, _) = store.versions(note, None, usize::MAX).map_err(error)?;
     let every = started.elapsed();
-    println!(
+    eprintln!(
         "a note of {} versions: list_history's newest page ({} versions) {:.1} ms; every version {:.0} ms ({} commits in the history)",
         all.len(),
         listed.versions.len(),
