@@ -42,6 +42,9 @@ pub(super) struct Recorded {
     files: Option<HashMap<String, Kept>>,
 }
 
+/// A file read to be kept: its bytes and content hash.
+type Read = (Vec<u8>, String);
+
 /// One file as the history holds it.
 struct Kept {
     /// `sha256:<hex>` of its bytes (empty when only the blob id is known yet).
@@ -235,19 +238,39 @@ impl Engine {
         let sandbox = self.sandbox();
         let policy = sandbox.policy();
         let mut seen = HashSet::new();
-        let mut changes = Vec::new();
-        let mut kept_now = Vec::new();
+        let mut notes = Vec::new();
         for path in paths {
             let Ok(note) = NotePath::parse(&path) else { continue };
             let served = readable(policy, &note) && (note.as_str().ends_with(".md") || note.is_canvas());
-            if !served || !seen.insert(path.clone()) {
-                continue;
+            if served && seen.insert(path.clone()) {
+                notes.push((path, note));
             }
-            match sandbox.stat(&note)? {
-                Some(_) => {
-                    let bytes = sandbox.read(&note, FILE_MAX)?;
-                    let blob = store.write_file(&bytes)?;
-                    kept_now.push((path.clone(), Kept { hash: content_hash(&bytes), blob: blob.clone() }));
+        }
+        // Read, hashed and kept in parallel: a hub's move writes thousands.
+        let read: Vec<(String, Option<Read>)> = {
+            use rayon::prelude::*;
+            notes
+                .into_par_iter()
+                .map(|(path, note)| match sandbox.stat(&note)? {
+                    Some(_) => {
+                        let bytes = sandbox.read(&note, FILE_MAX)?;
+                        let hash = content_hash(&bytes);
+                        Ok((path, Some((bytes, hash))))
+                    }
+                    None => Ok((path, None)),
+                })
+                .collect::<Result<_>>()?
+        };
+        let contents: Vec<&[u8]> =
+            read.iter().filter_map(|(_, file)| Some(file.as_ref()?.0.as_slice())).collect();
+        let mut blobs = store.write_files(&contents)?.into_iter();
+        let mut changes = Vec::with_capacity(read.len());
+        let mut kept_now = Vec::with_capacity(read.len());
+        for (path, file) in read {
+            match file {
+                Some((_, hash)) => {
+                    let blob = blobs.next().ok_or_else(|| Error::internal("history: a file was not kept"))?;
+                    kept_now.push((path.clone(), Kept { hash, blob: blob.clone() }));
                     changes.push((path, Some(blob)));
                 }
                 None => changes.push((path, None)),

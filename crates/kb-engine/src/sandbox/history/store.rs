@@ -157,6 +157,26 @@ impl HistoryStore {
         self.repo().blob(bytes).map(|id| id.to_string()).map_err(git_error("writing a file's bytes"))
     }
 
+    /// Keeps many files' contents at once, as [`HistoryStore::write_file`]
+    /// does one: in parallel, each worker through a handle of its own on the
+    /// repository (writing loose objects is safe from several at once).
+    /// Their blob ids, in order.
+    pub fn write_files(&self, files: &[&[u8]]) -> Result<Vec<String>> {
+        use rayon::prelude::*;
+        files
+            .par_iter()
+            .map_init(
+                || Repository::open(&self.place),
+                |repo, bytes| {
+                    let repo = repo.as_ref().map_err(|e| {
+                        Error::internal(format!("history: opening the repository: {}", e.message()))
+                    })?;
+                    repo.blob(bytes).map(|id| id.to_string()).map_err(git_error("writing a file's bytes"))
+                },
+            )
+            .collect()
+    }
+
     /// Records `files` (each path's blob from [`HistoryStore::write_file`],
     /// `None` when it is gone) as one commit of `change` at `time` (seconds
     /// since the epoch). Nothing is committed when the files are as the
