@@ -451,7 +451,7 @@ async fn each_token_sees_and_may_call_only_what_its_scope_grants() {
         .iter()
         .map(|level| kb_mcp::tools::list(*level, false).len())
         .collect();
-    assert!(counts[0] >= 8 && counts[1] == counts[0] + 7 && counts[2] == counts[1] + 1, "{counts:?}");
+    assert!(counts[0] >= 8 && counts[1] == counts[0] + 8 && counts[2] == counts[1] + 1, "{counts:?}");
     let [reader, proposer, applier] = [&clients[0], &clients[1], &clients[2]];
 
     let overview = call(reader, "get_vault_overview", json!({})).await.unwrap();
