@@ -108,6 +108,9 @@ const EMBED_CHECK_EVERY: Duration = Duration::from_millis(500);
 /// How often the history thread looks for a changed catalog.
 const HISTORY_CHECK_EVERY: Duration = Duration::from_millis(500);
 
+/// How often a server without `[replica]` looks whether `kb.toml` gained one.
+const REPLICA_CONFIG_CHECK_EVERY: Duration = Duration::from_secs(5);
+
 impl Shared {
     /// Starts opening the vault and syncing the index in the background.
     pub fn start(options: &ServerOptions) -> Arc<Shared> {
@@ -234,6 +237,7 @@ impl Shared {
         *self.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         self.unwatched.store(!watching, Ordering::Relaxed);
         Self::keep_history(engine.clone());
+        Self::keep_replica(engine.clone());
         Self::keep_embedding(engine);
     }
 
@@ -268,6 +272,53 @@ impl Shared {
                     }
                 }
                 std::thread::sleep(HISTORY_CHECK_EVERY);
+            }
+        });
+    }
+
+    /// Keeps a replica (`[replica]` in `kb.toml`) in agreement with its
+    /// remote for as long as the process runs: a sync every `interval`, the
+    /// first right after start-up, on a thread of its own. A sync that did
+    /// something, or whose state changed, is logged.
+    fn keep_replica(engine: Arc<Engine>) {
+        std::thread::spawn(move || {
+            let mut said = None;
+            loop {
+                let _ = engine.refresh_config();
+                let Some(interval) = engine.replica_interval() else {
+                    std::thread::sleep(REPLICA_CONFIG_CHECK_EVERY);
+                    continue;
+                };
+                let started = Instant::now();
+                let line = match engine.sync_replica(crate::engine::types::Actor::Mcp) {
+                    Ok(Some(report)) => {
+                        let did = !report.written.is_empty() || !report.completed.is_empty() || report.pushed;
+                        let status = &report.status;
+                        let line = json!({
+                            "event": "replica_synced", "state": status.state, "ahead": status.ahead,
+                            "behind": status.behind, "held": status.held, "written": report.written.len(),
+                            "merged": report.merged, "completed": report.completed, "pushed": report.pushed,
+                            "error": status.error, "ms": started.elapsed().as_millis() as u64,
+                        });
+                        let key = (status.state.clone(), status.error.clone(), status.held.clone());
+                        (did || said.as_ref() != Some(&key)).then(|| {
+                            said = Some(key);
+                            line
+                        })
+                    }
+                    Ok(None) => None,
+                    Err(error) => {
+                        let key = ("failing".to_owned(), Some(error.to_string()), Vec::new());
+                        (said.as_ref() != Some(&key)).then(|| {
+                            said = Some(key);
+                            json!({ "event": "replica_failed", "error": error.to_string() })
+                        })
+                    }
+                };
+                if let Some(line) = line {
+                    log(line);
+                }
+                std::thread::sleep(interval);
             }
         });
     }

@@ -47,7 +47,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index state (`fresh`: all indexed), skipped files, warnings, conflict copies, access, `changes` (`cursor`: a later `since`); `metrics`: calls, errors, latency per tool.",
+        description: "Start here: folders, counts, index (`fresh`?), skipped files, warnings, conflict copies, access, `replica`, `changes` (`cursor`: next `since`); `metrics`: per-tool calls, errors, latency.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -157,7 +157,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "The vault's ls: a folder's notes and, on page 1, its subfolders with counts. Next page: `cursor` = `next_cursor` (same folder, tag, sort); by time, notes changed since come last.",
+        description: "A folder's notes and, on page 1, its subfolders with counts. Next page: `cursor` = `next_cursor` (same folder, tag, sort); by time, notes changed since come last.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,

@@ -28,6 +28,7 @@ mod oauth;
 mod pdf;
 mod pdf_make;
 mod project;
+mod replica;
 mod sandbox;
 mod semantic;
 mod structure;

@@ -3,6 +3,7 @@
 //! returns, every page), the note as it was at one of its versions, and that
 //! version staged as a proposal (`--yes` applies it). Each brings the index
 //! and the history up to date first, so an edit made a moment ago is listed.
+//! `kb-index replica` syncs a replica with its remote now and says how it stands.
 
 use std::io::Write;
 
@@ -52,6 +53,85 @@ pub(crate) struct RestoreArgs {
     /// Also apply the restore now.
     #[arg(long)]
     yes: bool,
+}
+
+/// The arguments of `kb-index replica`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReplicaArgs {
+    /// Print JSON (the overview's `replica` object, and what the sync did).
+    #[arg(short, long)]
+    json: bool,
+}
+
+pub(crate) fn run_replica(
+    engine: &Engine,
+    args: &ReplicaArgs,
+    paint: &Paint,
+    out: &mut dyn Write,
+) -> Result<u8, Failure> {
+    if let Err(error) = engine.sync(false, None) {
+        eprintln!("kb-index: warning: the index may be stale: {error}");
+    }
+    let Some(report) = engine.sync_replica(kb_mcp::engine::types::Actor::Cli)? else {
+        return Err(kb_mcp::error::Error::new(
+            kb_mcp::error::ErrorCode::NotFound,
+            "this vault is not a replica: kb.toml has no [replica] section",
+        )
+        .with_hint("see the README's \"Several machines\" to make it one")
+        .into());
+    };
+    let status = &report.status;
+    if args.json {
+        let json = serde_json::json!({
+            "replica": status, "written": report.written, "merged": report.merged,
+            "completed": report.completed, "pushed": report.pushed,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&json).unwrap_or_default())?;
+        return Ok(if status.held.is_empty() && status.error.is_none() { 0 } else { 1 });
+    }
+    let state = match status.state.as_str() {
+        "in_sync" => paint.good("in sync"),
+        "held" | "failing" | "unreachable" | "diverged" => paint.bad(&status.state),
+        other => other.to_owned(),
+    };
+    writeln!(
+        out,
+        "{} {} ({}): {state}, {} ahead, {} behind",
+        status.remote,
+        status.branch,
+        engine.root().display(),
+        status.ahead,
+        status.behind
+    )?;
+    if !report.written.is_empty() {
+        writeln!(
+            out,
+            "took {} from the remote{}",
+            count(report.written.len() as u64, "file"),
+            if report.merged.is_empty() {
+                String::new()
+            } else {
+                format!(" (merged with your change: {})", report.merged.join(", "))
+            }
+        )?;
+    }
+    if !report.completed.is_empty() {
+        writeln!(out, "completed {}", report.completed.join(", "))?;
+    }
+    if report.pushed {
+        writeln!(out, "pushed this clone's commits")?;
+    }
+    if !status.held.is_empty() {
+        writeln!(out, "{}: {}", paint.bad("held"), status.held.join(", "))?;
+        writeln!(
+            out,
+            "  you changed these here and the remote changed them too, on the same lines; commit or undo your change, then run kb-index replica again"
+        )?;
+    }
+    if let Some(error) = &status.error {
+        writeln!(out, "{}: {error}", paint.bad("error"))?;
+    }
+    Ok(if status.held.is_empty() && status.error.is_none() { 0 } else { 1 })
 }
 
 /// Brings the index and the history up to date (a warning, not a failure,

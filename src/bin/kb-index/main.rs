@@ -133,6 +133,8 @@ enum Command {
     Show(history::ShowArgs),
     /// Bring a note back to one of its versions (a commit `kb-index log` printed, or a time): staged as a proposal (--yes also applies it); a deleted note is made again.
     Restore(history::RestoreArgs),
+    /// Bring a replica (`[replica]` in kb.toml) in agreement with its remote now: fetch, take the remote's commits, push this clone's; then say how it stands.
+    Replica(history::ReplicaArgs),
     /// Measure search quality: run a retrieval suite (recall@k, MRR) against the vault.
     Eval {
         /// The suite file (JSON, see index-schema/eval-suite.schema.json).
@@ -315,6 +317,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         }
         Command::Log(args) => history::run_log(&engine, args, &paint, &mut out),
         Command::Show(args) => history::run_show(&engine, args, &mut out),
+        Command::Replica(args) => history::run_replica(&engine, args, &paint, &mut out),
         Command::Restore(args) => {
             if let Some(error) = engine.inbox_conflict() {
                 return Err(error.into());

@@ -69,6 +69,21 @@ pub(crate) fn run(
             writeln!(out, "           … and {} more", i.skipped_files - i.skipped.len() as u64)?;
         }
     }
+    if let Some(replica) = &overview.replica {
+        writeln!(
+            out,
+            "replica    {} {}: {}, {} ahead, {} behind (as last fetched: {}; `kb-index replica` syncs now)",
+            replica.remote,
+            replica.branch,
+            replica.state,
+            replica.ahead,
+            replica.behind,
+            time(replica.last_fetch.as_ref())
+        )?;
+        if !replica.held.is_empty() {
+            writeln!(out, "           held by your uncommitted change to: {}", replica.held.join(", "))?;
+        }
+    }
     if i.fresh {
         writeln!(out, "fresh      yes")?;
     } else {

@@ -24,6 +24,7 @@ mod pdf;
 mod person;
 mod read;
 mod recall;
+mod replica;
 mod restore;
 mod review;
 mod semantic;
@@ -41,6 +42,7 @@ pub use pdf::{
 };
 pub use person::{NoteHit, NoteResults, PERSON_LIMIT};
 pub use recall::estimate_tokens;
+pub use replica::{ReplicaFailpoint, ReplicaReport, ReplicaStep};
 pub use review::{
     CONFIRMATION_DIFF_LINES, FileDiff, PendingOverlap, ProposalReview, REVIEW_PAGE_DIFF_LINES,
     REVIEW_PAGE_FILES, REVIEW_PAGE_MAX_FILES, ReviewPage,
@@ -135,6 +137,8 @@ pub struct Engine {
     semantic: semantic::SemanticLayer,
     /// The vault's history (see `history.rs`).
     history: history::HistoryLayer,
+    /// The clone's agreement with its remote (see `replica.rs`).
+    replica: replica::ReplicaLayer,
 }
 
 impl std::fmt::Debug for Engine {
@@ -209,6 +213,7 @@ impl Engine {
             pdf: pdf::PdfTexts::default(),
             semantic: semantic::SemanticLayer::default(),
             history: history::HistoryLayer::default(),
+            replica: replica::ReplicaLayer::default(),
         })
     }
 

@@ -317,12 +317,35 @@ impl Engine {
         let sandbox = self.sandbox();
         // The history waits for the apply, which then records itself (see `history.rs`).
         let mut history = self.hold_history();
+        // A replica's apply takes the remote before it writes (see `replica.rs`).
+        let mut published = None;
+        let mut refused = false;
         let applied = std::thread::scope(|scope| {
             let mut index = super::apply_index::ApplyIndexer::new(self, scope);
-            write::apply_with_index(&sandbox, &args.proposal_id, actor, &mut index, failpoint)
-        })?;
+            let mut steps = |step: write::Step| {
+                if step == write::Step::Claimed {
+                    published = self.publish_apply(&args.proposal_id).inspect_err(|_| refused = true)?;
+                }
+                failpoint(step)
+            };
+            write::apply_with_index(&sandbox, &args.proposal_id, actor, &mut index, &mut steps)
+        });
+        let applied = match applied {
+            Ok(applied) => applied,
+            Err(error) => {
+                if refused {
+                    // Nothing was written: recovery only clears the journal.
+                    drop(history);
+                    let _ = self.recover_proposals(actor);
+                }
+                return Err(error);
+            }
+        };
         self.record_applied(&mut history, &applied);
         drop(history);
+        if let Some(published) = published {
+            self.after_apply(published);
+        }
         Ok(ApplyResult {
             proposal_id: applied.proposal_id,
             status: applied.status,

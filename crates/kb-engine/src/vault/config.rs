@@ -57,6 +57,22 @@ pub struct VaultConfig {
     /// `[history] enabled` (default true): false records no history (what
     /// was recorded stays readable).
     pub history: bool,
+    /// `[replica]`: the vault is a git clone kept in agreement with a remote
+    /// (issue 38); `None` when the section is absent.
+    pub replica: Option<ReplicaConfig>,
+}
+
+/// `[replica]`: which remote and branch a clone agrees with, and how often
+/// it fetches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaConfig {
+    /// `remote`: a remote of the clone (`origin`) or a repository's path.
+    pub remote: String,
+    /// `branch` (default: the branch checked out).
+    pub branch: Option<String>,
+    /// `interval`: seconds between fetches (default 60; a number, or a
+    /// string such as `"30s"`, `"5m"`).
+    pub interval_secs: u64,
 }
 
 /// `[semantic]`: whether searches also rank by meaning, and with which model
@@ -88,6 +104,7 @@ impl Default for VaultConfig {
             lint: super::lint::LintRules::default(),
             semantic: SemanticConfig::default(),
             history: true,
+            replica: None,
         }
     }
 }
@@ -132,18 +149,86 @@ impl VaultConfig {
                     "limits.pending_max_bytes" => config.limits.pending_max_bytes = limit(&name, value)?,
                     "semantic.enabled" => config.semantic.enabled = boolean(&name, value)?,
                     "history.enabled" => config.history = boolean(&name, value)?,
+                    "replica.remote" => replica(&mut config).remote = remote(&name, value)?,
+                    "replica.branch" => replica(&mut config).branch = Some(branch(&name, value)?),
+                    "replica.interval" => replica(&mut config).interval_secs = interval(&name, value)?,
                     "semantic.model" => config.semantic.model = Some(model_folder(&name, value)?),
                     "semantic.languages" => config.semantic.languages = language_codes(&name, value)?,
                     _ => config.limits.proposal_max_bytes = limit(&name, value)?,
                 }
             }
         }
+        if config.replica.as_ref().is_some_and(|r| r.remote.is_empty()) {
+            return Err(invalid(
+                "`[replica]` needs `remote`: a remote of the clone (\"origin\") or a repository's path"
+                    .to_owned(),
+            ));
+        }
         Ok(config)
     }
 }
 
+/// The `[replica]` being read, made on its first key.
+fn replica(config: &mut VaultConfig) -> &mut ReplicaConfig {
+    config.replica.get_or_insert_with(|| ReplicaConfig {
+        remote: String::new(),
+        branch: None,
+        interval_secs: 60,
+    })
+}
+
+/// `[replica] remote`: a non-empty name or path without control characters.
+fn remote(name: &str, value: &Value) -> Result<String> {
+    let raw = string(name, value)?.trim();
+    if raw.is_empty() || raw.chars().any(char::is_control) {
+        return Err(invalid(format!(
+            "`{name}` must name a remote of the clone (\"origin\") or a repository's path"
+        )));
+    }
+    Ok(raw.to_owned())
+}
+
+/// `[replica] branch`: a plausible branch name (git checks it further).
+fn branch(name: &str, value: &Value) -> Result<String> {
+    let raw = string(name, value)?.trim();
+    let bad = raw.is_empty()
+        || raw.starts_with('-')
+        || raw.contains("..")
+        || raw.chars().any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c));
+    if bad {
+        return Err(invalid(format!("`{name}`: `{raw}` is not a branch name")));
+    }
+    Ok(raw.to_owned())
+}
+
+/// `[replica] interval`: seconds (1 to 86400), as a number or `"30s"`, `"5m"`, `"1h"`.
+fn interval(name: &str, value: &Value) -> Result<u64> {
+    let seconds = match value {
+        Value::Integer(n) => u64::try_from(*n).ok(),
+        Value::String(text) => {
+            let text = text.trim();
+            let (number, unit) =
+                text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+            let unit = match unit.trim() {
+                "" | "s" => Some(1),
+                "m" => Some(60),
+                "h" => Some(3600),
+                _ => None,
+            };
+            number.parse::<u64>().ok().zip(unit).map(|(n, unit)| n.saturating_mul(unit))
+        }
+        _ => None,
+    };
+    match seconds {
+        Some(seconds) if (1..=86_400).contains(&seconds) => Ok(seconds),
+        _ => Err(invalid(format!(
+            "`{name}` must be a number of seconds from 1 to 86400, or a string such as \"30s\" or \"5m\""
+        ))),
+    }
+}
+
 /// The sections and keys `kb.toml` may hold.
-const SECTIONS: [(&str, &[&str]); 5] = [
+const SECTIONS: [(&str, &[&str]); 6] = [
     ("vault", &["notes", "standards", "inbox", "read_also", "deny"]),
     ("tags", &["registry"]),
     (
@@ -158,6 +243,7 @@ const SECTIONS: [(&str, &[&str]); 5] = [
     ),
     ("semantic", &["enabled", "model", "languages"]),
     ("history", &["enabled"]),
+    ("replica", &["remote", "branch", "interval"]),
 ];
 
 /// The largest limit accepted: 1 GiB.
@@ -165,7 +251,7 @@ const MAX_LIMIT: u64 = 1 << 30;
 
 const KEYS_HINT: &str = "kb.toml may hold [vault] notes, standards, inbox, read_also, deny; \
                          [tags] registry; [limits] read_max_bytes, read_page_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes; \
-                         [semantic] enabled, model, languages; [history] enabled; [lint] required, types, folders";
+                         [semantic] enabled, model, languages; [history] enabled; [replica] remote, branch, interval; [lint] required, types, folders";
 
 /// A `true` or `false` value.
 fn boolean(name: &str, value: &Value) -> Result<bool> {

@@ -25,7 +25,7 @@ mod section;
 pub use canvas::{CanvasPath, canvas_moved, canvas_paths, is_canvas};
 pub(crate) use canvas_note::{canvas_links, read_canvas};
 pub(crate) use canvas_text::json_escaped;
-pub use config::{Limits, SemanticConfig, VaultConfig, edit_distance};
+pub use config::{Limits, ReplicaConfig, SemanticConfig, VaultConfig, edit_distance};
 pub use frontmatter::{FRONTMATTER_MAX_BYTES, FRONTMATTER_MAX_DEPTH, Frontmatter, parse_frontmatter};
 pub use keys::{KeySpan, frontmatter_keys};
 pub use lint::{FolderRules, LintProblem, LintRules, ValueType};

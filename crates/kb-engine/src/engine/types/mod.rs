@@ -33,7 +33,7 @@ pub use links::{BacklinkOut, BrokenLink, BrokenReason, NoteRefArgs, NoteTitle, O
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList, Tree, TreeNote};
 pub use overview::{
     ChangedNote, Changes, Counts, IndexActivity, IndexLocation, IndexState, NoArgs, Overview, OverviewArgs,
-    ProposalEvent, Roots, ServerIdentity, ServerMetrics, SkippedOut, Stale, ToolMetrics,
+    ProposalEvent, ReplicaStatus, Roots, ServerIdentity, ServerMetrics, SkippedOut, Stale, ToolMetrics,
 };
 pub use proposals::{
     ApplyArgs, ApplyResult, BrokenBy, ConflictCopies, ConflictCopy, IndexUpdate, ListProposalsArgs,

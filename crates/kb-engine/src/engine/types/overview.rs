@@ -119,6 +119,37 @@ pub struct Overview {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub metrics: Option<ServerMetrics>,
+    /// The clone's agreement with its remote (`[replica]` only): published
+    /// as a plain object (its fields are [`ReplicaStatus`]'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub replica: Option<ReplicaStatus>,
+}
+
+/// How a replica (`[replica]` in `kb.toml`) stands with its remote.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct ReplicaStatus {
+    /// The remote, as configured.
+    pub remote: String,
+    /// The branch kept.
+    pub branch: String,
+    /// `in_sync`, `ahead` (commits not pushed yet), `behind`, `diverged`
+    /// (both moved; being replayed), `held` (a change here overlaps one
+    /// there: the work tree is left alone), `unreachable` or `failing`.
+    pub state: String,
+    /// Commits here the remote has not.
+    pub ahead: u64,
+    /// Commits on the remote not here (as last fetched).
+    pub behind: u64,
+    /// Files changed here, not committed, that the remote's commits change
+    /// on the same lines: the clone waits until the person commits or undoes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<String>,
+    /// The last fetch that reached the remote (RFC 3339).
+    pub last_fetch: Option<String>,
+    /// Why the last fetch or push failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What a running server measured since it started: every tool's calls,

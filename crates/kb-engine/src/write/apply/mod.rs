@@ -35,12 +35,17 @@ mod finish;
 mod index;
 mod multi;
 mod recover;
+mod replicated;
 mod single;
 mod step;
 
 pub use finish::{Actor, Applied, ApplyStatus, Rejected};
 pub use index::{ApplyIndex, NewText};
 pub use recover::{Recovery, interrupted, recover};
+pub use replicated::{
+    PlannedFile, audit_log_path, inbox_file_travels, planned_files, settle_applied, with_inbox_lock,
+    write_merged,
+};
 pub use step::Step;
 
 use jiff::Timestamp;

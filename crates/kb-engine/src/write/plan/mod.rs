@@ -17,4 +17,4 @@ pub(crate) use change::op_change;
 pub(crate) use check::{check, check_read};
 pub(crate) use operations::{FolderMove, PLAN_SCHEMA, is_unknown_text};
 pub(crate) use run::{backward, forward, prepare, trash_paths};
-pub(crate) use stored::{PlanFile, file_hash, read_plan, read_plan_file};
+pub(crate) use stored::{PlanFile, current, file_hash, read_plan, read_plan_file};

@@ -1,0 +1,484 @@
+//! Replicas (issue 38): two clones of one vault and a bare remote on one
+//! machine, each clone served by its own engine or its own real `kb-mcp`.
+//! An apply on one clone reaches the other; two clones patching one note at
+//! once land exactly one apply and lose no byte; a clone killed between its
+//! commit, its push and its write agrees with the remote after a restart and
+//! applies nothing twice; a person's uncommitted edit survives the other
+//! clone's change (merged when it lies elsewhere, held when it collides); a
+//! remote out of reach lets applies go on and takes them when it is back; a
+//! proposal staged on one clone is applied on the other.
+
+use std::path::{Path, PathBuf};
+
+use git2::{Repository, RepositoryInitOptions, Signature, StatusOptions, build::RepoBuilder};
+use kb_mcp::engine::types::*;
+use kb_mcp::engine::{Engine, EngineOptions, ReplicaStep};
+use kb_mcp::error::ErrorCode;
+
+use crate::common;
+
+/// A bare remote and two clones of the fixture vault, each with `[replica]`.
+struct Replicas {
+    _tmp: tempfile::TempDir,
+    remote: PathBuf,
+    a: PathBuf,
+    b: PathBuf,
+}
+
+const NOTE: &str = "z/Restore drills.md";
+
+fn replicas() -> Replicas {
+    let tmp = tempfile::tempdir().unwrap();
+    let seed = tmp.path().join("seed");
+    common::copy_fixture(&common::fixture_vault(), &seed);
+    common::without_semantic(&seed);
+    let config = seed.join("kb.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[replica]\nremote = \"origin\"\ninterval = 1\n");
+    std::fs::write(&config, text).unwrap();
+    std::fs::write(seed.join(".gitignore"), ".kb/\n").unwrap();
+    let repo = Repository::init_opts(&seed, RepositoryInitOptions::new().initial_head("main")).unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let me = Signature::now("Person", "person@example.com").unwrap();
+    repo.commit(Some("HEAD"), &me, &me, "my vault", &tree, &[]).unwrap();
+    let remote = tmp.path().join("remote.git");
+    Repository::init_bare(&remote).unwrap();
+    repo.remote("origin", remote.to_str().unwrap())
+        .unwrap()
+        .push(&["refs/heads/main:refs/heads/main"], None)
+        .unwrap();
+    let clone = |name: &str| {
+        let path = tmp.path().join(name);
+        RepoBuilder::new().branch("main").clone(remote.to_str().unwrap(), &path).unwrap();
+        path
+    };
+    let (a, b) = (clone("a"), clone("b"));
+    Replicas { _tmp: tmp, remote, a, b }
+}
+
+fn open(vault: &Path) -> Engine {
+    let engine = Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: None }).unwrap();
+    engine.sync(false, None).unwrap();
+    engine
+}
+
+fn propose_patch(engine: &Engine, path: &str, find: &str, replace: &str) -> String {
+    let read = engine.read_note(&ReadNoteArgs { path: Some(path.into()), ..Default::default() }).unwrap();
+    engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: path.into(),
+            base_hash: read.hash,
+            reason: format!("{find} reads {replace}"),
+            edits: serde_json::from_value(
+                serde_json::json!([{"op": "find_replace", "find": find, "replace": replace}]),
+            )
+            .unwrap(),
+        })
+        .unwrap()
+        .proposal_id
+}
+
+fn apply(engine: &Engine, id: &str) -> kb_mcp::error::Result<ApplyResult> {
+    engine.apply_proposal(&ApplyArgs { proposal_id: id.into() }, Actor::Cli)
+}
+
+fn sync(engine: &Engine) -> kb_mcp::engine::ReplicaReport {
+    engine.sync_replica(Actor::Cli).unwrap().expect("a replica")
+}
+
+/// The remote's `main`, and the bytes of `path` there.
+fn remote_file(remote: &Path, path: &str) -> (String, Option<Vec<u8>>) {
+    let repo = Repository::open_bare(remote).unwrap();
+    let head = repo.refname_to_id("refs/heads/main").unwrap();
+    let tree = repo.find_commit(head).unwrap().tree().unwrap();
+    let bytes =
+        tree.get_path(Path::new(path)).ok().map(|e| repo.find_blob(e.id()).unwrap().content().to_vec());
+    (head.to_string(), bytes)
+}
+
+/// The commits on the remote's `main` naming proposal `id`.
+fn remote_commits_of(remote: &Path, id: &str) -> usize {
+    let repo = Repository::open_bare(remote).unwrap();
+    let mut walk = repo.revwalk().unwrap();
+    walk.push_ref("refs/heads/main").unwrap();
+    walk.filter(|c| {
+        let commit = repo.find_commit(*c.as_ref().unwrap()).unwrap();
+        commit.message().unwrap_or_default().contains(&format!("Kb-Proposal: {id}"))
+    })
+    .count()
+}
+
+/// The clone's branch commit.
+fn head(vault: &Path) -> String {
+    Repository::open(vault).unwrap().refname_to_id("refs/heads/main").unwrap().to_string()
+}
+
+/// Files git sees changed in the clone (tracked ones; untracked ones too when asked).
+fn git_changes(vault: &Path, untracked: bool) -> Vec<String> {
+    let repo = Repository::open(vault).unwrap();
+    let mut options = StatusOptions::new();
+    options.include_untracked(untracked).recurse_untracked_dirs(untracked);
+    let statuses = repo.statuses(Some(&mut options)).unwrap();
+    statuses.iter().map(|s| format!("{:?} {}", s.status(), s.path().unwrap())).collect()
+}
+
+/// Every file of the vault's notes (the inbox, the index and `.git` aside).
+fn notes_of(vault: &Path) -> Vec<(String, Vec<u8>)> {
+    common::snapshot(vault)
+        .into_iter()
+        .filter(|(path, _)| {
+            !path.starts_with(".git") && !path.starts_with(".kb") && !path.starts_with("inbox")
+        })
+        .collect()
+}
+
+fn audit_lines_for(vault: &Path, id: &str) -> usize {
+    std::fs::read_to_string(vault.join("inbox/_applied.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains(id))
+        .count()
+}
+
+#[test]
+fn an_apply_on_one_clone_lands_on_the_remote_and_reaches_the_other() {
+    let r = replicas();
+    let (a, b) = (open(&r.a), open(&r.b));
+    let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail without a sound (zephyrine).");
+    let applied = apply(&a, &id).unwrap();
+    assert_eq!(applied.status, ApplyStatus::Applied);
+    let written = std::fs::read(r.a.join(NOTE)).unwrap();
+    let (tip, there) = remote_file(&r.remote, NOTE);
+    assert_eq!(there.as_deref(), Some(written.as_slice()), "the remote holds the apply");
+    assert_eq!(head(&r.a), tip, "the clone's branch is the remote's");
+    assert_eq!(remote_commits_of(&r.remote, &id), 1);
+    // The apply and its inbox bookkeeping are committed: git sees nothing changed.
+    assert_eq!(git_changes(&r.a, false), Vec::<String>::new());
+    let overview = a.overview(Caller::Cli).unwrap();
+    assert_eq!(overview.replica.as_ref().unwrap().state, "in_sync", "{:?}", overview.replica);
+
+    let report = sync(&b);
+    assert!(report.written.contains(&NOTE.to_owned()), "{report:?}");
+    assert_eq!(std::fs::read(r.b.join(NOTE)).unwrap(), written);
+    assert_eq!(head(&r.b), tip);
+    assert_eq!(git_changes(&r.b, false), Vec::<String>::new());
+    let found = b.search_notes(&SearchArgs { query: "zephyrine".into(), ..Default::default() }).unwrap();
+    assert_eq!(found.results.first().map(|hit| hit.path.as_str()), Some(NOTE), "{found:?}");
+    // The proposal's archive and its audit line came along.
+    assert_eq!(audit_lines_for(&r.b, &id), 1);
+    let listed = b
+        .list_proposals(&ListProposalsArgs { status: Some(ProposalStatusFilter::Applied), limit: None })
+        .unwrap();
+    assert!(listed.proposals.iter().any(|p| p.proposal_id == id), "{listed:?}");
+    assert_eq!(b.overview(Caller::Cli).unwrap().replica.unwrap().state, "in_sync");
+}
+
+#[test]
+fn two_clones_patching_one_note_at_once_land_exactly_one_and_lose_no_byte() {
+    let r = replicas();
+    let (a, b) = (open(&r.a), open(&r.b));
+    let on_a = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, said A.");
+    let on_b = propose_patch(&b, NOTE, "Backups fail silently.", "Backups fail, said B.");
+    let (notes_a, notes_b) = (notes_of(&r.a), notes_of(&r.b));
+    let (result_a, result_b) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| apply(&a, &on_a));
+        let second = scope.spawn(|| apply(&b, &on_b));
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    assert!(result_a.is_ok() != result_b.is_ok(), "exactly one lands: {result_a:?} {result_b:?}");
+    let (winner, loser, winner_id, loser_id, loser_notes, error) = match (&result_a, &result_b) {
+        (Ok(_), Err(error)) => (&r.a, &r.b, &on_a, &on_b, &notes_b, error.clone()),
+        (Err(error), Ok(_)) => (&r.b, &r.a, &on_b, &on_a, &notes_a, error.clone()),
+        _ => unreachable!(),
+    };
+    assert_eq!(error.code, ErrorCode::StaleBase, "{error:?}");
+    // The refusal names the remote's commit that changed the note: the winner's.
+    let named = error.details.as_ref().and_then(|d| d["remote_commit"].as_str()).unwrap().to_owned();
+    assert!(error.message.contains(&named[..12]), "{error:?}");
+    let remote_repo = Repository::open_bare(&r.remote).unwrap();
+    let commit = remote_repo.find_commit(git2::Oid::from_str(&named).unwrap()).unwrap();
+    assert!(commit.message().unwrap().contains(&format!("Kb-Proposal: {winner_id}")), "{named}");
+    let (_, there) = remote_file(&r.remote, NOTE);
+    assert_eq!(there, Some(std::fs::read(winner.join(NOTE)).unwrap()));
+    assert_eq!(remote_commits_of(&r.remote, winner_id), 1);
+    assert_eq!(remote_commits_of(&r.remote, loser_id), 0);
+    // The refused clone changed nothing, and its proposal waits, pending.
+    assert_eq!(&notes_of(loser), loser_notes, "not a byte changed on the refused clone");
+    assert!(!loser.join("inbox/_applying.json").exists(), "no journal is left behind");
+    let loser_engine = if loser == &r.a { &a } else { &b };
+    let pending = loser_engine.list_proposals(&ListProposalsArgs::default()).unwrap();
+    assert!(pending.proposals.iter().any(|p| &p.proposal_id == loser_id), "{pending:?}");
+    // Its next sync takes the winner's change; both clones agree.
+    sync(loser_engine);
+    assert_eq!(std::fs::read(loser.join(NOTE)).unwrap(), std::fs::read(winner.join(NOTE)).unwrap());
+    assert_eq!(notes_of(loser), notes_of(winner));
+    assert_eq!(head(loser), remote_file(&r.remote, NOTE).0);
+}
+
+#[test]
+fn a_persons_uncommitted_edit_survives_the_other_clones_change() {
+    let r = replicas();
+    let (a, b) = (open(&r.a), open(&r.b));
+    // B's person edits the end of the note (not committed); A changes its start.
+    let mine = std::fs::read_to_string(r.b.join(NOTE)).unwrap() + "\nMy own line, written on B.\n";
+    std::fs::write(r.b.join(NOTE), &mine).unwrap();
+    let id = propose_patch(&a, NOTE, "# Restore drills", "# Restore drills, quarterly");
+    apply(&a, &id).unwrap();
+    let report = sync(&b);
+    assert_eq!(report.merged, vec![NOTE.to_owned()], "{report:?}");
+    let merged = std::fs::read_to_string(r.b.join(NOTE)).unwrap();
+    assert!(
+        merged.contains("# Restore drills, quarterly") && merged.contains("My own line, written on B."),
+        "{merged}"
+    );
+    assert_eq!(head(&r.b), head(&r.a), "B took A's commit");
+    assert!(
+        git_changes(&r.b, false).iter().any(|line| line.ends_with(NOTE)),
+        "B's edit is still B's, uncommitted"
+    );
+
+    // The same line changed on both sides: B's work tree is left alone, and said so.
+    let theirs = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, from A.");
+    apply(&a, &theirs).unwrap();
+    let mine = merged.replace("Backups fail silently.", "Backups fail, from B.");
+    std::fs::write(r.b.join(NOTE), &mine).unwrap();
+    let before = head(&r.b);
+    let report = sync(&b);
+    assert_eq!(report.status.held, vec![NOTE.to_owned()], "{report:?}");
+    assert_eq!(report.status.state, "held");
+    assert_eq!(std::fs::read_to_string(r.b.join(NOTE)).unwrap(), mine, "B's bytes are untouched");
+    assert_eq!(head(&r.b), before, "B did not move");
+    let overview = b.overview(Caller::Cli).unwrap().replica.unwrap();
+    // Behind by A's apply and by the inbox commit that follows it.
+    assert_eq!((overview.state.as_str(), overview.behind), ("held", 2), "{overview:?}");
+}
+
+#[test]
+fn applies_go_on_while_the_remote_is_away_and_are_pushed_when_it_is_back() {
+    let r = replicas();
+    let a = open(&r.a);
+    let away = r.remote.with_extension("away");
+    std::fs::rename(&r.remote, &away).unwrap();
+    let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail while the drive is away.");
+    assert_eq!(apply(&a, &id).unwrap().status, ApplyStatus::Applied);
+    let report = sync(&a);
+    assert_eq!(report.status.state, "unreachable", "{report:?}");
+    assert!(report.status.ahead >= 1, "{report:?}");
+    std::fs::rename(&away, &r.remote).unwrap();
+    let report = sync(&a);
+    assert!(report.pushed, "{report:?}");
+    assert_eq!(report.status.state, "in_sync", "{report:?}");
+    assert_eq!(remote_file(&r.remote, NOTE).1, Some(std::fs::read(r.a.join(NOTE)).unwrap()));
+    assert_eq!(remote_commits_of(&r.remote, &id), 1);
+}
+
+#[test]
+fn a_proposal_staged_on_one_clone_is_applied_on_the_other() {
+    let r = replicas();
+    let (a, b) = (open(&r.a), open(&r.b));
+    let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, staged on A.");
+    sync(&a);
+    sync(&b);
+    let pending = b.list_proposals(&ListProposalsArgs::default()).unwrap();
+    assert!(pending.proposals.iter().any(|p| p.proposal_id == id), "B sees A's proposal: {pending:?}");
+    apply(&b, &id).unwrap();
+    // A gets the note, the archived proposal and B's audit line; its own log merges.
+    sync(&a);
+    assert_eq!(std::fs::read(r.a.join(NOTE)).unwrap(), std::fs::read(r.b.join(NOTE)).unwrap());
+    let listed = a.list_proposals(&ListProposalsArgs::default()).unwrap();
+    assert!(!listed.proposals.iter().any(|p| p.proposal_id == id), "no longer pending on A: {listed:?}");
+    assert_eq!(audit_lines_for(&r.a, &id), 1);
+    let second = propose_patch(&a, NOTE, "# Restore drills", "# Restore drills (A)");
+    apply(&a, &second).unwrap();
+    sync(&b);
+    for vault in [&r.a, &r.b] {
+        assert_eq!(audit_lines_for(vault, &id), 1);
+        assert_eq!(audit_lines_for(vault, &second), 1);
+    }
+    assert_eq!(git_changes(&r.a, false), Vec::<String>::new());
+    assert_eq!(git_changes(&r.b, false), Vec::<String>::new());
+}
+
+#[test]
+fn a_move_and_a_delete_travel_whole() {
+    let r = replicas();
+    let (a, b) = (open(&r.a), open(&r.b));
+    let moved = a
+        .propose_move(&ProposeMoveArgs {
+            from: NOTE.into(),
+            to: "z/tech/Restore drills.md".into(),
+            reason: "drills belong with the tech notes".into(),
+            keep_alias: None,
+        })
+        .unwrap();
+    apply(&a, &moved.proposal_id).unwrap();
+    let deleted = a
+        .propose_delete(&ProposeDeleteArgs {
+            path: "z/同步工具对比.md".into(), reason: "outdated".into()
+        })
+        .unwrap();
+    apply(&a, &deleted.proposal_id).unwrap();
+    assert_eq!(git_changes(&r.a, false), Vec::<String>::new());
+    sync(&b);
+    assert!(!r.b.join(NOTE).exists() && r.b.join("z/tech/Restore drills.md").exists());
+    assert!(!r.b.join("z/同步工具对比.md").exists());
+    assert_eq!(notes_of(&r.b), notes_of(&r.a), "B's notes are A's, links rewritten alike");
+    assert_eq!(git_changes(&r.b, false), Vec::<String>::new());
+    assert_eq!(head(&r.b), remote_file(&r.remote, NOTE).0);
+}
+
+/// The remote is the compare-and-swap: of four clones pushing a commit
+/// made on the same commit at the same moment, exactly one lands.
+#[test]
+fn of_four_clones_pushing_at_once_exactly_one_lands() {
+    let r = replicas();
+    let clones: Vec<PathBuf> = (0..4)
+        .map(|n| {
+            let path = r.a.parent().unwrap().join(format!("c{n}"));
+            RepoBuilder::new().branch("main").clone(r.remote.to_str().unwrap(), &path).unwrap();
+            path
+        })
+        .collect();
+    let base = remote_file(&r.remote, NOTE).0;
+    let commits: Vec<(kb_mcp::sandbox::Replica, String)> = clones
+        .iter()
+        .enumerate()
+        .map(|(n, path)| {
+            let replica = kb_mcp::sandbox::Replica::open(path, "origin", None).unwrap();
+            let files = vec![(NOTE.to_owned(), Some(format!("clone {n}\n").into_bytes()))];
+            let commit = replica.commit_files(Some(&base), &files, "a test's commit").unwrap();
+            (replica, commit)
+        })
+        .collect();
+    let barrier = std::sync::Barrier::new(commits.len());
+    let pushed: Vec<(String, kb_mcp::sandbox::Pushed)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = commits
+            .iter()
+            .map(|(replica, commit)| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    barrier.wait();
+                    (commit.clone(), replica.push(commit).unwrap())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let landed: Vec<&String> =
+        pushed.iter().filter(|(_, p)| *p == kb_mcp::sandbox::Pushed::Accepted).map(|(c, _)| c).collect();
+    assert_eq!(landed.len(), 1, "{pushed:?}");
+    assert!(
+        pushed
+            .iter()
+            .all(|(_, p)| matches!(p, kb_mcp::sandbox::Pushed::Accepted | kb_mcp::sandbox::Pushed::Rejected)),
+        "{pushed:?}"
+    );
+    assert_eq!(&remote_file(&r.remote, NOTE).0, landed[0]);
+}
+
+const KILL_ENV: &str = "KB_REPLICA_KILL_CHILD";
+
+/// In the child of a kill test (`job`: `<vault>|<proposal id>|<marker>|<step>`):
+/// applies the proposal and waits to be killed at the step named.
+fn apply_until_killed(job: &str) -> ! {
+    let parts: Vec<&str> = job.split('|').collect();
+    let (vault, id, marker, step) = (Path::new(parts[0]), parts[1], PathBuf::from(parts[2]), parts[3]);
+    let engine = Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: None }).unwrap();
+    let wait = move || -> ! {
+        std::fs::write(&marker, "here").unwrap();
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    };
+    let replica_step = match step {
+        "committed" => Some(ReplicaStep::Committed),
+        "pushed" => Some(ReplicaStep::Pushed),
+        _ => None,
+    };
+    let waiting = wait.clone();
+    engine.set_replica_failpoint(Some(Box::new(move |at| {
+        if Some(at) == replica_step {
+            waiting();
+        }
+        Ok(())
+    })));
+    let _ =
+        engine.apply_proposal_with_failpoint(&ApplyArgs { proposal_id: id.into() }, Actor::Cli, &mut |at| {
+            if step == "written" && at == kb_mcp::write::Step::Written {
+                wait();
+            }
+            Ok(())
+        });
+    panic!("the apply went past its step without stopping");
+}
+
+/// A real SIGKILL of clone A between its commit and its push, between its
+/// push and its write, and between its write and its index update: after a
+/// restart A and the remote agree, and the apply is made once or not at all.
+#[test]
+fn a_clone_killed_mid_apply_agrees_with_the_remote_after_a_restart() {
+    if let Ok(job) = std::env::var(KILL_ENV) {
+        apply_until_killed(&job);
+    }
+    if !cfg!(unix) {
+        eprintln!("skipped: SIGKILL at a chosen step needs a Unix system");
+        return;
+    }
+    for step in ["committed", "pushed", "written"] {
+        let r = replicas();
+        let id = {
+            let a = open(&r.a);
+            propose_patch(&a, NOTE, "Backups fail silently.", &format!("Backups fail ({step})."))
+        };
+        let marker = r.a.parent().unwrap().join("marker");
+        let job = format!("{}|{id}|{}|{step}", r.a.display(), marker.display());
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "replica::a_clone_killed_mid_apply_agrees_with_the_remote_after_a_restart"])
+            .args(["--test-threads=1"])
+            .env(KILL_ENV, job)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        while !marker.exists() {
+            assert!(child.try_wait().unwrap().is_none(), "{step}: the child ended before its step");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let pushed = remote_commits_of(&r.remote, &id);
+        assert_eq!(pushed, usize::from(step != "committed"), "{step}: the remote when A died");
+        let written =
+            std::fs::read_to_string(r.a.join(NOTE)).unwrap().contains(&format!("Backups fail ({step})."));
+        assert_eq!(written, step == "written", "{step}: A's note when A died");
+
+        // The restart: recovery, then a sync (what a server does first).
+        let a = open(&r.a);
+        a.recover_proposals(Actor::Cli).unwrap();
+        let report = sync(&a);
+        let (tip, there) = remote_file(&r.remote, NOTE);
+        assert_eq!(head(&r.a), tip, "{step}: A and the remote agree ({report:?})");
+        assert_eq!(there, Some(std::fs::read(r.a.join(NOTE)).unwrap()), "{step}");
+        let listed = a.list_proposals(&ListProposalsArgs::default()).unwrap();
+        let pending = listed.proposals.iter().any(|p| p.proposal_id == id);
+        match step {
+            "committed" => {
+                assert!(pending, "{step}: nothing was pushed, so nothing was applied");
+                assert_eq!(remote_commits_of(&r.remote, &id), 0, "{step}");
+                apply(&a, &id).unwrap();
+            }
+            _ => assert!(!pending, "{step}: the pushed apply is completed here ({report:?})"),
+        }
+        sync(&a);
+        assert_eq!(remote_commits_of(&r.remote, &id), 1, "{step}: applied once");
+        assert_eq!(audit_lines_for(&r.a, &id), 1, "{step}: audited once");
+        assert!(
+            std::fs::read_to_string(r.a.join(NOTE)).unwrap().contains(&format!("Backups fail ({step})."))
+        );
+        assert_eq!(git_changes(&r.a, false), Vec::<String>::new(), "{step}");
+        assert!(!r.a.join("inbox/_applying.json").exists(), "{step}");
+    }
+}
