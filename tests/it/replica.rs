@@ -379,6 +379,141 @@ fn of_four_clones_pushing_at_once_exactly_one_lands() {
     assert_eq!(&remote_file(&r.remote, NOTE).0, landed[0]);
 }
 
+/// Two real servers, each on its own clone, syncing every second: an apply
+/// on A is found on B; then both patch one note at once, and exactly one lands.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_real_servers_keep_their_clones_agreed() {
+    use crate::mcp::call;
+    use serde_json::json;
+    let r = replicas();
+    let (a, b) = (crate::mcp::connect(&r.a, "apply").await, crate::mcp::connect(&r.b, "apply").await);
+    let patch = |client, replace: &'static str| async move {
+        let client: &crate::mcp::Client = client;
+        let read =
+            call(client, "read_note", json!({ "path": NOTE })).await.unwrap().structured_content.unwrap();
+        let staged = call(
+            client,
+            "propose_note_patch",
+            json!({ "path": NOTE, "base_hash": read["hash"], "reason": "a test's change",
+                    "edits": [{ "op": "find_replace", "find": "Backups fail silently.", "replace": replace }] }),
+        )
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+        staged["proposal_id"].as_str().unwrap().to_owned()
+    };
+    let apply = |client, id: String| async move {
+        let client: &crate::mcp::Client = client;
+        let result = call(client, "apply_proposal", json!({ "proposal_id": id })).await.unwrap();
+        match result.structured_content {
+            Some(applied) if result.is_error != Some(true) => Ok(applied),
+            _ => Err(common::tool_error(&serde_json::to_value(&result).unwrap())),
+        }
+    };
+    let id = patch(&a, "Backups fail silently. quokkamark").await;
+    assert_eq!(apply(&a, id).await.unwrap()["status"], "applied");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let found = call(&b, "search_note_content", json!({ "query": "quokkamark" })).await.unwrap();
+        let found = found.structured_content.unwrap();
+        if found["results"][0]["path"] == NOTE {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "A's apply never reached B: {found}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    let (on_a, on_b) = tokio::join!(patch(&a, "Backups fail, said A."), patch(&b, "Backups fail, said B."));
+    let (landed_a, landed_b) = tokio::join!(apply(&a, on_a), apply(&b, on_b));
+    assert!(landed_a.is_ok() != landed_b.is_ok(), "exactly one lands: {landed_a:?} {landed_b:?}");
+    let refused = landed_a.err().or(landed_b.err()).unwrap();
+    assert_eq!(refused["code"], "stale_base", "{refused}");
+    loop {
+        let (note_a, note_b) =
+            (std::fs::read(r.a.join(NOTE)).unwrap(), std::fs::read(r.b.join(NOTE)).unwrap());
+        let overview = call(&b, "get_vault_overview", json!({})).await.unwrap().structured_content.unwrap();
+        if note_a == note_b && head(&r.a) == head(&r.b) && overview["replica"]["state"] == "in_sync" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the clones never agreed: {}", overview["replica"]);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[test]
+fn replica_settings_are_read_strictly_and_a_vault_that_is_no_clone_is_refused() {
+    use kb_mcp::vault::VaultConfig;
+    let parsed =
+        VaultConfig::parse(Some("[replica]\nremote = \"origin\"\nbranch = \"notes\"\ninterval = \"5m\"\n"))
+            .unwrap();
+    let replica = parsed.replica.unwrap();
+    assert_eq!(
+        (replica.remote.as_str(), replica.branch.as_deref(), replica.interval_secs),
+        ("origin", Some("notes"), 300)
+    );
+    for (text, named) in [
+        ("[replica]\ninterval = 30\n", "remote"),
+        ("[replica]\nremote = \"origin\"\ninterval = 0\n", "replica.interval"),
+        ("[replica]\nremote = \"origin\"\ninterval = \"soon\"\n", "replica.interval"),
+        ("[replica]\nremote = \"origin\"\nbranch = \"a b\"\n", "replica.branch"),
+        ("[replica]\nremote = \"origin\"\npush = true\n", "replica.push"),
+    ] {
+        let error = VaultConfig::parse(Some(text)).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidArgument, "{text}");
+        assert!(error.message.contains(named), "{text}: {error:?}");
+    }
+    // A vault folder that is not a clone's root: applies are refused, nothing changes.
+    let (_tmp, vault) = common::temp_vault();
+    common::without_semantic(&vault);
+    let config = vault.join("kb.toml");
+    let text = std::fs::read_to_string(&config).unwrap() + "\n[replica]\nremote = \"origin\"\n";
+    std::fs::write(&config, text).unwrap();
+    let engine = open(&vault);
+    let id = propose_patch(&engine, NOTE, "Backups fail silently.", "Backups fail.");
+    let before = notes_of(&vault);
+    let error = apply(&engine, &id).unwrap_err();
+    assert!(error.message.contains("root of a git clone"), "{error:?}");
+    assert_eq!(notes_of(&vault), before);
+    assert!(!vault.join("inbox/_applying.json").exists());
+    assert_eq!(engine.overview(Caller::Cli).unwrap().replica.unwrap().state, "failing");
+}
+
+/// `kb-index replica` as a person runs it: it takes the other clone's apply
+/// and says so; `kb-index status` names the replica's state; on a vault
+/// without `[replica]` it says how to make one.
+#[test]
+fn kb_index_replica_syncs_now_and_status_says_how_it_stands() {
+    let r = replicas();
+    let a = open(&r.a);
+    let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, from the command line's peer.");
+    apply(&a, &id).unwrap();
+    let run = |vault: &Path, args: &[&str]| {
+        common::outcome(
+            std::process::Command::new(env!("CARGO_BIN_EXE_kb-index"))
+                .args(args)
+                .arg("--vault")
+                .arg(vault)
+                .env("NO_COLOR", "1")
+                .output()
+                .unwrap(),
+        )
+    };
+    let (code, out, err) = run(&r.b, &["replica"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("origin main") && out.contains("in sync") && out.contains("took 5 files from the remote"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(r.b.join(NOTE)).unwrap(), std::fs::read(r.a.join(NOTE)).unwrap());
+    let (code, out, _) = run(&r.b, &["status"]);
+    assert!(out.contains("replica    origin main: in_sync, 0 ahead, 0 behind"), "{code} {out}");
+    let (_tmp, plain) = common::temp_vault();
+    let (code, _, err) = run(&plain, &["replica"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not a replica") && err.contains("Several machines"), "{err}");
+}
+
 const KILL_ENV: &str = "KB_REPLICA_KILL_CHILD";
 
 /// In the child of a kill test (`job`: `<vault>|<proposal id>|<marker>|<step>`):

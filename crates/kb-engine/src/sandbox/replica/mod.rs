@@ -386,12 +386,7 @@ impl Replica {
     /// `union` names the files merged as a union of lines; `write(path,
     /// bytes, expected)` writes a merged file provided it still holds
     /// `expected`, and says whether it did.
-    pub fn move_to(
-        &self,
-        to: &str,
-        union: &dyn Fn(&str) -> bool,
-        write: &MergedWrite<'_>,
-    ) -> Result<Moved> {
+    pub fn move_to(&self, to: &str, union: &dyn Fn(&str) -> bool, write: &MergedWrite<'_>) -> Result<Moved> {
         let repo = self.repo();
         worktree::move_to(&repo, &self.branch_ref(), oid(to)?, union, write)
     }
