@@ -162,6 +162,8 @@ impl Shared {
                     if let Some(reason) = &index.read_only {
                         log(json!({ "event": "index_read_only", "dir": dir, "reason": reason }));
                     }
+                    #[cfg(debug_assertions)]
+                    pause_for_tests(&engine);
                     Arc::new(engine)
                 }
                 Err(error) => {
@@ -584,4 +586,27 @@ impl Shared {
             }
         }
     }
+}
+
+/// Debug builds only, for the tests that kill a real server in the middle
+/// of an apply: `KB_MCP_TEST_PAUSE_AT` set to `committed`, `pushed` (a
+/// replica's commit made, or pushed) or `written` (the notes written) stops
+/// every apply there for good, so that the test's SIGKILL lands there.
+#[cfg(debug_assertions)]
+fn pause_for_tests(engine: &Engine) {
+    use crate::engine::{ApplyPoint, ReplicaStep};
+    let point = match std::env::var("KB_MCP_TEST_PAUSE_AT").as_deref() {
+        Ok("committed") => ApplyPoint::Replica(ReplicaStep::Committed),
+        Ok("pushed") => ApplyPoint::Replica(ReplicaStep::Pushed),
+        Ok("written") => ApplyPoint::Write(crate::write::Step::Written),
+        _ => return,
+    };
+    engine.set_apply_failpoint(Some(Box::new(move |at| {
+        if at == point {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        Ok(())
+    })));
 }

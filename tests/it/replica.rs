@@ -1,9 +1,9 @@
 //! Replicas (issue 38): two clones of one vault and a bare remote on one
 //! machine, each clone served by its own engine or its own real `kb-mcp`.
 //! An apply on one clone reaches the other; two clones patching one note at
-//! once land exactly one apply and lose no byte; a clone killed between its
-//! commit, its push and its write agrees with the remote after a restart and
-//! applies nothing twice; a person's uncommitted edit survives the other
+//! once land exactly one apply and lose no byte; a real server killed
+//! between its commit, its push and its write agrees with the remote after a
+//! restart and applies nothing twice; a person's uncommitted edit survives the other
 //! clone's change (merged when it lies elsewhere, held when it collides); a
 //! remote out of reach lets applies go on and takes them when it is back; a
 //! proposal staged on one clone is applied on the other.
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Repository, RepositoryInitOptions, Signature, StatusOptions, build::RepoBuilder};
 use kb_mcp::engine::types::*;
-use kb_mcp::engine::{Engine, EngineOptions, ReplicaStep};
+use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::error::ErrorCode;
 
 use crate::common;
@@ -502,7 +502,9 @@ fn kb_index_replica_syncs_now_and_status_says_how_it_stands() {
     let (code, out, err) = run(&r.b, &["replica"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.contains("origin main") && out.contains("in sync") && out.contains("took 5 files from the remote"),
+        out.contains("origin main")
+            && out.contains("in sync")
+            && out.contains("took 5 files from the remote"),
         "{out}"
     );
     assert_eq!(std::fs::read(r.b.join(NOTE)).unwrap(), std::fs::read(r.a.join(NOTE)).unwrap());
@@ -514,85 +516,100 @@ fn kb_index_replica_syncs_now_and_status_says_how_it_stands() {
     assert!(err.contains("not a replica") && err.contains("Several machines"), "{err}");
 }
 
-const KILL_ENV: &str = "KB_REPLICA_KILL_CHILD";
-
-/// In the child of a kill test (`job`: `<vault>|<proposal id>|<marker>|<step>`):
-/// applies the proposal and waits to be killed at the step named.
-fn apply_until_killed(job: &str) -> ! {
-    let parts: Vec<&str> = job.split('|').collect();
-    let (vault, id, marker, step) = (Path::new(parts[0]), parts[1], PathBuf::from(parts[2]), parts[3]);
-    let engine = Engine::open(&EngineOptions { vault: vault.to_owned(), index_dir: None }).unwrap();
-    let wait = move || -> ! {
-        std::fs::write(&marker, "here").unwrap();
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(1));
-        }
-    };
-    let replica_step = match step {
-        "committed" => Some(ReplicaStep::Committed),
-        "pushed" => Some(ReplicaStep::Pushed),
-        _ => None,
-    };
-    let waiting = wait.clone();
-    engine.set_replica_failpoint(Some(Box::new(move |at| {
-        if Some(at) == replica_step {
-            waiting();
-        }
-        Ok(())
-    })));
-    let _ =
-        engine.apply_proposal_with_failpoint(&ApplyArgs { proposal_id: id.into() }, Actor::Cli, &mut |at| {
-            if step == "written" && at == kb_mcp::write::Step::Written {
-                wait();
-            }
-            Ok(())
-        });
-    panic!("the apply went past its step without stopping");
+/// The real `kb-mcp` on clone `vault`; with `applying`, stopping every apply
+/// for good at its pause (a debug build's `KB_MCP_TEST_PAUSE_AT`) and asked
+/// over stdio to apply the proposal (a call that never returns). Its stdin
+/// stays open until the caller drops it (which ends the server).
+fn real_server(
+    vault: &Path,
+    applying: Option<(&str, &str)>,
+) -> (std::process::Child, std::process::ChildStdin) {
+    use std::io::Write;
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kb-mcp"));
+    if let Some((_, pause)) = applying {
+        command.env("KB_MCP_TEST_PAUSE_AT", pause);
+    }
+    let mut child = command
+        .args(["--access", "apply", "--vault"])
+        .arg(vault)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = vec![
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "kill", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    if let Some((id, _)) = applying {
+        lines.push(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "apply_proposal", "arguments": {"proposal_id": id}}}));
+    }
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    (child, stdin)
 }
 
-/// A real SIGKILL of clone A between its commit and its push, between its
-/// push and its write, and between its write and its index update: after a
-/// restart A and the remote agree, and the apply is made once or not at all.
-#[test]
-fn a_clone_killed_mid_apply_agrees_with_the_remote_after_a_restart() {
-    if let Ok(job) = std::env::var(KILL_ENV) {
-        apply_until_killed(&job);
+/// Waits until `reached` holds (the server got to its pause), at most a minute.
+fn until(what: &str, mut reached: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !reached() {
+        assert!(std::time::Instant::now() < deadline, "{what}: the server never got there");
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    if !cfg!(unix) {
-        eprintln!("skipped: SIGKILL at a chosen step needs a Unix system");
+}
+
+/// A real `kb-mcp` on clone A killed with SIGKILL between its commit and
+/// its push, between its push and its write, and between its write and its
+/// index update: after a restart A and the remote agree, and the apply is
+/// made once or not at all.
+#[test]
+fn a_server_killed_mid_apply_agrees_with_the_remote_after_a_restart() {
+    if !cfg!(debug_assertions) {
+        eprintln!("skipped: the pause this test kills a server at is in debug builds only");
         return;
     }
     for step in ["committed", "pushed", "written"] {
         let r = replicas();
+        let text = format!("Backups fail (killed{step}).");
         let id = {
             let a = open(&r.a);
-            propose_patch(&a, NOTE, "Backups fail silently.", &format!("Backups fail ({step})."))
+            propose_patch(&a, NOTE, "Backups fail silently.", &text)
         };
-        let marker = r.a.parent().unwrap().join("marker");
-        let job = format!("{}|{id}|{}|{step}", r.a.display(), marker.display());
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "replica::a_clone_killed_mid_apply_agrees_with_the_remote_after_a_restart"])
-            .args(["--test-threads=1"])
-            .env(KILL_ENV, job)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        while !marker.exists() {
-            assert!(child.try_wait().unwrap().is_none(), "{step}: the child ended before its step");
-            std::thread::sleep(std::time::Duration::from_millis(5));
+        let (mut server, _stdin) = real_server(&r.a, Some((&id, step)));
+        let journal = r.a.join("inbox/_applying.json");
+        match step {
+            "committed" => {
+                until(step, || journal.exists());
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            "pushed" => until(step, || remote_commits_of(&r.remote, &id) == 1),
+            _ => until(step, || std::fs::read_to_string(r.a.join(NOTE)).unwrap().contains(&text)),
         }
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let pushed = remote_commits_of(&r.remote, &id);
-        assert_eq!(pushed, usize::from(step != "committed"), "{step}: the remote when A died");
-        let written =
-            std::fs::read_to_string(r.a.join(NOTE)).unwrap().contains(&format!("Backups fail ({step})."));
+        server.kill().unwrap();
+        server.wait().unwrap();
+        assert_eq!(remote_commits_of(&r.remote, &id), usize::from(step != "committed"), "{step}: the remote");
+        let written = std::fs::read_to_string(r.a.join(NOTE)).unwrap().contains(&text);
         assert_eq!(written, step == "written", "{step}: A's note when A died");
 
-        // The restart: recovery, then a sync (what a server does first).
+        // The restart: a server again, which recovers and syncs by itself.
+        let (mut restarted, stdin) = real_server(&r.a, None);
+        until(&format!("{step}: agreeing after the restart"), || {
+            let agreed = Repository::open(&r.a)
+                .unwrap()
+                .refname_to_id("refs/heads/main")
+                .ok()
+                .map(|id| id.to_string())
+                == Some(remote_file(&r.remote, NOTE).0);
+            let settled = !journal.exists() && (step == "committed" || audit_lines_for(&r.a, &id) == 1);
+            agreed && settled && git_changes(&r.a, false).is_empty()
+        });
+        drop(stdin);
+        restarted.wait().unwrap();
         let a = open(&r.a);
-        a.recover_proposals(Actor::Cli).unwrap();
         let report = sync(&a);
         let (tip, there) = remote_file(&r.remote, NOTE);
         assert_eq!(head(&r.a), tip, "{step}: A and the remote agree ({report:?})");
@@ -602,7 +619,6 @@ fn a_clone_killed_mid_apply_agrees_with_the_remote_after_a_restart() {
         match step {
             "committed" => {
                 assert!(pending, "{step}: nothing was pushed, so nothing was applied");
-                assert_eq!(remote_commits_of(&r.remote, &id), 0, "{step}");
                 apply(&a, &id).unwrap();
             }
             _ => assert!(!pending, "{step}: the pushed apply is completed here ({report:?})"),
@@ -610,10 +626,11 @@ fn a_clone_killed_mid_apply_agrees_with_the_remote_after_a_restart() {
         sync(&a);
         assert_eq!(remote_commits_of(&r.remote, &id), 1, "{step}: applied once");
         assert_eq!(audit_lines_for(&r.a, &id), 1, "{step}: audited once");
-        assert!(
-            std::fs::read_to_string(r.a.join(NOTE)).unwrap().contains(&format!("Backups fail ({step})."))
-        );
+        assert!(std::fs::read_to_string(r.a.join(NOTE)).unwrap().contains(&text), "{step}");
+        let found =
+            a.search_notes(&SearchArgs { query: format!("killed{step}"), ..Default::default() }).unwrap();
+        assert!(found.results.iter().any(|hit| hit.path == NOTE), "{step}: indexed: {found:?}");
         assert_eq!(git_changes(&r.a, false), Vec::<String>::new(), "{step}");
-        assert!(!r.a.join("inbox/_applying.json").exists(), "{step}");
+        assert!(!journal.exists(), "{step}");
     }
 }

@@ -42,7 +42,7 @@ pub use pdf::{
 };
 pub use person::{NoteHit, NoteResults, PERSON_LIMIT};
 pub use recall::estimate_tokens;
-pub use replica::{ReplicaFailpoint, ReplicaReport, ReplicaStep};
+pub use replica::{ApplyFailpoint, ApplyPoint, ReplicaReport, ReplicaStep};
 pub use review::{
     CONFIRMATION_DIFF_LINES, FileDiff, PendingOverlap, ProposalReview, REVIEW_PAGE_DIFF_LINES,
     REVIEW_PAGE_FILES, REVIEW_PAGE_MAX_FILES, ReviewPage,

@@ -48,15 +48,25 @@ pub enum ReplicaStep {
     Pushed,
 }
 
-/// A test's failpoint inside a replicated apply.
-pub type ReplicaFailpoint = Box<dyn FnMut(ReplicaStep) -> Result<()> + Send>;
+/// A point of an apply where a test's failpoint fires (see
+/// [`Engine::set_apply_failpoint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyPoint {
+    /// Inside a replicated apply.
+    Replica(ReplicaStep),
+    /// After a step of the write layer's apply.
+    Write(write::Step),
+}
+
+/// A test's failpoint inside every apply this engine makes.
+pub type ApplyFailpoint = Box<dyn FnMut(ApplyPoint) -> Result<()> + Send>;
 
 /// The engine's replica: opened for the `[replica]` in force, and how it stood last.
 #[derive(Default)]
 pub(super) struct ReplicaLayer {
     opened: Mutex<Option<(ReplicaConfig, Arc<Replica>)>>,
     status: Mutex<Option<ReplicaStatus>>,
-    failpoint: Mutex<Option<ReplicaFailpoint>>,
+    failpoint: Mutex<Option<ApplyFailpoint>>,
 }
 
 /// An apply's commit, made before its vault write.
@@ -137,14 +147,17 @@ impl Engine {
         Some(status)
     }
 
-    /// Tests: a failpoint called inside each replicated apply (see [`ReplicaStep`]).
-    pub fn set_replica_failpoint(&self, failpoint: Option<ReplicaFailpoint>) {
+    /// Tests: a failpoint called at every [`ApplyPoint`] of every apply this
+    /// engine makes, whoever asked for it (a tool call, the review page):
+    /// an error stops the apply there, as a crash would, and one that never
+    /// returns lets a test kill the process there.
+    pub fn set_apply_failpoint(&self, failpoint: Option<ApplyFailpoint>) {
         *lock(&self.replica.failpoint) = failpoint;
     }
 
-    fn replica_failpoint(&self, step: ReplicaStep) -> Result<()> {
+    pub(super) fn apply_failpoint(&self, point: ApplyPoint) -> Result<()> {
         match &mut *lock(&self.replica.failpoint) {
-            Some(failpoint) => failpoint(step),
+            Some(failpoint) => failpoint(point),
             None => Ok(()),
         }
     }
@@ -337,10 +350,10 @@ impl Engine {
         for _ in 0..PUSH_TRIES {
             let head = replica.head();
             let commit = replica.commit_files(head.as_deref(), &planned, &message)?;
-            self.replica_failpoint(ReplicaStep::Committed)?;
+            self.apply_failpoint(ApplyPoint::Replica(ReplicaStep::Committed))?;
             match replica.push(&commit)? {
                 Pushed::Accepted => {
-                    self.replica_failpoint(ReplicaStep::Pushed)?;
+                    self.apply_failpoint(ApplyPoint::Replica(ReplicaStep::Pushed))?;
                     return Ok(Some(Published { commit, pushed: true, caught }));
                 }
                 Pushed::Unreachable(why) => {

@@ -326,6 +326,7 @@ impl Engine {
                 if step == write::Step::Claimed {
                     published = self.publish_apply(&args.proposal_id).inspect_err(|_| refused = true)?;
                 }
+                self.apply_failpoint(super::ApplyPoint::Write(step))?;
                 failpoint(step)
             };
             write::apply_with_index(&sandbox, &args.proposal_id, actor, &mut index, &mut steps)
