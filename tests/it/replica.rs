@@ -174,6 +174,14 @@ fn an_apply_on_one_clone_lands_on_the_remote_and_reaches_the_other() {
         .unwrap();
     assert!(listed.proposals.iter().any(|p| p.proposal_id == id), "{listed:?}");
     assert_eq!(b.overview(Caller::Cli).unwrap().replica.unwrap().state, "in_sync");
+
+    // A clone never moves backwards: asked to go to a commit it holds, it stays.
+    let replica = kb_mcp::sandbox::Replica::open(&r.b, "origin", None).unwrap();
+    let before = (head(&r.b), common::snapshot(&r.b));
+    let parent = replica.parent(&before.0).unwrap().unwrap();
+    let moved = replica.move_to(&parent, &|_| false, &|_, _, _| Ok(false)).unwrap();
+    assert_eq!(moved.to, moved.from);
+    assert_eq!((head(&r.b), common::snapshot(&r.b)), before);
 }
 
 #[test]
@@ -280,7 +288,14 @@ fn a_proposal_staged_on_one_clone_is_applied_on_the_other() {
     let r = replicas();
     let (a, b) = (open(&r.a), open(&r.b));
     let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, staged on A.");
+    // A proposal being staged (its metadata, written last, not there yet) stays here.
+    common::put(&r.a, "inbox/patch/half-made-0123abcd.new.md", "# Half made\n");
     sync(&a);
+    assert_eq!(
+        git_changes(&r.a, true).into_iter().filter(|line| line.contains("inbox/patch")).collect::<Vec<_>>(),
+        vec!["Status(WT_NEW) inbox/patch/half-made-0123abcd.new.md".to_owned()]
+    );
+    std::fs::remove_file(r.a.join("inbox/patch/half-made-0123abcd.new.md")).unwrap();
     sync(&b);
     let pending = b.list_proposals(&ListProposalsArgs::default()).unwrap();
     assert!(pending.proposals.iter().any(|p| p.proposal_id == id), "B sees A's proposal: {pending:?}");

@@ -238,7 +238,7 @@ impl Engine {
         }
         let message = format!("inbox: {} file(s)\n\nKb-By: inbox\n", files.len());
         let commit = replica.commit_files(replica.head().as_deref(), &files, &message)?;
-        let moved = self.move_clone(replica, &commit, true)?;
+        let moved = self.move_clone(replica, &commit, false)?;
         if !moved.blocked.is_empty() {
             return Err(Error::internal(format!(
                 "replica: the inbox's own commit could not be taken: {:?}",
@@ -400,15 +400,15 @@ impl Engine {
         .with_hint("try the apply again"))
     }
 
-    /// After an apply wrote what [`Engine::publish_apply`] committed: the
-    /// branch moves to that commit, the inbox's changes follow, and both are
-    /// pushed when the remote took the first. Never fails the apply (it
-    /// happened): a failure is the overview's.
-    pub(super) fn after_apply(&self, published: Published) {
+    /// Once an apply wrote and audited what [`Engine::publish_apply`]
+    /// committed, still under the inbox lock: the branch moves to that
+    /// commit (the work tree holds it already), the inbox's changes follow
+    /// as a commit, and both are pushed when the remote took the first.
+    /// Never fails the apply (it happened): a failure is the overview's.
+    pub(super) fn after_apply(&self, published: &Published) {
         let Ok(Some(replica)) = self.replica() else { return };
         let outcome = (|| -> Result<()> {
-            self.move_clone(&replica, &published.commit, true)?;
-            self.refresh_paths(&published.caught);
+            self.move_clone(&replica, &published.commit, false)?;
             self.commit_inbox(&replica)?;
             if published.pushed
                 && let Some(head) = replica.head()
@@ -424,6 +424,12 @@ impl Engine {
             ..ReplicaStatus::default()
         });
         status.error = outcome.err().map(|error| error.message);
+    }
+
+    /// After an apply: indexes the files the remote's commits changed here
+    /// while it waited for them (its own index update held the writer then).
+    pub(super) fn refresh_caught(&self, published: &Published) {
+        self.refresh_paths(&published.caught);
     }
 
     fn note_unreachable(&self, replica: &Replica, why: &str) {

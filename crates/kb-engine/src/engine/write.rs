@@ -326,6 +326,12 @@ impl Engine {
                 if step == write::Step::Claimed {
                     published = self.publish_apply(&args.proposal_id).inspect_err(|_| refused = true)?;
                 }
+                if step == write::Step::Audited
+                    && let Some(published) = &published
+                {
+                    // Still under the inbox lock: no sync moves the branch meanwhile.
+                    self.after_apply(published);
+                }
                 self.apply_failpoint(super::ApplyPoint::Write(step))?;
                 failpoint(step)
             };
@@ -345,7 +351,7 @@ impl Engine {
         self.record_applied(&mut history, &applied);
         drop(history);
         if let Some(published) = published {
-            self.after_apply(published);
+            self.refresh_caught(&published);
         }
         Ok(ApplyResult {
             proposal_id: applied.proposal_id,

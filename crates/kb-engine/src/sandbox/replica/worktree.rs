@@ -116,7 +116,11 @@ pub(super) fn move_to(
     let from = repo.refname_to_id(branch_ref).ok();
     let mut moved =
         Moved { from: from.map(|id| id.to_string()), to: Some(to.to_string()), ..Moved::default() };
-    if from == Some(to) {
+    // Never backwards: a commit the branch already holds is no move.
+    if let Some(from) = from
+        && (from == to || repo.graph_descendant_of(from, to).map_err(git_error("comparing commits"))?)
+    {
+        moved.to = moved.from.clone();
         return Ok(moved);
     }
     let old = from.map(|id| tree_of(repo, id)).transpose()?;

@@ -10,7 +10,9 @@ use super::archive::{archive_dir, archive_files, journal_of};
 use super::finish::{Actor, Applied, finish_apply};
 use crate::error::Result;
 use crate::sandbox::{NotePath, Sandbox};
-use crate::write::inbox::{Action, Inbox, ProposalStatus, find, intact, journal, today};
+use crate::write::inbox::{
+    Action, Inbox, META_SUFFIX, ProposalKind, ProposalStatus, find, intact, journal, today,
+};
 use crate::write::plan::{FileOpKind, current, read_plan};
 
 /// A file an apply leaves: its vault path and bytes (`None`: removed).
@@ -94,17 +96,33 @@ pub fn with_inbox_lock(
 
 /// Whether a file under the inbox travels between clones: proposals, their
 /// archive, the trash, conflict copies and the audit log do; the lock, the
-/// journal, parked files and temporary files are this clone's own.
+/// journal, parked files and temporary files are this clone's own. A pending
+/// proposal's staged files travel only with its metadata, which a propose
+/// writes last: a proposal being staged never travels half made (their
+/// removal, once it is archived, always travels).
 pub fn inbox_file_travels(sandbox: &Sandbox, path: &str) -> bool {
     let inbox = Inbox::of(sandbox);
     let Some(rest) = path.strip_prefix(inbox.root()).and_then(|rest| rest.strip_prefix('/')) else {
         return false;
     };
     let name = rest.rsplit('/').next().unwrap_or(rest);
-    !(rest == "_apply.lock"
+    if rest == "_apply.lock"
         || rest == "_applying.json"
         || rest.starts_with(&format!("{}/", crate::sandbox::DISPLACED_FOLDER))
-        || name.starts_with('.'))
+        || name.starts_with('.')
+    {
+        return false;
+    }
+    let pending = ProposalKind::ALL.iter().any(|kind| rest == format!("{}/{name}", kind.name()));
+    let gone = || NotePath::parse(path).is_ok_and(|file| sandbox.stat(&file).is_ok_and(|stat| stat.is_none()));
+    if !pending || name.ends_with(META_SUFFIX) || gone() {
+        return true;
+    }
+    let stem = [".new.md", ".plan.json", ".diff", ".md"].iter().find_map(|suffix| name.strip_suffix(suffix));
+    let Some(stem) = stem else { return true };
+    let folder = &path[..path.len() - name.len()];
+    NotePath::parse(&format!("{folder}{stem}{META_SUFFIX}"))
+        .is_ok_and(|meta| sandbox.stat(&meta).is_ok_and(|stat| stat.is_some()))
 }
 
 /// The audit log's vault path: every clone appends to it, so clones merge it
