@@ -114,7 +114,8 @@ pub fn inbox_file_travels(sandbox: &Sandbox, path: &str) -> bool {
         return false;
     }
     let pending = ProposalKind::ALL.iter().any(|kind| rest == format!("{}/{name}", kind.name()));
-    let gone = || NotePath::parse(path).is_ok_and(|file| sandbox.stat(&file).is_ok_and(|stat| stat.is_none()));
+    let gone =
+        || NotePath::parse(path).is_ok_and(|file| sandbox.stat(&file).is_ok_and(|stat| stat.is_none()));
     if !pending || name.ends_with(META_SUFFIX) || gone() {
         return true;
     }
