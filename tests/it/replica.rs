@@ -179,7 +179,8 @@ fn an_apply_on_one_clone_lands_on_the_remote_and_reaches_the_other() {
     let replica = kb_mcp::sandbox::Replica::open(&r.b, "origin", None).unwrap();
     let before = (head(&r.b), common::snapshot(&r.b));
     let parent = replica.parent(&before.0).unwrap().unwrap();
-    let moved = replica.move_to(&parent, &|_| false, &|_, _, _| Ok(false)).unwrap();
+    let moved =
+        replica.move_to(&parent, &|_| false, &|_, _, _| Ok(kb_mcp::sandbox::Written::NotMine)).unwrap();
     assert_eq!(moved.to, moved.from);
     assert_eq!((head(&r.b), common::snapshot(&r.b)), before);
 }

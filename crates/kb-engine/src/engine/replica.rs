@@ -249,15 +249,15 @@ impl Engine {
     }
 
     /// Moves the clone to `to` (see [`Replica::move_to`]), merging the audit
-    /// log as a union of lines and a note as an apply writes it; the notes
-    /// written are indexed when `index`.
+    /// log as a union of lines and writing a note as an apply swaps it; the
+    /// notes written are indexed when `index`.
     fn move_clone(&self, replica: &Replica, to: &str, index: bool) -> Result<Moved> {
         let sandbox = self.sandbox();
         let audit = write::audit_log_path(&sandbox)?;
         let union = |path: &str| path == audit;
-        let merged =
-            |path: &str, bytes: &[u8], expected: &[u8]| write::write_merged(&sandbox, path, bytes, expected);
-        let moved = replica.move_to(to, &union, &merged)?;
+        let write =
+            |path: &str, bytes: &[u8], expected: &[u8]| write::write_moved(&sandbox, path, bytes, expected);
+        let moved = replica.move_to(to, &union, &write)?;
         if index {
             self.refresh_paths(&moved.written);
         }

@@ -64,7 +64,7 @@ pub use parked::{FOLDER as DISPLACED_FOLDER, PARK_AGE};
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub(crate) use pdf_child::run_pdf_extractor;
 pub use policy::{Area, Policy};
-pub use replica::{BranchCommit, MergedWrite, Moved, Pushed, Replica};
+pub use replica::{BranchCommit, CarefulWrite, Moved, Pushed, Replica, Written};
 pub use secrets::{
     FileStamp, PrivateFile, PrivateLock, lock_private_file, private_file_stamp, read_private_file,
     read_user_file, replace_user_file, write_private_file,

@@ -45,9 +45,22 @@ pub enum Pushed {
     Unreachable(String),
 }
 
-/// Writes a merged file (`path`, its bytes) provided it still holds the
-/// bytes given third; whether it did.
-pub type MergedWrite<'a> = dyn Fn(&str, &[u8], &[u8]) -> Result<bool> + 'a;
+/// Writes a file the clone moves (`path`, its new bytes) provided it still
+/// holds the bytes given third, never losing a save that lands meanwhile.
+pub type CarefulWrite<'a> = dyn Fn(&str, &[u8], &[u8]) -> Result<Written> + 'a;
+
+/// What a [`CarefulWrite`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The file holds the new bytes.
+    Done,
+    /// The file no longer held what was expected (a save landed): it is as
+    /// the person left it.
+    Raced,
+    /// Not a file the caller writes (not a note, not kb-mcp's audit log):
+    /// libgit2 brings it as `git` would.
+    NotMine,
+}
 
 /// One commit of the branch, as the replica reads it back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -383,10 +396,11 @@ impl Replica {
     }
 
     /// Moves the clone from the branch's commit to `to` (see [`Moved`]).
-    /// `union` names the files merged as a union of lines; `write(path,
-    /// bytes, expected)` writes a merged file provided it still holds
-    /// `expected`, and says whether it did.
-    pub fn move_to(&self, to: &str, union: &dyn Fn(&str) -> bool, write: &MergedWrite<'_>) -> Result<Moved> {
+    /// `union` names the files merged as a union of lines; `write` writes
+    /// each file whose new bytes are brought or merged, when it is the
+    /// caller's (a note, swapped so that a racing save is never lost), else
+    /// libgit2 does.
+    pub fn move_to(&self, to: &str, union: &dyn Fn(&str) -> bool, write: &CarefulWrite<'_>) -> Result<Moved> {
         let repo = self.repo();
         worktree::move_to(&repo, &self.branch_ref(), oid(to)?, union, write)
     }

@@ -20,7 +20,7 @@ use git2::{
     merge_file,
 };
 
-use super::{MergedWrite, git_error};
+use super::{CarefulWrite, Written, git_error};
 use crate::error::{Error, ErrorCode, Result};
 
 /// What moving the clone did.
@@ -103,7 +103,7 @@ pub(super) fn move_to(
     branch_ref: &str,
     to: Oid,
     union: &dyn Fn(&str) -> bool,
-    write: &MergedWrite<'_>,
+    write: &CarefulWrite<'_>,
 ) -> Result<Moved> {
     let head = repo.head().ok();
     if head.as_ref().is_some_and(|h| h.name().ok() != Some(branch_ref)) {
@@ -156,28 +156,48 @@ pub(super) fn move_to(
         moved.to = moved.from.clone();
         return Ok(moved);
     }
-    if !bring.is_empty() {
+    // The caller writes what is its own (notes, through a swap that never
+    // loses a racing save); libgit2 brings the rest, as `git` would.
+    let mut by_git = Vec::new();
+    for path in bring {
+        let then = bytes_in(repo, old.as_ref(), &path);
+        let next = bytes_in(repo, Some(&new), &path);
+        let written = match (&then, &next) {
+            (Some(then), Some(next)) => write(&path, next, then)?,
+            _ => Written::NotMine,
+        };
+        match written {
+            Written::Done => moved.written.push(path),
+            Written::Raced => moved.blocked.push(path),
+            Written::NotMine => by_git.push(path),
+        }
+    }
+    if !by_git.is_empty() {
         let commit = repo.find_commit(to).map_err(git_error("reading the commit"))?;
         let mut checkout = CheckoutBuilder::new();
         checkout.safe().disable_pathspec_match(true);
-        for path in &bring {
+        for path in &by_git {
             checkout.path(path.as_str());
         }
         repo.checkout_tree(commit.as_object(), Some(&mut checkout)).map_err(|e| {
             Error::new(ErrorCode::Conflict, format!("bringing the remote's files: {}", e.message()))
         })?;
-        moved.written.extend(bring.iter().cloned());
+        moved.written.extend(by_git);
     }
     for (path, ours, bytes) in &merged {
-        if !write(path, bytes, ours)? {
-            // A save landed meanwhile: what is written is the person's.
-            moved.blocked.push(path.clone());
-            continue;
+        match write(path, bytes, ours)? {
+            Written::Done => {
+                moved.written.push(path.clone());
+                moved.merged.push(path.clone());
+            }
+            // A save landed meanwhile (what is there is the person's), or a
+            // file the caller does not write: left as it is.
+            Written::Raced | Written::NotMine => moved.blocked.push(path.clone()),
         }
-        moved.written.push(path.clone());
-        moved.merged.push(path.clone());
     }
     if !moved.blocked.is_empty() {
+        // What was written stays (it is the new commit's, and a later move
+        // finds it already there); the branch does not move.
         moved.to = moved.from.clone();
         return Ok(moved);
     }

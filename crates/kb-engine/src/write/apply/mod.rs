@@ -44,7 +44,7 @@ pub use index::{ApplyIndex, NewText};
 pub use recover::{Recovery, interrupted, recover};
 pub use replicated::{
     PlannedFile, audit_log_path, inbox_file_travels, planned_files, settle_applied, with_inbox_lock,
-    write_merged,
+    write_moved,
 };
 pub use step::Step;
 

@@ -9,7 +9,7 @@
 use super::archive::{archive_dir, archive_files, journal_of};
 use super::finish::{Actor, Applied, finish_apply};
 use crate::error::Result;
-use crate::sandbox::{NotePath, Sandbox};
+use crate::sandbox::{NotePath, Sandbox, Written};
 use crate::write::inbox::{
     Action, Inbox, META_SUFFIX, ProposalKind, ProposalStatus, find, intact, journal, today,
 };
@@ -132,25 +132,27 @@ pub fn audit_log_path(sandbox: &Sandbox) -> Result<String> {
     Inbox::of(sandbox).audit_log().map(|path| path.as_str().to_owned())
 }
 
-/// Writes `bytes` (a note, or the audit log, merged from a replica's commit
-/// and the person's change not yet committed) provided the file still holds
-/// `expected`; a note is swapped as an apply swaps it, so a save landing
-/// meanwhile is never lost. Whether the merged bytes are in place; `false`
-/// also for a file kb-mcp may not write (outside the notes and the inbox).
-/// The caller holds the inbox lock.
-pub fn write_merged(sandbox: &Sandbox, path: &str, bytes: &[u8], expected: &[u8]) -> Result<bool> {
+/// Writes `bytes` into a file a replica's clone moves (a note the remote's
+/// commits change, or one merged with the person's change not yet
+/// committed, or the audit log) provided the file still holds `expected`: a
+/// note is swapped as an apply swaps it, so a save landing meanwhile is never
+/// lost ([`Written::Raced`], the note as the person left it). Any other file
+/// is [`Written::NotMine`]. The caller holds the inbox lock.
+pub fn write_moved(sandbox: &Sandbox, path: &str, bytes: &[u8], expected: &[u8]) -> Result<Written> {
     let inbox = Inbox::of(sandbox);
-    let note = NotePath::parse(path)?;
+    let Ok(note) = NotePath::parse(path) else { return Ok(Written::NotMine) };
     if inbox.audit_log()? == note {
         let now = sandbox.read(&note, u64::MAX)?;
         if now != expected {
-            return Ok(false);
+            return Ok(Written::Raced);
         }
         sandbox.write_atomic(&note, bytes, crate::sandbox::WriteMode::Replace)?;
-        return Ok(true);
+        return Ok(Written::Done);
     }
-    let Ok(target) = sandbox.resolve_note_target(path) else { return Ok(false) };
+    let Ok(target) = sandbox.resolve_note_target(path) else { return Ok(Written::NotMine) };
     let copy = inbox.conflict_copy(&target, "replica")?;
-    let replaced = sandbox.replace_note(&target, bytes, expected, &copy, &mut || Ok(()), None)?;
-    Ok(matches!(replaced, crate::sandbox::Replaced::Clean))
+    match sandbox.replace_note(&target, bytes, expected, &copy, &mut || Ok(()), None)? {
+        crate::sandbox::Replaced::Clean => Ok(Written::Done),
+        _ => Ok(Written::Raced),
+    }
 }
