@@ -98,13 +98,24 @@ fn run() -> Result<(), String> {
 
     // 2 and 3. Applies on A, each followed by a sync of B.
     let (mut with, mut synced) = (Vec::new(), Vec::new());
+    let mut stages: Vec<(&str, Duration)> = Vec::new();
     for i in 0..applies {
         let id = propose(&engine_a, &paths[rng.below(paths.len())], i)?;
+        let _ = kb_mcp::engine::timing::take();
         with.push(
             time(|| engine_a.apply_proposal(&ApplyArgs { proposal_id: id }, Actor::Cli)).map_err(error)?,
         );
+        for (stage, took) in kb_mcp::engine::timing::take() {
+            match stages.iter_mut().find(|(name, _)| *name == stage) {
+                Some((_, total)) => *total += took,
+                None => stages.push((stage, took)),
+            }
+        }
         synced.push(time(|| engine_b.sync_replica(Actor::Cli)).map_err(error)?);
     }
+    let stages: Vec<String> =
+        stages.iter().map(|(stage, took)| format!("{stage} {:.1} ms", ms(*took) / applies as f64)).collect();
+    eprintln!("where an apply's time goes (mean per apply): {}", stages.join(", "));
     let mut idle = Vec::new();
     for _ in 0..applies {
         idle.push(time(|| engine_b.sync_replica(Actor::Cli)).map_err(error)?);

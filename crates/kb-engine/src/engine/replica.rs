@@ -29,7 +29,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::Engine;
+use super::{Engine, timing};
 use crate::engine::types::ReplicaStatus;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sandbox::{Moved, NotePath, Pushed, Replica, Zone, rfc3339};
@@ -183,7 +183,7 @@ impl Engine {
         let mut index = |paths: &[NotePath]| self.refresh_notes(paths);
         let mut own = Vec::new();
         write::with_inbox_lock(&sandbox, actor, &mut index, &mut || {
-            self.commit_inbox(&replica)?;
+            self.commit_inbox(&replica, None)?;
             let caught = self.catch_up(&replica, true)?;
             status.held = caught.held;
             if let Some(moved) = caught.moved {
@@ -228,20 +228,28 @@ impl Engine {
     }
 
     /// Commits what changed in the inbox (proposals staged, archived,
-    /// rejected; the audit log) on the branch, so that it travels.
-    fn commit_inbox(&self, replica: &Replica) -> Result<()> {
+    /// rejected; the audit log) on top of `on` (default: the branch) and
+    /// moves the clone there, so that it travels.
+    fn commit_inbox(&self, replica: &Replica, on: Option<&str>) -> Result<()> {
         let sandbox = self.sandbox();
         let inbox = sandbox.policy().inbox.trim_matches('/').to_owned();
-        let files = replica.changed_under(&inbox, &|path| !write::inbox_file_travels(&sandbox, path))?;
-        if files.is_empty() {
-            return Ok(());
-        }
-        let message = format!("inbox: {} file(s)\n\nKb-By: inbox\n", files.len());
-        let commit = replica.commit_files(replica.head().as_deref(), &files, &message)?;
-        let moved = self.move_clone(replica, &commit, false)?;
+        let files = timing::time("replica_inbox", || {
+            replica.changed_under(&inbox, &|path| !write::inbox_file_travels(&sandbox, path))
+        })?;
+        let head = replica.head();
+        let on = on.map(str::to_owned).or(head);
+        let tip = match (files.is_empty(), on) {
+            (true, None) => return Ok(()),
+            (true, Some(on)) => on,
+            (false, on) => {
+                let message = format!("inbox: {} file(s)\n\nKb-By: inbox\n", files.len());
+                replica.commit_files(on.as_deref(), &files, &message)?
+            }
+        };
+        let moved = timing::time("replica_branch", || self.move_clone(replica, &tip, false))?;
         if !moved.blocked.is_empty() {
             return Err(Error::internal(format!(
-                "replica: the inbox's own commit could not be taken: {:?}",
+                "replica: the clone could not take its own commit: {:?}",
                 moved.blocked
             )));
         }
@@ -341,17 +349,18 @@ impl Engine {
     pub(super) fn publish_apply(&self, id: &str) -> Result<Option<Published>> {
         let Some(replica) = self.replica()? else { return Ok(None) };
         let sandbox = self.sandbox();
-        let planned = write::planned_files(&sandbox, id)?;
+        let planned = timing::time("replica_plan", || write::planned_files(&sandbox, id))?;
         let paths: BTreeSet<&str> = planned.iter().map(|(path, _)| path.as_str()).collect();
-        let described = write::describe(&sandbox, id).ok();
+        let described = timing::time("replica_plan", || write::describe(&sandbox, id).ok());
         let (kind, reason) = described.map(|d| (d.kind.name().to_owned(), d.reason)).unwrap_or_default();
         let message = apply_message(id, &kind, &reason);
         let mut caught = Vec::new();
         for _ in 0..PUSH_TRIES {
             let head = replica.head();
-            let commit = replica.commit_files(head.as_deref(), &planned, &message)?;
+            let commit =
+                timing::time("replica_commit", || replica.commit_files(head.as_deref(), &planned, &message))?;
             self.apply_failpoint(ApplyPoint::Replica(ReplicaStep::Committed))?;
-            match replica.push(&commit)? {
+            match timing::time("replica_push", || replica.push(&commit))? {
                 Pushed::Accepted => {
                     self.apply_failpoint(ApplyPoint::Replica(ReplicaStep::Pushed))?;
                     return Ok(Some(Published { commit, pushed: true, caught }));
@@ -408,12 +417,12 @@ impl Engine {
     pub(super) fn after_apply(&self, published: &Published) {
         let Ok(Some(replica)) = self.replica() else { return };
         let outcome = (|| -> Result<()> {
-            self.move_clone(&replica, &published.commit, false)?;
-            self.commit_inbox(&replica)?;
+            // The inbox's commit goes on the apply's: the clone moves once.
+            self.commit_inbox(&replica, Some(&published.commit))?;
             if published.pushed
                 && let Some(head) = replica.head()
             {
-                replica.push(&head)?;
+                timing::time("replica_push", || replica.push(&head))?;
             }
             Ok(())
         })();
