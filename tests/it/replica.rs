@@ -284,6 +284,36 @@ fn applies_go_on_while_the_remote_is_away_and_are_pushed_when_it_is_back() {
     assert_eq!(remote_commits_of(&r.remote, &id), 1);
 }
 
+/// A clone that applied while the remote was away, to a note another clone
+/// changed meanwhile: when the remote is back, nothing is overwritten on
+/// either side; the clone is held, naming the note, until a person merges.
+#[test]
+fn an_apply_made_away_that_collides_is_held_and_loses_nothing() {
+    let r = replicas();
+    let (a, b) = (open(&r.a), open(&r.b));
+    let on_b = propose_patch(&b, NOTE, "Backups fail silently.", "Backups fail, said B.");
+    apply(&b, &on_b).unwrap();
+    let away = r.remote.with_extension("away");
+    std::fs::rename(&r.remote, &away).unwrap();
+    let on_a = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, said A while away.");
+    apply(&a, &on_a).unwrap();
+    let mine = std::fs::read(r.a.join(NOTE)).unwrap();
+    std::fs::rename(&away, &r.remote).unwrap();
+    let report = sync(&a);
+    assert_eq!(report.status.held, vec![NOTE.to_owned()], "{report:?}");
+    assert_eq!(report.status.state, "held");
+    assert_eq!(std::fs::read(r.a.join(NOTE)).unwrap(), mine, "A's apply stays");
+    let (_, there) = remote_file(&r.remote, NOTE);
+    assert_eq!(there, Some(std::fs::read(r.b.join(NOTE)).unwrap()), "B's apply stays on the remote");
+    assert_eq!(remote_commits_of(&r.remote, &on_a), 0);
+    let status = a.overview(Caller::Cli).unwrap().replica.unwrap();
+    assert_eq!(
+        (status.state.as_str(), status.ahead >= 1, status.behind >= 1),
+        ("held", true, true),
+        "{status:?}"
+    );
+}
+
 #[test]
 fn a_proposal_staged_on_one_clone_is_applied_on_the_other() {
     let r = replicas();
