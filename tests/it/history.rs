@@ -386,6 +386,41 @@ fn a_revert_keeps_later_edits_on_other_lines_and_names_the_lines_that_collide() 
     );
 }
 
+/// An apply a crash cut short after its write is completed by recovery, and
+/// recorded as the proposal's, not as an edit on disk.
+#[test]
+fn an_apply_completed_by_recovery_is_recorded_as_the_proposals() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let path = "z/永久笔记.md";
+    let read = engine.read_note(&ReadNoteArgs { path: Some(path.into()), ..Default::default() }).unwrap();
+    let patch = engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: path.into(),
+            base_hash: read.hash,
+            reason: "cut short".into(),
+            edits: serde_json::from_value(serde_json::json!([{"op": "append", "content": "Cut short."}]))
+                .unwrap(),
+        })
+        .unwrap();
+    let crashed = engine.apply_proposal_with_failpoint(
+        &ApplyArgs { proposal_id: patch.proposal_id.clone() },
+        Actor::Cli,
+        &mut |at| match at {
+            kb_mcp::write::Step::Written => Err(kb_mcp::error::Error::internal("a crash")),
+            _ => Ok(()),
+        },
+    );
+    assert!(crashed.is_err());
+    assert_eq!(engine.recover_proposals(Actor::Cli).unwrap(), vec![patch.proposal_id.clone()]);
+    engine.sync(false, None).unwrap();
+    engine.record_history_pending().unwrap();
+    let listed = history(&engine, path, None, None);
+    assert_eq!(listed.versions[0].by, VersionBy::Proposal, "{listed:?}");
+    assert_eq!(listed.versions[0].proposal_id.as_deref(), Some(patch.proposal_id.as_str()));
+    assert!(listed.versions.iter().all(|v| v.by != VersionBy::OnDisk), "{listed:?}");
+}
+
 #[test]
 fn a_vault_without_history_makes_no_repository_and_says_so() {
     let (_tmp, vault) = common::temp_vault();

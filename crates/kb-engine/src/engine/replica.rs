@@ -195,7 +195,9 @@ impl Engine {
         })?;
         for (id, notes) in own {
             let mut index = |paths: &[NotePath]| self.refresh_notes(paths);
-            if write::settle_applied(&sandbox, &id, &notes, actor, &mut index)?.is_some() {
+            let mut history = self.hold_history();
+            if let Some(applied) = write::settle_applied(&sandbox, &id, &notes, actor, &mut index)? {
+                self.record_applied(&mut history, &applied);
                 report.completed.push(id);
             }
         }

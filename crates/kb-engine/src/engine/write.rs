@@ -383,7 +383,13 @@ impl Engine {
             return Ok(Vec::new());
         }
         let mut index = |paths: &[crate::sandbox::NotePath]| self.refresh_notes(paths);
-        Ok(write::recover(&sandbox, actor, &mut index)?.completed)
+        // The history waits, then records each completed apply as the proposal's.
+        let mut history = self.hold_history();
+        let (recovery, applied) = write::recover_applies(&sandbox, actor, &mut index)?;
+        for applied in &applied {
+            self.record_applied(&mut history, applied);
+        }
+        Ok(recovery.completed)
     }
 
     /// Why proposals must not be staged or applied: a folder matching the

@@ -38,7 +38,7 @@ mod text;
 pub use apply::{
     Actor, Applied, ApplyIndex, ApplyStatus, NewText, PlannedFile, Recovery, Rejected, Step, apply,
     apply_with_failpoint, apply_with_index, audit_log_path, inbox_file_travels, interrupted, planned_files,
-    recover, reject, settle_applied, with_inbox_lock, write_moved,
+    recover, recover_applies, reject, settle_applied, with_inbox_lock, write_moved,
 };
 pub use inbox::{
     AuditMark, AuditSince, ConflictCopy, ProposalKind, ProposalStatus, audit_since, conflict_copies,

@@ -41,7 +41,7 @@ mod step;
 
 pub use finish::{Actor, Applied, ApplyStatus, Rejected};
 pub use index::{ApplyIndex, NewText};
-pub use recover::{Recovery, interrupted, recover};
+pub use recover::{Recovery, interrupted, recover, recover_applies};
 pub use replicated::{
     PlannedFile, audit_log_path, inbox_file_travels, planned_files, settle_applied, with_inbox_lock,
     write_moved,

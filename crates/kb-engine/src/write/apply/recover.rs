@@ -63,6 +63,16 @@ pub fn recover(
     actor: Actor,
     index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
 ) -> Result<Recovery> {
+    recover_applies(sandbox, actor, index).map(|(recovery, _)| recovery)
+}
+
+/// [`recover`], also returning the applies it completed (what each wrote,
+/// for the history to record as the proposal's).
+pub fn recover_applies(
+    sandbox: &Sandbox,
+    actor: Actor,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
+) -> Result<(Recovery, Vec<Applied>)> {
     let inbox = Inbox::of(sandbox);
     let _lock = lock(sandbox, &inbox)?;
     let mut swept = sweep_note_temps(sandbox, &inbox);
@@ -76,7 +86,7 @@ pub fn recover(
     }
     swept.append(&mut done.summary.swept);
     done.summary.swept = swept;
-    Ok(done.summary)
+    Ok((done.summary, done.applied))
 }
 
 /// Removes what killed proposes left in the inbox, by kb-mcp's own names only:
