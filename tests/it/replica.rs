@@ -284,6 +284,21 @@ fn applies_go_on_while_the_remote_is_away_and_are_pushed_when_it_is_back() {
     assert_eq!(remote_commits_of(&r.remote, &id), 1);
 }
 
+/// A clone whose vault holds the person's own `inbox/` where kb-mcp's inbox
+/// would be: a sync takes the remote's commits and writes nothing there
+/// (no lock, no commit of the person's files).
+#[test]
+fn a_sync_never_writes_into_the_persons_own_inbox() {
+    let r = replicas();
+    let b = open(&r.b);
+    common::put(&r.b, "inbox/todo.md", "# To do\n\n- call the bank\n");
+    let before = common::snapshot(&r.b.join("inbox"));
+    let report = sync(&b);
+    assert_eq!(report.status.state, "in_sync", "{report:?}");
+    assert_eq!(common::snapshot(&r.b.join("inbox")), before, "nothing written in the person's inbox/");
+    assert_eq!(remote_file(&r.remote, "inbox/todo.md").1, None, "the person's file is not committed");
+}
+
 /// A clone that applied while the remote was away, to a note another clone
 /// changed meanwhile: when the remote is back, nothing is overwritten on
 /// either side; the clone is held, naming the note, until a person merges.

@@ -182,8 +182,16 @@ impl Engine {
         }
         let mut index = |paths: &[NotePath]| self.refresh_notes(paths);
         let mut own = Vec::new();
-        write::with_inbox_lock(&sandbox, actor, &mut index, &mut || {
-            self.commit_inbox(&replica, None)?;
+        // Without an inbox of kb-mcp's (none yet, or the person's own folder
+        // in its place) nothing is applied here: the clone only takes the
+        // remote's commits, and no inbox file is made.
+        let inbox = NotePath::parse(sandbox.policy().inbox.trim_matches('/'));
+        let inbox_ready =
+            inbox.is_ok_and(|inbox| sandbox.is_folder(&inbox)) && self.inbox_conflict().is_none();
+        let mut step = || {
+            if inbox_ready {
+                self.commit_inbox(&replica, None)?;
+            }
             let caught = self.catch_up(&replica, true)?;
             status.held = caught.held;
             if let Some(moved) = caught.moved {
@@ -192,8 +200,13 @@ impl Engine {
                 report.merged = moved.merged;
             }
             Ok(())
-        })?;
-        for (id, notes) in own {
+        };
+        if inbox_ready {
+            write::with_inbox_lock(&sandbox, actor, &mut index, &mut step)?;
+        } else {
+            step()?;
+        }
+        for (id, notes) in own.into_iter().filter(|_| inbox_ready) {
             let mut index = |paths: &[NotePath]| self.refresh_notes(paths);
             let mut history = self.hold_history();
             if let Some(applied) = write::settle_applied(&sandbox, &id, &notes, actor, &mut index)? {
