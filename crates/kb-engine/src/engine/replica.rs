@@ -364,11 +364,10 @@ impl Engine {
     pub(super) fn publish_apply(&self, id: &str) -> Result<Option<Published>> {
         let Some(replica) = self.replica()? else { return Ok(None) };
         let sandbox = self.sandbox();
-        let planned = timing::time("replica_plan", || write::planned_files(&sandbox, id))?;
+        let write::Planned { kind, reason, files: planned } =
+            timing::time("replica_plan", || write::planned_files(&sandbox, id))?;
         let paths: BTreeSet<&str> = planned.iter().map(|(path, _)| path.as_str()).collect();
-        let described = timing::time("replica_plan", || write::describe(&sandbox, id).ok());
-        let (kind, reason) = described.map(|d| (d.kind.name().to_owned(), d.reason)).unwrap_or_default();
-        let message = apply_message(id, &kind, &reason);
+        let message = apply_message(id, kind.name(), &reason);
         let mut caught = Vec::new();
         for _ in 0..PUSH_TRIES {
             let head = replica.head();

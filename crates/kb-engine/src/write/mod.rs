@@ -36,7 +36,7 @@ mod review;
 mod text;
 
 pub use apply::{
-    Actor, Applied, ApplyIndex, ApplyStatus, NewText, PlannedFile, Recovery, Rejected, Step, apply,
+    Actor, Applied, ApplyIndex, ApplyStatus, NewText, Planned, PlannedFile, Recovery, Rejected, Step, apply,
     apply_with_failpoint, apply_with_index, audit_log_path, inbox_file_travels, interrupted, planned_files,
     recover, recover_applies, reject, settle_applied, with_inbox_lock, write_moved,
 };

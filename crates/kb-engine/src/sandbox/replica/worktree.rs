@@ -139,7 +139,7 @@ pub(super) fn move_to(
             continue;
         }
         if here == then {
-            bring.push(path.clone());
+            bring.push((path.clone(), then, next));
             continue;
         }
         // The person changed it here, and the commits change it too.
@@ -159,9 +159,7 @@ pub(super) fn move_to(
     // The caller writes what is its own (notes, through a swap that never
     // loses a racing save); libgit2 brings the rest, as `git` would.
     let mut by_git = Vec::new();
-    for path in bring {
-        let then = bytes_in(repo, old.as_ref(), &path);
-        let next = bytes_in(repo, Some(&new), &path);
+    for (path, then, next) in bring {
         let written = match (&then, &next) {
             (Some(then), Some(next)) => write(&path, next, then)?,
             _ => Written::NotMine,

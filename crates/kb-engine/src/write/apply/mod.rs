@@ -43,7 +43,7 @@ pub use finish::{Actor, Applied, ApplyStatus, Rejected};
 pub use index::{ApplyIndex, NewText};
 pub use recover::{Recovery, interrupted, recover, recover_applies};
 pub use replicated::{
-    PlannedFile, audit_log_path, inbox_file_travels, planned_files, settle_applied, with_inbox_lock,
+    Planned, PlannedFile, audit_log_path, inbox_file_travels, planned_files, settle_applied, with_inbox_lock,
     write_moved,
 };
 pub use step::Step;
@@ -182,6 +182,15 @@ fn settle(
     if !is_id(id) {
         return Err(not_found(id));
     }
+    settle_inbox(sandbox, actor, index)
+}
+
+/// [`settle`] without a proposal: the lock, the audit log and recovery.
+fn settle_inbox(
+    sandbox: &Sandbox,
+    actor: Actor,
+    index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
+) -> Result<Settled> {
     let inbox = Inbox::of(sandbox);
     let lock = lock(sandbox, &inbox)?;
     let mut log = AuditLog::open(sandbox, &inbox)?;

@@ -18,15 +18,27 @@ use crate::write::plan::{FileOpKind, current, read_plan};
 /// A file an apply leaves: its vault path and bytes (`None`: removed).
 pub type PlannedFile = (String, Option<Vec<u8>>);
 
+/// What applying a pending proposal will leave, and what a commit of it says.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The proposal's kind.
+    pub kind: ProposalKind,
+    /// Why, as the proposal says.
+    pub reason: String,
+    /// The files it leaves.
+    pub files: Vec<PlannedFile>,
+}
+
 /// The files applying the pending proposal `id` will leave, as it stands now
 /// (a move's source removed and its destination written, a trashed note
 /// removed; the inbox's own files are not among them).
-pub fn planned_files(sandbox: &Sandbox, id: &str) -> Result<Vec<PlannedFile>> {
+pub fn planned_files(sandbox: &Sandbox, id: &str) -> Result<Planned> {
     let inbox = Inbox::of(sandbox);
     let located = find(sandbox, &inbox, id.trim())?;
-    if !located.meta.kind.is_multi() {
+    let (kind, reason) = (located.meta.kind, located.meta.reason.clone());
+    if !kind.is_multi() {
         let content = intact(sandbox, &inbox, &located)?;
-        return Ok(vec![(located.meta.target.clone(), Some(content))]);
+        return Ok(Planned { kind, reason, files: vec![(located.meta.target.clone(), Some(content))] });
     }
     let plan = read_plan(sandbox, &located)?;
     let mut files = Vec::with_capacity(plan.files.len() * 2);
@@ -48,7 +60,7 @@ pub fn planned_files(sandbox: &Sandbox, id: &str) -> Result<Vec<PlannedFile>> {
             }
         }
     }
-    Ok(files)
+    Ok(Planned { kind, reason, files })
 }
 
 /// Completes the pending proposal `id`, whose changes a commit of this
@@ -86,11 +98,8 @@ pub fn with_inbox_lock(
     index: &mut dyn FnMut(&[NotePath]) -> Result<()>,
     f: &mut dyn FnMut() -> Result<()>,
 ) -> Result<()> {
-    let inbox = Inbox::of(sandbox);
-    let _lock = crate::write::inbox::lock(sandbox, &inbox)?;
-    let mut log = crate::write::inbox::AuditLog::open(sandbox, &inbox)?;
-    let recovered = super::recover::recover_locked(sandbox, &inbox, &mut log, actor, index);
-    super::unsettled(&recovered.summary.failed)?;
+    let settled = super::settle_inbox(sandbox, actor, index)?;
+    super::unsettled(&settled.recovered.summary.failed)?;
     f()
 }
 
