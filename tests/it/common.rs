@@ -520,3 +520,22 @@ pub fn outcome(output: std::process::Output) -> (i32, String, String) {
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// Stages a patch of `path` with one `find_replace` edit (its reason says
+/// what it replaces) against the note as it is now; its proposal id.
+pub fn propose_patch(engine: &kb_mcp::engine::Engine, path: &str, find: &str, replace: &str) -> String {
+    use kb_mcp::engine::types::{ProposePatchArgs, ReadNoteArgs};
+    let read = engine.read_note(&ReadNoteArgs { path: Some(path.into()), ..Default::default() }).unwrap();
+    engine
+        .propose_note_patch(&ProposePatchArgs {
+            path: path.into(),
+            base_hash: read.hash,
+            reason: format!("{find} reads {replace}"),
+            edits: serde_json::from_value(
+                serde_json::json!([{"op": "find_replace", "find": find, "replace": replace}]),
+            )
+            .unwrap(),
+        })
+        .unwrap()
+        .proposal_id
+}

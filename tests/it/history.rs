@@ -215,20 +215,9 @@ fn a_scripted_session_lists_every_apply_and_edit_in_order_and_reads_each_back() 
 
 /// A patch staged with one `find_replace` edit, then applied.
 fn patch_and_apply(engine: &Engine, path: &str, find: &str, replace: &str) -> String {
-    let read = engine.read_note(&ReadNoteArgs { path: Some(path.into()), ..Default::default() }).unwrap();
-    let patch = engine
-        .propose_note_patch(&ProposePatchArgs {
-            path: path.into(),
-            base_hash: read.hash,
-            reason: format!("{find} reads {replace}"),
-            edits: serde_json::from_value(
-                serde_json::json!([{"op": "find_replace", "find": find, "replace": replace}]),
-            )
-            .unwrap(),
-        })
-        .unwrap();
-    apply(engine, &patch.proposal_id);
-    patch.proposal_id
+    let id = common::propose_patch(engine, path, find, replace);
+    apply(engine, &id);
+    id
 }
 
 fn restore(engine: &Engine, path: &str, at: &str) -> kb_mcp::error::Result<RestoreResult> {

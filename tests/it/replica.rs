@@ -65,22 +65,6 @@ fn open(vault: &Path) -> Engine {
     engine
 }
 
-fn propose_patch(engine: &Engine, path: &str, find: &str, replace: &str) -> String {
-    let read = engine.read_note(&ReadNoteArgs { path: Some(path.into()), ..Default::default() }).unwrap();
-    engine
-        .propose_note_patch(&ProposePatchArgs {
-            path: path.into(),
-            base_hash: read.hash,
-            reason: format!("{find} reads {replace}"),
-            edits: serde_json::from_value(
-                serde_json::json!([{"op": "find_replace", "find": find, "replace": replace}]),
-            )
-            .unwrap(),
-        })
-        .unwrap()
-        .proposal_id
-}
-
 fn apply(engine: &Engine, id: &str) -> kb_mcp::error::Result<ApplyResult> {
     engine.apply_proposal(&ApplyArgs { proposal_id: id.into() }, Actor::Cli)
 }
@@ -147,7 +131,12 @@ fn audit_lines_for(vault: &Path, id: &str) -> usize {
 fn an_apply_on_one_clone_lands_on_the_remote_and_reaches_the_other() {
     let r = replicas();
     let (a, b) = (open(&r.a), open(&r.b));
-    let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail without a sound (zephyrine).");
+    let id = common::propose_patch(
+        &a,
+        NOTE,
+        "Backups fail silently.",
+        "Backups fail without a sound (zephyrine).",
+    );
     let applied = apply(&a, &id).unwrap();
     assert_eq!(applied.status, ApplyStatus::Applied);
     let written = std::fs::read(r.a.join(NOTE)).unwrap();
@@ -189,8 +178,8 @@ fn an_apply_on_one_clone_lands_on_the_remote_and_reaches_the_other() {
 fn two_clones_patching_one_note_at_once_land_exactly_one_and_lose_no_byte() {
     let r = replicas();
     let (a, b) = (open(&r.a), open(&r.b));
-    let on_a = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, said A.");
-    let on_b = propose_patch(&b, NOTE, "Backups fail silently.", "Backups fail, said B.");
+    let on_a = common::propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, said A.");
+    let on_b = common::propose_patch(&b, NOTE, "Backups fail silently.", "Backups fail, said B.");
     let (notes_a, notes_b) = (notes_of(&r.a), notes_of(&r.b));
     let (result_a, result_b) = std::thread::scope(|scope| {
         let first = scope.spawn(|| apply(&a, &on_a));
@@ -234,7 +223,7 @@ fn a_persons_uncommitted_edit_survives_the_other_clones_change() {
     // B's person edits the end of the note (not committed); A changes its start.
     let mine = std::fs::read_to_string(r.b.join(NOTE)).unwrap() + "\nMy own line, written on B.\n";
     std::fs::write(r.b.join(NOTE), &mine).unwrap();
-    let id = propose_patch(&a, NOTE, "# Restore drills", "# Restore drills, quarterly");
+    let id = common::propose_patch(&a, NOTE, "# Restore drills", "# Restore drills, quarterly");
     apply(&a, &id).unwrap();
     let report = sync(&b);
     assert_eq!(report.merged, vec![NOTE.to_owned()], "{report:?}");
@@ -250,7 +239,7 @@ fn a_persons_uncommitted_edit_survives_the_other_clones_change() {
     );
 
     // The same line changed on both sides: B's work tree is left alone, and said so.
-    let theirs = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, from A.");
+    let theirs = common::propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, from A.");
     apply(&a, &theirs).unwrap();
     let mine = merged.replace("Backups fail silently.", "Backups fail, from B.");
     std::fs::write(r.b.join(NOTE), &mine).unwrap();
@@ -271,7 +260,8 @@ fn applies_go_on_while_the_remote_is_away_and_are_pushed_when_it_is_back() {
     let a = open(&r.a);
     let away = r.remote.with_extension("away");
     std::fs::rename(&r.remote, &away).unwrap();
-    let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail while the drive is away.");
+    let id =
+        common::propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail while the drive is away.");
     assert_eq!(apply(&a, &id).unwrap().status, ApplyStatus::Applied);
     let report = sync(&a);
     assert_eq!(report.status.state, "unreachable", "{report:?}");
@@ -306,11 +296,11 @@ fn a_sync_never_writes_into_the_persons_own_inbox() {
 fn an_apply_made_away_that_collides_is_held_and_loses_nothing() {
     let r = replicas();
     let (a, b) = (open(&r.a), open(&r.b));
-    let on_b = propose_patch(&b, NOTE, "Backups fail silently.", "Backups fail, said B.");
+    let on_b = common::propose_patch(&b, NOTE, "Backups fail silently.", "Backups fail, said B.");
     apply(&b, &on_b).unwrap();
     let away = r.remote.with_extension("away");
     std::fs::rename(&r.remote, &away).unwrap();
-    let on_a = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, said A while away.");
+    let on_a = common::propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, said A while away.");
     apply(&a, &on_a).unwrap();
     let mine = std::fs::read(r.a.join(NOTE)).unwrap();
     std::fs::rename(&away, &r.remote).unwrap();
@@ -333,7 +323,7 @@ fn an_apply_made_away_that_collides_is_held_and_loses_nothing() {
 fn a_proposal_staged_on_one_clone_is_applied_on_the_other() {
     let r = replicas();
     let (a, b) = (open(&r.a), open(&r.b));
-    let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, staged on A.");
+    let id = common::propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, staged on A.");
     // A proposal being staged (its metadata, written last, not there yet) stays here.
     common::put(&r.a, "inbox/patch/half-made-0123abcd.new.md", "# Half made\n");
     sync(&a);
@@ -352,7 +342,7 @@ fn a_proposal_staged_on_one_clone_is_applied_on_the_other() {
     let listed = a.list_proposals(&ListProposalsArgs::default()).unwrap();
     assert!(!listed.proposals.iter().any(|p| p.proposal_id == id), "no longer pending on A: {listed:?}");
     assert_eq!(audit_lines_for(&r.a, &id), 1);
-    let second = propose_patch(&a, NOTE, "# Restore drills", "# Restore drills (A)");
+    let second = common::propose_patch(&a, NOTE, "# Restore drills", "# Restore drills (A)");
     apply(&a, &second).unwrap();
     sync(&b);
     for vault in [&r.a, &r.b] {
@@ -531,7 +521,7 @@ fn replica_settings_are_read_strictly_and_a_vault_that_is_no_clone_is_refused() 
     let text = std::fs::read_to_string(&config).unwrap() + "\n[replica]\nremote = \"origin\"\n";
     std::fs::write(&config, text).unwrap();
     let engine = open(&vault);
-    let id = propose_patch(&engine, NOTE, "Backups fail silently.", "Backups fail.");
+    let id = common::propose_patch(&engine, NOTE, "Backups fail silently.", "Backups fail.");
     let before = notes_of(&vault);
     let error = apply(&engine, &id).unwrap_err();
     assert!(error.message.contains("root of a git clone"), "{error:?}");
@@ -547,7 +537,12 @@ fn replica_settings_are_read_strictly_and_a_vault_that_is_no_clone_is_refused() 
 fn kb_index_replica_syncs_now_and_status_says_how_it_stands() {
     let r = replicas();
     let a = open(&r.a);
-    let id = propose_patch(&a, NOTE, "Backups fail silently.", "Backups fail, from the command line's peer.");
+    let id = common::propose_patch(
+        &a,
+        NOTE,
+        "Backups fail silently.",
+        "Backups fail, from the command line's peer.",
+    );
     apply(&a, &id).unwrap();
     let run = |vault: &Path, args: &[&str]| {
         common::outcome(
@@ -638,7 +633,7 @@ fn a_server_killed_mid_apply_agrees_with_the_remote_after_a_restart() {
         let text = format!("Backups fail (killed{step}).");
         let id = {
             let a = open(&r.a);
-            propose_patch(&a, NOTE, "Backups fail silently.", &text)
+            common::propose_patch(&a, NOTE, "Backups fail silently.", &text)
         };
         let (mut server, _stdin) = real_server(&r.a, Some((&id, step)));
         let journal = r.a.join("inbox/_applying.json");
