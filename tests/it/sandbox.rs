@@ -82,6 +82,7 @@ fn policy() -> Policy {
         inbox: "inbox".to_owned(),
         read_also: vec!["refs".to_owned()],
         deny: vec!["z/private".to_owned()],
+        memory: Some("z/Agent memory".to_owned()),
     }
 }
 

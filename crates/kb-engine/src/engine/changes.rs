@@ -85,6 +85,10 @@ impl Engine {
         // Who wrote each note an applied proposal touched (the latest line wins).
         let mut writer: HashMap<String, String> = HashMap::new();
         for line in &log.lines {
+            // A memory entry is no note's change, and whose memory it is stays its own.
+            if line.get("kind").and_then(Value::as_str) == Some("memory") {
+                continue;
+            }
             let event = ProposalEvent {
                 proposal_id: text(line, "proposal_id"),
                 kind: text(line, "kind"),

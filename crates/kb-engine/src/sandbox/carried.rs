@@ -86,6 +86,7 @@ impl Sandbox {
             let why = match self.policy.carried_area(&path) {
                 Some(Area::Note) => None,
                 Some(Area::Inbox) => Some("the proposals inbox"),
+                Some(Area::Memory) => Some("the agent's memory folder"),
                 Some(_) => Some("a read-only folder (standards or read_also)"),
                 None => Some("denied: a built-in or `deny` rule names it (internal folders, secrets)"),
             };

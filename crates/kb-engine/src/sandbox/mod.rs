@@ -29,6 +29,7 @@ mod inbox_owner;
 mod index_dir;
 mod lock;
 mod machine;
+mod memory;
 mod names;
 mod notes;
 mod parked;
@@ -59,11 +60,12 @@ pub use index_dir::{
 };
 pub use lock::InboxLock;
 pub use machine::spare_cores;
+pub use memory::MemoryFile;
 pub use names::{is_zero_width, name_key, new_name_refusal, stray_zero_width, twin_among, twin_key};
 pub use parked::{FOLDER as DISPLACED_FOLDER, PARK_AGE};
 pub use path::{NotePath, ends_in_md, forbidden_char, is_device_name, is_invisible, strip_md};
 pub(crate) use pdf_child::run_pdf_extractor;
-pub use policy::{Area, Policy};
+pub use policy::{Area, DEFAULT_MEMORY_FOLDER, Policy};
 pub use replica::{BranchCommit, CarefulWrite, Moved, Pushed, Replica, Written};
 pub use secrets::{
     FileStamp, PrivateFile, PrivateLock, lock_private_file, private_file_stamp, read_private_file,

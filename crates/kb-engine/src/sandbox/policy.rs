@@ -11,6 +11,9 @@
 
 use super::NotePath;
 
+/// The agent's memory folder when `kb.toml` names none.
+pub const DEFAULT_MEMORY_FOLDER: &str = "Agent memory";
+
 /// Exact names (compared case-insensitively) that are never readable or writable.
 const HARD_DENIED: [&str; 7] = [".git", ".obsidian", ".trash", ".kb", ".kb-history", "node_modules", ".ssh"];
 /// Name prefixes of secrets: environment files and private SSH keys.
@@ -29,6 +32,10 @@ pub enum Area {
     ReadAlso,
     /// The proposals inbox: written only by the write layer, never read as a note.
     Inbox,
+    /// The agent's memory folder: written only by `remember`, read only through
+    /// the memory (never indexed or served as notes, so that one principal's
+    /// memory of the person stays its own).
+    Memory,
 }
 
 /// The folders of a vault and the extra deny rules, as configured.
@@ -44,6 +51,9 @@ pub struct Policy {
     pub read_also: Vec<String>,
     /// More names or globs never readable, on top of the built-in hard-deny list.
     pub deny: Vec<String>,
+    /// The agent's memory folder (`[memory] folder`); `None` only when a
+    /// policy is built without a configuration.
+    pub memory: Option<String>,
 }
 
 impl Default for Policy {
@@ -54,6 +64,7 @@ impl Default for Policy {
             inbox: "inbox".to_owned(),
             read_also: Vec::new(),
             deny: Vec::new(),
+            memory: Some(DEFAULT_MEMORY_FOLDER.to_owned()),
         }
     }
 }
@@ -82,9 +93,11 @@ impl Policy {
     /// The area whose folder holds `path`, denial aside.
     fn area_by_folder(&self, path: &str) -> Option<Area> {
         // Read-only designations win over notes when folders nest, and the inbox
-        // wins over everything: it is never read as notes.
+        // and the memory win over everything: neither is ever read as notes.
         if contains(&self.inbox, path) {
             Some(Area::Inbox)
+        } else if self.memory.as_deref().is_some_and(|memory| contains(memory, path)) {
+            Some(Area::Memory)
         } else if self.standards.iter().any(|folder| contains(folder, path)) {
             Some(Area::Standard)
         } else if self.read_also.iter().any(|folder| contains(folder, path)) {
@@ -139,7 +152,7 @@ impl Policy {
     /// is what lets a dot-folder such as `.notes` be used on purpose.
     fn names_folder(&self, leading: &[&str]) -> bool {
         let configured = self.notes.iter().chain(&self.standards).chain(&self.read_also);
-        configured.chain(std::iter::once(&self.inbox)).any(|folder| {
+        configured.chain(std::iter::once(&self.inbox)).chain(&self.memory).any(|folder| {
             let mut names = folder.trim_matches('/').split('/');
             leading.iter().all(|&segment| names.next() == Some(segment))
         })

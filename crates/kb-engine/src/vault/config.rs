@@ -60,6 +60,26 @@ pub struct VaultConfig {
     /// `[replica]`: the vault is a git clone kept in agreement with a remote
     /// (issue 38); `None` when the section is absent.
     pub replica: Option<ReplicaConfig>,
+    /// `[memory]`: the agent's own memory (its folder is the policy's `memory`).
+    pub memory: MemoryConfig,
+}
+
+/// `[memory]`: whether agents may keep entries in the memory folder, and
+/// which principals share what they remember about the person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryConfig {
+    /// `enabled` (default true): false refuses `remember` and leaves the
+    /// memory out of searches and recall (the folder stays apart from the notes).
+    pub enabled: bool,
+    /// `share_person`: principals (HTTP token names, `local` for stdio and the
+    /// CLI) that keep one memory of the person together; every other keeps its own.
+    pub share_person: Vec<String>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig { enabled: true, share_person: Vec::new() }
+    }
 }
 
 /// `[replica]`: which remote and branch a clone agrees with, and how often
@@ -105,6 +125,7 @@ impl Default for VaultConfig {
             semantic: SemanticConfig::default(),
             history: true,
             replica: None,
+            memory: MemoryConfig::default(),
         }
     }
 }
@@ -154,6 +175,11 @@ impl VaultConfig {
                     "replica.interval" => replica(&mut config).interval_secs = interval(&name, value)?,
                     "semantic.model" => config.semantic.model = Some(model_folder(&name, value)?),
                     "semantic.languages" => config.semantic.languages = language_codes(&name, value)?,
+                    "memory.enabled" => config.memory.enabled = boolean(&name, value)?,
+                    "memory.folder" => {
+                        config.policy.memory = Some(folder(&name, string(&name, value)?, false)?)
+                    }
+                    "memory.share_person" => config.memory.share_person = principals(&name, value)?,
                     _ => config.limits.proposal_max_bytes = limit(&name, value)?,
                 }
             }
@@ -164,8 +190,48 @@ impl VaultConfig {
                     .to_owned(),
             ));
         }
+        check_memory_folder(&config.policy)?;
         Ok(config)
     }
+}
+
+/// The memory folder stands apart: not inside or around the inbox, a
+/// standards or a `read_also` folder.
+fn check_memory_folder(policy: &Policy) -> Result<()> {
+    let Some(memory) = policy.memory.as_deref() else { return Ok(()) };
+    let nests = |other: &str| {
+        let other = other.trim_matches('/');
+        !other.is_empty()
+            && (memory == other
+                || memory.strip_prefix(other).is_some_and(|rest| rest.starts_with('/'))
+                || other.strip_prefix(memory).is_some_and(|rest| rest.starts_with('/')))
+    };
+    let named = std::iter::once(("inbox", policy.inbox.as_str()))
+        .chain(policy.standards.iter().map(|f| ("standards", f.as_str())))
+        .chain(policy.read_also.iter().map(|f| ("read_also", f.as_str())));
+    for (key, other) in named {
+        if nests(other) {
+            return Err(invalid(format!(
+                "`memory.folder` {memory:?} overlaps `vault.{key}` {other:?}: the agent's memory must be a folder of its own"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `[memory] share_person`: principals' names, as tokens are named (`local`
+/// for stdio and the CLI, `oauth:<client>` for an OAuth client).
+fn principals(name: &str, value: &Value) -> Result<Vec<String>> {
+    let names = strings(name, value)?;
+    let mut found = Vec::new();
+    for raw in names {
+        let raw = raw.trim();
+        if raw.is_empty() || raw.len() > 200 || raw.chars().any(char::is_control) {
+            return Err(invalid(format!("`{name}` entry {raw:?} is not a principal's name")));
+        }
+        found.push(raw.to_owned());
+    }
+    Ok(found)
 }
 
 /// The `[replica]` being read, made on its first key.
@@ -228,7 +294,7 @@ fn interval(name: &str, value: &Value) -> Result<u64> {
 }
 
 /// The sections and keys `kb.toml` may hold.
-const SECTIONS: [(&str, &[&str]); 6] = [
+const SECTIONS: [(&str, &[&str]); 7] = [
     ("vault", &["notes", "standards", "inbox", "read_also", "deny"]),
     ("tags", &["registry"]),
     (
@@ -244,6 +310,7 @@ const SECTIONS: [(&str, &[&str]); 6] = [
     ("semantic", &["enabled", "model", "languages"]),
     ("history", &["enabled"]),
     ("replica", &["remote", "branch", "interval"]),
+    ("memory", &["enabled", "folder", "share_person"]),
 ];
 
 /// The largest limit accepted: 1 GiB.
@@ -251,7 +318,7 @@ const MAX_LIMIT: u64 = 1 << 30;
 
 const KEYS_HINT: &str = "kb.toml may hold [vault] notes, standards, inbox, read_also, deny; \
                          [tags] registry; [limits] read_max_bytes, read_page_bytes, proposal_max_bytes, pending_max_count, pending_max_bytes; \
-                         [semantic] enabled, model, languages; [history] enabled; [replica] remote, branch, interval; [lint] required, types, folders";
+                         [semantic] enabled, model, languages; [history] enabled; [replica] remote, branch, interval; [memory] enabled, folder, share_person; [lint] required, types, folders";
 
 /// A `true` or `false` value.
 fn boolean(name: &str, value: &Value) -> Result<bool> {
@@ -395,6 +462,7 @@ fn check_path(name: &str, raw: &str, path: &str, what: &str) -> Result<NotePath>
         inbox: String::new(),
         read_also: Vec::new(),
         deny: Vec::new(),
+        memory: None,
     };
     if naming.is_denied(path) {
         return Err(invalid(format!(

@@ -141,7 +141,9 @@ impl Engine {
             if self.sandbox().is_folder(&path) || holds_notes {
                 return None;
             }
-            let Some(area) = self.sandbox().area_of(&path).filter(|&area| area != Area::Inbox) else {
+            let Some(area) =
+                self.sandbox().area_of(&path).filter(|&area| !matches!(area, Area::Inbox | Area::Memory))
+            else {
                 continue;
             };
             // A template is listed as skipped by the walk.

@@ -61,7 +61,7 @@ pub(in crate::engine) fn kind_of(area: Area) -> NoteKind {
     match area {
         Area::Standard => NoteKind::Standard,
         Area::ReadAlso => NoteKind::ReadAlso,
-        Area::Note | Area::Inbox => NoteKind::Note,
+        Area::Note | Area::Inbox | Area::Memory => NoteKind::Note,
     }
 }
 

@@ -45,6 +45,9 @@ pub(super) fn not_writable(sandbox: &Sandbox, path: &NotePath) -> Error {
         Some(Area::Inbox) => {
             Error::denied(format!("{path} is in the proposals inbox, not in a notes folder"))
         }
+        Some(Area::Memory) => Error::denied(format!(
+            "{path} is in the agent's memory folder, which only `remember` adds to (the person edits it in their editor)"
+        )),
         Some(Area::Note) => Error::denied(format!("{path} may not be written")),
         None => outside_areas(sandbox, path),
     }

@@ -82,6 +82,10 @@ fn check_folder_area(sandbox: &Sandbox, shown: &NotePath, path: &NotePath) -> Re
     }
     let what = if shown == path { String::new() } else { format!(" (it resolves to {path})") };
     Err(match policy.area_of(path) {
+        Some(Area::Memory) => Error::denied(format!(
+            "the folder {shown} is the agent's memory{what}, which is not searched as notes"
+        ))
+        .with_hint("search without `folder`: the searches bring the memory this connection may read"),
         Some(_) => Error::denied(format!(
             "the folder {shown} is the proposals inbox{what}, which is not readable as notes"
         )),
@@ -126,6 +130,11 @@ pub(super) fn logical_area(sandbox: &Sandbox, path: &NotePath, used: Use) -> Res
         Some(Area::Inbox) => {
             Err(Error::denied(format!("{path} is in the proposals inbox, which is not readable as notes")))
         }
+        Some(Area::Memory) if used == Use::Internal => Ok(Area::Memory),
+        Some(Area::Memory) => Err(Error::denied(format!(
+            "{path} is in the agent's memory folder, which is not readable as notes"
+        ))
+        .with_hint("recall_context and the searches bring the memory this connection may read")),
         Some(area) if path.is_note() => Ok(area),
         Some(_) => {
             Err(Error::denied(format!("{path}: only Markdown notes (.md), canvases and PDFs can be read")))
@@ -168,6 +177,7 @@ fn check_real(sandbox: &Sandbox, path: &NotePath, area: Area, canonical: &Path) 
     let real_area = sandbox.policy.area_of(&real);
     let allowed = match area {
         Area::Inbox => real_area == Some(Area::Inbox),
+        Area::Memory => real_area == Some(Area::Memory) && real.is_markdown(),
         _ => real_area.is_some_and(is_readable) && real.is_note(),
     };
     if !allowed {

@@ -95,6 +95,8 @@ pub(in crate::sandbox) fn write_atomic(
 ) -> Result<()> {
     match sandbox.policy.area_of(path) {
         Some(Area::Inbox) => {}
+        // The memory only grows: an entry is written once, never replaced.
+        Some(Area::Memory) if mode == WriteMode::CreateNew && notes.is_none() && path.is_markdown() => {}
         // A file made from notes (a plan's create) may be a canvas brought back.
         Some(Area::Note) if notes.is_some() => check_whole_note_target(sandbox, path)?,
         Some(Area::Note) => check_note_target(sandbox, path)?,

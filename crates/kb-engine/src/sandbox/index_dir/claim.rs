@@ -202,6 +202,7 @@ fn check_location(sandbox: &Sandbox, shown: &Path, real: &Path) -> Result<()> {
             crate::sandbox::Area::Standard => "a standards folder",
             crate::sandbox::Area::ReadAlso => "a read_also folder",
             crate::sandbox::Area::Inbox => "the proposals inbox",
+            crate::sandbox::Area::Memory => "the agent's memory folder",
         };
         return Err(Error::invalid(format!(
             "the index folder {shown} lies inside {what} of the vault ({relative}): the index must not mix with notes"
