@@ -120,7 +120,14 @@ impl KbServer {
         let asks = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
         let metrics = (name == "get_vault_overview" && arguments.get("metrics") == Some(&Value::Bool(true)))
             .then(|| std::sync::Arc::new(self.shared.metrics_snapshot()));
-        let call_context = CallContext { access, apps, asks, metrics };
+        let principal = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Grant>())
+            .map_or_else(engine::types::Principal::local, |grant| {
+                engine::types::Principal::named(&grant.name)
+            });
+        let call_context = CallContext { access, apps, asks, metrics, principal };
         let tool = name.clone();
         let handed_off = Instant::now();
         let (result, stages) = blocking::run(move || {

@@ -12,7 +12,7 @@ use super::table::def;
 use crate::engine::Engine;
 use std::sync::Arc;
 
-use crate::engine::types::{Access, ServerMetrics};
+use crate::engine::types::{Access, Principal, ServerMetrics};
 use crate::error::Error;
 
 pub(super) fn parse<T: DeserializeOwned>(name: &str, arguments: Value) -> Result<T, Error> {
@@ -67,6 +67,9 @@ pub struct CallContext {
     /// The running server's metrics, for `get_vault_overview {metrics: true}`
     /// (taken by the server only for that call).
     pub metrics: Option<Arc<ServerMetrics>>,
+    /// Who is calling, for the agent's memory: the HTTP token's name, or
+    /// `local` over stdio.
+    pub principal: Principal,
 }
 
 impl CallContext {

@@ -148,7 +148,7 @@ pub(super) fn knowledge(r: &KnowledgeResults) -> String {
     let mut out = stale_line(r.stale.as_ref());
     let _ = write!(out, "{} `{}`", matching(r.results.len(), r.total), r.query);
     for (rank, hit) in r.results.iter().enumerate() {
-        let _ = write!(out, "\n{}. {} — {}", rank + 1, hit.path, hit.title);
+        let _ = write!(out, "\n{}. {}{} — {}", rank + 1, memory_mark(hit.memory), hit.path, hit.title);
         if !hit.description.is_empty() {
             let _ = write!(out, ": {}", hit.description);
         }
@@ -160,12 +160,27 @@ pub(super) fn content(r: &ContentResults) -> String {
     let mut out = stale_line(r.stale.as_ref());
     let _ = write!(out, "{} `{}`", matching(r.results.len(), r.total), r.query);
     for (rank, hit) in r.results.iter().enumerate() {
-        let _ = write!(out, "\n{}. {} — {}", rank + 1, hit.path, hit.title);
+        let _ = write!(out, "\n{}. {}{} — {}", rank + 1, memory_mark(hit.memory), hit.path, hit.title);
         for snippet in &hit.snippets {
             let _ = write!(out, "\n   L{}: {}", snippet.line, snippet.text);
         }
     }
     out
+}
+
+/// `[memory about the person] ` before a memory entry's line.
+fn memory_mark(about: Option<MemoryAbout>) -> String {
+    about.map(|about| format!("[memory about the {}] ", about.as_str())).unwrap_or_default()
+}
+
+pub(super) fn remembered(r: &Remembered) -> String {
+    format!(
+        "remembered (about the {}) in {}; this memory holds {} of {} entries. The person sees it as a note and may edit or delete it.",
+        r.about.as_str(),
+        r.path,
+        r.entries,
+        r.entries_max
+    )
 }
 
 pub(super) fn note(n: &NoteContent) -> String {

@@ -47,7 +47,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index (`fresh`?), skipped files, warnings, conflict copies, access, `replica`, `changes` (`cursor`: next `since`); `metrics`: per-tool calls, errors, latency.",
+        description: "Start here: folders, counts, index (`fresh`?), skipped files, warnings, conflict copies, access, `replica`, `memory`, `changes` (`cursor`: next `since`); `metrics`: per-tool calls, errors, latency.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -59,6 +59,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 if args.metrics == Some(true) {
                     overview.metrics = call.context.metrics.as_deref().cloned();
                 }
+                overview.memory = call.engine.memory_counts(&call.context.principal);
                 overview
             });
             let answer = answered(overview, render::overview);
@@ -79,7 +80,10 @@ pub(super) static TOOLS: &[ToolDef] = &[
         effect: Effect::Reads,
         input: input::<SearchArgs>,
         output: output::<KnowledgeResults>,
-        run: |call| call.answer(Engine::search_knowledge, render::knowledge),
+        run: |mut call| {
+            let args: SearchArgs = call.args()?;
+            answered(call.engine.search_knowledge_for(&args, &call.context.principal), render::knowledge)
+        },
     },
     ToolDef {
         name: "search_note_content",
@@ -89,7 +93,10 @@ pub(super) static TOOLS: &[ToolDef] = &[
         effect: Effect::Reads,
         input: input::<SearchArgs>,
         output: output::<ContentResults>,
-        run: |call| call.answer(Engine::search_note_content, render::content),
+        run: |mut call| {
+            let args: SearchArgs = call.args()?;
+            answered(call.engine.search_note_content_for(&args, &call.context.principal), render::content)
+        },
     },
     ToolDef {
         name: "read_note",
@@ -104,7 +111,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_standards",
         title: "List standards",
-        description: "The owner's rules for notes (how to write them, which keys and tags to use). Read the relevant ones before proposing.",
+        description: "The owner's rules for notes (how to write them, which keys and tags). Read the relevant ones before proposing.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<NoArgs>,
@@ -117,7 +124,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_tags",
         title: "List tags",
-        description: "Tags (frontmatter and inline; nested in full: type/x), note counts, whether registered; most used first. Prefer registered ones.",
+        description: "Tags (frontmatter and inline; nested in full: type/x), note counts, whether registered, most used first.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListTagsArgs>,
@@ -127,7 +134,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_related_notes",
         title: "Related notes",
-        description: "A note's links: outlinks, backlinks (with the linking line), broken links, and MOCs linking to it.",
+        description: "A note's outlinks, backlinks (with the linking line), broken links, and MOCs linking to it.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<NoteRefArgs>,
@@ -137,7 +144,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_recent_notes",
         title: "Recent notes",
-        description: "Notes changed in the last `days` days, newest first; sort=created: notes created then (frontmatter created/date, else file birth).",
+        description: "Notes changed in the last `days` days, newest first; sort=created: by creation (frontmatter created/date, else file birth).",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<RecentArgs>,
@@ -152,12 +159,15 @@ pub(super) static TOOLS: &[ToolDef] = &[
         effect: Effect::Reads,
         input: input::<RecallArgs>,
         output: output::<RecallPack>,
-        run: |call| call.answer(Engine::recall_context, render::recall),
+        run: |mut call| {
+            let args: RecallArgs = call.args()?;
+            answered(call.engine.recall_context_for(&args, &call.context.principal), render::recall)
+        },
     },
     ToolDef {
         name: "list_notes",
         title: "List a folder",
-        description: "A folder's notes and, on page 1, its subfolders with counts. Next page: `cursor` = `next_cursor` (same folder, tag, sort); by time, notes changed since come last.",
+        description: "A folder's notes and (page 1) its subfolders with counts. Next page: `cursor` = `next_cursor`, same folder, tag, sort.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListNotesArgs>,
@@ -177,7 +187,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "audit_vault",
         title: "Audit the vault",
-        description: "What needs care: broken links, orphans, [lint] frontmatter, duplicate titles, unlinked mentions, notes missing from a MOC...; `fix` stages mechanical fixes.",
+        description: "What needs care: broken links, orphans, [lint] frontmatter, duplicate titles, unlinked mentions, notes a MOC lacks...; `fix` stages mechanical fixes.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<AuditArgs>,
@@ -270,6 +280,19 @@ pub(super) static TOOLS: &[ToolDef] = &[
         input: input::<RestoreArgs>,
         output: output::<RestoreResult>,
         run: |call| call.answer(Engine::propose_restore, render::proposed_restore),
+    },
+    ToolDef {
+        name: "remember",
+        title: "Remember",
+        description: "Keep one fact you learned (about the person or the vault) in your memory: a dated note the person can edit; brought back first by recall_context and searches. Not for notes: propose those.",
+        level: Access::Propose,
+        effect: Effect::Stages,
+        input: input::<RememberArgs>,
+        output: output::<Remembered>,
+        run: |mut call| {
+            let args: RememberArgs = call.args()?;
+            answered(call.engine.remember(&args, &call.context.principal), render::remembered)
+        },
     },
     ToolDef {
         name: "list_proposals",

@@ -451,7 +451,7 @@ async fn each_token_sees_and_may_call_only_what_its_scope_grants() {
         .iter()
         .map(|level| kb_mcp::tools::list(*level, false).len())
         .collect();
-    assert!(counts[0] >= 8 && counts[1] == counts[0] + 8 && counts[2] == counts[1] + 1, "{counts:?}");
+    assert!(counts[0] >= 8 && counts[1] == counts[0] + 9 && counts[2] == counts[1] + 1, "{counts:?}");
     let [reader, proposer, applier] = [&clients[0], &clients[1], &clients[2]];
 
     let overview = call(reader, "get_vault_overview", json!({})).await.unwrap();
@@ -1440,4 +1440,112 @@ async fn metrics_count_every_call_and_only_a_metrics_token_reads_them() {
     assert!(line["bytes"].as_u64().unwrap() > 0 && line["ms"].as_f64().is_some(), "{line}");
     assert!(!log.contains("卡片笔记"), "a query reaches the log only at debug level");
     client.cancel().await.unwrap();
+}
+
+/// Issue 39: what one token's agent remembers about the person, another
+/// token's agent reads in no tool, resource or error; what agents remember
+/// about the vault, every token reads; tokens the person names in
+/// `[memory] share_person` share one memory of the person.
+#[tokio::test(flavor = "multi_thread")]
+async fn issue39_a_tokens_memory_of_the_person_is_its_own_unless_shared() {
+    // The entry's name holds its first words; the rest is in the file alone.
+    const SECRET: &str = "Alice is quietly interviewing at Zanzibar Labs next Tuesday; codeword PLUMTREE";
+    let (server, secrets) =
+        Server::start(&[("alice", Access::Propose), ("bob", Access::Propose), ("carol", Access::Read)], &[]);
+    let alice = server.connect(&secrets[0]).await;
+    let bob = server.connect(&secrets[1]).await;
+    let carol = server.connect(&secrets[2]).await;
+
+    let kept = call(&alice, "remember", json!({"about": "person", "text": SECRET, "category": "plans"}))
+        .await
+        .unwrap();
+    assert_eq!(error_code(&kept), None, "{kept:?}");
+    let path = kept.structured_content.unwrap()["path"].as_str().unwrap().to_owned();
+    assert!(path.starts_with("Agent memory/person/alice/"), "{path}");
+    let shared = call(
+        &bob,
+        "remember",
+        json!({"about": "vault", "text": "Meeting notes live under z/meetings by year"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(error_code(&shared), None);
+    let audit = std::fs::read_to_string(server.vault.join("inbox/_applied.jsonl")).unwrap();
+    assert!(audit.contains("\"principal\":\"alice\"") && audit.contains("\"principal\":\"bob\""), "{audit}");
+
+    // Alice's agent finds it; nobody else's does, in any tool.
+    let recalled = call(&alice, "recall_context", json!({"topic": "Zanzibar Labs interview"})).await.unwrap();
+    let first = &recalled.structured_content.unwrap()["items"][0];
+    assert_eq!(first["memory"], "person");
+    assert!(
+        first["text"].as_str().unwrap().contains("PLUMTREE"),
+        "what the others must not see is there: {first}"
+    );
+    let uri = format!("kb://note/{}", path.replace(' ', "%20"));
+    for (who, client) in [("bob", &bob), ("carol", &carol)] {
+        let mut answers = Vec::new();
+        for (tool, args) in [
+            ("search_knowledge", json!({"query": "Zanzibar Labs interviewing"})),
+            ("search_note_content", json!({"query": "Zanzibar Labs interviewing"})),
+            ("recall_context", json!({"topic": "Zanzibar Labs interview next Tuesday"})),
+            ("get_vault_overview", json!({})),
+            ("read_note", json!({"path": path})),
+            ("get_related_notes", json!({"path": path})),
+            ("list_history", json!({"path": path})),
+            ("list_notes", json!({"folder": "Agent memory/person/alice"})),
+            ("list_recent_notes", json!({})),
+            ("list_tags", json!({})),
+            ("audit_vault", json!({})),
+            (
+                "propose_note_patch",
+                json!({"path": path, "base_hash": "sha256:00", "edits": [{"op": "append", "text": "x"}], "reason": "r"}),
+            ),
+            ("propose_delete", json!({"path": path, "reason": "r"})),
+        ] {
+            let answer = call(client, tool, args).await.unwrap();
+            answers.push(serde_json::to_string(&answer).unwrap());
+        }
+        let resource = client.read_resource(ReadResourceRequestParams::new(uri.clone())).await;
+        answers.push(format!("{resource:?}"));
+        answers.push(client.list_resources(None).await.map(|r| format!("{r:?}")).unwrap_or_default());
+        for answer in &answers {
+            assert!(!answer.contains("PLUMTREE"), "{who} learned alice's memory: {answer}");
+        }
+        let overview =
+            call(client, "get_vault_overview", json!({})).await.unwrap().structured_content.unwrap();
+        assert_eq!(overview["memory"]["person"], 0, "{who}");
+        assert_eq!(overview["memory"]["vault"], 1, "{who} reads the vault's memory");
+        let found =
+            call(client, "search_knowledge", json!({"query": "where do meeting notes live"})).await.unwrap();
+        assert_eq!(found.structured_content.unwrap()["results"][0]["memory"], "vault", "{who}");
+    }
+    // A read token lists no `remember` and is refused it.
+    let refused = call(&carol, "remember", json!({"about": "person", "text": "x"})).await.unwrap();
+    assert_eq!(error_code(&refused).as_deref(), Some("permission_denied"));
+    for client in [alice, bob, carol] {
+        client.cancel().await.unwrap();
+    }
+    drop(server);
+
+    // Shared by the person's choice: alice and bob keep one memory of the person.
+    let (server, secrets) =
+        Server::start_on(&[("alice", Access::Propose), ("bob", Access::Propose)], &[], |vault| {
+            let toml = std::fs::read_to_string(vault.join("kb.toml")).unwrap();
+            std::fs::write(
+                vault.join("kb.toml"),
+                format!("{toml}\n[memory]\nshare_person = [\"alice\", \"bob\"]\n"),
+            )
+            .unwrap();
+        });
+    let alice = server.connect(&secrets[0]).await;
+    let bob = server.connect(&secrets[1]).await;
+    let kept = call(&alice, "remember", json!({"about": "person", "text": SECRET})).await.unwrap();
+    let path = kept.structured_content.unwrap()["path"].as_str().unwrap().to_owned();
+    assert!(path.starts_with("Agent memory/person/@shared/"), "{path}");
+    let recalled = call(&bob, "recall_context", json!({"topic": "Zanzibar Labs interview"})).await.unwrap();
+    let items = &recalled.structured_content.unwrap()["items"];
+    assert_eq!(items[0]["path"], path.as_str(), "{items}");
+    for client in [alice, bob] {
+        client.cancel().await.unwrap();
+    }
 }

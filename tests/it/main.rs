@@ -24,6 +24,7 @@ mod history;
 mod http;
 mod index_folder;
 mod mcp;
+mod memory;
 mod oauth;
 mod pdf;
 mod pdf_make;

@@ -20,6 +20,7 @@ mod helped;
 mod history;
 mod linkers;
 mod list;
+mod memory;
 mod pdf;
 mod person;
 mod read;
@@ -37,6 +38,7 @@ pub use conventions::{
     CONVENTIONS_SKILL_DESCRIPTION, CONVENTIONS_SKILL_MAX_BYTES, CONVENTIONS_SKILL_NAME, skill_frontmatter,
 };
 pub use history::HistoryReport;
+pub use memory::{ENTRY_MAX_BYTES, MEMORY_MAX_BYTES, MEMORY_MAX_ENTRIES};
 pub use pdf::{
     CHILD_CPU_SECONDS, CHILD_MEMORY_MAX, EXTRACT_TIMEOUT, PDF_MAX_BYTES, PdfExtractor, extract_pdf_child,
 };
@@ -139,6 +141,8 @@ pub struct Engine {
     history: history::HistoryLayer,
     /// The clone's agreement with its remote (see `replica.rs`).
     replica: replica::ReplicaLayer,
+    /// The memory folders read so far, indexed (see `memory.rs`).
+    memory: memory::MemoryShelves,
 }
 
 impl std::fmt::Debug for Engine {
@@ -214,6 +218,7 @@ impl Engine {
             semantic: semantic::SemanticLayer::default(),
             history: history::HistoryLayer::default(),
             replica: replica::ReplicaLayer::default(),
+            memory: memory::MemoryShelves::default(),
         })
     }
 

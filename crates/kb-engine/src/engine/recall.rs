@@ -32,6 +32,9 @@ const MIN_PIECE: u32 = 60;
 /// Largest file read for a pack.
 const FILE_MAX: u64 = 8 * 1024 * 1024;
 
+/// The most tokens one memory entry takes of a pack.
+const MEMORY_TOKENS: u32 = 300;
+
 /// Tokens a text may take, estimated high: one per CJK character, one per three
 /// other characters (English averages about four).
 pub fn estimate_tokens(text: &str) -> u32 {
@@ -132,8 +135,22 @@ impl Engine {
         Some((text, note))
     }
 
-    /// `recall_context`.
+    /// `recall_context`, from the notes alone.
     pub fn recall_context(&self, args: &RecallArgs) -> Result<RecallPack> {
+        self.recall_with(args, Vec::new())
+    }
+
+    /// `recall_context` for a principal: the memory entries it may read that
+    /// answer the topic come first, flagged, then the notes.
+    pub fn recall_context_for(&self, args: &RecallArgs, principal: &Principal) -> Result<RecallPack> {
+        let memory = match args.folder {
+            Some(_) => Vec::new(),
+            None => self.memory_recall(&args.topic, principal),
+        };
+        self.recall_with(args, memory)
+    }
+
+    fn recall_with(&self, args: &RecallArgs, memory: Vec<RecallItem>) -> Result<RecallPack> {
         let budget = RECALL_BUDGET.check("budget_tokens", args.budget_tokens)?;
         let search = SearchArgs {
             query: args.topic.clone(),
@@ -160,6 +177,9 @@ impl Engine {
         fused.truncate(MATCHES);
 
         let mut pack = Pack { budget, used: 0, items: Vec::new(), seen: BTreeSet::new(), full: false };
+        for item in memory {
+            pack.push(item, MEMORY_TOKENS);
+        }
         for (path, score, line) in &fused {
             let Some((text, note)) = self.note_text(path) else { continue };
             let (section, piece) = match line {
@@ -173,6 +193,7 @@ impl Engine {
                 text: piece.to_owned(),
                 reason: "match".to_owned(),
                 score: *score,
+                memory: None,
             };
             if !pack.push(item, SECTION_TOKENS) {
                 break;
@@ -222,6 +243,7 @@ impl Engine {
                     text: opening,
                     reason: format!("{relation} of {path}"),
                     score: score / 2.0,
+                    memory: None,
                 };
                 if !pack.push(item, OPENING_TOKENS) {
                     break 'expand;

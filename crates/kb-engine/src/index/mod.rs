@@ -22,6 +22,7 @@ mod fusion;
 mod fuzzy;
 mod language;
 mod language_column;
+mod memory;
 mod open;
 mod query;
 mod read_only;
@@ -35,6 +36,7 @@ mod tokenizer;
 mod writer;
 
 pub use baseline::BaselineIndex;
+pub use memory::MemoryIndex;
 pub use open::OpenedIndex;
 pub use script::{is_cjk, is_han, is_hangul, is_kana};
 pub use search::{

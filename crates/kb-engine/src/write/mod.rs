@@ -36,9 +36,10 @@ mod review;
 mod text;
 
 pub use apply::{
-    Actor, Applied, ApplyIndex, ApplyStatus, NewText, Planned, PlannedFile, Recovery, Rejected, Step, apply,
-    apply_with_failpoint, apply_with_index, audit_log_path, inbox_file_travels, interrupted, planned_files,
-    recover, recover_applies, reject, settle_applied, with_inbox_lock, write_moved,
+    Actor, Applied, ApplyIndex, ApplyStatus, MemoryEntry, NewText, Planned, PlannedFile, Recovery, Rejected,
+    Remembered, Step, apply, apply_with_failpoint, apply_with_index, audit_log_path, inbox_file_travels,
+    interrupted, planned_files, recover, recover_applies, reject, remember, settle_applied, with_inbox_lock,
+    write_moved,
 };
 pub use inbox::{
     AuditMark, AuditSince, ConflictCopy, ProposalKind, ProposalStatus, audit_since, conflict_copies,

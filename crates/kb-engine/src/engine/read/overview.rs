@@ -79,6 +79,7 @@ impl Engine {
             warnings: self.warnings(),
             conflict_copies: self.conflict_copies(),
             metrics: None,
+            memory: None,
             replica: self.replica_status(),
         })
     }

@@ -127,6 +127,7 @@ impl Engine {
                     weak: hit.weak,
                     lexical_only: plan.lexical_only(&hit.record.path),
                     explain: plan.explain(&f, hit.explanation, request.explain),
+                    memory: None,
                 })
             })
             .collect();
@@ -186,6 +187,7 @@ impl Engine {
                 weak: hit.weak,
                 lexical_only: plan.lexical_only(&hit.record.path),
                 explain: plan.explain(f, hit.explanation, request.explain),
+                memory: None,
             });
             records.push((hit.record, f.near.as_ref().map(|near| near.line)));
         }

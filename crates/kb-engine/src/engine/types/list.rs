@@ -13,11 +13,11 @@ use super::is_zero;
 pub struct ListNotesArgs {
     /// The folder to list, vault-relative (default: the vault's top level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "Vault-relative folder (default: the top level).")]
+    #[schemars(description = "Folder (default: the top level).")]
     pub folder: Option<String>,
     /// Only notes carrying this tag (a parent tag matches its children).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "Only notes with this tag (`type` matches `type/x`).")]
+    #[schemars(description = "Only notes with this tag (`type` takes `type/x`).")]
     pub tag: Option<String>,
     /// `path` (default), `updated` or `created` (newest first).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,6 +13,7 @@ mod bounds;
 mod history;
 mod links;
 mod list;
+mod memory;
 mod overview;
 mod proposals;
 mod read;
@@ -31,6 +32,7 @@ pub use bounds::{
 pub use history::{HistoryArgs, HistoryResults, HistoryVersion, RestoreArgs, RestoreResult, VersionBy};
 pub use links::{BacklinkOut, BrokenLink, BrokenReason, NoteRefArgs, NoteTitle, Outlink, Related};
 pub use list::{FolderCount, ListNotesArgs, ListSort, ListedNote, NoteList, Tree, TreeNote};
+pub use memory::{MemoryAbout, MemoryCounts, Principal, RememberArgs, Remembered};
 pub use overview::{
     ChangedNote, Changes, Counts, IndexActivity, IndexLocation, IndexState, NoArgs, Overview, OverviewArgs,
     ProposalEvent, ReplicaStatus, Roots, ServerIdentity, ServerMetrics, SkippedOut, Stale, ToolMetrics,

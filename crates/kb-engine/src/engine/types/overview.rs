@@ -119,6 +119,11 @@ pub struct Overview {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub metrics: Option<ServerMetrics>,
+    /// The agent's memory this connection may read, counted: published as
+    /// a plain object (its fields are [`super::MemoryCounts`]'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub memory: Option<super::MemoryCounts>,
     /// The clone's agreement with its remote (`[replica]` only): published
     /// as a plain object (its fields are [`ReplicaStatus`]'s).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -119,7 +119,7 @@ pub struct Standards {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListTagsArgs {
-    /// Only tags starting with this, e.g. `type/`.
+    /// Only tags starting with this (`type/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
     /// How many tags ([`TAGS_LIMIT`]).

@@ -42,6 +42,10 @@ pub struct RecallItem {
     pub reason: String,
     /// Relevance (matches: the search score; neighbours: their match's score, halved).
     pub score: f32,
+    /// An entry of the agent's memory (`person`/`vault`), not a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub memory: Option<super::MemoryAbout>,
 }
 
 /// `recall_context` result.

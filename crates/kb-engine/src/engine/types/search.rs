@@ -13,7 +13,7 @@ use crate::index::SearchPasses;
 pub struct SearchArgs {
     /// Words, `"exact phrase"`, `-excluded`.
     pub query: String,
-    /// Only notes with all these tags (`type` matches `type/x`).
+    /// Only notes with all these tags (`type` takes `type/x`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
     /// Only notes under this folder.
@@ -100,6 +100,10 @@ pub struct KnowledgeHit {
     /// Why it scored, when `explain` was true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<serde_json::Value>,
+    /// An entry of the agent's memory (`person`/`vault`), not a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub memory: Option<super::MemoryAbout>,
 }
 
 /// `search_knowledge` result.
@@ -163,6 +167,10 @@ pub struct ContentHit {
     /// Why it scored, when `explain` was true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<serde_json::Value>,
+    /// An entry of the agent's memory (`person`/`vault`), not a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub memory: Option<super::MemoryAbout>,
 }
 
 /// `search_note_content` result.

@@ -33,6 +33,7 @@
 mod archive;
 mod finish;
 mod index;
+mod memory;
 mod multi;
 mod recover;
 mod replicated;
@@ -41,6 +42,7 @@ mod step;
 
 pub use finish::{Actor, Applied, ApplyStatus, Rejected};
 pub use index::{ApplyIndex, NewText};
+pub use memory::{MemoryEntry, Remembered, remember};
 pub use recover::{Recovery, interrupted, recover, recover_applies};
 pub use replicated::{
     Planned, PlannedFile, audit_log_path, inbox_file_travels, planned_files, settle_applied, with_inbox_lock,

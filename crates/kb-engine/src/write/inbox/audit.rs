@@ -77,7 +77,8 @@ impl AuditLog {
         self.last_id.as_deref()
     }
 
-    /// Appends one line, the proposal `proposal_id`'s, and returns it as JSON.
+    /// Appends one line, the proposal `proposal_id`'s (`""` for a line of no
+    /// proposal: a memory entry's), and returns it as JSON.
     pub(crate) fn append(
         &mut self,
         sandbox: &Sandbox,
@@ -94,7 +95,7 @@ impl AuditLog {
         bytes.push(b'\n');
         sandbox.append_inbox(&self.path, &bytes)?;
         self.clean_end = true;
-        self.last_id = Some(proposal_id.to_owned());
+        self.last_id = (!proposal_id.is_empty()).then(|| proposal_id.to_owned());
         serde_json::from_str(&text)
             .map_err(|err| Error::internal(format!("cannot read back the audit line: {err}")))
     }
