@@ -1371,6 +1371,8 @@ fn run_suite(transport: Transport) {
     lap("tool poisoning");
     let cases = hostile_table(&mut server, &fx, &tools, &mut findings);
     lap("hostile table");
+    hostile_memory_entries(&mut server, &fx, &mut findings);
+    lap("hostile memory entries");
     hostile_resource_uris(&mut server, &fx, &mut findings);
     legitimate_searches_for_the_secrets(&mut server, &tools, &mut findings);
     lap("resource URIs and legitimate searches");
@@ -1512,6 +1514,85 @@ fn hostile_table(server: &mut Server, fx: &Fixture, tools: &[Value], findings: &
     }
     eprintln!("{} hostile inputs x {} targets", rows.len(), targets.len());
     cases
+}
+
+/// Issue 39: every hostile input as `remember`'s `category` and as the
+/// targets of links in its `text`. A category must be a plain word, so each
+/// is refused unless it is one; a link is refused when it leads into a denied
+/// or internal place or out of the vault. Whatever the answer, nothing
+/// changes outside the memory folder and the audit log, and an entry lands
+/// only in the connection's memory of the person. The entries are removed
+/// afterwards (and the audit log put back) so later sections see the vault
+/// as they expect.
+fn hostile_memory_entries(server: &mut Server, fx: &Fixture, findings: &mut Findings) {
+    let audit = fx.vault.join("inbox/_applied.jsonl");
+    let audit_before = fs::read(&audit).ok();
+    let mut before = fx.state();
+    let plain = |text: &str| {
+        let text = text.trim();
+        !text.is_empty()
+            && text.chars().count() <= 40
+            && text.chars().all(|c| c.is_alphanumeric() || c == ' ' || c == '-' || c == '_')
+    };
+    let mut landed = 0;
+    for row in table(fx) {
+        let input = row.input.as_str();
+        for (what, arguments) in [
+            ("category", json!({"about": "person", "text": "attack probe", "category": input})),
+            (
+                "link",
+                json!({"about": "person", "text": format!("attack probe [[{input}]] and [x]({input})")}),
+            ),
+        ] {
+            let got = Got::of(server.call("remember", arguments));
+            match &got {
+                Got::Ok(entry) => {
+                    landed += 1;
+                    let path = entry["path"].as_str().unwrap_or_default();
+                    findings.check(path.starts_with("Agent memory/person/local/"), || {
+                        format!("remember {what} {input:?} wrote {path}")
+                    });
+                    findings.check(what != "category" || plain(input), || {
+                        format!("remember took {input:?} as a category")
+                    });
+                    // A link out of the vault, when the text really forms one (a line
+                    // break or a bracket in it ends the link first).
+                    let forms_link =
+                        !input.chars().any(|c| c.is_whitespace() || c.is_control() || "[]()|#^".contains(c));
+                    findings.check(what != "link" || !forms_link || !input.contains("../"), || {
+                        format!("remember took a link to {input:?}")
+                    });
+                }
+                Got::Code(code) => findings
+                    .check(["invalid_argument", "path_denied", "too_large"].contains(&code.as_str()), || {
+                        format!("remember {what} {input:?}: {}", got.short())
+                    }),
+                _ => findings.check(false, || format!("remember {what} {input:?}: {}", got.short())),
+            }
+            let after = fx.state();
+            let changed: Vec<String> = changes(&before, &after)
+                .into_iter()
+                .filter(|key| {
+                    key != "vault/Agent memory"
+                        && !key.starts_with("vault/Agent memory/")
+                        && key != "vault/inbox/_applied.jsonl"
+                        && key != "vault/inbox/_apply.lock"
+                })
+                .collect();
+            findings.check(changed.is_empty(), || format!("remember {what} {input:?} changed {changed:?}"));
+            before = after;
+        }
+    }
+    findings.check(landed > 0, || {
+        "no hostile memory entry was even accepted: the check proves nothing".to_owned()
+    });
+    let _ = fs::remove_dir_all(fx.vault.join("Agent memory"));
+    match audit_before {
+        Some(bytes) => fs::write(&audit, bytes).unwrap(),
+        None => {
+            let _ = fs::remove_file(&audit);
+        }
+    }
 }
 
 /// One hostile input through one target: the answer must be `want` (or the
