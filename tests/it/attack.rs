@@ -1549,9 +1549,10 @@ fn hostile_memory_entries(server: &mut Server, fx: &Fixture, findings: &mut Find
                 Got::Ok(entry) => {
                     landed += 1;
                     let path = entry["path"].as_str().unwrap_or_default();
-                    findings.check(path.starts_with("Agent memory/person/local/"), || {
-                        format!("remember {what} {input:?} wrote {path}")
-                    });
+                    findings
+                        .check(path.starts_with("Agent memory/person/") && !path.contains("/../"), || {
+                            format!("remember {what} {input:?} wrote {path}")
+                        });
                     findings.check(what != "category" || plain(input), || {
                         format!("remember took {input:?} as a category")
                     });

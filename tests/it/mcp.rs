@@ -616,8 +616,8 @@ async fn propose_then_apply_over_mcp_writes_the_note_and_makes_it_findable_at_on
     let tools = client.list_tools(None).await.unwrap().tools;
     assert_eq!(
         tools.len(),
-        21,
-        "the twelve tools, recall_context, list_notes, list_history, audit_vault, propose_move, propose_delete, propose_batch, revert_proposal and propose_restore at --access apply"
+        22,
+        "the twelve tools, recall_context, list_notes, list_history, audit_vault, propose_move, propose_delete, propose_batch, revert_proposal, propose_restore and remember at --access apply"
     );
     let apply_tool = tools.iter().find(|t| t.name == "apply_proposal").unwrap().annotations.clone().unwrap();
     assert_eq!((apply_tool.read_only_hint, apply_tool.destructive_hint), (Some(false), Some(true)));
@@ -772,7 +772,7 @@ async fn propose_level_cannot_apply() {
     let client = connect(&vault, "propose").await;
     let names: Vec<String> =
         client.list_tools(None).await.unwrap().tools.into_iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names.len(), 20);
+    assert_eq!(names.len(), 21);
     assert!(!names.contains(&"apply_proposal".to_owned()));
     let told = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
     assert!(told.contains("propose_new_note") && told.contains("cannot apply"), "{told}");
