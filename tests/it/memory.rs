@@ -174,12 +174,24 @@ fn memory_comes_first_in_recall_flagged_in_searches_counted_and_never_served_as_
     let overview = engine.overview(Caller::Cli).unwrap();
     assert!(overview.changes.applied.is_empty() && overview.index.fresh, "{:?}", overview.changes);
 
-    // The person edits and deletes entries in their editor: the next call knows.
-    fs::write(vault.join(&kept.path), "---\nmemory: person\n---\nThe defence moved to 20 April.\n").unwrap();
-    let pack = engine
-        .recall_context_for(&RecallArgs { topic: "thesis defence date".into(), ..Default::default() }, &local)
-        .unwrap();
+    // The person edits and deletes entries in their editor. Saved through a
+    // rename (most editors), the next call knows; saved in place, a call
+    // within two seconds does.
+    let recall = |topic: &str| {
+        engine.recall_context_for(&RecallArgs { topic: topic.into(), ..Default::default() }, &local).unwrap()
+    };
+    let file = vault.join(&kept.path);
+    let saved = file.with_extension("tmp");
+    fs::write(&saved, "---\nmemory: person\n---\nThe defence moved to 20 April.\n").unwrap();
+    fs::rename(&saved, &file).unwrap();
+    let pack = recall("thesis defence date");
     assert!(pack.items[0].text.contains("20 April"), "{:?}", pack.items[0]);
+    fs::write(&file, "---\nmemory: person\n---\nThe defence moved again, to 4 May.\n").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !recall("thesis defence date").items[0].text.contains("4 May") {
+        assert!(std::time::Instant::now() < deadline, "an edit in place is never seen");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     fs::remove_file(vault.join(&kept.path)).unwrap();
     assert_eq!(engine.memory_counts(&local).unwrap().person, 0);
     let pack = engine

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
@@ -43,12 +43,30 @@ const CATEGORY_MAX_CHARS: usize = 40;
 const MEMORY_HITS: usize = 3;
 /// An entry file larger than this (a person's edit) is not read.
 const ENTRY_FILE_MAX: u64 = 64 << 10;
+/// How long a listing stands while the folder's own time is unchanged: an
+/// entry added, removed or renamed changes the folder's time at once; one
+/// edited in place (not through a rename), or changed in a folder the person
+/// made inside it, is seen within this.
+const RELIST_AFTER: Duration = Duration::from_secs(2);
 /// The shared memory of the person's folder: a name no token can have.
 const SHARED: &str = "@shared";
 
-/// One readable memory folder, indexed, with the listing it was built from.
+/// A listing of a memory folder: each entry's path, size and time.
+type Listing = Vec<(String, u64, SystemTime)>;
+
+/// One readable memory folder, indexed, with the listing it was built from
+/// and when that listing was last found current.
 struct Shelf {
-    listing: Vec<(String, u64, SystemTime)>,
+    /// The folder's own modification time when last listed.
+    stamp: SystemTime,
+    /// When the listing was last taken.
+    listed: Instant,
+    listing: Arc<Listing>,
+    books: Arc<Books>,
+}
+
+/// A memory folder's entries and their index.
+struct Books {
     entries: HashMap<String, Entry>,
     index: MemoryIndex,
 }
@@ -62,7 +80,7 @@ struct Entry {
 
 /// The indexed memory folders, by folder.
 #[derive(Default)]
-pub(super) struct MemoryShelves(Mutex<HashMap<String, Arc<Shelf>>>);
+pub(super) struct MemoryShelves(Mutex<HashMap<String, Shelf>>);
 
 /// A memory entry found for a query.
 struct Found {
@@ -119,8 +137,8 @@ impl Engine {
         let count = |about| {
             memory_folder(&policy, &config.memory.share_person, about, principal)
                 .ok()
-                .and_then(|folder| self.sandbox().list_memory(&folder).ok())
-                .map_or(0, |files| files.len() as u64)
+                .and_then(|folder| self.shelf(&folder))
+                .map_or(0, |books| books.entries.len() as u64)
         };
         Some(MemoryCounts {
             folder: root,
@@ -248,38 +266,56 @@ impl Engine {
             .collect()
     }
 
-    /// A memory folder's index, rebuilt when its listing changed; `None`
-    /// when it holds nothing readable.
-    fn shelf(&self, folder: &NotePath) -> Option<Arc<Shelf>> {
+    /// A memory folder's entries and index, rebuilt when its listing
+    /// changed; `None` when it holds nothing readable. The folder is listed
+    /// again when its own time changed or [`RELIST_AFTER`] passed, so a
+    /// search pays one look at the folder, not a walk of it.
+    fn shelf(&self, folder: &NotePath) -> Option<Arc<Books>> {
         let sandbox = self.sandbox();
+        let stamp = sandbox.memory_folder_time(folder)?;
+        let key = folder.as_str();
+        {
+            let shelves = self.memory.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(shelf) = shelves.get(key)
+                && shelf.stamp == stamp
+                && shelf.listed.elapsed() < RELIST_AFTER
+            {
+                return Some(shelf.books.clone());
+            }
+        }
         let files = sandbox.list_memory(folder).ok()?;
-        if files.is_empty() {
-            return None;
-        }
-        let listing: Vec<(String, u64, SystemTime)> =
+        let listing: Listing =
             files.iter().map(|f| (f.path.as_str().to_owned(), f.stat.size, f.stat.modified)).collect();
-        let mut shelves = self.memory.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(shelf) = shelves.get(folder.as_str()).filter(|shelf| shelf.listing == listing) {
-            return Some(shelf.clone());
-        }
-        let mut entries = HashMap::new();
-        for file in files.iter().filter(|file| file.stat.size <= ENTRY_FILE_MAX) {
-            let Ok(bytes) = sandbox.read(&file.path, ENTRY_FILE_MAX) else { continue };
-            let Ok(text) = decode_note(&bytes) else { continue };
-            let note = parse_note(&file.path, text);
-            let body = note.body(text).trim().to_owned();
-            entries.insert(file.path.as_str().to_owned(), Entry { title: note.title, text: body });
-        }
-        let index =
-            MemoryIndex::build(entries.iter().map(|(path, entry)| (path.as_str(), entry.text.as_str())))
+        let kept = {
+            let shelves = self.memory.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            shelves.get(key).filter(|shelf| *shelf.listing == listing).map(|shelf| shelf.books.clone())
+        };
+        let books = match kept {
+            Some(books) => books,
+            None => {
+                let mut entries = HashMap::new();
+                for file in files.iter().filter(|file| file.stat.size <= ENTRY_FILE_MAX) {
+                    let Ok(bytes) = sandbox.read(&file.path, ENTRY_FILE_MAX) else { continue };
+                    let Ok(text) = decode_note(&bytes) else { continue };
+                    let note = parse_note(&file.path, text);
+                    let body = note.body(text).trim().to_owned();
+                    entries.insert(file.path.as_str().to_owned(), Entry { title: note.title, text: body });
+                }
+                let index = MemoryIndex::build(
+                    entries.iter().map(|(path, entry)| (path.as_str(), entry.text.as_str())),
+                )
                 .ok()?;
-        let shelf = Arc::new(Shelf { listing, entries, index });
+                Arc::new(Books { entries, index })
+            }
+        };
+        let mut shelves = self.memory.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // A handful of principals at most; a server serving hundreds keeps the last few.
         if shelves.len() >= 64 {
             shelves.clear();
         }
-        shelves.insert(folder.as_str().to_owned(), shelf.clone());
-        Some(shelf)
+        let shelf = Shelf { stamp, listed: Instant::now(), listing: Arc::new(listing), books: books.clone() };
+        shelves.insert(key.to_owned(), shelf);
+        (!books.entries.is_empty()).then_some(books)
     }
 
     /// An entry's links may not point into a denied or internal place, out

@@ -23,6 +23,21 @@ pub struct MemoryFile {
 }
 
 impl Sandbox {
+    /// The modification time of a folder of the memory (a real folder, not
+    /// a link); `None` when it does not exist. It changes whenever an entry
+    /// is added, removed or renamed in it.
+    pub fn memory_folder_time(&self, folder: &NotePath) -> Option<std::time::SystemTime> {
+        if self.area_of(folder) != Some(Area::Memory) {
+            return None;
+        }
+        let disk =
+            folder.as_str().split('/').fold(self.root().to_path_buf(), |disk, segment| disk.join(segment));
+        std::fs::symlink_metadata(&disk)
+            .ok()
+            .filter(|meta| meta.is_dir())
+            .and_then(|meta| meta.modified().ok())
+    }
+
     /// The Markdown files under `folder` (a folder of the memory), at any
     /// depth, sorted by path; empty when the folder does not exist. Symbolic
     /// links (to files or folders) are left out, as are names that are not
