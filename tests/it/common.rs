@@ -430,6 +430,15 @@ impl Editing {
 }
 
 /// Writes `text` to the vault file `rel`, creating its folders.
+/// The audit log's lines, parsed (none when there is no log).
+pub fn audit_lines(vault: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(vault.join("inbox/_applied.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 pub fn put(vault: &Path, rel: &str, text: &str) {
     let path = vault.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

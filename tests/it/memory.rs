@@ -10,9 +10,9 @@ use std::path::Path;
 use kb_mcp::engine::types::*;
 use kb_mcp::engine::{Engine, EngineOptions, MEMORY_MAX_ENTRIES};
 use kb_mcp::error::ErrorCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::common;
+use crate::common::{self, audit_lines};
 use crate::mcp::{call, connect};
 
 fn open(vault: &Path) -> Engine {
@@ -44,14 +44,6 @@ fn outside_memory(vault: &Path) -> Vec<(String, Vec<u8>)> {
                 && !path.starts_with(".kb/")
                 && path != "inbox/_apply.lock"
         })
-        .collect()
-}
-
-fn audit_lines(vault: &Path) -> Vec<Value> {
-    fs::read_to_string(vault.join("inbox/_applied.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
         .collect()
 }
 

@@ -11,7 +11,7 @@
     reason = "the tests build and inspect vaults on disk"
 )]
 
-use crate::common::{self, put, read};
+use crate::common::{self, audit_lines, put, read};
 
 use std::fs;
 use std::path::Path;
@@ -78,14 +78,6 @@ fn folders(vault: &Path) -> Vec<String> {
         .filter(|entry| entry.file_type().is_dir())
         .map(|entry| entry.path().strip_prefix(vault).unwrap().to_string_lossy().replace('\\', "/"))
         .filter(|path| !path.starts_with("inbox") && !path.starts_with(".kb"))
-        .collect()
-}
-
-fn audit_lines(vault: &Path) -> Vec<Value> {
-    fs::read_to_string(vault.join("inbox/_applied.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
         .collect()
 }
 

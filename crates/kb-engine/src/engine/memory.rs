@@ -183,9 +183,7 @@ impl Engine {
             return Ok(results);
         }
         let memory = self.memory_knowledge(&args.query, principal);
-        results.total += memory.len() as u64;
-        results.results.splice(0..0, memory);
-        results.results.truncate(SEARCH_LIMIT.check("limit", args.limit)? as usize);
+        first(&mut results.results, &mut results.total, memory, args)?;
         Ok(results)
     }
 
@@ -200,9 +198,7 @@ impl Engine {
             return Ok(results);
         }
         let memory = self.memory_content(&args.query, principal);
-        results.total += memory.len() as u64;
-        results.results.splice(0..0, memory);
-        results.results.truncate(SEARCH_LIMIT.check("limit", args.limit)? as usize);
+        first(&mut results.results, &mut results.total, memory, args)?;
         Ok(results)
     }
 
@@ -348,6 +344,14 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// Puts a search's memory hits before its notes, within its `limit`.
+fn first<H>(results: &mut Vec<H>, total: &mut u64, memory: Vec<H>, args: &SearchArgs) -> Result<()> {
+    *total += memory.len() as u64;
+    results.splice(0..0, memory);
+    results.truncate(SEARCH_LIMIT.check("limit", args.limit)? as usize);
+    Ok(())
 }
 
 /// Whether a search is narrowed to some notes (a folder, tags): the memory is none of them.
