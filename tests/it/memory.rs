@@ -275,6 +275,24 @@ fn a_flood_stops_at_the_cap_and_the_off_switch_stops_everything() {
     assert!(notes.results.iter().all(|hit| !hit.path.starts_with("Agent memory/")), "{notes:?}");
 }
 
+/// A folder of the person's own that happens to bear the memory's name is
+/// not silently lost: the overview says its notes are not served.
+#[test]
+fn notes_of_the_persons_own_in_the_memory_folder_are_named_in_the_overview() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    remember(&engine, MemoryAbout::Vault, "An entry of remember's own.", None).unwrap();
+    assert!(engine.overview(Caller::Cli).unwrap().warnings.is_empty());
+    common::put(&vault, "Agent memory/Reading list.md", "# Reading list\n");
+    let warnings = engine.overview(Caller::Cli).unwrap().warnings;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("1 note(s)") && warnings[0].contains("Agent memory/Reading list.md"),
+        "{warnings:?}"
+    );
+    assert!(warnings[0].contains("[memory] folder"), "{warnings:?}");
+}
+
 #[test]
 fn kb_toml_memory_keys_are_checked() {
     use kb_mcp::vault::VaultConfig;

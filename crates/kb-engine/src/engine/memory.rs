@@ -27,7 +27,7 @@ use super::types::{
 };
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::MemoryIndex;
-use crate::sandbox::{NotePath, Policy};
+use crate::sandbox::{MemoryFile, NotePath, Policy};
 use crate::vault::{LinkKind, decode_note, parse_note};
 use crate::write::{Actor, MemoryEntry};
 
@@ -146,6 +146,30 @@ impl Engine {
             person: count(MemoryAbout::Person),
             vault: count(MemoryAbout::Vault),
         })
+    }
+
+    /// A warning when the memory folder holds notes outside its `vault/` and
+    /// `person/` folders: a folder of the person's own by that name (kept
+    /// from before the memory existed), whose notes are no longer served.
+    pub(super) fn memory_strays(&self) -> Option<String> {
+        let root = self.policy().memory?;
+        let folder = NotePath::parse(&root).ok()?;
+        let kept = [format!("{root}/vault/"), format!("{root}/person/")];
+        let strays: Vec<MemoryFile> = self
+            .sandbox()
+            .list_memory(&folder)
+            .ok()?
+            .into_iter()
+            .filter(|file| !kept.iter().any(|prefix| file.path.as_str().starts_with(prefix.as_str())))
+            .collect();
+        let first = strays.first()?;
+        Some(format!(
+            "{root}/ is the agents' memory folder, which is never served as notes, yet it holds {} note(s) \
+             that remember did not write (first: {}): they are not searchable. Move them to a notes \
+             folder, or name another folder in kb.toml's `[memory] folder`",
+            strays.len(),
+            first.path
+        ))
     }
 
     /// The entries `principal` may read that answer `query`, best first (at

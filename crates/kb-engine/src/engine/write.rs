@@ -437,6 +437,7 @@ impl Engine {
                     conflict.message
                 )
             })
+            .chain(self.memory_strays())
             .collect()
     }
 
