@@ -275,6 +275,41 @@ fn a_flood_stops_at_the_cap_and_the_off_switch_stops_everything() {
     assert!(notes.results.iter().all(|hit| !hit.path.starts_with("Agent memory/")), "{notes:?}");
 }
 
+/// An apply a crash stopped after its archive, before its audit line, is
+/// completed before a memory line joins the log: the log then reads the
+/// proposal's line, then the entry's, and nothing is completed twice.
+#[test]
+fn an_interrupted_apply_is_completed_before_a_memory_line_is_appended() {
+    use kb_mcp::engine::ApplyPoint;
+    use kb_mcp::write::Step;
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let id = common::propose_patch(&engine, "z/备份仓库.md", "created: 2024-03-15", "created: 2024-03-16");
+    engine.set_apply_failpoint(Some(Box::new(|point| match point {
+        ApplyPoint::Write(Step::Indexed) => Err(kb_mcp::error::Error::internal("crash")),
+        _ => Ok(()),
+    })));
+    let crashed = engine.apply_proposal(&ApplyArgs { proposal_id: id.clone() }, Actor::Cli);
+    assert!(crashed.is_err(), "{crashed:?}");
+    engine.set_apply_failpoint(None);
+    assert!(vault.join("inbox/_applying.json").exists(), "the crash left its journal");
+    assert!(audit_lines(&vault).is_empty());
+
+    remember(&engine, MemoryAbout::Vault, "Backups are checked monthly.", None).unwrap();
+    let lines = audit_lines(&vault);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["proposal_id"], id.as_str());
+    assert_eq!(lines[0]["recovered"], true);
+    assert_eq!(lines[1]["kind"], "memory");
+    assert!(!vault.join("inbox/_applying.json").exists());
+    // Nothing is left to complete: another remember and an apply attempt add no proposal line.
+    remember(&engine, MemoryAbout::Vault, "Restores are drilled yearly.", None).unwrap();
+    let again = engine.apply_proposal(&ApplyArgs { proposal_id: id.clone() }, Actor::Cli);
+    assert!(again.is_err_and(|err| err.code == ErrorCode::ProposalNotPending));
+    let lines = audit_lines(&vault);
+    assert_eq!(lines.iter().filter(|line| line["proposal_id"] == id.as_str()).count(), 1, "{lines:?}");
+}
+
 /// A folder of the person's own that happens to bear the memory's name is
 /// not silently lost: the overview says its notes are not served.
 #[test]

@@ -106,6 +106,9 @@ impl Engine {
         let policy = self.policy();
         self.check_links(&text, &policy)?;
         let folder = memory_folder(&policy, &config.memory.share_person, args.about, principal)?;
+        // An apply another process left half done is completed (and recorded in
+        // the history as its proposal's) before the entry's line joins the log.
+        self.recover_proposals(Actor::Mcp)?;
         let written = crate::write::remember(
             &self.sandbox(),
             &MemoryEntry {
