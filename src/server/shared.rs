@@ -236,6 +236,9 @@ impl Shared {
         // in the inbox, which no call reads: it runs while calls are served.
         Self::recover(&engine);
         let watching = watcher.map(watch::Watcher::keep).is_some();
+        if watching {
+            watch::recheck(engine.clone());
+        }
         *self.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         self.unwatched.store(!watching, Ordering::Relaxed);
         Self::keep_history(engine.clone());

@@ -4,7 +4,9 @@
 //! history's repository) are ignored
 //! (the index's own commits would otherwise trigger endless syncs), and each
 //! batch runs one targeted sync of the reported paths
-//! ([`Engine::sync_changed`]), which walks the vault only when it must. A
+//! ([`Engine::sync_reported`]), which walks the vault only when it must (and
+//! which the overview's `fresh` counts on, with a walk every
+//! [`RECHECK_EVERY`] in the background: [`recheck`]). A
 //! change to `kb.toml` or to Obsidian's templates settings puts the new
 //! configuration in force first ([`Engine::refresh_config`]). Opening or
 //! reading a file changes nothing and is ignored: the server's own reads (a
@@ -28,7 +30,7 @@ use serde_json::json;
 
 use super::metrics::Metrics;
 use super::{debug_log, log};
-use crate::engine::Engine;
+use crate::engine::{Engine, RECHECK_EVERY};
 
 /// A running watcher; dropping it stops the watching.
 pub(super) struct Watcher {
@@ -94,11 +96,7 @@ pub(super) fn spawn(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Option<Watche
         }
         let first = events.iter().map(|e| e.time).min();
         // A rescan request (events were lost) needs a walk.
-        let synced = if events.iter().any(|e| e.need_rescan()) {
-            handler_engine.sync(false, None)
-        } else {
-            handler_engine.sync_changed(&changed)
-        };
+        let synced = handler_engine.sync_reported(&changed, events.iter().any(|e| e.need_rescan()));
         if debug_log() {
             log(json!({ "event": "watch_sync", "level": "debug", "paths": changed.len() }));
         }
@@ -126,6 +124,45 @@ pub(super) fn spawn(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Option<Watche
         return None;
     }
     Some(Watcher { _debouncer: debouncer })
+}
+
+/// Walks the vault again whenever [`Engine::recheck_due`] says so, for as
+/// long as the process runs, on a thread of its own: the overview's `fresh`
+/// rests on the last walk and the watcher's reports since, and a change the
+/// watcher never reported (a network drive's, a queue that overflowed
+/// silently) is found and indexed within [`RECHECK_EVERY`].
+pub(super) fn recheck(engine: Arc<Engine>) {
+    engine.set_watched(true);
+    std::thread::spawn(move || {
+        let mut tried = std::time::Instant::now();
+        let mut failing = None;
+        loop {
+            std::thread::sleep(RECHECK_EVERY / 10);
+            // After a failure (an index another process writes), once per period too.
+            if !engine.recheck_due() || tried.elapsed() < RECHECK_EVERY {
+                continue;
+            }
+            tried = std::time::Instant::now();
+            match engine.sync(false, None) {
+                Ok(report) => {
+                    failing = None;
+                    if report.added + report.changed + report.removed > 0 {
+                        log(json!({
+                            "event": "index_rechecked", "added": report.added, "changed": report.changed,
+                            "removed": report.removed, "ms": tried.elapsed().as_millis() as u64,
+                        }));
+                    }
+                }
+                Err(error) => {
+                    let error = error.to_string();
+                    if failing.as_ref() != Some(&error) {
+                        log(json!({ "event": "sync_failed", "error": error }));
+                        failing = Some(error);
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// Runs the sweep of parked files (part of [`Engine::recover_proposals`]) on

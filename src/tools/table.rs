@@ -47,7 +47,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_vault_overview",
         title: "Vault overview",
-        description: "Start here: folders, counts, index (`fresh`?), skipped files, warnings, conflict copies, access, `replica`, `memory`, `changes` (`cursor`: next `since`); `metrics`: per-tool calls, errors, latency.",
+        description: "Start here: folders, counts, index (`fresh`?), skipped files, warnings, conflict copies, access, `replica`, `memory`, `changes` (`cursor`: next `since`); `metrics`: calls, errors, latency.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<OverviewArgs>,
@@ -75,7 +75,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "search_knowledge",
         title: "Search notes by topic",
-        description: "Find notes by what they are about: ranked search of titles, aliases, descriptions, tags (and meaning: `ranking`); also to check none exists before proposing one. CJK needs no spaces.",
+        description: "Find notes by topic: ranked search of titles, aliases, descriptions, tags (and meaning: `ranking`); also to check none exists before proposing one. CJK needs no spaces.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<SearchArgs>,
@@ -124,7 +124,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "list_tags",
         title: "List tags",
-        description: "Tags (frontmatter and inline; nested in full: type/x), note counts, whether registered, most used first.",
+        description: "Tags (frontmatter and inline; nested in full: type/x), note counts, registered or not, most used first.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<ListTagsArgs>,
@@ -134,7 +134,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_related_notes",
         title: "Related notes",
-        description: "A note's outlinks, backlinks (with the linking line), broken links, and MOCs linking to it.",
+        description: "A note's outlinks, backlinks (with their line), broken links, and MOCs linking to it.",
         level: Access::Read,
         effect: Effect::Reads,
         input: input::<NoteRefArgs>,

@@ -489,6 +489,66 @@ fn the_watchers_sync_reads_only_the_reported_paths() {
     assert!(engine.overview(Caller::Agent(Access::Read)).unwrap().index.fresh);
 }
 
+/// Issue 42: while a watcher reports every change, the overview's `fresh`
+/// rests on the last walk and the reports since, checking a slice of the
+/// notes' sizes and times per call, and walks only when that slice or a
+/// failed walk says it must.
+#[test]
+fn issue42_a_watched_overview_rests_on_the_last_walk_and_the_reports_since() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let overview = || engine.overview(Caller::Agent(Access::Read)).unwrap().index;
+    let stale = |index: &IndexState| (index.stale.added, index.stale.changed, index.stale.removed);
+    engine.set_watched(true);
+    let walked = overview();
+    assert!(walked.fresh && !engine.recheck_due(), "{walked:?}");
+
+    // A note no watcher reported yet: the overview did not walk to find it
+    // (what `fresh` promises, ARCHITECTURE.md says), until the report comes.
+    std::fs::write(vault.join("z/未报告.md"), "# 未报告\n\n信天翁。\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let kept = overview();
+    assert!(kept.fresh && kept.verified_at == walked.verified_at, "{kept:?}");
+    let report = engine.sync_reported(&[vault.join("z/未报告.md")], false).unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(overview().verified_at, walked.verified_at, "a reported change needs no walk");
+    assert_eq!(content_paths(&engine, "信天翁"), ["z/未报告.md"]);
+
+    // An existing note changed behind the watcher's back: the slice of
+    // notes each overview checks finds it, and that call walks.
+    std::fs::write(vault.join("z/设计.md"), "# 设计\n\n重写后的内容提到鹦鹉。\n").unwrap();
+    let found = overview();
+    assert!(!found.fresh && stale(&found) == (0, 1, 0), "{found:?}");
+    assert!(found.verified_at > walked.verified_at);
+    // A walk that found the index stale is not kept: the next call walks too.
+    std::fs::write(vault.join("z/又一个.md"), "# 又一个\n").unwrap();
+    assert_eq!(stale(&overview()), (1, 1, 0));
+    assert!(engine.recheck_due(), "the server walks again");
+    engine.sync(false, None).unwrap();
+    let synced = overview();
+    assert!(synced.fresh && !engine.recheck_due(), "{synced:?}");
+
+    // Without a watcher, every overview walks.
+    engine.set_watched(false);
+    std::fs::write(vault.join("z/无人报告.md"), "# 无人报告\n").unwrap();
+    assert_eq!(stale(&overview()), (1, 0, 0));
+    engine.set_watched(true);
+    assert_eq!(stale(&overview()), (1, 0, 0), "the last walk found it stale");
+    engine.sync_reported(&[vault.join("z/无人报告.md")], false).unwrap();
+    let rewalked = overview();
+    assert!(rewalked.fresh, "{rewalked:?}");
+    // A reported file that cannot be served is listed as a walk would list it.
+    std::fs::write(vault.join("z/坏.md"), b"\xff\xfe not utf-8").unwrap();
+    engine.sync_reported(&[vault.join("z/坏.md")], false).unwrap();
+    let skipped = overview();
+    assert!(skipped.fresh && skipped.skipped.iter().any(|s| s.path == "z/坏.md"), "{skipped:?}");
+    std::fs::remove_file(vault.join("z/坏.md")).unwrap();
+    engine.sync_reported(&[vault.join("z/坏.md")], false).unwrap();
+    let gone = overview();
+    assert!(gone.fresh && gone.skipped.iter().all(|s| s.path != "z/坏.md"), "{gone:?}");
+    assert_eq!(gone.verified_at, rewalked.verified_at, "no walk since");
+}
+
 #[test]
 fn many_small_updates_are_merged_in_the_background_and_lose_nothing() {
     let (_tmp, vault) = common::temp_vault();

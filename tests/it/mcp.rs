@@ -358,7 +358,7 @@ async fn resources_and_prompts() {
 }
 
 /// The file watcher brings a new note into search and takes a deleted one out
-/// without a restart. It takes about 0.3 s (the debounce); the 10 s bound only
+/// without a restart, and the overview counts its report as fresh without a walk. It takes about 0.3 s (the debounce); the 10 s bound only
 /// catches a watcher that never reports, and leaves room for a loaded machine
 /// (speed belongs in the benchmarks).
 #[tokio::test(flavor = "multi_thread")]
@@ -366,7 +366,9 @@ async fn edits_on_disk_become_searchable_without_a_restart() {
     let (_tmp, vault) = common::temp_vault();
     let client = connect(&vault, "read").await;
     // Wait until the server is serving.
-    call(&client, "get_vault_overview", json!({})).await.unwrap();
+    let first = call(&client, "get_vault_overview", json!({})).await.unwrap().structured_content.unwrap();
+    // A walk from now on would say so in `verified_at` (to the second).
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     std::fs::write(
         vault.join("z/蜂鸟观察.md"),
         "# 蜂鸟观察\n\nHummingbirds hover at the feeder every morning.\n",
@@ -383,6 +385,10 @@ async fn edits_on_disk_become_searchable_without_a_restart() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(found, "a new note was not searchable within {WATCHER_BOUND:?}");
+    // Issue 42: the overview took the watcher's report in and did not walk.
+    let overview = call(&client, "get_vault_overview", json!({})).await.unwrap().structured_content.unwrap();
+    assert_eq!(overview["index"]["fresh"], true, "{overview}");
+    assert_eq!(overview["index"]["verified_at"], first["index"]["verified_at"], "{overview}");
     std::fs::remove_file(vault.join("z/蜂鸟观察.md")).unwrap();
     let removed = Instant::now();
     loop {

@@ -50,7 +50,7 @@ pub use review::{
     REVIEW_PAGE_FILES, REVIEW_PAGE_MAX_FILES, ReviewPage,
 };
 pub use semantic::{EmbedPace, EmbedReport};
-pub use sync::SyncReport;
+pub use sync::{RECHECK_EVERY, SyncReport};
 
 pub(crate) use catalog::Catalog;
 use catalog::catalog_records;
@@ -143,6 +143,9 @@ pub struct Engine {
     replica: replica::ReplicaLayer,
     /// The memory folders read so far, indexed (see `memory.rs`).
     memory: memory::MemoryShelves,
+    /// The last walk that found the index fresh, kept true by the watcher
+    /// (see `sync/verified.rs`).
+    verification: sync::Verification,
 }
 
 impl std::fmt::Debug for Engine {
@@ -219,6 +222,7 @@ impl Engine {
             history: history::HistoryLayer::default(),
             replica: replica::ReplicaLayer::default(),
             memory: memory::MemoryShelves::default(),
+            verification: sync::Verification::default(),
         })
     }
 
@@ -314,6 +318,8 @@ impl Engine {
                 return Err(error);
             }
         };
+        // The last walk looked at other folders.
+        self.verification.forget();
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) =
             Settings { sandbox: Arc::new(sandbox), config };
         if let Err(error) = self.sync(false, None) {

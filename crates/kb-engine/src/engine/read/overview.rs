@@ -1,5 +1,6 @@
 //! `get_vault_overview`: counts, roots, the index's state (fresh or stale,
-//! skipped files) and the server's identity.
+//! skipped files, as the last walk found them: see `sync/verified.rs`) and the
+//! server's identity.
 
 use crate::engine::types::*;
 use crate::engine::{Engine, timing};
@@ -31,8 +32,8 @@ impl Engine {
     /// list what changed after the overview that returned that cursor.
     pub fn overview_since(&self, caller: Caller, since: Option<&str>) -> Result<Overview> {
         let changes = timing::time("changes", || self.changes_since(since))?;
-        let crate::engine::sync::Staleness { added, changed, removed, skipped } =
-            timing::time("staleness", || self.staleness())?;
+        let (crate::engine::sync::Staleness { added, changed, removed, skipped }, verified_at) =
+            timing::time("staleness", || self.checked_staleness())?;
         let catalog = self.catalog();
         let graph = catalog.graph();
         let records = catalog.records();
@@ -63,6 +64,7 @@ impl Engine {
                 built_at: meta.built_at,
                 updated_at: meta.updated_at,
                 fresh: added == 0 && changed == 0 && removed == 0,
+                verified_at,
                 stale: Stale { added, changed, removed },
                 skipped_files: skipped.len() as u64,
                 skipped: skipped

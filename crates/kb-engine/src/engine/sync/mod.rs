@@ -13,14 +13,19 @@
 //! walk or for the reported paths alone, and how stale the index is),
 //! `indexing` (reading files into documents and writing them to the index),
 //! `refresh` (re-indexing the notes an apply wrote, and the catalog delta
-//! every update swaps in). This file runs a sync and reports it.
+//! every update swaps in), `verified` (the last walk that found the index
+//! fresh, which the overview answers from while a watcher runs). This file
+//! runs a sync and reports it.
 
 mod drift;
 mod indexing;
 mod refresh;
+mod verified;
 
 pub(crate) use drift::{Staleness, nanos, same_stamp};
 pub(super) use indexing::{INDEX_MAX_BYTES, Unreadable, document_of, kind_of};
+pub use verified::RECHECK_EVERY;
+pub(crate) use verified::Verification;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -63,7 +68,7 @@ impl Engine {
     /// `progress` is told (done, total) as files are indexed.
     pub fn sync(&self, full: bool, progress: Option<&(dyn Fn(usize, usize) + Sync)>) -> Result<SyncReport> {
         let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
-        let report = self.sync_locked(full, progress)?;
+        let report = self.sync_locked(full, progress).inspect_err(|_| self.verification.forget())?;
         self.caught_up.store(true, std::sync::atomic::Ordering::Release);
         Ok(report)
     }
@@ -77,6 +82,10 @@ impl Engine {
     /// symlinks (their targets change under another name).
     pub fn sync_changed(&self, changed: &[PathBuf]) -> Result<SyncReport> {
         let _serial = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+        self.sync_changed_locked(changed).inspect_err(|_| self.verification.forget())
+    }
+
+    fn sync_changed_locked(&self, changed: &[PathBuf]) -> Result<SyncReport> {
         let started = Instant::now();
         self.catch_up_with_index(false)?;
         let Some(mut plan) = self.plan_changed(changed) else { return self.sync_locked(false, None) };
@@ -124,7 +133,10 @@ impl Engine {
         // nothing new keeps the catalog, and with it the link graph built over it.
         let attachments =
             (drift.attachments != self.catalog().attachments).then(|| drift.attachments.clone());
-        Ok(self.conclude(full, drift, written, attachments, started))
+        let report = self.conclude(full, drift, written, attachments, started);
+        // Every file the walk found is now in the index at the content it read.
+        self.verification.record(started, report.skipped.clone());
+        Ok(report)
     }
 
     /// After the index was written: swaps the new records (and `attachments`,

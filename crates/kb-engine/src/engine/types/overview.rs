@@ -58,6 +58,8 @@ pub struct IndexState {
     pub updated_at: Option<String>,
     /// True only when every note on disk is in the index at its current content.
     pub fresh: bool,
+    /// Start of the walk `fresh` rests on (RFC 3339).
+    pub verified_at: String,
     /// What the index does not reflect yet.
     pub stale: Stale,
     /// Markdown files (and symlinked folders) found in the readable folders but
