@@ -9,7 +9,8 @@
 //! applied note), both searches with snippets for five
 //! kinds of query on a warm searcher, `read_note`, `get_related_notes` (a
 //! typical note and the most linked-to one), `list_tags`,
-//! `get_vault_overview`, `audit_vault` (every check) and `list_notes` (the
+//! the link graph's build, `get_vault_overview` (walking, and as a watching server answers it),
+//! `audit_vault` (every check) and `list_notes` (the
 //! largest folder's first page and a page from its middle). Setup (generating vaults, changing files, emptying
 //! index folders) is never timed.
 //!
@@ -49,6 +50,7 @@ use kb_mcp::engine::types::{
 };
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::sandbox::NotePath;
+use kb_mcp::vault::graph::Graph;
 use kb_mcp::vault::{NoteKind, parse_note};
 
 /// A vault of this run.
@@ -444,11 +446,30 @@ fn bench_read_tools(c: &mut Criterion, bench: &Bench, engine: &Engine) {
     });
     group.finish();
 
+    // The link graph from the records, as the first graph tool builds it (the
+    // attachments left out: links to them resolve as broken instead).
+    let mut group = c.benchmark_group("graph_build");
+    bench.configure(&mut group, true);
+    let records = engine.records();
+    timed(&mut group, bench.id(), &format!("graph_build/{label}"), || {
+        Graph::build(&records, &[]).link_count
+    });
+    group.finish();
+
     let mut group = c.benchmark_group("get_vault_overview");
     bench.configure(&mut group, bench.stats.files >= 50_000);
     timed(&mut group, bench.id(), &format!("get_vault_overview/{label}"), || {
         engine.overview(Caller::Agent(Access::Read)).expect("overview").counts.notes
     });
+    group.finish();
+    // As a server with a file watcher answers it: from the last walk (issue 42).
+    let mut group = c.benchmark_group("get_vault_overview_watched");
+    bench.configure(&mut group, false);
+    engine.set_watched(true);
+    timed(&mut group, bench.id(), &format!("get_vault_overview_watched/{label}"), || {
+        engine.overview(Caller::Agent(Access::Read)).expect("overview").counts.notes
+    });
+    engine.set_watched(false);
     group.finish();
 
     // Every check over the whole vault, the text checks (mentions, empty notes) included.

@@ -5,13 +5,15 @@ Starts `kb-mcp` (debug log on) over VAULT with its index in INDEX, makes one
 search, waits for the start-up sync, measures the CPU the idle server uses for
 --idle seconds, then calls get_related_notes (on the search's first hit),
 list_tags, get_vault_overview and list_notes (by tag) --rounds times, printing
-each call's wall time. The debug log (--log) holds each call's stages
+each call's wall time, then get_vault_overview --overviews more times (median
+and p99: with a watcher it answers from the last walk, issue 42). The debug log (--log) holds each call's stages
 (`timing` lines: graph, staleness, contexts, ...).
 
     python3 benches/scripts/graph_tools_probe.py --vault V --index-dir I --bin target/release
 """
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -34,6 +36,7 @@ def main():
     parser.add_argument("--idle", type=float, default=20.0, help="seconds of idle CPU to measure")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--tag", default="project", help="the tag list_notes filters by")
+    parser.add_argument("--overviews", type=int, default=0, help="get_vault_overview calls timed at the end")
     args = parser.parse_args()
 
     server = pf.Server(args.vault, args.index_dir, args.log, args.bin / "kb-mcp", ("--log-level", "debug"))
@@ -57,6 +60,15 @@ def main():
             started = time.perf_counter()
             server.tool(name, arguments)
             print("round %d %-20s %8.0f ms" % (round_ + 1, name, (time.perf_counter() - started) * 1e3), flush=True)
+    if args.overviews:
+        times = []
+        for _ in range(args.overviews):
+            started = time.perf_counter()
+            server.tool("get_vault_overview", {})
+            times.append((time.perf_counter() - started) * 1e3)
+        times.sort()
+        p99 = times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
+        print("get_vault_overview x%d: median %.1f ms, p99 %.1f ms" % (len(times), statistics.median(times), p99))
     print("memory", server.memory())
     server.close()
 
