@@ -549,6 +549,38 @@ fn issue42_a_watched_overview_rests_on_the_last_walk_and_the_reports_since() {
     assert_eq!(gone.verified_at, rewalked.verified_at, "no walk since");
 }
 
+/// Issue 42: after a one-note edit the link graph is updated from the last
+/// one built, not built again, and answers as a whole build would.
+#[test]
+fn issue42_a_one_note_edit_updates_the_link_graph_instead_of_building_it() {
+    let (_tmp, vault) = common::temp_vault();
+    let engine = open(&vault);
+    let related = |path: &str| {
+        engine.get_related_notes(&NoteRefArgs { path: Some(path.into()), ..Default::default() }).unwrap()
+    };
+    let stages = || kb_mcp::engine::timing::take().into_iter().map(|(stage, _)| stage).collect::<Vec<_>>();
+    let _ = stages();
+    let before = related("z/设计.md");
+    assert!(stages().contains(&"graph_build"));
+    let linkers = before.backlinks.len();
+
+    std::fs::write(vault.join("z/reading/孤立的想法.md"), "# 孤立的想法\n\n见 [[设计]]。\n").unwrap();
+    engine.sync_changed(&[vault.join("z/reading/孤立的想法.md")]).unwrap();
+    let after = related("z/设计.md");
+    let took = stages();
+    assert!(took.contains(&"graph_update") && !took.contains(&"graph_build"), "{took:?}");
+    assert_eq!(after.backlinks.len(), linkers + 1, "{:?}", after.backlinks);
+    assert!(after.backlinks.iter().any(|b| b.path == "z/reading/孤立的想法.md"));
+    let overview = engine.overview(Caller::Agent(Access::Read)).unwrap();
+    // A whole build (a new engine on the same index) counts the same.
+    let other = open(&vault);
+    let whole = other.overview(Caller::Agent(Access::Read)).unwrap();
+    assert_eq!(
+        (overview.counts.links, overview.counts.broken_links, overview.counts.orphans),
+        (whole.counts.links, whole.counts.broken_links, whole.counts.orphans)
+    );
+}
+
 #[test]
 fn many_small_updates_are_merged_in_the_background_and_lose_nothing() {
     let (_tmp, vault) = common::temp_vault();

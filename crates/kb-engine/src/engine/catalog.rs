@@ -4,7 +4,7 @@
 //! snapshot itself.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::types::{Tree, TreeNote};
 use super::{Engine, timing};
@@ -20,6 +20,9 @@ pub(crate) struct Catalog {
     pub(super) records: Vec<Arc<NoteRecord>>,
     pub(super) attachments: Vec<String>,
     graph: OnceLock<Graph>,
+    /// The last snapshot whose graph was built, until this one's is: its
+    /// graph is updated to this one's instead of building it whole.
+    base: Mutex<Option<Arc<Catalog>>>,
     tags: OnceLock<Vec<TagTally>>,
     tagged: OnceLock<HashMap<String, Vec<u32>>>,
 }
@@ -57,9 +60,28 @@ impl Catalog {
             records,
             attachments,
             graph: OnceLock::new(),
+            base: Mutex::new(None),
             tags: OnceLock::new(),
             tagged: OnceLock::new(),
         }
+    }
+
+    /// The snapshot after a change to `previous`: its graph, when first
+    /// needed, is updated from the last one built (`previous`'s or the one
+    /// it would have been updated from).
+    pub(super) fn after(
+        previous: &Arc<Catalog>,
+        records: Vec<Arc<NoteRecord>>,
+        attachments: Vec<String>,
+    ) -> Catalog {
+        let catalog = Catalog::new(records, attachments);
+        let base = if previous.graph.get().is_some() {
+            Some(Arc::clone(previous))
+        } else {
+            previous.base.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        };
+        *catalog.base.lock().unwrap_or_else(|p| p.into_inner()) = base;
+        catalog
     }
 
     /// Every record, sorted by path.
@@ -82,11 +104,22 @@ impl Catalog {
         self.records.binary_search_by(|record| record.path.as_str().cmp(path)).ok()
     }
 
-    /// The link graph (computed once per snapshot; the build is the `graph_build`
-    /// timing stage).
+    /// The link graph, computed once per snapshot: updated from the last one
+    /// built when little changed since (the `graph_update` timing stage), else
+    /// built whole (`graph_build`).
     pub(crate) fn graph(&self) -> &Graph {
-        self.graph
-            .get_or_init(|| timing::time("graph_build", || Graph::build(&self.records, &self.attachments)))
+        self.graph.get_or_init(|| {
+            let base = self.base.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let updated = base.filter(|base| base.attachments == self.attachments).and_then(|base| {
+                let graph = base.graph.get()?;
+                timing::time("graph_update", || {
+                    graph.updated(&base.records, &self.records, &self.attachments)
+                })
+            });
+            updated.unwrap_or_else(|| {
+                timing::time("graph_build", || Graph::build(&self.records, &self.attachments))
+            })
+        })
     }
 
     /// The records (any kind) carrying `tag` (lowercased, no `#`) or a tag below

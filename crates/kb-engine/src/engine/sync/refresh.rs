@@ -145,7 +145,7 @@ impl Engine {
         records.extend(incoming);
         let count = records.len();
         let attachments = attachments.unwrap_or_else(|| current.attachments.clone());
-        *current = Arc::new(Catalog::new(records, attachments));
+        *current = Arc::new(Catalog::after(&current, records, attachments));
         count
     }
 }

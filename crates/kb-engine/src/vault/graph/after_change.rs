@@ -85,32 +85,37 @@ impl Graph {
                     return tally;
                 }
                 let new_counted = new.is_some_and(|new| new.kind == NoteKind::Note);
-                for (number, (link, &resolution)) in old.links.iter().zip(outlinks).enumerate() {
-                    if !recheck.again(link, &resolution) {
+                for (number, &resolution) in outlinks.iter().enumerate() {
+                    // A link is decoded only when it may have to be resolved again.
+                    let link = recheck.may_recheck(&resolution).then(|| old.links.get(number)).flatten();
+                    let Some(link) = link.filter(|&link| recheck.again(link, &resolution)) else {
                         continue;
-                    }
+                    };
                     tally.gone += usize::from(old_counted && is_broken(&resolution));
                     let lead = tally.lead(resolver, files, position[from], link);
                     tally.found += usize::from(new_counted && is_broken(&lead));
                     // A broken link some note now answers is not a change to tell.
                     let answered = resolution == Resolution::Broken(Broken::MissingNote);
-                    if lead != mapped(resolution) && !answered {
-                        tally.relinked.push((from, number, lead));
+                    if lead != mapped(resolution) {
+                        let list = if answered { &mut tally.answered } else { &mut tally.relinked };
+                        list.push((from, number, lead));
                     }
                 }
                 tally
             })
-            .map(|tally| (tally.gone, tally.found, tally.relinked))
+            .map(|tally| (tally.gone, tally.found, tally.relinked, tally.answered))
             .reduce(
-                || (0, 0, Vec::new()),
+                || (0, 0, Vec::new(), Vec::new()),
                 |mut a, b| {
                     a.2.extend(b.2);
-                    (a.0 + b.0, a.1 + b.1, a.2)
+                    a.3.extend(b.3);
+                    (a.0 + b.0, a.1 + b.1, a.2, a.3)
                 },
             );
-        let (gone, found, mut relinked) = tally;
+        let (gone, found, mut relinked, mut answered) = tally;
         relinked.sort_unstable_by_key(|&(from, link, _)| (from, link));
-        AfterChange { broken_count: self.broken_count - gone + found, relinked }
+        answered.sort_unstable_by_key(|&(from, link, _)| (from, link));
+        AfterChange { broken_count: self.broken_count - gone + found, relinked, answered }
     }
 }
 
@@ -135,6 +140,10 @@ pub struct AfterChange {
     /// `before`, the link one into its links, the resolution in `after`'s
     /// indexes; by note, then link.
     pub relinked: Vec<(usize, usize, Resolution)>,
+    /// The links of those notes that named no note and now lead somewhere
+    /// (a note of the change answers them): not a change to tell the person,
+    /// but one the graph after it takes in ([`Graph::updated`]). As `relinked`.
+    pub answered: Vec<(usize, usize, Resolution)>,
 }
 
 /// What one thread of [`Graph::after_change`] keeps: where each target leads
@@ -146,6 +155,7 @@ struct Tally<'t> {
     gone: usize,
     found: usize,
     relinked: Vec<(usize, usize, Resolution)>,
+    answered: Vec<(usize, usize, Resolution)>,
 }
 
 impl<'t> Tally<'t> {
@@ -238,17 +248,28 @@ impl Recheck {
         self.names.dedup();
     }
 
-    /// Whether `link` of an unchanged note, which led to `resolution`, must be
-    /// resolved again.
-    fn again(&self, link: LinkRef<'_>, resolution: &Resolution) -> bool {
-        let leads_to_new_anchors = match *resolution {
+    /// Whether a link of an unchanged note that led to `resolution` may have
+    /// to be resolved again ([`Recheck::again`] tells): only one leading to a
+    /// note whose anchors changed, unless names changed.
+    fn may_recheck(&self, resolution: &Resolution) -> bool {
+        !self.names.is_empty() || self.leads_to_new_anchors(resolution)
+    }
+
+    fn leads_to_new_anchors(&self, resolution: &Resolution) -> bool {
+        match *resolution {
             Resolution::Note(to)
             | Resolution::Broken(Broken::MissingHeading(to) | Broken::MissingBlock(to)) => {
                 self.anchors_changed[to as usize]
             }
             _ => false,
-        };
-        leads_to_new_anchors || (!self.names.is_empty() && self.may_name_a_changed_note(link.target))
+        }
+    }
+
+    /// Whether `link` of an unchanged note, which led to `resolution`, must be
+    /// resolved again.
+    fn again(&self, link: LinkRef<'_>, resolution: &Resolution) -> bool {
+        self.leads_to_new_anchors(resolution)
+            || (!self.names.is_empty() && self.may_name_a_changed_note(link.target))
     }
 
     /// Every key a lookup of the target may use: the target as written and

@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::resolver::{Files, Resolution, Resolver, Target, anchored, id};
-use crate::vault::{NoteKind, NoteRecord, is_pdf};
+use crate::vault::{LinkRef, NoteKind, NoteRecord, is_pdf};
 
 /// A backlink: another note linking to this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,32 +47,66 @@ pub struct Graph {
 
 impl Graph {
     /// Resolves every link of every record (sorted by path) against the records
-    /// and the attachment paths (sorted).
+    /// and the attachment paths (sorted), in parallel.
     pub fn build(records: &[Arc<NoteRecord>], attachments: &[String]) -> Graph {
         let resolver = Resolver::new(records, attachments);
         let files = Files { records, attachments };
-        let mut targets: HashMap<(bool, &str), Target> = HashMap::new();
-        let total: usize = records.iter().map(|r| r.links.len()).sum();
-        let mut resolutions = Vec::with_capacity(total);
+        // Popular targets are written thousands of times: each (kind, target)
+        // is resolved once, all of them in parallel.
+        let mut keys: HashMap<(bool, &str), u32> = HashMap::new();
+        let mut distinct: Vec<LinkRef<'_>> = Vec::new();
+        for record in records {
+            for link in record.links.iter().filter(|link| !link.target.trim().is_empty()) {
+                keys.entry((link.kind.is_path(), link.target)).or_insert_with(|| {
+                    distinct.push(link);
+                    id(distinct.len() - 1)
+                });
+            }
+        }
+        let targets: Vec<Target> =
+            distinct.par_iter().with_min_len(256).map(|&link| resolver.target(files, link)).collect();
+        // Each note's links with their anchors checked, in parallel.
+        let per_note: Vec<Vec<Resolution>> = records
+            .par_iter()
+            .enumerate()
+            .with_min_len(256)
+            .map(|(from, record)| {
+                let target = |link: LinkRef<'_>| match keys.get(&(link.kind.is_path(), link.target)) {
+                    Some(&key) => targets[key as usize],
+                    // `[[#heading]]`: a link within the note itself.
+                    None => Ok(from),
+                };
+                record.links.iter().map(|link| anchored(records, target(link), link)).collect()
+            })
+            .collect();
+        let mut resolutions = Vec::with_capacity(per_note.iter().map(Vec::len).sum());
         let mut resolution_starts = Vec::with_capacity(records.len() + 1);
+        for note in per_note {
+            resolution_starts.push(id(resolutions.len()));
+            resolutions.extend(note);
+        }
+        resolution_starts.push(id(resolutions.len()));
+        Graph::assemble(records, resolver, resolutions, resolution_starts)
+    }
+
+    /// The graph of `records` from its resolver and every note's resolutions
+    /// (note after note, in each note's link order, from where `resolution_starts`
+    /// says): the backlinks, orphans, maps of content and counts follow.
+    pub(super) fn assemble(
+        records: &[Arc<NoteRecord>],
+        resolver: Resolver,
+        resolutions: Vec<Resolution>,
+        resolution_starts: Vec<u32>,
+    ) -> Graph {
         let mut incoming = vec![0u32; records.len()];
         let mut linked: Vec<bool> = vec![false; records.len()];
         let (mut link_count, mut broken_count) = (0, 0);
         for (from, record) in records.iter().enumerate() {
-            resolution_starts.push(id(resolutions.len()));
+            let (start, end) = (resolution_starts[from] as usize, resolution_starts[from + 1] as usize);
             // The counts describe the notes' graph; standards and read_also files may
             // still link to notes (and show up as backlinks).
             let counted = record.kind == NoteKind::Note;
-            for link in record.links.iter() {
-                let resolution = if link.target.trim().is_empty() {
-                    // `[[#heading]]`: a link within the note itself.
-                    anchored(records, Ok(from), link)
-                } else {
-                    // Popular targets are written thousands of times: resolve each once.
-                    let key = (link.kind.is_path(), link.target);
-                    let target = *targets.entry(key).or_insert_with(|| resolver.target(files, link));
-                    anchored(records, target, link)
-                };
+            for &resolution in &resolutions[start..end] {
                 link_count += usize::from(counted);
                 match resolution {
                     Resolution::Note(to) if to as usize != from => {
@@ -81,10 +117,8 @@ impl Graph {
                     Resolution::Broken(_) => broken_count += usize::from(counted),
                     _ => {}
                 }
-                resolutions.push(resolution);
             }
         }
-        resolution_starts.push(id(resolutions.len()));
 
         // Backlinks by target: count, then fill in linking order (by path, then
         // link order), which is the order a backlink list shows.
@@ -124,6 +158,11 @@ impl Graph {
             link_count,
             broken_count,
         }
+    }
+
+    /// How many links the graph resolved, in every note.
+    pub(super) fn resolutions_len(&self) -> usize {
+        self.resolutions.len()
     }
 
     /// A note's links' resolutions, in the order of the note's `links`.

@@ -10,12 +10,14 @@
 //! A `ref` argument resolves the same way and then by alias, but there a tie is
 //! an `ambiguous_ref` error listing the candidates instead of a silent pick.
 //!
-//! The [`Graph`] is computed from all records at once and is immutable; the
-//! engine rebuilds it lazily after the vault changes.
+//! The [`Graph`] is computed from all records at once and is immutable; after
+//! the vault changes, the engine makes the next one lazily from the last one
+//! built ([`Graph::updated`]), or builds it whole when much changed.
 
 mod after_change;
 mod links;
 mod resolver;
+mod updated;
 
 pub use after_change::{AfterChange, MovedAttachments};
 pub use links::{Backlink, Graph};

@@ -46,7 +46,7 @@ pub(super) fn id(index: usize) -> u32 {
 /// owned lowercase strings took about 150. A lookup hashes the key, takes the
 /// run of equal hashes and keeps the entries whose own key really is the one
 /// asked for (so a hash collision costs a comparison, never a wrong answer).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct KeyTable {
     pub(super) entries: Vec<(u64, u32)>,
 }
@@ -81,7 +81,7 @@ impl KeyTable {
 }
 
 /// Looks notes up by path, file name and alias, and attachments by path and name.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Resolver {
     pub(super) by_path_lower: KeyTable,
     pub(super) by_stem_lower: KeyTable,
