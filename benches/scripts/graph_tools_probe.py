@@ -6,7 +6,10 @@ search, waits for the start-up sync, measures the CPU the idle server uses for
 --idle seconds, then calls get_related_notes (on the search's first hit),
 list_tags, get_vault_overview and list_notes (by tag) --rounds times, printing
 each call's wall time, then get_vault_overview --overviews more times (median
-and p99: with a watcher it answers from the last walk, issue 42). The debug log (--log) holds each call's stages
+and p99: with a watcher it answers from the last walk, issue 42). With --edit,
+it then appends a link to the first hit's note on disk, waits until a search
+finds it (the watcher's sync), times get_related_notes (the graph updated from
+the last one, not built again) and puts the note's bytes back. The debug log (--log) holds each call's stages
 (`timing` lines: graph, staleness, contexts, ...).
 
     python3 benches/scripts/graph_tools_probe.py --vault V --index-dir I --bin target/release
@@ -37,6 +40,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--tag", default="project", help="the tag list_notes filters by")
     parser.add_argument("--overviews", type=int, default=0, help="get_vault_overview calls timed at the end")
+    parser.add_argument("--edit", action="store_true", help="time the graph tool after a one-note edit on disk")
     args = parser.parse_args()
 
     server = pf.Server(args.vault, args.index_dir, args.log, args.bin / "kb-mcp", ("--log-level", "debug"))
@@ -69,6 +73,22 @@ def main():
         times.sort()
         p99 = times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
         print("get_vault_overview x%d: median %.1f ms, p99 %.1f ms" % (len(times), statistics.median(times), p99))
+    if args.edit and hit:
+        note = args.vault / hit[0]["path"]
+        original = note.read_bytes()
+        word = "graphprobe%d" % int(time.time())
+        try:
+            note.write_bytes(original + ("\n\n%s [[%s]]\n" % (word, Path(hit[-1]["path"]).stem)).encode())
+            edited = time.perf_counter()
+            while server.search(word)["structuredContent"]["total"] == 0:
+                time.sleep(0.05)
+            print("one-note edit searchable after %.0f ms" % ((time.perf_counter() - edited) * 1e3))
+            for round_ in range(2):
+                started = time.perf_counter()
+                server.tool("get_related_notes", {"path": hit[0]["path"]})
+                print("after the edit, get_related_notes %d: %.0f ms" % (round_ + 1, (time.perf_counter() - started) * 1e3))
+        finally:
+            note.write_bytes(original)
     print("memory", server.memory())
     server.close()
 
