@@ -53,17 +53,7 @@ impl Graph {
             None => index,
         };
         // Where a link led before, in `after`'s indexes.
-        let mapped = |resolution: Resolution| match resolution {
-            Resolution::Note(to) => Resolution::Note(moved(to)),
-            Resolution::Broken(Broken::MissingHeading(to)) => {
-                Resolution::Broken(Broken::MissingHeading(moved(to)))
-            }
-            Resolution::Broken(Broken::MissingBlock(to)) => {
-                Resolution::Broken(Broken::MissingBlock(moved(to)))
-            }
-            Resolution::Attachment(to) => Resolution::Attachment(attachment_moved(to)),
-            other => other,
-        };
+        let mapped = |resolution: Resolution| resolution.renumbered(moved, attachment_moved);
         let tally = (0..before.len())
             .into_par_iter()
             .with_min_len(1024)

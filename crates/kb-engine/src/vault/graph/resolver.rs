@@ -25,6 +25,24 @@ pub enum Resolution {
     Broken(Broken),
 }
 
+impl Resolution {
+    /// The same resolution in another graph's indexes: where a change put
+    /// the note (`note`) or the attachment (`attachment`) it names.
+    pub(super) fn renumbered(self, note: impl Fn(u32) -> u32, attachment: impl Fn(u32) -> u32) -> Resolution {
+        match self {
+            Resolution::Note(to) => Resolution::Note(note(to)),
+            Resolution::Broken(Broken::MissingHeading(to)) => {
+                Resolution::Broken(Broken::MissingHeading(note(to)))
+            }
+            Resolution::Broken(Broken::MissingBlock(to)) => {
+                Resolution::Broken(Broken::MissingBlock(note(to)))
+            }
+            Resolution::Attachment(to) => Resolution::Attachment(attachment(to)),
+            Resolution::Broken(Broken::MissingNote) => self,
+        }
+    }
+}
+
 /// Why a link is broken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Broken {

@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::links::Graph;
-use super::resolver::{Broken, Files, Resolution, Resolver, anchored, id};
+use super::resolver::{Files, Resolution, Resolver, anchored, id};
 use crate::vault::NoteRecord;
 
 /// How two record lists sorted by path differ, as [`Graph::after_change`]
@@ -91,16 +91,7 @@ impl Graph {
             }
         }
         let moved = |to: u32| position.get(to as usize).map_or(u32::MAX, |&a| id(a));
-        let carried = |old: Resolution| match old {
-            Resolution::Note(to) => Resolution::Note(moved(to)),
-            Resolution::Broken(Broken::MissingHeading(to)) => {
-                Resolution::Broken(Broken::MissingHeading(moved(to)))
-            }
-            Resolution::Broken(Broken::MissingBlock(to)) => {
-                Resolution::Broken(Broken::MissingBlock(moved(to)))
-            }
-            other => other,
-        };
+        let carried = |old: Resolution| old.renumbered(moved, |attachment| attachment);
         let files = Files { records: after, attachments };
         let mut resolutions = Vec::with_capacity(self.resolutions_len() + 64);
         let mut resolution_starts = Vec::with_capacity(after.len() + 1);
