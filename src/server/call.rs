@@ -25,6 +25,7 @@ use super::metrics::{Metrics, PendingCount, UNKNOWN_TOOL};
 use super::shared::Waited;
 use super::timing::ms;
 use super::tokens::Grant;
+use super::vaults::{self, Served, Wanted};
 use super::{debug_log, log};
 use crate::engine;
 use crate::engine::types::Access;
@@ -68,17 +69,50 @@ impl KbServer {
         let apps = self.shows_apps(context);
         let responses = request.input_responses.clone();
         let request_state = request.request_state.clone();
-        let arguments = match tools::admit(&name, access, apps, request.arguments)? {
+        let visible = self.visible(context);
+        let refused = |error: &Error| Ok(Answered::Plain(tools::error_result(error).into()));
+        let Some(&default) = visible.first() else { return refused(&vaults::none_granted()) };
+        let names: Vec<&str> = visible.iter().map(|served| served.name.as_str()).collect();
+        // Only a connection that may use several vaults has the `vault` argument.
+        let many = visible.len() > 1;
+        let mut raw = request.arguments;
+        let wanted = match many.then(|| vaults::take_argument(&mut raw)).transpose() {
+            Ok(wanted) => wanted.unwrap_or(Wanted::Default),
+            Err(error) => return refused(&error),
+        };
+        if many && name == tools::LIST_VAULTS {
+            return self.list_vaults(raw, &visible, context, access).await;
+        }
+        let arguments = match tools::admit(&name, access, apps, raw)? {
             Ok(arguments) => arguments,
             // Not granted (`permission_denied`) or arguments off the schema (`invalid_argument`).
             Err(refused) => return Ok(Answered::Plain(refused.into())),
         };
-        let timings = self.shared.timings();
+        let served = match wanted {
+            Wanted::Every if tools::searches_every_vault(&name) => {
+                return self.search_every(&name, arguments, &visible, context).await;
+            }
+            Wanted::Every => {
+                return refused(&Error::invalid(format!(
+                    "`vault: \"*\"` searches every vault: only search_knowledge and search_note_content take it, not {name}"
+                )));
+            }
+            Wanted::Named(given) => match visible.iter().find(|served| served.name == given) {
+                Some(&served) => served,
+                None => return refused(&tools::unknown_vault(&given, &names)),
+            },
+            Wanted::Default => match arguments.get("proposal_id").and_then(Value::as_str) {
+                Some(id) if many => holder(&visible, id).await.unwrap_or(default),
+                _ => default,
+            },
+        };
+        let shared = served.shared.clone();
+        let timings = self.vaults.timings();
         let dispatch = timings.arrival(&context.id).map(|arrived| started.saturating_duration_since(arrived));
         // Searches read only the index (and their hits' files): they are answered from
         // the stored index during the start-up sync, saying they may be stale.
         let patient = !matches!(name.as_str(), "search_knowledge" | "search_note_content");
-        let (engine, waited) = self.shared.engine_waiting(context, patient).await;
+        let (engine, waited) = shared.engine_waiting(context, patient).await;
         let waited_ms = started.elapsed();
         let engine = match engine {
             Ok(engine) => engine,
@@ -116,18 +150,9 @@ impl KbServer {
                 }
             }
         }
-        let shared = self.shared.clone();
-        let asks = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
         let metrics = (name == "get_vault_overview" && arguments.get("metrics") == Some(&Value::Bool(true)))
-            .then(|| std::sync::Arc::new(self.shared.metrics_snapshot()));
-        let principal = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Grant>())
-            .map_or_else(engine::types::Principal::local, |grant| {
-                engine::types::Principal::named(&grant.name)
-            });
-        let call_context = CallContext { access, apps, asks, metrics, principal };
+            .then(|| std::sync::Arc::new(shared.metrics_snapshot()));
+        let call_context = self.call_context(context, access, apps, metrics);
         let tool = name.clone();
         let handed_off = Instant::now();
         let (result, stages) = blocking::run(move || {
@@ -155,9 +180,111 @@ impl KbServer {
         .await
         .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
         timings.handled(&context.id, breakdown(&name, dispatch, waited, waited_ms, stages));
-        result
-            .map(|result| Answered::Plain(with_card_key(result, apps && tools::shown_in_card(&name)).into()))
+        result.map(|result| {
+            let result = with_card_key(result, apps && tools::shown_in_card(&name));
+            Answered::Plain(if many { tools::named(result, &served.name) } else { result }.into())
+        })
     }
+
+    /// What a call needs besides its engine: the caller's access, client and principal.
+    fn call_context(
+        &self,
+        context: &RequestContext<RoleServer>,
+        access: Access,
+        apps: bool,
+        metrics: Option<std::sync::Arc<engine::types::ServerMetrics>>,
+    ) -> CallContext {
+        let asks = context.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        let principal = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Grant>())
+            .map_or_else(engine::types::Principal::local, |grant| {
+                engine::types::Principal::named(&grant.name)
+            });
+        CallContext { access, apps, asks, metrics, principal }
+    }
+
+    /// `list_vaults`: each vault this connection may use, with its counts.
+    async fn list_vaults(
+        &self,
+        arguments: Option<Map<String, Value>>,
+        visible: &[&Served],
+        context: &RequestContext<RoleServer>,
+        access: Access,
+    ) -> Result<Answered, McpError> {
+        if let Some(given) = arguments.as_ref().and_then(|arguments| arguments.keys().next()) {
+            let error = Error::invalid(format!("list_vaults takes no arguments; `{given}` is not one"))
+                .with_hint("call list_vaults with {}");
+            return Ok(Answered::Plain(tools::error_result(&error).into()));
+        }
+        let mut engines = Vec::new();
+        for served in visible {
+            engines.push((served.name.clone(), served.shared.engine_waiting(context, true).await.0));
+        }
+        let listed = blocking::run(move || {
+            let summaries = engines
+                .iter()
+                .enumerate()
+                .map(|(at, (name, engine))| tools::summarize(name, at == 0, engine.as_deref(), access))
+                .collect();
+            tools::listed(summaries)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))??;
+        Ok(Answered::Plain(listed.into()))
+    }
+
+    /// A search of every vault this connection may use (`vault: "*"`).
+    async fn search_every(
+        &self,
+        name: &str,
+        arguments: Value,
+        visible: &[&Served],
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Answered, McpError> {
+        let mut engines = Vec::new();
+        for served in visible {
+            // Searches do not wait for a start-up sync (see `answer`).
+            let engine = served.shared.engine_waiting(context, false).await.0;
+            engines.push((served.name.clone(), served.shared.clone(), engine));
+        }
+        let call_context = self.call_context(context, self.access(context), self.shows_apps(context), None);
+        let name = name.to_owned();
+        let result = blocking::run(move || {
+            let vaults: Vec<_> = engines
+                .into_iter()
+                .map(|(vault, shared, engine)| {
+                    if let Ok(engine) = &engine {
+                        shared.check_files(engine);
+                    }
+                    (vault, engine)
+                })
+                .collect();
+            tools::search_every(&vaults, &call_context, &name, arguments)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))??;
+        Ok(Answered::Plain(result.into()))
+    }
+}
+
+/// The vault among `visible` whose inbox holds the proposal `id` (pending or
+/// archived), looked at in order; `None` when none does or none is serving yet.
+async fn holder<'a>(visible: &[&'a Served], id: &str) -> Option<&'a Served> {
+    let engines: Vec<(usize, std::sync::Arc<crate::engine::Engine>)> = visible
+        .iter()
+        .enumerate()
+        .filter_map(|(at, served)| Some((at, served.shared.engine_now()?)))
+        .collect();
+    let id = id.to_owned();
+    let found = blocking::run(move || {
+        engines.iter().find(|(_, engine)| engine.holds_proposal(&id)).map(|(at, _)| *at)
+    })
+    .await
+    .ok()
+    .flatten()?;
+    visible.get(found).copied()
 }
 
 /// What the account of one call needs from its request: taken before the

@@ -36,6 +36,25 @@ pub fn instructions(access: Access) -> String {
     }
 }
 
+/// [`instructions`] for a connection that may use the vaults `names` (the
+/// default first): with more than one, how to name them.
+pub(super) fn instructions_for(access: Access, names: &[String]) -> String {
+    let mut text = instructions(access);
+    if let [first, others @ ..] = names
+        && !others.is_empty()
+    {
+        let others: Vec<String> = others.iter().map(|name| format!("`{name}`")).collect();
+        text.push_str(&format!(
+            "\nVaults: this connection may use several vaults: `{first}` (the default) and {}. Every tool takes \
+             `vault` (a name; the default when left out) and every answer names its vault; search_knowledge and \
+             search_note_content take `vault: \"*\"` to search them all, each hit naming its vault; list_vaults \
+             lists them with their counts. A proposal belongs to the vault it was made in: its id finds it there.",
+            others.join(", ")
+        ));
+    }
+    text
+}
+
 struct PromptDef {
     name: &'static str,
     title: &'static str,

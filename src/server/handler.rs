@@ -25,6 +25,8 @@ use super::log;
 use super::resources;
 use super::shared::Shared;
 use super::skills;
+use super::tokens::Grant;
+use super::vaults::{Served, Vaults};
 use crate::engine::Engine;
 use crate::engine::types::Access;
 use crate::error::Error;
@@ -34,14 +36,37 @@ use crate::tools;
 /// One connection's handler.
 #[derive(Clone)]
 pub struct KbServer {
-    pub(super) shared: Arc<Shared>,
+    pub(super) vaults: Arc<Vaults>,
     pub(super) access: Access,
 }
 
 impl KbServer {
     /// A handler for a connection with `access`.
-    pub fn new(shared: Arc<Shared>, access: Access) -> Self {
-        KbServer { shared, access }
+    pub fn new(vaults: Arc<Vaults>, access: Access) -> Self {
+        KbServer { vaults, access }
+    }
+
+    /// The vaults this request may use, the default first: every vault over
+    /// stdio, those its token names over HTTP.
+    pub(super) fn visible(&self, context: &RequestContext<RoleServer>) -> Vec<&Served> {
+        let grant = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Grant>());
+        self.vaults.visible(grant.and_then(|grant| grant.vaults.as_deref()))
+    }
+
+    /// The default vault of this request (resources, skills): `None` when its
+    /// token may use none of the vaults served.
+    fn default_vault(&self, context: &RequestContext<RoleServer>) -> Option<Arc<Shared>> {
+        self.visible(context).first().map(|served| served.shared.clone())
+    }
+
+    /// The instructions for this request: its access level's, and the names of
+    /// the vaults when it may use more than one.
+    fn instructions(&self, context: &RequestContext<RoleServer>) -> String {
+        let names: Vec<String> = self.visible(context).iter().map(|served| served.name.clone()).collect();
+        guide::instructions_for(self.access(context), &names)
     }
 
     /// The access level of this request (HTTP requests carry their token's scope).
@@ -68,7 +93,14 @@ impl KbServer {
     }
 
     async fn engine_or_error(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Engine>, McpError> {
-        self.shared
+        let Some(shared) = self.default_vault(context) else {
+            let error = super::vaults::none_granted();
+            return Err(McpError::invalid_request(
+                error.message,
+                Some(json!({ "code": error.code.as_str() })),
+            ));
+        };
+        shared
             .engine(context)
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), Some(json!({ "code": e.code.as_str() }))))
@@ -132,13 +164,13 @@ impl ServerHandler for KbServer {
         #[cfg(feature = "conformance-fixtures")]
         fixtures::advertise(&mut result.capabilities, true);
         // Over HTTP the token's scope, not the server's default, decides.
-        result.instructions = Some(guide::instructions(self.access(&context)));
+        result.instructions = Some(self.instructions(&context));
         Ok(result)
     }
 
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
         let mut info = self.get_info();
-        info.instructions = Some(guide::instructions(self.access(&context)));
+        info.instructions = Some(self.instructions(&context));
         skills::shown_to(&mut info.capabilities, context.client_capabilities().as_ref());
         #[cfg(feature = "conformance-fixtures")]
         fixtures::advertise(&mut info.capabilities, false);
@@ -150,7 +182,8 @@ impl ServerHandler for KbServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let listed = tools::list(self.access(&context), self.shows_apps(&context));
+        let names: Vec<&str> = self.visible(&context).iter().map(|served| served.name.as_str()).collect();
+        let listed = tools::list_for(self.access(&context), self.shows_apps(&context), &names);
         #[cfg(feature = "conformance-fixtures")]
         let listed = [listed, fixtures::tools()].concat();
         Ok(ListToolsResult::with_all_items(listed))
@@ -168,7 +201,7 @@ impl ServerHandler for KbServer {
         let started = Instant::now();
         let call = call::Accounted::of(&request, &context, started);
         let (response, said) = self.answer_call(request, &context, started).await;
-        call.finish(self.shared.metrics(), &response, said);
+        call.finish(self.vaults.metrics(), &response, said);
         response
     }
 

@@ -41,25 +41,24 @@ pub use tokens::{Scope, TokenFile, TokenLimits, TokenRecord, is_plain_name};
 
 mod handler;
 mod shared;
+mod vaults;
 
 pub use guide::instructions;
 pub use handler::KbServer;
 pub use shared::Shared;
+pub use vaults::{VaultSpec, Vaults, is_vault_name};
 
 use crate::engine::types::Access;
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How the server was asked to run.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
-    /// The vault folder.
-    pub vault: PathBuf,
-    /// The index folder (`<vault>/.kb` when `None`).
-    pub index_dir: Option<PathBuf>,
+    /// The vaults, the default first (see [`VaultSpec`]).
+    pub vaults: Vec<VaultSpec>,
     /// The access level of stdio connections.
     pub access: Access,
     /// How PDFs' text is extracted (the binaries: themselves, as a child).
@@ -91,10 +90,10 @@ pub fn log(event: Value) {
 
 /// Serves MCP on stdin/stdout until stdin closes.
 pub async fn serve_stdio(options: ServerOptions) -> crate::error::Result<()> {
-    let shared = Shared::start(&options);
-    published::spawn(shared.clone(), "stdio", None);
-    let timings = shared.timings();
-    let server = KbServer::new(shared, options.access);
+    let vaults = Vaults::start(&options);
+    published::spawn(&vaults, "stdio", None);
+    let timings = vaults.timings();
+    let server = KbServer::new(vaults, options.access);
     log(
         json!({ "event": "start", "transport": "stdio", "access": options.access.as_str(), "version": env!("CARGO_PKG_VERSION") }),
     );

@@ -18,6 +18,7 @@ use serde_json::json;
 
 use super::log;
 use super::shared::Shared;
+use super::vaults::Vaults;
 use crate::engine::types::ServerMetrics;
 use crate::sandbox::{self, ServerSlot};
 
@@ -40,8 +41,16 @@ pub struct PublishedServer {
     pub metrics: ServerMetrics,
 }
 
-/// Publishes the metrics of this process's server until the runtime stops.
-pub(super) fn spawn(shared: Arc<Shared>, transport: &'static str, addr: Option<String>) {
+/// Publishes the metrics of this process's server until the runtime stops,
+/// in the index folder of every vault it serves.
+pub(super) fn spawn(vaults: &Vaults, transport: &'static str, addr: Option<String>) {
+    for served in vaults.all() {
+        publish(served.shared.clone(), transport, addr.clone());
+    }
+}
+
+/// Publishes the metrics in one vault's index folder.
+fn publish(shared: Arc<Shared>, transport: &'static str, addr: Option<String>) {
     tokio::spawn(async move {
         let engine = loop {
             if let Some(engine) = shared.engine_now() {

@@ -12,9 +12,8 @@ use serde_json::json;
 use tokio::sync::watch as channel;
 
 use super::metrics::Metrics;
-use super::timing::Timings;
 use super::watch;
-use super::{ServerOptions, log};
+use super::{ServerOptions, VaultSpec, log};
 use crate::engine::{Engine, EngineOptions};
 use crate::error::Error;
 
@@ -52,8 +51,6 @@ pub struct Shared {
     /// 10k notes on a loaded machine, the worst tail of issue 17).
     unwatched: AtomicBool,
     last_check: std::sync::Mutex<Instant>,
-    /// Requests in flight and their timing, for the debug log.
-    timings: Arc<Timings>,
     /// Every tool call and watcher update since start.
     metrics: Arc<Metrics>,
 }
@@ -113,18 +110,16 @@ const REPLICA_CONFIG_CHECK_EVERY: Duration = Duration::from_secs(5);
 
 impl Shared {
     /// Starts opening the vault and syncing the index in the background.
-    pub fn start(options: &ServerOptions) -> Arc<Shared> {
+    pub(super) fn start(vault: &VaultSpec, options: &ServerOptions, metrics: Arc<Metrics>) -> Arc<Shared> {
         let (sender, readiness) = channel::channel(Readiness::Starting(0, 0));
         let shared = Arc::new(Shared {
             readiness,
             retry: AtomicBool::new(false),
             unwatched: AtomicBool::new(false),
             last_check: std::sync::Mutex::new(Instant::now()),
-            timings: Timings::new(),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
         });
-        let engine_options =
-            EngineOptions { vault: options.vault.clone(), index_dir: options.index_dir.clone() };
+        let engine_options = EngineOptions { vault: vault.path.clone(), index_dir: vault.index_dir.clone() };
         let background = shared.clone();
         let extractor = options.pdf_extractor.clone();
         std::thread::spawn(move || background.bring_up(&engine_options, &extractor, sender));
@@ -410,19 +405,9 @@ impl Shared {
         let _ = sender.send(Readiness::Starting(0, 0));
     }
 
-    /// Requests in flight and their timing (the debug log's `timing` lines).
-    pub(super) fn timings(&self) -> Arc<Timings> {
-        self.timings.clone()
-    }
-
     /// The counts of every call and watcher update.
     pub(super) fn metrics(&self) -> &Metrics {
         &self.metrics
-    }
-
-    /// The metrics, shared (the HTTP transport records calls once answered).
-    pub(super) fn metrics_handle(&self) -> Arc<Metrics> {
-        self.metrics.clone()
     }
 
     /// The engine once it serves (`None` while starting or failed).

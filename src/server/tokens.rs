@@ -66,6 +66,10 @@ pub struct TokenRecord {
     /// `--request-timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_timeout_s: Option<u64>,
+    /// The vaults it may use, by name, on a server serving several (every
+    /// vault when absent): the others do not exist for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vaults: Option<Vec<String>>,
 }
 
 /// What a token may do.
@@ -207,7 +211,24 @@ impl TokenFile {
 
     /// [`TokenFile::add`] with the token's own `limits`.
     pub fn add_limited(&mut self, name: &str, scope: Scope, limits: TokenLimits) -> Result<String> {
+        self.add_for_vaults(name, scope, limits, &[])
+    }
+
+    /// [`TokenFile::add_limited`] for a token that may use only the vaults
+    /// named in `vaults` (every vault when it is empty).
+    pub fn add_for_vaults(
+        &mut self,
+        name: &str,
+        scope: Scope,
+        limits: TokenLimits,
+        vaults: &[String],
+    ) -> Result<String> {
         check_name(name)?;
+        if let Some(bad) = vaults.iter().find(|vault| !super::is_vault_name(vault)) {
+            return Err(Error::invalid(format!(
+                "{bad:?} cannot name a vault: use the names the server is given (--vault NAME=DIR)"
+            )));
+        }
         check_limits(&limits).map_err(|what| Error::invalid(format!("token `{name}`: {what}")))?;
         if self.tokens.iter().any(|record| record.name == name) {
             return Err(Error::new(
@@ -226,6 +247,7 @@ impl TokenFile {
             created: rfc3339(jiff::Timestamp::now(), Zone::Local),
             rate: limits.rate,
             request_timeout_s: limits.request_timeout_s,
+            vaults: (!vaults.is_empty()).then(|| vaults.to_vec()),
         });
         Ok(token)
     }
@@ -251,13 +273,19 @@ impl TokenFile {
             let scope = Scope::parse(&record.scope).ok_or_else(|| bad("an unknown scope"))?;
             let limits = TokenLimits { rate: record.rate, request_timeout_s: record.request_timeout_s };
             check_limits(&limits).map_err(|what| bad(&what))?;
+            let vaults = match &record.vaults {
+                Some(names) if names.is_empty() || !names.iter().all(|name| super::is_vault_name(name)) => {
+                    return Err(bad("a vault list that is empty or holds an invalid name"));
+                }
+                names => names.as_deref().map(Arc::from),
+            };
             let salt = unhex::<16>(&record.salt).ok_or_else(|| bad("a malformed salt"))?;
             let hash = record
                 .hash
                 .strip_prefix("sha256:")
                 .and_then(unhex::<32>)
                 .ok_or_else(|| bad("a malformed hash"))?;
-            out.push(Verifier { name: Arc::from(record.name.as_str()), scope, limits, salt, hash });
+            out.push(Verifier { name: Arc::from(record.name.as_str()), scope, limits, vaults, salt, hash });
         }
         Ok(out)
     }
@@ -276,6 +304,8 @@ pub(super) struct Grant {
     pub(super) key: [u8; 32],
     /// Issued by OAuth (its client can ask for more scope), not a static token.
     pub(super) oauth: bool,
+    /// The vaults it may use (every vault for `None`).
+    pub(super) vaults: Option<Arc<[String]>>,
 }
 
 /// One stored token, decoded for checking.
@@ -283,6 +313,7 @@ struct Verifier {
     name: Arc<str>,
     scope: Scope,
     limits: TokenLimits,
+    vaults: Option<Arc<[String]>>,
     salt: [u8; 16],
     hash: [u8; 32],
 }
@@ -384,6 +415,7 @@ impl TokenStore {
                     limits: verifier.limits,
                     key: verifier.hash,
                     oauth: false,
+                    vaults: verifier.vaults.clone(),
                 });
             }
         }

@@ -20,9 +20,14 @@ mod invoke;
 mod reference;
 mod schema;
 mod table;
+mod vaults;
 
 pub use admit::admit;
 pub use app::{ApproveArgs, RejectArgs, ReviewArgs};
 pub use invoke::{CallContext, error_code, error_of, error_result, invoke};
 pub use reference::reference;
 pub use table::{exists, level, list, shown_in_card};
+pub use vaults::{
+    EVERY_VAULT, LIST_VAULTS, VaultList, VaultSummary, list_for, listed, named, search_every,
+    searches_every_vault, summarize, unknown_vault,
+};

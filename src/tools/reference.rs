@@ -75,7 +75,39 @@ pub fn reference() -> String {
             }
         }
     }
+    several_vaults(&mut out);
     out
+}
+
+/// What a connection that may use several vaults sees besides: the `vault`
+/// argument and `list_vaults` (see `tools/vaults.rs`).
+fn several_vaults(out: &mut String) {
+    let listed = super::list_for(Access::Read, false, &["work", "home"]);
+    let Some(tool) = listed.iter().find(|tool| tool.name == super::LIST_VAULTS) else { return };
+    out.push_str(
+        "\n## Several vaults\n\n\
+         A connection that may use more than one vault (a server given several, and over HTTP a token \
+         not scoped to one of them) sees every tool above with one more optional argument, `vault`: the \
+         name of the vault to use, among those the connection may use (the default, the first listed, \
+         when it is left out; a call naming a proposal id without `vault` goes to the vault holding \
+         that proposal). `search_knowledge` and `search_note_content` also take `vault: \"*\"`: every \
+         vault, each hit naming its `vault`, the hits of all merged (memory entries first, then by \
+         score relative to the best of their own vault). Every other successful answer carries `vault`, the vault \
+         that answered. A connection that may use one vault sees neither `vault` nor the tool below.\n",
+    );
+    let _ = write!(out, "\n### {}\n\n", tool.name);
+    let title = tool.title.as_deref().unwrap_or("");
+    let _ = write!(out, "**{title}** · access `read` · read-only\n\n");
+    let _ = write!(out, "{}\n\nArguments: none.\n\n", cell_free(tool.description.as_deref().unwrap_or("")));
+    if let Some(schema) = &tool.output_schema {
+        let output = Value::Object((**schema).clone());
+        let mut rows = Vec::new();
+        fields(&output, "", &defs(&output), &mut rows, 0);
+        out.push_str("**Result fields**\n\n| Field | Type |\n|---|---|\n");
+        for row in &rows {
+            let _ = writeln!(out, "| `{}` | {} |", row.path, row.kind);
+        }
+    }
 }
 
 /// One argument or result field, nested ones named by a dotted path (`[]` for an array's items).

@@ -148,7 +148,8 @@ pub(super) fn knowledge(r: &KnowledgeResults) -> String {
     let mut out = stale_line(r.stale.as_ref());
     let _ = write!(out, "{} `{}`", matching(r.results.len(), r.total), r.query);
     for (rank, hit) in r.results.iter().enumerate() {
-        let _ = write!(out, "\n{}. {}{} — {}", rank + 1, memory_mark(hit.memory), hit.path, hit.title);
+        let place = vault_mark(hit.vault.as_deref());
+        let _ = write!(out, "\n{}. {place}{}{} — {}", rank + 1, memory_mark(hit.memory), hit.path, hit.title);
         if !hit.description.is_empty() {
             let _ = write!(out, ": {}", hit.description);
         }
@@ -160,12 +161,18 @@ pub(super) fn content(r: &ContentResults) -> String {
     let mut out = stale_line(r.stale.as_ref());
     let _ = write!(out, "{} `{}`", matching(r.results.len(), r.total), r.query);
     for (rank, hit) in r.results.iter().enumerate() {
-        let _ = write!(out, "\n{}. {}{} — {}", rank + 1, memory_mark(hit.memory), hit.path, hit.title);
+        let place = vault_mark(hit.vault.as_deref());
+        let _ = write!(out, "\n{}. {place}{}{} — {}", rank + 1, memory_mark(hit.memory), hit.path, hit.title);
         for snippet in &hit.snippets {
             let _ = write!(out, "\n   L{}: {}", snippet.line, snippet.text);
         }
     }
     out
+}
+
+/// `work: ` before a hit of a search of every vault.
+fn vault_mark(vault: Option<&str>) -> String {
+    vault.map(|vault| format!("{vault}: ")).unwrap_or_default()
 }
 
 /// `[memory about the person] ` before a memory entry's line.

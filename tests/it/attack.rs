@@ -305,9 +305,14 @@ fn read_log(
 
 impl Server {
     fn start(transport: Transport, vault: &Path) -> Server {
+        Server::start_serving(transport, &["--vault".into(), vault.into()])
+    }
+
+    /// [`Server::start`] with these vault arguments (several `--vault NAME=DIR`).
+    fn start_serving(transport: Transport, vaults: &[std::ffi::OsString]) -> Server {
         let mut server = match transport {
-            Transport::Stdio => Server::spawn_stdio(vault),
-            Transport::Http => Server::spawn_http(vault),
+            Transport::Stdio => Server::spawn_stdio(vaults),
+            Transport::Http => Server::spawn_http(vaults),
         };
         let init = server.request(
             "initialize",
@@ -334,10 +339,9 @@ impl Server {
         }
     }
 
-    fn spawn_stdio(vault: &Path) -> Server {
+    fn spawn_stdio(vaults: &[std::ffi::OsString]) -> Server {
         let mut child = Command::new(BIN)
-            .arg("--vault")
-            .arg(vault)
+            .args(vaults)
             .args(["--access", "apply"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -386,7 +390,7 @@ impl Server {
         server
     }
 
-    fn spawn_http(vault: &Path) -> Server {
+    fn spawn_http(vaults: &[std::ffi::OsString]) -> Server {
         let tokens = tempfile::tempdir().unwrap();
         let file = tokens.path().join("tokens.json");
         let output = Command::new(BIN)
@@ -400,8 +404,7 @@ impl Server {
         let mut child = Command::new(BIN)
             .args(["--http", "127.0.0.1:0", "--rate", "0", "--tokens"])
             .arg(&file)
-            .arg("--vault")
-            .arg(vault)
+            .args(vaults)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -1384,7 +1387,11 @@ fn run_suite(transport: Transport) {
     lap("symlink race");
 
     findings.check(server.alive(), || "the server died during the suite".to_owned());
-    let (transcript, log) = server.stop();
+    let (mut transcript, mut log) = server.stop();
+    let (vaults_transcript, vaults_log) = hostile_vault_names(transport, &fx, &mut findings);
+    lap("hostile vault names");
+    transcript.push_str(&vaults_transcript);
+    log.push_str(&vaults_log);
     for canary in fx.canaries() {
         let tag = canary.rsplit('-').next().unwrap();
         findings.check(!transcript.contains(tag), || format!("{transport:?}: a response carries {canary}"));
@@ -1514,6 +1521,52 @@ fn hostile_table(server: &mut Server, fx: &Fixture, tools: &[Value], findings: &
     }
     eprintln!("{} hostile inputs x {} targets", rows.len(), targets.len());
     cases
+}
+
+/// Issue 39: every hostile input as the `vault` argument of a server serving
+/// two vaults (the suite's as `main`, a copy as `other`), through a read, a
+/// search, a proposal and an apply: each is `invalid_argument` (a search
+/// takes `*`: every vault), never a path, and nothing on disk changes in
+/// either vault. Returns the server's transcript and log for the canary checks.
+fn hostile_vault_names(transport: Transport, fx: &Fixture, findings: &mut Findings) -> (String, String) {
+    let other = fx._tmp.path().join("other");
+    common::copy_fixture(&common::fixture_vault(), &other);
+    let named = |name: &str, path: &Path| std::ffi::OsString::from(format!("{name}={}", path.display()));
+    let mut server = Server::start_serving(
+        transport,
+        &["--vault".into(), named("main", &fx.vault), "--vault".into(), named("other", &other)],
+    );
+    let before = (fx.state(), common::snapshot(&other));
+    let mut cases = 0;
+    let mut hostile: Vec<Value> = table(fx).into_iter().map(|row| json!(row.input)).collect();
+    hostile.extend([json!(7), json!(true), json!(["main"]), json!({"name": "main"}), json!("main\u{0}")]);
+    for input in &hostile {
+        for (tool, mut arguments) in [
+            ("search_knowledge", json!({"query": "project"})),
+            ("read_note", json!({"path": "z/a.md"})),
+            ("propose_new_note", json!({"title": "Vault probe", "body": "x", "reason": "attack suite"})),
+            ("apply_proposal", json!({"proposal_id": "p_00000000000000000000000000000000"})),
+        ] {
+            arguments["vault"] = input.clone();
+            let got = Got::of(server.call(tool, arguments));
+            cases += 1;
+            let every = tool == "search_knowledge" && *input == json!("*");
+            let fine = match &got {
+                Got::Ok(_) => every,
+                Got::Code(code) => code == "invalid_argument",
+                _ => false,
+            };
+            findings.check(fine, || format!("{transport:?}: {tool} with vault {input}: {}", got.short()));
+        }
+    }
+    findings.check(cases >= 300, || format!("only {cases} hostile vault names were tried"));
+    findings.check(server.alive(), || "the server serving two vaults died".to_owned());
+    let after = (fx.state(), common::snapshot(&other));
+    let changed = changes(&before.0, &after.0);
+    findings.check(changed.is_empty(), || format!("{transport:?}: hostile vault names changed {changed:?}"));
+    findings
+        .check(before.1 == after.1, || format!("{transport:?}: hostile vault names changed the other vault"));
+    server.stop()
 }
 
 /// Issue 39: every hostile input as `remember`'s `category` and as the

@@ -1549,3 +1549,101 @@ async fn issue39_a_tokens_memory_of_the_person_is_its_own_unless_shared() {
         client.cancel().await.unwrap();
     }
 }
+
+/// Issue 39: two vaults behind one HTTP server; a token scoped to one vault
+/// sees a server of that vault alone (no `vault` argument, no `list_vaults`,
+/// nothing of the other in any tool, resource or error), an unscoped token
+/// sees both, and proposals land in the vault they were made in.
+#[tokio::test]
+async fn issue39_a_token_scoped_to_one_vault_never_learns_another_exists() {
+    const SECRET: &str = "MARIGOLD";
+    let other = tempfile::tempdir().unwrap();
+    let home = other.path().join("home");
+    common::copy_fixture(&common::fixture_vault(), &home);
+    common::put(
+        &home,
+        "z/Surprise plan.md",
+        &format!("# Surprise plan\n\nThe {SECRET} party is on Friday.\n"),
+    );
+    let home_arg = format!("home={}", home.display());
+    let (server, secrets) = Server::start(&[("both", Access::Apply)], &["--vault", &home_arg]);
+    let add = |name: &str, vault: &str| {
+        let file = server.tokens.to_str().unwrap();
+        let (code, out, err) =
+            kb_mcp(&["token", "add", name, "--scope", "apply", "--vault", vault, "--tokens", file]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(&format!("vaults: {vault}")), "{out}");
+        out.lines().last().unwrap().to_owned()
+    };
+    let (mine, theirs) = (add("mine", "vault"), add("theirs", "home"));
+    let (code, listed, _) = kb_mcp(&["token", "list", "--tokens", server.tokens.to_str().unwrap()]);
+    assert!(code == 0 && listed.contains("vaults home"), "{listed}");
+    // The server re-reads the token file within a second.
+    std::thread::sleep(Duration::from_millis(800));
+    let both = server.connect(&secrets[0]).await;
+    let mine = server.connect(&mine).await;
+    let theirs = server.connect(&theirs).await;
+
+    let listed = call(&both, "list_vaults", json!({})).await.unwrap().structured_content.unwrap();
+    let names: Vec<&str> =
+        listed["vaults"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["vault", "home"]);
+
+    // `mine` may use `vault` alone: a server of one vault, nothing of `home` anywhere.
+    let tools = mine.list_all_tools().await.unwrap();
+    assert!(!tools.iter().any(|tool| tool.name == "list_vaults"));
+    let listing = serde_json::to_string(&tools).unwrap();
+    assert!(!listing.contains("\"home\"") && !listing.contains("\"vault\":{\"enum\""), "{listing}");
+    let instructions = mine.peer_info().unwrap().instructions.clone().unwrap_or_default();
+    assert!(!instructions.contains("`home`"), "{instructions}");
+    let foreign = call(&mine, "search_knowledge", json!({"query": SECRET, "vault": "home"})).await.unwrap();
+    let missing =
+        call(&mine, "search_knowledge", json!({"query": SECRET, "vault": "nowhere"})).await.unwrap();
+    assert_eq!(error_code(&foreign).as_deref(), Some("invalid_argument"));
+    let said =
+        |result: &CallToolResult, name: &str| serde_json::to_string(result).unwrap().replace(name, "NAME");
+    assert_eq!(said(&foreign, "home"), said(&missing, "nowhere"), "a foreign vault answers as a missing one");
+    let mut answers = Vec::new();
+    for (tool, args) in [
+        ("search_knowledge", json!({"query": "surprise plan"})),
+        ("search_note_content", json!({"query": "surprise party Friday"})),
+        ("recall_context", json!({"topic": "surprise party plan"})),
+        ("get_vault_overview", json!({})),
+        ("read_note", json!({"path": "z/Surprise plan.md"})),
+        ("list_notes", json!({"folder": "z"})),
+        ("list_recent_notes", json!({})),
+        ("list_proposals", json!({})),
+        ("list_vaults", json!({})),
+    ] {
+        answers.push(format!("{:?}", call(&mine, tool, args).await));
+    }
+    let uri = "kb://note/z/Surprise%20plan.md".to_owned();
+    answers.push(format!("{:?}", mine.read_resource(ReadResourceRequestParams::new(uri.clone())).await));
+    answers.push(format!("{:?}", mine.list_resources(None).await));
+    for answer in &answers {
+        assert!(!answer.contains(SECRET) && !answer.contains(&home.display().to_string()), "{answer}");
+    }
+
+    // `theirs` may use `home` alone: its default, where its proposals land.
+    let found = call(&theirs, "search_knowledge", json!({"query": "surprise plan"})).await.unwrap();
+    let found = found.structured_content.unwrap();
+    assert_eq!(found["results"][0]["path"], "z/Surprise plan.md");
+    assert!(found.get("vault").is_none(), "one vault: answers need not name it");
+    let staged = call(
+        &theirs,
+        "propose_new_note",
+        json!({"title": "Party list", "body": "Balloons.\n", "reason": "the person asked"}),
+    )
+    .await
+    .unwrap();
+    let id = staged.structured_content.unwrap()["proposal_id"].as_str().unwrap().to_owned();
+    let stolen = call(&mine, "apply_proposal", json!({"proposal_id": id})).await.unwrap();
+    assert_eq!(error_code(&stolen).as_deref(), Some("proposal_not_found"), "{stolen:?}");
+    let applied = call(&theirs, "apply_proposal", json!({"proposal_id": id})).await.unwrap();
+    let target = applied.structured_content.unwrap()["target"].as_str().unwrap().to_owned();
+    assert!(home.join(&target).is_file() && !server.vault.join(&target).exists(), "{target}");
+    assert!(!server.vault.join("inbox/_applied.jsonl").exists(), "nothing was applied in `vault`");
+    for client in [both, mine, theirs] {
+        client.cancel().await.unwrap();
+    }
+}

@@ -34,4 +34,5 @@ mod sandbox;
 mod semantic;
 mod structure;
 mod vault_parse;
+mod vaults;
 mod write;

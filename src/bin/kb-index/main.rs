@@ -17,7 +17,7 @@
     reason = "the binaries read their own files (token file, suites, reports) and check the folders they are given"
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +38,7 @@ mod structure;
 use kb_mcp::engine::{Engine, EngineOptions};
 use kb_mcp::error::{Error, ErrorCode};
 use kb_mcp::eval::Tool;
+use kb_mcp::server::VaultSpec;
 use output::{ColorChoice, Paint};
 
 const EXAMPLES: &str = "\
@@ -68,9 +69,12 @@ static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
 #[derive(Debug, Parser)]
 #[command(name = "kb-index", version = &**VERSION, after_help = EXAMPLES)]
 struct Cli {
-    /// The vault folder (default: $KB_VAULT, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder).
-    #[arg(long, global = true, env = "KB_VAULT")]
-    vault: Option<PathBuf>,
+    /// The vault folder, or a vault's name in the --vaults file (default: $KB_VAULT, else the first vault of --vaults, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder).
+    #[arg(long, global = true, env = "KB_VAULT", value_name = "DIR|NAME")]
+    vault: Option<String>,
+    /// The vaults file kb-mcp serves from (TOML, one [[vault]] table per vault with name, path and optionally index_dir): --vault NAME picks one.
+    #[arg(long, global = true, env = "KB_VAULTS", value_name = "FILE")]
+    vaults: Option<PathBuf>,
     /// Where the index lives (default: <vault>/.kb).
     #[arg(long, global = true)]
     index_dir: Option<PathBuf>,
@@ -243,21 +247,33 @@ fn main() -> ExitCode {
 
 /// Opens the vault; `status` creates nothing (no index folder when there is no index).
 fn open(cli: &Cli) -> Result<Engine, Failure> {
-    let vault = match &cli.vault {
-        Some(vault) => vault.clone(),
+    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+    let file = match &cli.vaults {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|error| {
+                Failure::usage(format!("cannot read the vaults file {}: {error}", path.display()))
+            })?;
+            Some((text, path.parent().map(Path::to_path_buf).unwrap_or_default()))
+        }
+        None => None,
+    };
+    let asked: Vec<String> = cli.vault.iter().cloned().collect();
+    let listed = file.as_ref().map(|(text, base)| (text.as_str(), base.as_path()));
+    let resolved = VaultSpec::resolve(&asked, listed, home.as_deref()).map_err(Failure::usage)?;
+    let spec = match resolved.and_then(|specs| specs.into_iter().next()) {
+        Some(spec) => spec,
         None => {
             let current = std::env::current_dir()?;
-            let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
-            kb_mcp::sandbox::current_folder_vault(&current, home.as_deref())?
+            VaultSpec::named_after(kb_mcp::sandbox::current_folder_vault(&current, home.as_deref())?)
         }
     };
-    if !vault.is_dir() {
+    if !spec.path.is_dir() {
         return Err(Failure::usage(format!(
-            "the vault folder {} does not exist or is not a folder\nhint: pass --vault DIR or set KB_VAULT",
-            vault.display()
+            "the vault folder {} does not exist or is not a folder\nhint: pass --vault DIR (or a NAME the --vaults file lists) or set KB_VAULT",
+            spec.path.display()
         )));
     }
-    let options = EngineOptions { vault, index_dir: cli.index_dir.clone() };
+    let options = EngineOptions { vault: spec.path, index_dir: cli.index_dir.clone().or(spec.index_dir) };
     let status = matches!(cli.command, Command::Status { .. });
     let engine = if status { Engine::open_existing(&options)? } else { Engine::open(&options)? };
     engine.set_pdf_extractor(extract_pdf::extractor());

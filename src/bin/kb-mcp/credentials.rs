@@ -56,6 +56,9 @@ pub(crate) enum TokenAction {
         /// Seconds one of this token's requests may run, in place of the server's --request-timeout (1 to 86400).
         #[arg(long, value_name = "SECS")]
         request_timeout: Option<u64>,
+        /// A vault this token may use, by the name the server gives it (--vault NAME=DIR); repeatable. Without it, every vault the server serves.
+        #[arg(long = "vault", value_name = "NAME")]
+        vaults: Vec<String>,
         /// The token file (created with owner-only permissions when missing).
         #[arg(long, env = "KB_TOKENS", value_name = "FILE")]
         tokens: PathBuf,
@@ -198,11 +201,11 @@ pub(crate) fn token_command(action: TokenAction) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     match action {
-        TokenAction::Add { name, scope, rate, request_timeout, .. } => {
+        TokenAction::Add { name, scope, rate, request_timeout, vaults, .. } => {
             let scope = Scope::parse(&scope).unwrap_or(Scope::Tools(Access::Read));
             let limits = TokenLimits { rate, request_timeout_s: request_timeout };
             let mut file = loaded.unwrap_or_default();
-            let token = match file.add_limited(&name, scope, limits) {
+            let token = match file.add_for_vaults(&name, scope, limits, &vaults) {
                 Ok(token) => token,
                 Err(error) => {
                     let hint = error.hint.as_deref().map(|h| format!("\nhint: {h}")).unwrap_or_default();
@@ -215,9 +218,11 @@ pub(crate) fn token_command(action: TokenAction) -> ExitCode {
                 eprintln!("kb-mcp: cannot write {}: {error}", path.display());
                 return ExitCode::from(1);
             }
+            let only =
+                if vaults.is_empty() { String::new() } else { format!(", vaults: {}", vaults.join(", ")) };
             let _ = writeln!(
                 out,
-                "Created token `{name}` (scope: {}) in {}.\n\
+                "Created token `{name}` (scope: {}{only}) in {}.\n\
                  It is shown only this once: copy it now into your client's `Authorization: Bearer` setting.",
                 scope.as_str(),
                 path.display()
@@ -247,6 +252,9 @@ pub(crate) fn token_command(action: TokenAction) -> ExitCode {
                 }
                 if let Some(timeout) = token.request_timeout_s {
                     limits.push(format!("{timeout} s per request"));
+                }
+                if let Some(vaults) = &token.vaults {
+                    limits.push(format!("vaults {}", vaults.join(", ")));
                 }
                 let limits = if limits.is_empty() { "the server's".to_owned() } else { limits.join(", ") };
                 let _ = writeln!(

@@ -32,7 +32,7 @@ use credentials::{ClientsAction, OwnerAction, TokenAction, clients_command, owne
 use kb_mcp::engine::types::Access;
 use kb_mcp::server::{
     DEFAULT_ACCESS_TOKEN_LIFETIME_SECS, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_SECS,
-    DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN, HttpOptions, ServerOptions, TokenFile,
+    DEFAULT_SESSION_IDLE_SECS, DEFAULT_SESSIONS_PER_TOKEN, HttpOptions, ServerOptions, TokenFile, VaultSpec,
     is_loopback, is_valid_origin_pattern, serve_http, serve_stdio, set_debug_log,
 };
 
@@ -61,13 +61,16 @@ static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
 #[derive(Debug, Parser)]
 #[command(name = "kb-mcp", version = &**VERSION, about, args_conflicts_with_subcommands = true)]
 struct Cli {
-    /// The vault folder (default: $KB_VAULT, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder).
-    #[arg(long, env = "KB_VAULT")]
-    vault: Option<PathBuf>,
+    /// The vault folder (default: $KB_VAULT, else every vault of --vaults, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder). Repeat as --vault NAME=DIR to serve several vaults (the first is the default), or give a NAME the --vaults file lists.
+    #[arg(long, env = "KB_VAULT", value_name = "[NAME=]DIR")]
+    vault: Vec<String>,
+    /// A vaults file: TOML, one [[vault]] table per vault with name, path and optionally index_dir; served all unless --vault names some.
+    #[arg(long, env = "KB_VAULTS", value_name = "FILE")]
+    vaults: Option<PathBuf>,
     /// What stdio agents may do: read (default), propose (stage proposals in the inbox), apply (also apply them). Over HTTP each token's scope decides instead.
     #[arg(long, value_parser = ["read", "propose", "apply"])]
     access: Option<String>,
-    /// Where the index lives (default: <vault>/.kb).
+    /// Where the index lives (default: <vault>/.kb); one vault only (several: index_dir in the --vaults file).
     #[arg(long)]
     index_dir: Option<PathBuf>,
     /// What the JSON log on stderr holds: info (default), or debug (also one `timing` line per request: where its time went; and a search's query in its `tool` line).
@@ -174,38 +177,16 @@ fn main() -> ExitCode {
         Some(Command::Clients { action }) => return clients_command(action),
         None => {}
     }
-    let vault = match cli.vault.clone() {
-        Some(vault) => vault,
-        None => {
-            let current = match std::env::current_dir() {
-                Ok(current) => current,
-                Err(error) => {
-                    eprintln!(
-                        "kb-mcp: cannot determine the current folder: {error}\nhint: pass --vault DIR or set KB_VAULT"
-                    );
-                    return ExitCode::from(2);
-                }
-            };
-            let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
-            match kb_mcp::sandbox::current_folder_vault(&current, home.as_deref()) {
-                Ok(vault) => vault,
-                Err(error) => {
-                    eprintln!("kb-mcp: {}\nhint: {}", error.message, error.hint.unwrap_or_default());
-                    return ExitCode::from(2);
-                }
-            }
+    let vaults = match served_vaults(&cli) {
+        Ok(vaults) => vaults,
+        Err(message) => {
+            eprintln!("kb-mcp: {message}");
+            return ExitCode::from(2);
         }
     };
-    if !vault.is_dir() {
-        eprintln!(
-            "kb-mcp: the vault folder {} does not exist or is not a folder\nhint: pass --vault DIR or set KB_VAULT to your notes folder",
-            vault.display()
-        );
-        return ExitCode::from(2);
-    }
     let access = cli.access.as_deref().and_then(Access::parse).unwrap_or(Access::Read);
     let http = match &cli.http {
-        Some(addr) => match http_options(&cli, addr, &vault) {
+        Some(addr) => match http_options(&cli, addr, &vaults) {
             Ok(http) => Some(http),
             Err(message) => {
                 eprintln!("kb-mcp: {message}");
@@ -215,11 +196,10 @@ fn main() -> ExitCode {
         None => None,
     };
     if http.is_none() && std::io::stdin().is_terminal() {
-        eprintln!("{}", terminal_hint(&vault, access));
+        eprintln!("{}", terminal_hint(&vaults[0].path, access));
     }
     set_debug_log(cli.log_level == "debug");
-    let options =
-        ServerOptions { vault, index_dir: cli.index_dir, access, pdf_extractor: extract_pdf::extractor() };
+    let options = ServerOptions { vaults, access, pdf_extractor: extract_pdf::extractor() };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -241,8 +221,73 @@ fn main() -> ExitCode {
     }
 }
 
+/// The vaults to serve (see [`VaultSpec::resolve`]), each an existing folder,
+/// named uniquely; the error is the message for a usage error (exit 2).
+fn served_vaults(cli: &Cli) -> Result<Vec<VaultSpec>, String> {
+    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+    let file = match &cli.vaults {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|error| format!("cannot read the vaults file {}: {error}", path.display()))?;
+            let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            Some((text, base))
+        }
+        None => None,
+    };
+    let resolved = VaultSpec::resolve(
+        &cli.vault,
+        file.as_ref().map(|(text, base)| (text.as_str(), base.as_path())),
+        home.as_deref(),
+    )
+    .map_err(|error| format!("{error}\nhint: see `kb-mcp --help` for --vault and --vaults"))?;
+    let mut vaults = match resolved {
+        Some(vaults) => vaults,
+        None => {
+            let current = std::env::current_dir().map_err(|error| {
+                format!(
+                    "cannot determine the current folder: {error}\nhint: pass --vault DIR or set KB_VAULT"
+                )
+            })?;
+            let vault = kb_mcp::sandbox::current_folder_vault(&current, home.as_deref())
+                .map_err(|error| format!("{}\nhint: {}", error.message, error.hint.unwrap_or_default()))?;
+            vec![VaultSpec::named_after(vault)]
+        }
+    };
+    if let Some(index_dir) = &cli.index_dir {
+        match vaults.as_mut_slice() {
+            [one] => one.index_dir = Some(index_dir.clone()),
+            _ => {
+                return Err(
+                    "--index-dir names the index of one vault; with several, give each its index_dir \
+                     in a --vaults file (or leave each at <vault>/.kb)"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    for vault in &vaults {
+        if !vault.path.is_dir() {
+            return Err(format!(
+                "the vault folder {} does not exist or is not a folder\nhint: pass --vault DIR (or NAME=DIR) or set KB_VAULT to your notes folder",
+                vault.path.display()
+            ));
+        }
+    }
+    // Compared as the real folders they are (a symlink or `..` can name one twice).
+    let real: Vec<VaultSpec> = vaults
+        .iter()
+        .map(|vault| VaultSpec {
+            path: kb_mcp::sandbox::canonical_or_same(&vault.path),
+            index_dir: vault.index_dir.as_deref().map(kb_mcp::sandbox::canonical_or_same),
+            ..vault.clone()
+        })
+        .collect();
+    VaultSpec::check_all(&real)?;
+    Ok(vaults)
+}
+
 /// Checks the HTTP flags; the error is the message for a usage error (exit 2).
-fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, String> {
+fn http_options(cli: &Cli, addr: &str, vaults: &[VaultSpec]) -> Result<HttpOptions, String> {
     let addr = parse_addr(addr).ok_or_else(|| {
         format!("`{addr}` is not an address to listen on\nhint: use IP:PORT, e.g. --http 127.0.0.1:8765")
     })?;
@@ -274,7 +319,7 @@ fn http_options(cli: &Cli, addr: &str, vault: &Path) -> Result<HttpOptions, Stri
         }
         Err(error) => return Err(error.message),
     }
-    if inside(&tokens, vault) {
+    if vaults.iter().any(|vault| inside(&tokens, &vault.path)) {
         eprintln!(
             "kb-mcp: warning: the token file {} is inside the vault; keep it outside (e.g. ~/.config/kb-mcp/tokens.json) \
              so that it is never synced, shared or indexed with your notes",

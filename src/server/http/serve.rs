@@ -29,7 +29,7 @@ use crate::engine::types::Access;
 use crate::error::{Error, Result};
 use crate::server::oauth::{OAuth, oauth_state_path};
 use crate::server::tokens::TokenStore;
-use crate::server::{KbServer, ServerOptions, Shared, log};
+use crate::server::{KbServer, ServerOptions, Shared, Vaults, log};
 
 /// How long requests in flight may take to finish once shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -47,8 +47,8 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
     let local =
         listener.local_addr().map_err(|err| Error::internal(format!("reading the bound address: {err}")))?;
 
-    let shared = Shared::start(&options);
-    crate::server::published::spawn(shared.clone(), "http", Some(local.to_string()));
+    let vaults = Vaults::start(&options);
+    crate::server::published::spawn(&vaults, "http", Some(local.to_string()));
     let sessions_stop = CancellationToken::new();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(http.session_idle);
@@ -65,10 +65,14 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         .chain(Some(public.origin().ascii_serialization()).filter(|o| o != "null"))
         .collect();
     let hosts = allowed_hosts(local, &extra_hosts);
-    let vault_name = options
-        .vault
-        .file_name()
-        .map_or_else(|| options.vault.display().to_string(), |name| name.to_string_lossy().into_owned());
+    // What the consent page says is granted: the vault's folder, or the names of all.
+    let vault_name = match options.vaults.as_slice() {
+        [one] => one
+            .path
+            .file_name()
+            .map_or_else(|| one.path.display().to_string(), |name| name.to_string_lossy().into_owned()),
+        many => many.iter().map(|vault| vault.name.as_str()).collect::<Vec<_>>().join(", "),
+    };
     let oauth = OAuth::new(
         oauth_state_path(&http.tokens),
         &issuer,
@@ -81,7 +85,7 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         .with_allowed_origins(origins.clone())
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(sessions_stop.child_token());
-    let factory = shared.clone();
+    let factory = vaults.clone();
     // The level given here is never used: every HTTP request carries its token's.
     let service = StreamableHttpService::new(
         move || Ok(KbServer::new(factory.clone(), Access::Read)),
@@ -98,13 +102,13 @@ pub async fn serve_http(options: ServerOptions, http: HttpOptions) -> Result<()>
         sessions: Sessions::new(sessions, http.sessions_per_token, http.session_idle),
         in_flight: IdsInFlight::default(),
         revocations: Revocations::default(),
-        metrics: shared.metrics_handle(),
+        metrics: vaults.metrics_handle(),
         oauth: oauth.clone(),
     });
     tokio::spawn(sweep_sessions(gate.clone(), sessions_stop.child_token()));
     let app = Router::new()
         .route_service("/mcp", service)
-        .route(METRICS_PATH, axum::routing::get(metrics).with_state(shared.clone()))
+        .route(METRICS_PATH, axum::routing::get(metrics).with_state(vaults.first().clone()))
         .merge(oauth.routes())
         .layer(middleware::from_fn_with_state(gate.clone(), guard));
 

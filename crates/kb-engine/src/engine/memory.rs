@@ -247,6 +247,7 @@ impl Engine {
                 lexical_only: true,
                 explain: None,
                 memory: Some(found.about),
+                vault: None,
             })
             .collect()
     }
@@ -269,6 +270,7 @@ impl Engine {
                 lexical_only: true,
                 explain: None,
                 memory: Some(found.about),
+                vault: None,
             })
             .collect()
     }

@@ -298,6 +298,13 @@ impl Engine {
         write::resolve_id(&self.sandbox(), id_or_slug)
     }
 
+    /// Whether this vault's inbox holds the proposal `id` (pending, applied or
+    /// rejected): how a server serving several vaults finds the one a
+    /// proposal belongs to.
+    pub fn holds_proposal(&self, id: &str) -> bool {
+        write::holds(&self.sandbox(), id)
+    }
+
     /// `apply_proposal`: the write layer's checked apply, with this engine's index
     /// update (a multi-file apply's notes are indexed while its files are
     /// written, and committed after its commit point: see `apply_index.rs`).

@@ -42,7 +42,7 @@ pub use apply::{
     write_moved,
 };
 pub use inbox::{
-    AuditMark, AuditSince, ConflictCopy, ProposalKind, ProposalStatus, audit_since, conflict_copies,
+    AuditMark, AuditSince, ConflictCopy, ProposalKind, ProposalStatus, audit_since, conflict_copies, holds,
     resolve_applied_id, resolve_id,
 };
 pub use list::{

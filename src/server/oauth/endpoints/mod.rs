@@ -94,6 +94,7 @@ impl OAuth {
             name: Arc::from(format!("oauth:{}", granted.client_name)),
             scope: Scope::Tools(granted.scope),
             limits: TokenLimits::default(),
+            vaults: None,
             key: granted.key,
             oauth: true,
         })

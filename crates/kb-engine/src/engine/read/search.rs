@@ -128,6 +128,7 @@ impl Engine {
                     lexical_only: plan.lexical_only(&hit.record.path),
                     explain: plan.explain(&f, hit.explanation, request.explain),
                     memory: None,
+                    vault: None,
                 })
             })
             .collect();
@@ -188,6 +189,7 @@ impl Engine {
                 lexical_only: plan.lexical_only(&hit.record.path),
                 explain: plan.explain(f, hit.explanation, request.explain),
                 memory: None,
+                vault: None,
             });
             records.push((hit.record, f.near.as_ref().map(|near| near.line)));
         }

@@ -104,6 +104,11 @@ pub struct KnowledgeHit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub memory: Option<super::MemoryAbout>,
+    /// The vault it is in: set on a search of every vault (`vault: "*"`) of
+    /// a server serving several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub vault: Option<String>,
 }
 
 /// `search_knowledge` result.
@@ -171,6 +176,11 @@ pub struct ContentHit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub memory: Option<super::MemoryAbout>,
+    /// The vault it is in: set on a search of every vault (`vault: "*"`) of
+    /// a server serving several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub vault: Option<String>,
 }
 
 /// `search_note_content` result.

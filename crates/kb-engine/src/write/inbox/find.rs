@@ -94,6 +94,17 @@ pub(crate) fn find(sandbox: &Sandbox, inbox: &Inbox, id: &str) -> Result<Located
     }
 }
 
+/// Whether this inbox holds a proposal with exactly this id, pending or
+/// archived (a server serving several vaults asks each which one a proposal
+/// id belongs to). Pending proposals are looked at first.
+pub fn holds(sandbox: &Sandbox, id: &str) -> bool {
+    is_id(id)
+        && match find(sandbox, &Inbox::of(sandbox), id) {
+            Ok(_) => true,
+            Err(error) => error.code != ErrorCode::ProposalNotFound,
+        }
+}
+
 /// Finds the applied proposal with exactly this id, in the archive.
 /// `proposal_not_pending` when it is pending or was rejected (it was never
 /// applied), `proposal_not_found` when no proposal has it. Walks the archive's

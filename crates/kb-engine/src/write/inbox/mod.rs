@@ -15,7 +15,7 @@ mod metadata;
 
 pub use audit::{AuditMark, AuditSince, audit_since};
 pub use conflicts::{ConflictCopy, conflict_copies};
-pub use find::{resolve_applied_id, resolve_id};
+pub use find::{holds, resolve_applied_id, resolve_id};
 pub use layout::{ProposalKind, ProposalStatus};
 
 pub(crate) use audit::AuditLog;

@@ -1,0 +1,307 @@
+//! The tools of a connection that may use several vaults: every tool's
+//! `vault` argument and `list_vaults` (published only to such a connection,
+//! so that one that may use a single vault sees a server of one vault), a
+//! result's vault, and one search over every vault (`vault: "*"`).
+//!
+//! The server picks the vault and hands this layer its engine (or, for `*`
+//! and `list_vaults`, every one the connection may use); the tools themselves
+//! stay the table's, run on one engine each.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::invoke::{CallContext, error_result, parse, success};
+use super::render;
+use super::schema::output;
+use super::table::list;
+use crate::engine::Engine;
+use crate::engine::types::{
+    Access, ContentHit, ContentResults, Counts, KnowledgeHit, KnowledgeResults, Ranking, RankingPath,
+    SearchArgs,
+};
+use crate::error::Error;
+
+/// The tool listing a connection's vaults.
+pub const LIST_VAULTS: &str = "list_vaults";
+
+/// The value of `vault` that searches every vault.
+pub const EVERY_VAULT: &str = "*";
+
+/// Whether the tool `name` takes `vault: "*"`.
+pub fn searches_every_vault(name: &str) -> bool {
+    matches!(name, "search_knowledge" | "search_note_content")
+}
+
+/// `tools/list` for a connection that may use the vaults `names` (the
+/// default first): [`list`] itself for one vault; for several, every tool with
+/// a `vault` argument naming them (and `*` for the searches), and `list_vaults`.
+pub fn list_for(access: Access, apps: bool, names: &[&str]) -> Vec<Tool> {
+    let mut tools = list(access, apps);
+    if names.len() < 2 {
+        return tools;
+    }
+    for tool in &mut tools {
+        let mut values: Vec<Value> = names.iter().map(|name| json!(name)).collect();
+        if searches_every_vault(&tool.name) {
+            values.push(json!(EVERY_VAULT));
+        }
+        let mut schema = (*tool.input_schema).clone();
+        let properties = schema.entry("properties").or_insert_with(|| json!({}));
+        if let Value::Object(properties) = properties {
+            properties.insert("vault".to_owned(), json!({ "enum": values }));
+        }
+        tool.input_schema = Arc::new(schema);
+    }
+    let at = tools.iter().position(|tool| tool.name == "get_vault_overview").map_or(0, |at| at + 1);
+    tools.insert(at, list_vaults_tool());
+    tools
+}
+
+/// `list_vaults`: read-only, no arguments.
+fn list_vaults_tool() -> Tool {
+    let mut input = JsonObject::new();
+    input.insert("type".to_owned(), json!("object"));
+    input.insert("properties".to_owned(), json!({}));
+    input.insert("additionalProperties".to_owned(), json!(false));
+    Tool::new(
+        LIST_VAULTS,
+        "The vaults you may use, the default first, with their counts. Every tool takes `vault` (default: the first); search_* take `*` for all.",
+        Arc::new(input),
+    )
+    .with_title("List vaults")
+    .with_raw_output_schema(output::<VaultList>())
+    .with_annotations(
+        ToolAnnotations::with_title("List vaults").read_only(true).destructive(false).idempotent(true).open_world(false),
+    )
+}
+
+/// `list_vaults` result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct VaultList {
+    /// The vaults, the default first.
+    pub vaults: Vec<VaultSummary>,
+}
+
+/// One vault of [`VaultList`].
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct VaultSummary {
+    /// Its name: the value of `vault`.
+    pub name: String,
+    /// Whether a call without `vault` uses it.
+    pub default: bool,
+    /// Its counts (absent while it cannot answer: `error` says why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counts>,
+    /// Whether its index holds every note at its current content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fresh: Option<bool>,
+    /// Why it cannot answer now (starting, failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The summary of the vault `name` from its engine (blocking: a vault's overview).
+pub fn summarize(name: &str, default: bool, engine: Result<&Engine, &Error>, access: Access) -> VaultSummary {
+    let overview = engine.map_err(Clone::clone).and_then(|engine| {
+        engine.refresh_config()?;
+        engine.overview(crate::engine::types::Caller::Agent(access))
+    });
+    match overview {
+        Ok(overview) => VaultSummary {
+            name: name.to_owned(),
+            default,
+            counts: Some(overview.counts),
+            fresh: Some(overview.index.fresh),
+            error: None,
+        },
+        Err(error) => VaultSummary {
+            name: name.to_owned(),
+            default,
+            counts: None,
+            fresh: None,
+            error: Some(error.bounded().message),
+        },
+    }
+}
+
+/// The answer of `list_vaults`.
+pub fn listed(vaults: Vec<VaultSummary>) -> Result<CallToolResult, McpError> {
+    let mut text = format!("{} vaults:", vaults.len());
+    for vault in &vaults {
+        let default = if vault.default { " (default)" } else { "" };
+        match (&vault.counts, &vault.error) {
+            (Some(counts), _) => {
+                let fresh = if vault.fresh == Some(true) { "" } else { ", index catching up" };
+                text.push_str(&format!(
+                    "\n- {}{default}: {} notes, {} standards, {} pending proposals{fresh}",
+                    vault.name, counts.notes, counts.standards, counts.proposals_pending
+                ));
+            }
+            (None, error) => {
+                text.push_str(&format!(
+                    "\n- {}{default}: {}",
+                    vault.name,
+                    error.as_deref().unwrap_or("not ready")
+                ));
+            }
+        }
+    }
+    success(&VaultList { vaults }, text)
+}
+
+/// A result of the vault `name`, naming it: `vault` in its structure, and a
+/// last line of its text. An error result is left as it is.
+pub fn named(mut result: CallToolResult, name: &str) -> CallToolResult {
+    if result.is_error == Some(true) {
+        return result;
+    }
+    if let Some(Value::Object(structured)) = result.structured_content.as_mut() {
+        structured.insert("vault".to_owned(), json!(name));
+    }
+    if let Some(ContentBlock::Text(text)) = result.content.first_mut() {
+        text.text.push_str(&format!("\n(vault: {name})"));
+    }
+    result
+}
+
+/// One search (`search_knowledge` or `search_note_content`, `name`) over the
+/// `vaults` (blocking): each vault's page, every hit naming its vault, merged.
+/// A vault that cannot be searched (`Err`) is left out, and `stale` says so.
+pub fn search_every(
+    vaults: &[(String, Result<Arc<Engine>, Error>)],
+    context: &CallContext,
+    name: &str,
+    arguments: Value,
+) -> Result<CallToolResult, McpError> {
+    let args: SearchArgs = match parse(name, arguments) {
+        Ok(args) => args,
+        Err(error) => return Ok(error_result(&error)),
+    };
+    let limit = args.limit.unwrap_or(10) as usize;
+    let mut missed = Vec::new();
+    let mut searched = Vec::new();
+    for (vault, engine) in vaults {
+        let engine = match engine {
+            Ok(engine) => engine,
+            Err(error) => {
+                missed.push(format!("vault {vault} was not searched: {}", error.bounded().message));
+                continue;
+            }
+        };
+        if let Err(error) = engine.refresh_config() {
+            missed.push(format!("vault {vault} was not searched: {}", error.bounded().message));
+            continue;
+        }
+        searched.push((vault.as_str(), engine));
+    }
+    if name == "search_knowledge" {
+        let mut pages = Vec::new();
+        for (vault, engine) in &searched {
+            match engine.search_knowledge_for(&args, &context.principal) {
+                Ok(page) => pages.push((*vault, page)),
+                Err(error) if searched.len() == 1 => return Ok(error_result(&error)),
+                Err(error) => {
+                    missed.push(format!("vault {vault} was not searched: {}", error.bounded().message))
+                }
+            }
+        }
+        let (total, ranking, stale) =
+            page_facts(&pages, &missed, |p| (p.total, &p.ranking, p.stale.as_deref()));
+        let hits = merged(
+            pages.into_iter().map(|(vault, page)| (vault, page.results)).collect(),
+            limit,
+            |hit: &KnowledgeHit| (hit.score, hit.memory.is_some(), hit.weak),
+            |hit, vault| hit.vault = Some(vault.to_owned()),
+        );
+        let results = KnowledgeResults { query: args.query.clone(), total, results: hits, stale, ranking };
+        let text = render::knowledge(&results);
+        return success(&results, text).map(|result| named(result, EVERY_VAULT));
+    }
+    let mut pages = Vec::new();
+    for (vault, engine) in &searched {
+        match engine.search_note_content_for(&args, &context.principal) {
+            Ok(page) => pages.push((*vault, page)),
+            Err(error) if searched.len() == 1 => return Ok(error_result(&error)),
+            Err(error) => missed.push(format!("vault {vault} was not searched: {}", error.bounded().message)),
+        }
+    }
+    let (total, ranking, stale) = page_facts(&pages, &missed, |p| (p.total, &p.ranking, p.stale.as_deref()));
+    let hits = merged(
+        pages.into_iter().map(|(vault, page)| (vault, page.results)).collect(),
+        limit,
+        |hit: &ContentHit| (hit.score, hit.memory.is_some(), hit.weak),
+        |hit, vault| hit.vault = Some(vault.to_owned()),
+    );
+    let results = ContentResults { query: args.query.clone(), total, results: hits, stale, ranking };
+    let text = render::content(&results);
+    success(&results, text).map(|result| named(result, EVERY_VAULT))
+}
+
+/// What the merged page says besides its hits: the total of every vault's,
+/// how it was ranked (`hybrid` when every vault's page was; else `lexical`,
+/// each vault's reason), and `stale` (each vault's, and the vaults left out).
+fn page_facts<P>(
+    pages: &[(&str, P)],
+    missed: &[String],
+    facts: impl Fn(&P) -> (u64, &Ranking, Option<&str>),
+) -> (u64, Ranking, Option<String>) {
+    let total = pages.iter().map(|(_, page)| facts(page).0).sum();
+    let hybrid = !pages.is_empty() && pages.iter().all(|(_, page)| facts(page).1.path == RankingPath::Hybrid);
+    let ranking = match pages.first() {
+        Some((_, page)) if hybrid => facts(page).1.clone(),
+        _ => Ranking::lexical(
+            pages
+                .iter()
+                .filter(|(_, page)| facts(page).1.path != RankingPath::Hybrid)
+                .map(|(vault, page)| format!("{vault}: {}", facts(page).1.why))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    };
+    let mut stale: Vec<String> = pages
+        .iter()
+        .filter_map(|(vault, page)| facts(page).2.map(|why| format!("vault {vault}: {why}")))
+        .collect();
+    stale.extend(missed.iter().cloned());
+    (total, ranking, (!stale.is_empty()).then(|| stale.join("; ")))
+}
+
+/// Every vault's hits (each page best first) as one page of at most `limit`:
+/// memory entries first, then hits on whole words before weak ones, then by
+/// score relative to the best hit of their own vault's page (scores of two
+/// indexes are not on one scale), each hit naming its vault.
+fn merged<H>(
+    pages: Vec<(&str, Vec<H>)>,
+    limit: usize,
+    facts: impl Fn(&H) -> (f32, bool, bool),
+    name: impl Fn(&mut H, &str),
+) -> Vec<H> {
+    let mut all: Vec<(bool, bool, f32, usize, H)> = Vec::new();
+    for (vault, hits) in pages {
+        let best = hits.iter().filter(|hit| !facts(hit).1).map(|hit| facts(hit).0).fold(0.0_f32, f32::max);
+        for (rank, mut hit) in hits.into_iter().enumerate() {
+            let (score, memory, weak) = facts(&hit);
+            let relative = if best > 0.0 { score / best } else { 0.0 };
+            name(&mut hit, vault);
+            all.push((!memory, weak, -relative, rank, hit));
+        }
+    }
+    all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.total_cmp(&b.2)).then(a.3.cmp(&b.3)));
+    all.into_iter().take(limit).map(|(.., hit)| hit).collect()
+}
+
+/// The error of a `vault` argument that names no vault this connection may
+/// use: the same for a vault that does not exist and one it may not see.
+pub fn unknown_vault(given: &str, names: &[&str]) -> Error {
+    Error::invalid(format!(
+        "no vault named {:?} here; this connection may use: {}",
+        crate::error::cut_middle(given, 100),
+        names.join(", ")
+    ))
+    .with_hint("pass one of those names as `vault`, or leave it out for the default; list_vaults lists them")
+}
