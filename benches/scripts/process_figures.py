@@ -132,16 +132,22 @@ class Server:
     """One kb-mcp process spoken to in newline-delimited JSON-RPC on its pipes."""
 
     def __init__(self, vault, index, stderr_path, binary=None, extra_args=()):
+        binary = binary or RELEASE / "kb-mcp"
+        self.spawn([str(binary), "--vault", str(vault), "--index-dir", str(index), *extra_args], stderr_path)
+
+    @classmethod
+    def with_args(cls, args, stderr_path):
+        """A server started as `kb-mcp ARGS` (several vaults, say)."""
+        server = cls.__new__(cls)
+        server.spawn([str(RELEASE / "kb-mcp"), *args], stderr_path)
+        return server
+
+    def spawn(self, argv, stderr_path):
         self.stderr_path = stderr_path
         self.stderr = open(stderr_path, "wb")
         self.started = time.perf_counter()
-        binary = binary or RELEASE / "kb-mcp"
         self.process = subprocess.Popen(
-            [str(binary), "--vault", str(vault), "--index-dir", str(index), *extra_args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            bufsize=0,
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0
         )
         self.buffer = b""
         self.next_id = 1

@@ -24,7 +24,6 @@ Prints a Markdown table and writes target/kb-bench/vaults.json.
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -37,25 +36,9 @@ import process_figures as pf  # noqa: E402
 OFF = "[semantic]\nenabled = false\n[history]\nenabled = false\n"
 
 
-class Served(pf.Server):
-    """A kb-mcp process started with these arguments (not one vault's)."""
-
-    def __init__(self, args, stderr_path):  # noqa: D107 (the parent's fields, other arguments)
-        self.stderr_path = stderr_path
-        self.stderr = open(stderr_path, "wb")
-        self.started = time.perf_counter()
-        self.process = subprocess.Popen(
-            [str(pf.RELEASE / "kb-mcp"), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            bufsize=0,
-        )
-        self.buffer = b""
-        self.next_id = 1
-
-    def synced(self):
-        return Path(self.stderr_path).read_bytes().count(b'"index_synced"')
+def synced(server):
+    """How many vaults' start-up syncs the server has logged as done."""
+    return Path(server.stderr_path).read_bytes().count(b'"index_synced"')
 
 
 def make_vaults(source, count, root):
@@ -116,13 +99,13 @@ def main():
     file = make_vaults(source, args.vaults, root)
     pf.log(f"{args.vaults} vaults of {files} notes listed in {file}")
 
-    server = Served(["--vaults", str(file)], root / "serve.stderr")
+    server = pf.Server.with_args(["--vaults", str(file)], root / "serve.stderr")
     server.initialize()
     initialize_ms = (time.perf_counter() - server.started) * 1e3
     server.tool("list_vaults", {})
     listed_ms = (time.perf_counter() - server.started) * 1e3
     deadline = time.perf_counter() + 600
-    while server.synced() < args.vaults and time.perf_counter() < deadline:
+    while synced(server) < args.vaults and time.perf_counter() < deadline:
         time.sleep(0.02)
     synced_ms = (time.perf_counter() - server.started) * 1e3
     one = timed_searches(server, args.calls, queries, "v0")
@@ -130,7 +113,7 @@ def main():
     memory = server.memory()
     server.close()
 
-    alone = Served(["--vault", str(root / "v0"), "--index-dir", str(root / "index-v0")], root / "alone.stderr")
+    alone = pf.Server(root / "v0", root / "index-v0", root / "alone.stderr")
     alone.initialize()
     alone_initialize_ms = (time.perf_counter() - alone.started) * 1e3
     alone.wait_synced()

@@ -65,15 +65,7 @@ pub fn reference() -> String {
             out.push('\n');
         }
 
-        if let Some(schema) = &tool.output_schema {
-            let output = Value::Object((**schema).clone());
-            let mut rows = Vec::new();
-            fields(&output, "", &defs(&output), &mut rows, 0);
-            out.push_str("**Result fields**\n\n| Field | Type |\n|---|---|\n");
-            for row in &rows {
-                let _ = writeln!(out, "| `{}` | {} |", row.path, row.kind);
-            }
-        }
+        result_fields(&mut out, tool);
     }
     several_vaults(&mut out);
     out
@@ -99,6 +91,11 @@ fn several_vaults(out: &mut String) {
     let title = tool.title.as_deref().unwrap_or("");
     let _ = write!(out, "**{title}** · access `read` · read-only\n\n");
     let _ = write!(out, "{}\n\nArguments: none.\n\n", cell_free(tool.description.as_deref().unwrap_or("")));
+    result_fields(out, tool);
+}
+
+/// A tool's result fields, as a table.
+fn result_fields(out: &mut String, tool: &rmcp::model::Tool) {
     if let Some(schema) = &tool.output_schema {
         let output = Value::Object((**schema).clone());
         let mut rows = Vec::new();

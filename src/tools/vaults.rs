@@ -182,90 +182,163 @@ pub fn search_every(
         Ok(args) => args,
         Err(error) => return Ok(error_result(&error)),
     };
-    let limit = args.limit.unwrap_or(10) as usize;
+    let not_searched =
+        |vault: &str, error: &Error| format!("vault {vault} was not searched: {}", error.bounded().message);
     let mut missed = Vec::new();
     let mut searched = Vec::new();
     for (vault, engine) in vaults {
-        let engine = match engine {
-            Ok(engine) => engine,
-            Err(error) => {
-                missed.push(format!("vault {vault} was not searched: {}", error.bounded().message));
-                continue;
-            }
-        };
-        if let Err(error) = engine.refresh_config() {
-            missed.push(format!("vault {vault} was not searched: {}", error.bounded().message));
-            continue;
+        match engine
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|engine| engine.refresh_config().map(|_| engine))
+        {
+            Ok(engine) => searched.push((vault.as_str(), engine.as_ref())),
+            Err(error) => missed.push(not_searched(vault, &error)),
         }
-        searched.push((vault.as_str(), engine));
     }
+    let mut every = Every { searched, missed, args: &args, context };
     if name == "search_knowledge" {
+        every.merge::<KnowledgeResults>()
+    } else {
+        every.merge::<ContentResults>()
+    }
+}
+
+/// The vaults a search of every vault asks, and those it could not.
+struct Every<'a> {
+    searched: Vec<(&'a str, &'a Engine)>,
+    missed: Vec<String>,
+    args: &'a SearchArgs,
+    context: &'a CallContext,
+}
+
+impl Every<'_> {
+    /// Each vault's page of `P`, merged into one.
+    fn merge<P: Page>(&mut self) -> Result<CallToolResult, McpError> {
         let mut pages = Vec::new();
-        for (vault, engine) in &searched {
-            match engine.search_knowledge_for(&args, &context.principal) {
-                Ok(page) => pages.push((*vault, page)),
-                Err(error) if searched.len() == 1 => return Ok(error_result(&error)),
+        for (vault, engine) in &self.searched {
+            match P::search(engine, self.args, self.context) {
+                Ok(page) => pages.push((*vault, page.into_parts())),
+                Err(error) if self.searched.len() == 1 => return Ok(error_result(&error)),
                 Err(error) => {
-                    missed.push(format!("vault {vault} was not searched: {}", error.bounded().message))
+                    self.missed.push(format!("vault {vault} was not searched: {}", error.bounded().message));
                 }
             }
         }
-        let (total, ranking, stale) =
-            page_facts(&pages, &missed, |p| (p.total, &p.ranking, p.stale.as_deref()));
-        let hits = merged(
-            pages.into_iter().map(|(vault, page)| (vault, page.results)).collect(),
-            limit,
-            |hit: &KnowledgeHit| (hit.score, hit.memory.is_some(), hit.weak),
-            |hit, vault| hit.vault = Some(vault.to_owned()),
-        );
-        let results = KnowledgeResults { query: args.query.clone(), total, results: hits, stale, ranking };
-        let text = render::knowledge(&results);
-        return success(&results, text).map(|result| named(result, EVERY_VAULT));
+        let (total, ranking, stale) = page_facts(&pages, &self.missed);
+        let limit = self.args.limit.unwrap_or(10) as usize;
+        let hits = merged(pages.into_iter().map(|(vault, parts)| (vault, parts.hits)).collect(), limit);
+        let page = P::from_parts(self.args.query.clone(), Parts { total, ranking, stale, hits });
+        success(&page, page.render()).map(|result| named(result, EVERY_VAULT))
     }
-    let mut pages = Vec::new();
-    for (vault, engine) in &searched {
-        match engine.search_note_content_for(&args, &context.principal) {
-            Ok(page) => pages.push((*vault, page)),
-            Err(error) if searched.len() == 1 => return Ok(error_result(&error)),
-            Err(error) => missed.push(format!("vault {vault} was not searched: {}", error.bounded().message)),
+}
+
+/// A page of search results, taken apart and put back together.
+struct Parts<H> {
+    total: u64,
+    ranking: Ranking,
+    stale: Option<String>,
+    hits: Vec<H>,
+}
+
+/// A search's page, one per tool.
+trait Page: Serialize + Sized {
+    type Hit: Hit;
+    fn search(engine: &Engine, args: &SearchArgs, context: &CallContext) -> crate::error::Result<Self>;
+    fn into_parts(self) -> Parts<Self::Hit>;
+    fn from_parts(query: String, parts: Parts<Self::Hit>) -> Self;
+    fn render(&self) -> String;
+}
+
+/// A hit of a page: what merging looks at, and its vault.
+trait Hit {
+    /// Its score, and whether it is a memory entry and weak.
+    fn facts(&self) -> (f32, bool, bool);
+    fn set_vault(&mut self, vault: &str);
+}
+
+impl Page for KnowledgeResults {
+    type Hit = KnowledgeHit;
+    fn search(engine: &Engine, args: &SearchArgs, context: &CallContext) -> crate::error::Result<Self> {
+        engine.search_knowledge_for(args, &context.principal)
+    }
+    fn into_parts(self) -> Parts<KnowledgeHit> {
+        Parts { total: self.total, ranking: self.ranking, stale: self.stale, hits: self.results }
+    }
+    fn from_parts(query: String, parts: Parts<KnowledgeHit>) -> Self {
+        KnowledgeResults {
+            query,
+            total: parts.total,
+            results: parts.hits,
+            stale: parts.stale,
+            ranking: parts.ranking,
         }
     }
-    let (total, ranking, stale) = page_facts(&pages, &missed, |p| (p.total, &p.ranking, p.stale.as_deref()));
-    let hits = merged(
-        pages.into_iter().map(|(vault, page)| (vault, page.results)).collect(),
-        limit,
-        |hit: &ContentHit| (hit.score, hit.memory.is_some(), hit.weak),
-        |hit, vault| hit.vault = Some(vault.to_owned()),
-    );
-    let results = ContentResults { query: args.query.clone(), total, results: hits, stale, ranking };
-    let text = render::content(&results);
-    success(&results, text).map(|result| named(result, EVERY_VAULT))
+    fn render(&self) -> String {
+        render::knowledge(self)
+    }
+}
+
+impl Page for ContentResults {
+    type Hit = ContentHit;
+    fn search(engine: &Engine, args: &SearchArgs, context: &CallContext) -> crate::error::Result<Self> {
+        engine.search_note_content_for(args, &context.principal)
+    }
+    fn into_parts(self) -> Parts<ContentHit> {
+        Parts { total: self.total, ranking: self.ranking, stale: self.stale, hits: self.results }
+    }
+    fn from_parts(query: String, parts: Parts<ContentHit>) -> Self {
+        ContentResults {
+            query,
+            total: parts.total,
+            results: parts.hits,
+            stale: parts.stale,
+            ranking: parts.ranking,
+        }
+    }
+    fn render(&self) -> String {
+        render::content(self)
+    }
+}
+
+impl Hit for KnowledgeHit {
+    fn facts(&self) -> (f32, bool, bool) {
+        (self.score, self.memory.is_some(), self.weak)
+    }
+    fn set_vault(&mut self, vault: &str) {
+        self.vault = Some(vault.to_owned());
+    }
+}
+
+impl Hit for ContentHit {
+    fn facts(&self) -> (f32, bool, bool) {
+        (self.score, self.memory.is_some(), self.weak)
+    }
+    fn set_vault(&mut self, vault: &str) {
+        self.vault = Some(vault.to_owned());
+    }
 }
 
 /// What the merged page says besides its hits: the total of every vault's,
 /// how it was ranked (`hybrid` when every vault's page was; else `lexical`,
 /// each vault's reason), and `stale` (each vault's, and the vaults left out).
-fn page_facts<P>(
-    pages: &[(&str, P)],
-    missed: &[String],
-    facts: impl Fn(&P) -> (u64, &Ranking, Option<&str>),
-) -> (u64, Ranking, Option<String>) {
-    let total = pages.iter().map(|(_, page)| facts(page).0).sum();
-    let hybrid = !pages.is_empty() && pages.iter().all(|(_, page)| facts(page).1.path == RankingPath::Hybrid);
+fn page_facts<H>(pages: &[(&str, Parts<H>)], missed: &[String]) -> (u64, Ranking, Option<String>) {
+    let total = pages.iter().map(|(_, page)| page.total).sum();
+    let hybrid = !pages.is_empty() && pages.iter().all(|(_, page)| page.ranking.path == RankingPath::Hybrid);
     let ranking = match pages.first() {
-        Some((_, page)) if hybrid => facts(page).1.clone(),
+        Some((_, page)) if hybrid => page.ranking.clone(),
         _ => Ranking::lexical(
             pages
                 .iter()
-                .filter(|(_, page)| facts(page).1.path != RankingPath::Hybrid)
-                .map(|(vault, page)| format!("{vault}: {}", facts(page).1.why))
+                .filter(|(_, page)| page.ranking.path != RankingPath::Hybrid)
+                .map(|(vault, page)| format!("{vault}: {}", page.ranking.why))
                 .collect::<Vec<_>>()
                 .join("; "),
         ),
     };
     let mut stale: Vec<String> = pages
         .iter()
-        .filter_map(|(vault, page)| facts(page).2.map(|why| format!("vault {vault}: {why}")))
+        .filter_map(|(vault, page)| page.stale.as_ref().map(|why| format!("vault {vault}: {why}")))
         .collect();
     stale.extend(missed.iter().cloned());
     (total, ranking, (!stale.is_empty()).then(|| stale.join("; ")))
@@ -275,19 +348,14 @@ fn page_facts<P>(
 /// memory entries first, then hits on whole words before weak ones, then by
 /// score relative to the best hit of their own vault's page (scores of two
 /// indexes are not on one scale), each hit naming its vault.
-fn merged<H>(
-    pages: Vec<(&str, Vec<H>)>,
-    limit: usize,
-    facts: impl Fn(&H) -> (f32, bool, bool),
-    name: impl Fn(&mut H, &str),
-) -> Vec<H> {
+fn merged<H: Hit>(pages: Vec<(&str, Vec<H>)>, limit: usize) -> Vec<H> {
     let mut all: Vec<(bool, bool, f32, usize, H)> = Vec::new();
     for (vault, hits) in pages {
-        let best = hits.iter().filter(|hit| !facts(hit).1).map(|hit| facts(hit).0).fold(0.0_f32, f32::max);
+        let best = hits.iter().filter(|hit| !hit.facts().1).map(|hit| hit.facts().0).fold(0.0_f32, f32::max);
         for (rank, mut hit) in hits.into_iter().enumerate() {
-            let (score, memory, weak) = facts(&hit);
+            let (score, memory, weak) = hit.facts();
             let relative = if best > 0.0 { score / best } else { 0.0 };
-            name(&mut hit, vault);
+            hit.set_vault(vault);
             all.push((!memory, weak, -relative, rank, hit));
         }
     }
