@@ -83,8 +83,8 @@ fn several_vaults(out: &mut String) {
          name of the vault to use, among those the connection may use (the default, the first listed, \
          when it is left out; a call naming a proposal id without `vault` goes to the vault holding \
          that proposal). `search_knowledge` and `search_note_content` also take `vault: \"*\"`: every \
-         vault, each hit naming its `vault`, the hits of all merged (memory entries first, then by \
-         score relative to the best of their own vault). Every other successful answer carries `vault`, the vault \
+         vault, each hit naming its `vault`, the hits of all merged by score (memory entries first, \
+         weak hits last). Every other successful answer carries `vault`, the vault \
          that answered. A connection that may use one vault sees neither `vault` nor the tool below.\n",
     );
     let _ = write!(out, "\n### {}\n\n", tool.name);

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
@@ -187,10 +188,7 @@ pub fn search_every(
     let mut missed = Vec::new();
     let mut searched = Vec::new();
     for (vault, engine) in vaults {
-        match engine
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|engine| engine.refresh_config().map(|_| engine))
+        match engine.as_ref().map_err(Clone::clone).and_then(|engine| engine.refresh_config().map(|_| engine))
         {
             Ok(engine) => searched.push((vault.as_str(), engine.as_ref())),
             Err(error) => missed.push(not_searched(vault, &error)),
@@ -215,10 +213,16 @@ struct Every<'a> {
 impl Every<'_> {
     /// Each vault's page of `P`, merged into one.
     fn merge<P: Page>(&mut self) -> Result<CallToolResult, McpError> {
+        // The vaults are searched side by side, on rayon's threads.
+        let found: Vec<_> = self
+            .searched
+            .par_iter()
+            .map(|(vault, engine)| (*vault, P::search(engine, self.args, self.context)))
+            .collect();
         let mut pages = Vec::new();
-        for (vault, engine) in &self.searched {
-            match P::search(engine, self.args, self.context) {
-                Ok(page) => pages.push((*vault, page.into_parts())),
+        for (vault, page) in found {
+            match page {
+                Ok(page) => pages.push((vault, page.into_parts())),
                 Err(error) if self.searched.len() == 1 => return Ok(error_result(&error)),
                 Err(error) => {
                     self.missed.push(format!("vault {vault} was not searched: {}", error.bounded().message));
@@ -242,7 +246,7 @@ struct Parts<H> {
 }
 
 /// A search's page, one per tool.
-trait Page: Serialize + Sized {
+trait Page: Serialize + Sized + Send {
     type Hit: Hit;
     fn search(engine: &Engine, args: &SearchArgs, context: &CallContext) -> crate::error::Result<Self>;
     fn into_parts(self) -> Parts<Self::Hit>;
@@ -251,7 +255,7 @@ trait Page: Serialize + Sized {
 }
 
 /// A hit of a page: what merging looks at, and its vault.
-trait Hit {
+trait Hit: Send {
     /// Its score, and whether it is a memory entry and weak.
     fn facts(&self) -> (f32, bool, bool);
     fn set_vault(&mut self, vault: &str);
@@ -346,20 +350,19 @@ fn page_facts<H>(pages: &[(&str, Parts<H>)], missed: &[String]) -> (u64, Ranking
 
 /// Every vault's hits (each page best first) as one page of at most `limit`:
 /// memory entries first, then hits on whole words before weak ones, then by
-/// score relative to the best hit of their own vault's page (scores of two
-/// indexes are not on one scale), each hit naming its vault.
+/// score (each vault's on the same scale: BM25 over its own notes, which a
+/// fused page keeps too), ties in the vaults' order; each hit names its vault.
 fn merged<H: Hit>(pages: Vec<(&str, Vec<H>)>, limit: usize) -> Vec<H> {
-    let mut all: Vec<(bool, bool, f32, usize, H)> = Vec::new();
+    let mut all: Vec<(bool, bool, f32, H)> = Vec::new();
     for (vault, hits) in pages {
-        let best = hits.iter().filter(|hit| !hit.facts().1).map(|hit| hit.facts().0).fold(0.0_f32, f32::max);
-        for (rank, mut hit) in hits.into_iter().enumerate() {
+        for mut hit in hits {
             let (score, memory, weak) = hit.facts();
-            let relative = if best > 0.0 { score / best } else { 0.0 };
             hit.set_vault(vault);
-            all.push((!memory, weak, -relative, rank, hit));
+            all.push((!memory, weak, -score, hit));
         }
     }
-    all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.total_cmp(&b.2)).then(a.3.cmp(&b.3)));
+    // A stable sort: equal hits stay in the vaults' order, each vault's page in its own.
+    all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.total_cmp(&b.2)));
     all.into_iter().take(limit).map(|(.., hit)| hit).collect()
 }
 

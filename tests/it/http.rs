@@ -1566,7 +1566,7 @@ async fn issue39_a_token_scoped_to_one_vault_never_learns_another_exists() {
         &format!("# Surprise plan\n\nThe {SECRET} party is on Friday.\n"),
     );
     let home_arg = format!("home={}", home.display());
-    let (server, secrets) = Server::start(&[("both", Access::Apply)], &["--vault", &home_arg]);
+    let (server, secrets) = Server::start(&[("both", Access::Apply)], &["--vault", &home_arg, "--rate", "0"]);
     let add = |name: &str, vault: &str| {
         let file = server.tokens.to_str().unwrap();
         let (code, out, err) =
@@ -1588,6 +1588,13 @@ async fn issue39_a_token_scoped_to_one_vault_never_learns_another_exists() {
     let names: Vec<&str> =
         listed["vaults"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["vault", "home"]);
+    let every =
+        call(&both, "search_note_content", json!({"query": "surprise party Friday", "vault": "*"})).await;
+    let every = every.unwrap().structured_content.unwrap();
+    assert_eq!(
+        (&every["results"][0]["vault"], &every["results"][0]["path"]),
+        (&json!("home"), &json!("z/Surprise plan.md"))
+    );
 
     // `mine` may use `vault` alone: a server of one vault, nothing of `home` anywhere.
     let tools = mine.list_all_tools().await.unwrap();
@@ -1603,6 +1610,12 @@ async fn issue39_a_token_scoped_to_one_vault_never_learns_another_exists() {
     let said =
         |result: &CallToolResult, name: &str| serde_json::to_string(result).unwrap().replace(name, "NAME");
     assert_eq!(said(&foreign, "home"), said(&missing, "nowhere"), "a foreign vault answers as a missing one");
+    for tool in &tools {
+        let foreign = call(&mine, &tool.name, json!({"vault": "home"})).await.unwrap();
+        let missing = call(&mine, &tool.name, json!({"vault": "nowhere"})).await.unwrap();
+        assert_eq!(error_code(&foreign).as_deref(), Some("invalid_argument"), "{}", tool.name);
+        assert_eq!(said(&foreign, "home"), said(&missing, "nowhere"), "{}", tool.name);
+    }
     let mut answers = Vec::new();
     for (tool, args) in [
         ("search_knowledge", json!({"query": "surprise plan"})),

@@ -106,6 +106,10 @@ async fn two_vaults_are_served_apart_and_searched_together() {
             assert_eq!(vault["enum"], want, "{}", tool.name);
         }
     }
+    // The listing grows by the names (about 1.6 KB for two at `apply`), within 2 KiB of a single
+    // vault's cap (mcp.rs: 28 KiB at `propose` and `apply`).
+    let size = serde_json::to_string(&json!({ "tools": tools })).unwrap().len();
+    assert!(size < 30 * 1024, "tools/list of two vaults at apply: {size} bytes");
     let initialized = client.peer_info().unwrap().instructions.clone().unwrap_or_default();
     assert!(initialized.contains("`work` (the default) and `home`"), "{initialized}");
 
