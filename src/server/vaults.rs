@@ -215,7 +215,7 @@ pub struct Vaults {
 }
 
 impl Vaults {
-    /// Starts opening every vault (each in the background, see [`Shared::start`]).
+    /// Starts opening every vault (each in the background).
     pub fn start(options: &ServerOptions) -> Arc<Vaults> {
         let metrics = Arc::new(Metrics::new());
         let timings = Timings::new();

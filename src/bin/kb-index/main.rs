@@ -72,7 +72,7 @@ struct Cli {
     /// The vault folder, or a vault's name in the --vaults file (default: $KB_VAULT, else the first vault of --vaults, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder).
     #[arg(long, global = true, env = "KB_VAULT", value_name = "DIR|NAME")]
     vault: Option<String>,
-    /// The vaults file kb-mcp serves from (TOML, one [[vault]] table per vault with name, path and optionally index_dir): --vault NAME picks one.
+    /// The vaults file kb-mcp serves from (TOML, one `[[vault]]` table per vault with name, path and optionally index_dir): --vault NAME picks one.
     #[arg(long, global = true, env = "KB_VAULTS", value_name = "FILE")]
     vaults: Option<PathBuf>,
     /// Where the index lives (default: <vault>/.kb).

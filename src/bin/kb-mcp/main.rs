@@ -64,7 +64,7 @@ struct Cli {
     /// The vault folder (default: $KB_VAULT, else every vault of --vaults, else the current folder when it looks like a vault: it holds .obsidian/, kb.toml or Markdown files, and is neither / nor your home folder). Repeat as --vault NAME=DIR to serve several vaults (the first is the default), or give a NAME the --vaults file lists.
     #[arg(long, env = "KB_VAULT", value_name = "[NAME=]DIR")]
     vault: Vec<String>,
-    /// A vaults file: TOML, one [[vault]] table per vault with name, path and optionally index_dir; served all unless --vault names some.
+    /// A vaults file: TOML, one `[[vault]]` table per vault with name, path and optionally index_dir; served all unless --vault names some.
     #[arg(long, env = "KB_VAULTS", value_name = "FILE")]
     vaults: Option<PathBuf>,
     /// What stdio agents may do: read (default), propose (stage proposals in the inbox), apply (also apply them). Over HTTP each token's scope decides instead.
