@@ -122,6 +122,10 @@ async fn two_vaults_are_served_apart_and_searched_together() {
     assert_eq!(notes(0), notes(1), "two copies of one vault, a note added to each");
     let refused = call(&client, "list_vaults", json!({"vault": "home", "x": 1})).await.unwrap();
     assert_eq!(error_of(&refused)["code"], "invalid_argument");
+    let overview = structured(&call(&client, "get_vault_overview", json!({"metrics": true})).await.unwrap());
+    let counted =
+        overview["metrics"]["tools"].as_array().unwrap().iter().find(|t| t["tool"] == "list_vaults");
+    assert_eq!(counted.map(|t| t["calls"].clone()), Some(json!(2)), "counted under its name: {overview}");
 
     // Without `vault`, the default; with it, that vault; each answer names its vault.
     let found = structured(&call(&client, "search_knowledge", json!({"query": "zebrafish"})).await.unwrap());
