@@ -24,7 +24,9 @@ for), exchanges the code with PKCE and calls tools with the token, seeing only t
 read tools. Once more (`[oauth cimd]`) the client identifies itself by a Client ID Metadata
 Document (`client_metadata_url`) instead of registering: the document is served over HTTPS by
 this script on 127.0.0.1 with a CA made with `cryptography`, which kb-mcp trusts through the tests-only
-`--testing-cimd-trust`. Prints one line per check
+`--testing-cimd-trust`. In both modes, two vaults behind one server (issue 39): every tool takes
+`vault`, `list_vaults` lists them, a search of both names each hit's vault, and an unknown
+name is refused, every answer checked by the SDK against its output schema. Prints one line per check
 and a final "N passed, N failed" line; exits 1 if anything failed.
 
     python3 tests/clients/python_sdk_check.py --binary target/debug/kb-mcp --vault fixtures/vault
@@ -473,6 +475,36 @@ async def oauth(binary, vault, tmp, cimd=False):
         server.wait(timeout=30)
 
 
+async def several_vaults(binary, vault, tmp, mode):
+    """Two vaults behind one server (issue 39): the `vault` argument, list_vaults, a search of
+    both, and a bad name, each answer checked by the SDK against the tool's output schema."""
+    home = Path(tmp) / f"home-{mode}"
+    shutil.copytree(vault, home, ignore=shutil.ignore_patterns(".kb", "inbox"))
+    (home / "z" / "Sourdough starter.md").write_text("# Sourdough starter\n\nFeed the Zettelkasten jar daily.\n")
+    args = ["--vault", f"work={vault}", "--vault", f"home={home}", "--access", "read"]
+    async with Client(StdioServerParameters(command=binary, args=args), mode=mode) as client:
+        tools = (await client.list_tools()).tools
+        names = [t.name for t in tools]
+        check(f"[{mode} two vaults] list_vaults is listed", "list_vaults" in names, str(names))
+        enums = [t.input_schema.get("properties", {}).get("vault", {}).get("enum") for t in tools if t.name != "list_vaults"]
+        ok = all(e is not None and e[:2] == ["work", "home"] for e in enums)
+        check(f"[{mode} two vaults] every tool takes vault, naming both", ok, str(enums)[:300])
+        listed = (await client.call_tool("list_vaults", {})).structured_content or {}
+        got = [(v["name"], v["default"]) for v in listed.get("vaults", [])]
+        check(f"[{mode} two vaults] list_vaults lists both, work the default", got == [("work", True), ("home", False)], str(listed)[:300])
+        every = await client.call_tool("search_knowledge", {"query": "Zettelkasten", "vault": "*"})
+        hits = (every.structured_content or {}).get("results", [])
+        found = {(h.get("vault"), h["path"]) for h in hits}
+        ok = not every.is_error and ("home", "z/Sourdough starter.md") in found and any(v == "work" for v, _ in found)
+        check(f"[{mode} two vaults] a search of both names each hit's vault", ok, str(found)[:300])
+        one = await client.call_tool("read_note", {"path": "z/Sourdough starter.md", "vault": "home"})
+        ok = not one.is_error and (one.structured_content or {}).get("vault") == "home"
+        check(f"[{mode} two vaults] an answer names its vault", ok, str(one)[:300])
+        bad = error_of(await client.call_tool("search_knowledge", {"query": "x", "vault": "nowhere"}))
+        ok = bad.get("code") == "invalid_argument" and "work, home" in bad.get("message", "")
+        check(f"[{mode} two vaults] an unknown vault is invalid_argument naming the others", ok, str(bad)[:300])
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -494,6 +526,10 @@ async def main():
                 await confirmed_apply(str(Path(args.binary).resolve()), vault, mode)
             except Exception as error:
                 check(f"[{mode}] apply session", False, repr(error))
+            try:
+                await several_vaults(str(Path(args.binary).resolve()), vault, tmp, mode)
+            except Exception as error:
+                check(f"[{mode}] two-vault session", False, repr(error))
         try:
             await proposals(str(Path(args.binary).resolve()), vault)
         except Exception as error:
