@@ -90,7 +90,8 @@ impl KbServer {
         };
         let served = match wanted {
             Wanted::Every if tools::searches_every_vault(&name) => {
-                return self.search_every(&name, arguments, &visible, context).await;
+                let call_context = self.call_context(context, access, apps, None);
+                return self.search_every(&name, arguments, &visible, context, call_context).await;
             }
             Wanted::Every => {
                 return refused(&Error::invalid(format!(
@@ -242,6 +243,7 @@ impl KbServer {
         arguments: Value,
         visible: &[&Served],
         context: &RequestContext<RoleServer>,
+        call_context: CallContext,
     ) -> Result<Answered, McpError> {
         let mut engines = Vec::new();
         for served in visible {
@@ -249,7 +251,6 @@ impl KbServer {
             let engine = served.shared.engine_waiting(context, false).await.0;
             engines.push((served.name.clone(), served.shared.clone(), engine));
         }
-        let call_context = self.call_context(context, self.access(context), self.shows_apps(context), None);
         let name = name.to_owned();
         let result = blocking::run(move || {
             let vaults: Vec<_> = engines
